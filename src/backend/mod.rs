@@ -1,0 +1,83 @@
+//! Backends own one protocol each and speak to the rest of gpuplane only through [`Update`]s
+//! sent on a channel. No backend knows about widgets.
+
+pub mod sim;
+
+use crate::model::{
+    EccCounts, Epoch, FabricPort, Filesystem, Job, JobId, Node, NodeReason, NodeState, Queue, Quota, Text,
+    XidEvent,
+};
+
+/// How a data source is doing, shown in the header.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SourceStatus {
+    /// Short name shown in the header: `sim`, `slurm`, `prom`, `kube`, `nvml`.
+    pub name: Text,
+    /// The data is made up (the built-in simulator).
+    pub simulated: bool,
+    /// When the source last answered successfully.
+    pub ok_at: Option<Epoch>,
+    /// The last error, already phrased for an operator (what is wrong and how to fix it).
+    pub error: Option<String>,
+    /// Protocol detail, e.g. `v0.0.40` or `2.42.0`.
+    pub detail: Option<Text>,
+}
+
+/// Everything a source knows about one plane, replacing what it reported before.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    pub cluster: Option<Text>,
+    pub nodes: Option<Vec<Node>>,
+    pub jobs: Option<Vec<Job>>,
+    pub queues: Option<Vec<Queue>>,
+    pub quotas: Option<Vec<Quota>>,
+    pub storage: Option<Vec<Filesystem>>,
+}
+
+/// Telemetry for one GPU; `None` leaves a field as it was.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuSample {
+    pub index: u8,
+    pub util: Option<u8>,
+    pub tensor_active: Option<u8>,
+    pub temp_c: Option<u8>,
+    pub power_w: Option<u16>,
+    pub mem_used_mib: Option<u32>,
+    pub ecc: Option<EccCounts>,
+    pub xid: Option<XidEvent>,
+    /// `Some(None)`: released; `Some(Some(id))`: allocated to `id`.
+    pub job: Option<Option<JobId>>,
+}
+
+/// Changes to one node; `None` leaves a field as it was.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSample {
+    pub node: Text,
+    pub state: Option<NodeState>,
+    pub reason: Option<Option<NodeReason>>,
+    pub gpu_alloc: Option<u32>,
+    pub cpus_alloc: Option<u32>,
+    pub mem_alloc_mib: Option<u64>,
+    pub gpus: Vec<GpuSample>,
+    /// Replaces the node's ports when present.
+    pub ports: Option<Vec<FabricPort>>,
+}
+
+/// Incremental changes since the last update, stamped with the source's clock.
+#[derive(Debug, Clone, Default)]
+pub struct Delta {
+    pub at: Epoch,
+    pub nodes: Vec<NodeSample>,
+    pub jobs_upsert: Vec<Job>,
+    pub jobs_remove: Vec<JobId>,
+    pub quotas: Option<Vec<Quota>>,
+    pub storage: Option<Vec<Filesystem>>,
+}
+
+/// What a backend sends.
+#[derive(Debug, Clone)]
+pub enum Update {
+    Inventory { at: Epoch, inventory: Box<Inventory> },
+    Delta(Box<Delta>),
+    Status(SourceStatus),
+}

@@ -1,0 +1,8 @@
+//! gpuplane: one terminal console for every plane of a GPU cluster.
+//!
+//! Backends → [`backend::Update`] → one [`state::ClusterState`] → pure views.
+
+pub mod backend;
+pub mod model;
+pub mod sanitize;
+pub mod state;

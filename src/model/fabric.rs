@@ -1,0 +1,66 @@
+use super::Text;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum FabricKind {
+    InfiniBand,
+    RoCE,
+    Efa,
+}
+
+impl FabricKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::InfiniBand => "IB",
+            Self::RoCE => "RoCE",
+            Self::Efa => "EFA",
+        }
+    }
+}
+
+/// Physical/logical port state as IB reports it (`ibstat`, node_exporter `infiniband_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum PortState {
+    Active,
+    Init,
+    Armed,
+    Down,
+    Polling,
+    Unknown,
+}
+
+impl PortState {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Active => "Active",
+            Self::Init => "Init",
+            Self::Armed => "Armed",
+            Self::Down => "Down",
+            Self::Polling => "Polling",
+            Self::Unknown => "?",
+        }
+    }
+}
+
+/// One high-speed network port of a node.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FabricPort {
+    /// Device and port, e.g. `mlx5_0/1`.
+    pub name: Text,
+    pub kind: FabricKind,
+    pub state: PortState,
+    pub rate_gbps: u32,
+    pub symbol_errors: u64,
+    pub rcv_errors: u64,
+    pub xmit_discards: u64,
+    pub link_downed: u64,
+    /// State changes seen in the recent window.
+    pub flaps: u32,
+    pub rx_gbps: f32,
+    pub tx_gbps: f32,
+}
+
+impl FabricPort {
+    pub fn errors(&self) -> u64 {
+        self.symbol_errors + self.rcv_errors + self.xmit_discards
+    }
+}

@@ -1,0 +1,153 @@
+use super::{Epoch, Text};
+
+/// Job identifier. Slurm job ids are numbers; Kubernetes workloads get a stable hash id and keep
+/// their name in [`Job::name`].
+pub type JobId = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Pending,
+    Running,
+    Completing,
+    Completed,
+    Failed,
+    Cancelled,
+    Timeout,
+    Preempted,
+    NodeFail,
+}
+
+impl JobState {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Running => "RUNNING",
+            Self::Completing => "COMPLETING",
+            Self::Completed => "COMPLETED",
+            Self::Failed => "FAILED",
+            Self::Cancelled => "CANCELLED",
+            Self::Timeout => "TIMEOUT",
+            Self::Preempted => "PREEMPTED",
+            Self::NodeFail => "NODE_FAIL",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Self::Pending => "PD",
+            Self::Running => "R",
+            Self::Completing => "CG",
+            Self::Completed => "CD",
+            Self::Failed => "F",
+            Self::Cancelled => "CA",
+            Self::Timeout => "TO",
+            Self::Preempted => "PR",
+            Self::NodeFail => "NF",
+        }
+    }
+
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Pending | Self::Running | Self::Completing)
+    }
+
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failed | Self::Timeout | Self::NodeFail)
+    }
+}
+
+/// A job (Slurm job, Kubernetes workload grouped by owner).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Job {
+    pub id: JobId,
+    pub name: Text,
+    pub user: Text,
+    /// Team: Slurm account or Kubernetes namespace (mapped through a label when configured).
+    pub account: Text,
+    /// Queue: Slurm partition or Kueue LocalQueue.
+    pub queue: Text,
+    pub state: JobState,
+    /// Scheduler's raw pending reason (`Priority`, `Resources`, `QOSGrpGRES`, …).
+    pub pending_reason: Option<Text>,
+    pub priority: u32,
+    pub submit: Epoch,
+    pub start: Option<Epoch>,
+    pub end: Option<Epoch>,
+    /// Scheduler's estimate of the start time of a pending job.
+    pub est_start: Option<Epoch>,
+    pub gpus: u32,
+    pub gpu_model: Option<Text>,
+    pub nodes: Vec<Text>,
+    pub exit_reason: Option<Text>,
+    pub retries: u32,
+    /// Position among pending jobs of the same queue as the backend reports it (Kueue
+    /// visibility API). When `None` the state derives it from priority order.
+    pub position: Option<u32>,
+    /// Final queue position (1 = next): the backend's `position` when given, otherwise
+    /// derived by the state from priority order. `None` for jobs that are not pending.
+    pub rank: Option<u32>,
+    /// GPU-seconds and utilisation-weighted GPU-seconds, accumulated by the state from
+    /// telemetry (or given by accounting for finished jobs).
+    pub gpu_seconds: f64,
+    pub useful_gpu_seconds: f64,
+}
+
+impl Job {
+    /// Wall time so far (running) or in total (finished), in seconds.
+    pub fn elapsed(&self, now: Epoch) -> Option<i64> {
+        let start = self.start?;
+        Some((self.end.unwrap_or(now) - start).max(0))
+    }
+
+    /// Queue wait: start − submit, or now − submit while pending.
+    pub fn wait(&self, now: Epoch) -> i64 {
+        (self.start.unwrap_or(now) - self.submit).max(0)
+    }
+
+    /// Mean utilisation of the job's GPUs over its lifetime, 0–100.
+    pub fn useful_pct(&self) -> Option<f64> {
+        (self.gpu_seconds > 0.0).then(|| 100.0 * self.useful_gpu_seconds / self.gpu_seconds)
+    }
+}
+
+/// The pending reason in plain language, as a researcher would want it explained.
+pub fn pending_reason_text(reason: &str) -> &'static str {
+    match reason {
+        "Resources" => "waiting for GPUs/nodes to free up (normal)",
+        "Priority" => "higher-priority jobs are ahead in this queue (normal)",
+        "Dependency" => "waiting for another job to finish",
+        "DependencyNeverSatisfied" => "its dependency failed: it will never run; cancel it",
+        "BeginTime" => "its requested start time has not come yet",
+        "ReqNodeNotAvail" => "a required node is unavailable (down, drained or reserved)",
+        "NodeDown" => "a node it needs is down",
+        "PartitionDown" | "PartitionInactive" => "the queue is down: an admin must bring it up",
+        "PartitionNodeLimit" => "node count is outside the queue's limits",
+        "PartitionTimeLimit" => "time limit exceeds the queue's maximum: it will not start as is",
+        "PartitionConfig" => "it violates a queue limit",
+        "Reservation" => "waiting for its reservation to start or free up",
+        "JobHeldUser" => "held by its owner (release it to run)",
+        "JobHeldAdmin" => "held by an admin",
+        "QOSMaxGRESPerUser" => "you already use the most GPUs your QOS allows per user",
+        "QOSMaxGRESPerJob" | "AssocMaxGRESPerJob" => {
+            "asks for more GPUs than one job may use: it will not start as is"
+        }
+        "QOSGrpGRES" | "AssocGrpGRES" => "the team's GPU quota is fully in use",
+        "QOSGrpCpuLimit" | "AssocGrpCpuLimit" => "the team's CPU quota is fully in use",
+        "QOSGrpNodeLimit" | "AssocGrpNodeLimit" => "the team's node quota is fully in use",
+        "QOSMaxJobsPerUserLimit" | "AssocMaxJobsLimit" => "you have the most running jobs allowed",
+        "AssocGrpJobsLimit" => "the team has the most running jobs allowed",
+        "JobArrayTaskLimit" => "the array's concurrent-task limit is reached",
+        "Licenses" => "waiting for a license",
+        "InvalidAccount" | "InvalidQOS" | "QOSNotAllowed" => {
+            "bad or forbidden account/QOS: it will not run until fixed"
+        }
+        "BadConstraints" => "its requirements can never be satisfied",
+        "Prolog" => "the prolog is still running",
+        "Cleaning" => "a requeued job is still cleaning up",
+        "WaitingForScheduling" | "None" => "not yet evaluated by the scheduler",
+        "QuotaReserved" => "quota reserved, waiting for admission checks",
+        "Inadmissible" => "the queue cannot admit it (check the LocalQueue and ClusterQueue)",
+        "InsufficientQuota" => "the queue's quota (including what it may borrow) is in use",
+        _ => "see the scheduler's reason",
+    }
+}

@@ -1,0 +1,27 @@
+//! Backend-neutral domain model of a GPU cluster: the four planes (compute, network,
+//! storage, control) as plain data. Backends translate their protocols into these types;
+//! views only ever read them.
+
+mod cost;
+mod fabric;
+mod gpu;
+mod job;
+mod node;
+mod queue;
+mod storage;
+mod xid;
+
+pub use cost::{PriceCard, gpu_hours_cost};
+pub use fabric::{FabricKind, FabricPort, PortState};
+pub use gpu::{EccCounts, Gpu, MigSlice, XidEvent};
+pub use job::{Job, JobId, JobState, pending_reason_text};
+pub use node::{LinkKind, Nic, Node, NodeReason, NodeState, Topology};
+pub use queue::{Queue, QueueKind, Quota};
+pub use storage::{Filesystem, StorageKind};
+pub use xid::{XidInfo, xid_info};
+
+/// Short strings from the cluster (names, users, models) are stored inline when they fit.
+pub type Text = compact_str::CompactString;
+
+/// Seconds since the Unix epoch. Every timestamp in the model uses this.
+pub type Epoch = i64;

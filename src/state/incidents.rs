@@ -1,0 +1,243 @@
+//! Incidents: what is broken or burning money right now, worst first.
+
+use super::ClusterState;
+use crate::model::{Epoch, JobId, PortState, Text, xid_info};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Info => "INFO",
+            Self::Warning => "WARN",
+            Self::Critical => "CRIT",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plane {
+    Compute,
+    Network,
+    Storage,
+    Control,
+}
+
+impl Plane {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Compute => "compute",
+            Self::Network => "network",
+            Self::Storage => "storage",
+            Self::Control => "control",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Incident {
+    pub severity: Severity,
+    pub plane: Plane,
+    /// What it is about: `node007`, `node007/gpu3`, `job 4242`, `team vision`.
+    pub subject: Text,
+    pub title: String,
+    /// What an operator should do.
+    pub action: String,
+    pub since: Option<Epoch>,
+    /// Money burnt per hour while it lasts (idle allocated GPUs).
+    pub cost_per_hour: Option<f64>,
+    /// The node to jump to, when there is one.
+    pub node: Option<Text>,
+    pub job: Option<JobId>,
+}
+
+pub(super) fn detect(s: &ClusterState) -> Vec<Incident> {
+    let th = &s.thresholds;
+    let mut out = Vec::new();
+    let mut idle_by_job: BTreeMap<JobId, (u32, Epoch, f64, Text)> = BTreeMap::new();
+    for n in &s.nodes {
+        let inc = |severity, plane, subject: Text, title: String, action: &str, since| Incident {
+            severity,
+            plane,
+            subject,
+            title,
+            action: action.to_string(),
+            since,
+            cost_per_hour: None,
+            node: Some(n.name.clone()),
+            job: None,
+        };
+        if n.state.is_unhealthy() {
+            let why = n.reason.as_ref().map(|r| format!(": {}", r.text)).unwrap_or_default();
+            out.push(inc(
+                Severity::Critical,
+                Plane::Compute,
+                n.name.clone(),
+                format!("node {}{why}", n.state.label()),
+                "check the node (BMC, kubelet/slurmd); drain it if it keeps failing",
+                n.reason.as_ref().map(|r| r.at),
+            ));
+        }
+        for g in &n.gpus {
+            let subject = || Text::from(format!("{}/gpu{}", n.name, g.index));
+            if let Some(x) = g.xid {
+                let info = xid_info(x.code);
+                let sev = if info.fatal { Severity::Critical } else { Severity::Warning };
+                out.push(inc(
+                    sev,
+                    Plane::Compute,
+                    subject(),
+                    format!("XID {} {} (×{})", x.code, info.name, x.count),
+                    info.action,
+                    Some(x.at),
+                ));
+            }
+            if g.ecc.dbe > 0 && g.xid.is_none_or(|x| x.code != 48) {
+                out.push(inc(
+                    Severity::Critical,
+                    Plane::Compute,
+                    subject(),
+                    format!("{} double-bit ECC errors", g.ecc.dbe),
+                    xid_info(48).action,
+                    None,
+                ));
+            }
+            if let Some(t) = g.temp_c.filter(|&t| t >= th.hot_temp_c) {
+                let sev =
+                    if t >= th.hot_temp_c.saturating_add(5) { Severity::Critical } else { Severity::Warning };
+                out.push(inc(
+                    sev,
+                    Plane::Compute,
+                    subject(),
+                    format!("GPU hot: {t}°C"),
+                    "check airflow/fans and clocks throttling; drain if it keeps rising",
+                    None,
+                ));
+            }
+            if let (Some(since), Some(job)) = (g.idle_since, g.job)
+                && s.now - since >= th.idle_after_s
+            {
+                let e = idle_by_job.entry(job).or_insert((0, since, 0.0, n.name.clone()));
+                e.0 += 1;
+                e.1 = e.1.min(since);
+                e.2 += s.prices.price(&g.model);
+            }
+        }
+        for p in &n.ports {
+            let subject = || Text::from(format!("{}/{}", n.name, p.name));
+            if p.state != PortState::Active {
+                out.push(inc(
+                    Severity::Critical,
+                    Plane::Network,
+                    subject(),
+                    format!("{} port {}", p.kind.label(), p.state.label()),
+                    "check cable/transceiver and the switch port; drain the node for multi-node jobs",
+                    None,
+                ));
+            } else if p.flaps >= th.flap_count {
+                out.push(inc(
+                    Severity::Warning,
+                    Plane::Network,
+                    subject(),
+                    format!("{} port flapping: {} state changes", p.kind.label(), p.flaps),
+                    "reseat or replace the cable/transceiver; rerun the NCCL test on this node",
+                    None,
+                ));
+            } else if p.symbol_errors + p.rcv_errors > 1000 {
+                out.push(inc(
+                    Severity::Warning,
+                    Plane::Network,
+                    subject(),
+                    format!(
+                        "{} port errors: {} symbol, {} receive",
+                        p.kind.label(),
+                        p.symbol_errors,
+                        p.rcv_errors
+                    ),
+                    "watch the error rate; replace the cable if it grows",
+                    None,
+                ));
+            }
+        }
+    }
+    for (job, (count, since, per_hour, node)) in idle_by_job {
+        let who = s.job(job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
+        out.push(Incident {
+            severity: Severity::Warning,
+            plane: Plane::Compute,
+            subject: Text::from(format!("job {job}")),
+            title: format!("{count} allocated GPUs idle{who}"),
+            action: "ask the owner; cancel or shrink the job if it is stuck".into(),
+            since: Some(since),
+            cost_per_hour: Some(per_hour),
+            node: Some(node),
+            job: Some(job),
+        });
+    }
+    for fs in &s.storage {
+        let pct = fs.used_pct();
+        if pct >= th.storage_full_pct {
+            let sev = if pct >= 97 { Severity::Critical } else { Severity::Warning };
+            out.push(Incident {
+                severity: sev,
+                plane: Plane::Storage,
+                subject: fs.name.clone(),
+                title: format!("{} {pct}% full", fs.mount),
+                action: "delete old checkpoints or grow the filesystem before writes fail".into(),
+                since: None,
+                cost_per_hour: None,
+                node: None,
+                job: None,
+            });
+        }
+    }
+    for q in &s.quotas {
+        if q.over_quota() {
+            out.push(Incident {
+                severity: Severity::Warning,
+                plane: Plane::Control,
+                subject: Text::from(format!("team {}", q.team)),
+                title: format!(
+                    "over quota: {} of {} GPUs ({} borrowed)",
+                    q.gpu_used, q.gpu_quota, q.borrowed
+                ),
+                action: "expected while borrowing; reclaim if others are waiting".into(),
+                since: None,
+                cost_per_hour: None,
+                node: None,
+                job: None,
+            });
+        }
+    }
+    for src in &s.sources {
+        if let Some(err) = &src.error {
+            out.push(Incident {
+                severity: Severity::Critical,
+                plane: Plane::Control,
+                subject: src.name.clone(),
+                title: err.clone(),
+                action: "the data from this source is stale until it recovers".into(),
+                since: src.ok_at,
+                cost_per_hour: None,
+                node: None,
+                job: None,
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.plane.cmp(&b.plane))
+            .then(a.since.unwrap_or(i64::MAX).cmp(&b.since.unwrap_or(i64::MAX)))
+            .then(a.subject.cmp(&b.subject))
+    });
+    out
+}
