@@ -3,6 +3,10 @@
 //! Backends → [`backend::Update`] → one [`state::ClusterState`] → pure views.
 
 pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod cost;
 pub mod model;
 pub mod sanitize;
 pub mod state;
+pub mod tui;

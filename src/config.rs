@@ -1,0 +1,209 @@
+//! Configuration: built-in defaults < config file < environment < flags.
+
+use crate::cli::Cli;
+use crate::model::PriceCard;
+use crate::state::Thresholds;
+use crate::tui::datafile;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct SimSection {
+    nodes: Option<usize>,
+    gpus_per_node: Option<u8>,
+    jobs: Option<usize>,
+    seed: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ThresholdSection {
+    idle_util_pct: Option<u8>,
+    idle_after: Option<String>,
+    hot_temp_c: Option<u8>,
+    storage_full_pct: Option<u8>,
+    flap_count: Option<u32>,
+}
+
+/// The config file as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct FileConfig {
+    theme: Option<String>,
+    keymap: Option<String>,
+    refresh: Option<String>,
+    user: Option<String>,
+    ascii: Option<bool>,
+    view: Option<String>,
+    sim: SimSection,
+    prices: Option<PriceCard>,
+    thresholds: ThresholdSection,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub theme: String,
+    pub keymap: String,
+    pub refresh: Duration,
+    pub user: String,
+    pub ascii: bool,
+    pub view: Option<String>,
+    pub sim_nodes: usize,
+    pub sim_gpus: u8,
+    pub sim_jobs: usize,
+    pub seed: u64,
+    pub prices: PriceCard,
+    pub thresholds: Thresholds,
+    pub config_dir: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub exit_after_frames: Option<u64>,
+    pub no_color: bool,
+}
+
+fn dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("io", "gpuplane", "gpuplane")
+}
+
+impl Config {
+    /// Resolves the configuration; problems with the file come back as warnings (file, line,
+    /// field) and the defaults are used for what could not be read.
+    pub fn load(cli: &Cli) -> (Config, Vec<String>) {
+        let mut warnings = Vec::new();
+        let pd = dirs();
+        let config_dir = cli
+            .config
+            .as_ref()
+            .and_then(|p| p.parent().map(|p| p.to_path_buf()))
+            .or_else(|| pd.as_ref().map(|d| d.config_dir().to_path_buf()));
+        let state_dir = pd.as_ref().map(|d| d.state_dir().unwrap_or(d.cache_dir()).to_path_buf());
+        let path = cli.config.clone().or_else(|| pd.as_ref().map(|d| d.config_dir().join("config.toml")));
+        let file: FileConfig = match &path {
+            Some(p) if p.exists() => match std::fs::read_to_string(p) {
+                Ok(text) => datafile::parse(&p.display().to_string(), &text).unwrap_or_else(|e| {
+                    warnings.push(format!("config ignored: {e}"));
+                    FileConfig::default()
+                }),
+                Err(e) => {
+                    warnings.push(format!("config ignored: {}: {e}", p.display()));
+                    FileConfig::default()
+                }
+            },
+            Some(p) if cli.config.is_some() => {
+                warnings.push(format!("config ignored: {}: no such file", p.display()));
+                FileConfig::default()
+            }
+            _ => FileConfig::default(),
+        };
+        let refresh = cli
+            .refresh
+            .or_else(|| {
+                let r = file.refresh.as_deref()?;
+                humantime::parse_duration(r)
+                    .map_err(|e| warnings.push(format!("config: refresh = {r:?}: {e}")))
+                    .ok()
+            })
+            .unwrap_or(Duration::from_secs(2))
+            .max(Duration::from_millis(100));
+        let d = Thresholds::default();
+        let th = &file.thresholds;
+        let idle_after_s = th
+            .idle_after
+            .as_deref()
+            .and_then(|v| {
+                humantime::parse_duration(v)
+                    .map_err(|e| warnings.push(format!("config: thresholds.idle_after = {v:?}: {e}")))
+                    .ok()
+            })
+            .map_or(d.idle_after_s, |v| v.as_secs() as i64);
+        let thresholds = Thresholds {
+            idle_util_pct: th.idle_util_pct.unwrap_or(d.idle_util_pct),
+            idle_after_s,
+            hot_temp_c: th.hot_temp_c.unwrap_or(d.hot_temp_c),
+            storage_full_pct: th.storage_full_pct.unwrap_or(d.storage_full_pct),
+            flap_count: th.flap_count.unwrap_or(d.flap_count),
+        };
+        let user = cli
+            .user
+            .clone()
+            .or(file.user)
+            .or_else(|| std::env::var("USER").ok())
+            .or_else(|| std::env::var("LOGNAME").ok())
+            .unwrap_or_else(|| "unknown".into());
+        let config = Config {
+            theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
+            keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
+            refresh,
+            user,
+            ascii: cli.ascii || file.ascii.unwrap_or(false),
+            view: cli.view.clone().or(file.view),
+            sim_nodes: cli.sim_nodes.or(file.sim.nodes).unwrap_or(16).max(1),
+            sim_gpus: cli.sim_gpus.or(file.sim.gpus_per_node).unwrap_or(8).clamp(1, 16),
+            sim_jobs: cli.sim_jobs.or(file.sim.jobs).unwrap_or(0),
+            seed: cli.seed.or(file.sim.seed).unwrap_or(42),
+            prices: file.prices.unwrap_or_default(),
+            thresholds,
+            config_dir,
+            state_dir,
+            exit_after_frames: cli.exit_after_frames,
+            no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        };
+        (config, warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_file(text: &str) -> (Config, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        Config::load(&Cli { config: Some(p), ..Cli::default() })
+    }
+
+    #[test]
+    fn file_values_apply_and_flags_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, "theme = \"light\"\nrefresh = \"5s\"\n[sim]\nnodes = 64\n").unwrap();
+        let (c, w) = Config::load(&Cli { config: Some(p.clone()), ..Cli::default() });
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((c.theme.as_str(), c.refresh, c.sim_nodes), ("light", Duration::from_secs(5), 64));
+        let (c, _) = Config::load(&Cli {
+            config: Some(p),
+            theme: Some("monochrome".into()),
+            sim_nodes: Some(8),
+            ..Cli::default()
+        });
+        assert_eq!((c.theme.as_str(), c.sim_nodes), ("monochrome", 8));
+    }
+
+    #[test]
+    fn a_bad_field_names_file_line_and_field() {
+        let (c, w) = with_file("theme = \"dark\"\n[sim]\nnodez = 3\n");
+        assert_eq!(c.sim_nodes, 16);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("config.toml: line 3"), "{}", w[0]);
+        assert!(w[0].contains("nodez"), "{}", w[0]);
+    }
+
+    #[test]
+    fn a_bad_duration_is_reported() {
+        let (c, w) = with_file("refresh = \"soon\"\n");
+        assert_eq!(c.refresh, Duration::from_secs(2));
+        assert!(w[0].contains("refresh"), "{w:?}");
+    }
+
+    #[test]
+    fn price_card_from_the_file() {
+        let (c, w) =
+            with_file("[prices]\ncurrency = \"EUR\"\ndefault = 1.0\n[prices.per_gpu_hour]\nH100 = 2.5\n");
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.prices.price("NVIDIA H100 80GB HBM3"), 2.5);
+        assert_eq!(c.prices.price("T4"), 1.0);
+    }
+}

@@ -1,0 +1,387 @@
+//! Draws a whole frame from the app: header, body (the current view), footer, help overlay.
+//! Pure: the same state gives the same frame.
+
+use super::app::{App, Mode, complete};
+use super::keymap::Action;
+use super::views::{self, TableId, VIEWS, ViewId};
+use super::widgets::table::{self, Cx, RowKey};
+use super::widgets::{dur, money, safe};
+use crate::cost;
+use crate::model::Epoch;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+/// Draws the console. `wall_now` is the real clock, for the freshness of real sources.
+pub fn draw(f: &mut Frame, app: &mut App, wall_now: Epoch) {
+    app.prepare();
+    let area = f.area();
+    let [header, tabs, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(f, header, app, wall_now);
+    draw_tabs(f, tabs, app);
+    draw_body(f, body, app);
+    draw_footer(f, footer, app);
+    if app.ui.mode == Mode::Help {
+        draw_help(f, body, app);
+    }
+}
+
+fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
+    let s = app.state();
+    let t = &app.theme;
+    let mut left = vec![
+        Span::styled("gpuplane ", t.title),
+        Span::styled(safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned(), t.accent),
+        Span::raw(" "),
+    ];
+    if s.is_simulated() {
+        left.push(Span::styled(" SIMULATED ", t.badge_sim));
+        left.push(Span::raw(" "));
+    }
+    for src in &s.sources {
+        let (text, style) = match (&src.error, src.ok_at) {
+            (Some(_), Some(ok)) => (format!("{} stale {}", src.name, dur(wall_now - ok)), t.crit),
+            (Some(_), None) => (format!("{} down", src.name), t.crit),
+            (None, Some(ok)) if wall_now - ok > 30 => {
+                (format!("{} {} ago", src.name, dur(wall_now - ok)), t.warn)
+            }
+            (None, Some(_)) => (format!("{} {}", src.name, app.glyphs.dot()), t.ok),
+            (None, None) => (format!("{} connecting", src.name), t.dim),
+        };
+        left.push(Span::styled(safe(&text).into_owned(), style));
+        left.push(Span::raw(" "));
+    }
+    if s.sources.is_empty() {
+        left.push(Span::styled("no source yet", t.dim));
+    }
+    let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
+    if app.ui.paused {
+        right.push(Span::styled(" PAUSED ", t.badge_paused));
+    }
+    let rw: usize = right.iter().map(|s| s.width()).sum();
+    let [l, r] = Layout::horizontal([Constraint::Min(10), Constraint::Length(rw as u16)]).areas(area);
+    f.render_widget(Paragraph::new(Line::from(left)), l);
+    f.render_widget(Paragraph::new(Line::from(right)), r);
+}
+
+fn draw_tabs(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let numbered = area.width >= 100;
+    let mut spans = Vec::new();
+    for v in VIEWS {
+        let key = numbered.then(|| app.keymap.hint(view_action(v.id))).flatten();
+        let label = match key {
+            Some(k) => format!("{k}:{}", v.title),
+            None => v.title.to_string(),
+        };
+        let style = if v.id == app.ui.view { t.selected } else { t.dim };
+        spans.push(Span::styled(label, style));
+        spans.push(Span::raw(" "));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn view_action(v: ViewId) -> Action {
+    match v {
+        ViewId::Overview => Action::Overview,
+        ViewId::Nodes => Action::Nodes,
+        ViewId::Gpus => Action::Gpus,
+        ViewId::Topology => Action::Topology,
+        ViewId::Fabric => Action::Fabric,
+        ViewId::Storage => Action::Storage,
+        ViewId::Jobs => Action::Jobs,
+        ViewId::Queues => Action::Queues,
+        ViewId::Quotas => Action::Quotas,
+        ViewId::Cost => Action::Cost,
+    }
+}
+
+fn block<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_set(app.glyphs.border())
+        .border_style(app.theme.border(focused))
+        .title(Line::from(title))
+}
+
+fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
+    let t = &app.theme;
+    let st = &app.ui.tables[id as usize];
+    let mut v = vec![
+        Span::styled(format!(" {name} "), t.title),
+        Span::styled(format!("[{}] ", st.rows.len()), t.dim),
+    ];
+    if !st.filter.is_empty() {
+        v.push(Span::styled(format!("</{}> ", safe(&st.filter.raw)), t.prompt));
+    }
+    v
+}
+
+/// Detail lines for the selected row of a table.
+fn detail_lines<'a>(cx: &Cx<'a>, id: TableId, key: RowKey, width: u16) -> Vec<Line<'a>> {
+    match id {
+        TableId::Incidents => views::overview::detail(cx, key, width),
+        TableId::Nodes => views::nodes::detail(cx, key, width),
+        TableId::Gpus => views::gpus::detail(cx, key, width),
+        TableId::Fabric => views::fabric::detail(cx, key, width),
+        TableId::Storage => views::storage::detail(cx, key, width),
+        TableId::Jobs | TableId::MyJobs => views::jobs::detail(cx, key, width),
+        TableId::CostJobs => match cx.cost.jobs.get(key as usize) {
+            Some(c) => views::jobs::detail(cx, c.index as RowKey, width),
+            None => vec![],
+        },
+        TableId::Queues => views::queues::detail(cx, key, width),
+        TableId::Quotas => views::quotas::detail(cx, key, width),
+        TableId::CostTeams => views::cost::team_detail(cx, key, width),
+    }
+}
+
+/// A table, with its detail pane beside it (wide) or instead of it (narrow) when open.
+fn table_with_detail(f: &mut Frame, area: Rect, app: &mut App, id: TableId, name: &str, focused: bool) {
+    let detail = app.ui.detail && focused;
+    let wide = area.width >= 120;
+    let (table_area, detail_area) = match (detail, wide) {
+        (false, _) => (Some(area), None),
+        (true, true) => {
+            let [a, b] =
+                Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+            (Some(a), Some(b))
+        }
+        (true, false) => (None, Some(area)),
+    };
+    let title = table_title(app, name, id);
+    let blk = block(app, title, focused && !detail);
+    let mut st = std::mem::take(&mut app.ui.tables[id as usize]);
+    {
+        let cx = app.cx();
+        if let Some(a) = table_area {
+            table::render(f, a, blk, id.source(), &mut st, &cx, focused);
+        }
+        if let Some(a) = detail_area {
+            let lines = st.selected_key().map(|k| detail_lines(&cx, id, k, a.width)).unwrap_or_default();
+            let b = block(
+                app,
+                vec![
+                    Span::styled(format!(" {name}: details "), app.theme.title),
+                    Span::styled("(esc closes) ", app.theme.dim),
+                ],
+                true,
+            );
+            f.render_widget(Paragraph::new(lines).block(b).wrap(Wrap { trim: false }), a);
+        }
+    }
+    app.ui.tables[id as usize] = st;
+}
+
+fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
+    match app.ui.view {
+        ViewId::Overview => {
+            let h = if area.width >= 100 { 6 } else { 10 }.min(area.height / 2);
+            let [planes, list] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
+            views::overview::draw_planes(f, planes, &app.cx());
+            table_with_detail(f, list, app, TableId::Incidents, "Incidents (worst first)", true);
+        }
+        ViewId::Gpus if app.ui.wall => {
+            let metric = match app.ui.wall_state.metric {
+                views::gpus::WallMetric::Util => "utilisation",
+                views::gpus::WallMetric::Temp => "temperature",
+            };
+            let gpus = app.state().gpu_count();
+            let title = vec![Span::styled(format!(" GPU wall: {gpus} GPUs by {metric} "), app.theme.title)];
+            let blk = block(app, title, true);
+            let mut ws = std::mem::take(&mut app.ui.wall_state);
+            views::gpus::draw_wall(f, area, blk, &app.cx(), &mut ws);
+            app.ui.wall_state = ws;
+        }
+        ViewId::Topology => {
+            let [tree, matrix] =
+                Layout::horizontal([Constraint::Percentage(38), Constraint::Percentage(62)]).areas(area);
+            let blk = block(app, vec![Span::styled(" Topology ", app.theme.title)], true);
+            let mut ts = std::mem::take(&mut app.ui.tree);
+            views::topology::draw_tree(f, tree, blk, &app.cx(), &mut ts, true);
+            app.ui.tree = ts;
+            let cx = app.cx();
+            let node = app.topology_node().and_then(|i| cx.s.nodes.get(i)).or(cx.s.nodes.first());
+            let lines = node
+                .map(|n| views::topology::matrix_lines(&cx, n, matrix.width.saturating_sub(2)))
+                .unwrap_or_default();
+            let b =
+                block(app, vec![Span::styled(" GPU links (nvidia-smi topo -m) ", app.theme.title)], false);
+            f.render_widget(Paragraph::new(lines).block(b), matrix);
+        }
+        ViewId::Queues => {
+            let [top, bottom] =
+                Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
+            let focus = app.ui.focus;
+            let my = format!("My jobs ({})", safe(&app.user));
+            if app.ui.detail && area.width < 120 {
+                let (id, name) =
+                    if focus == 0 { (TableId::Queues, "Queues") } else { (TableId::MyJobs, my.as_str()) };
+                table_with_detail(f, area, app, id, name, true);
+            } else {
+                table_with_detail(f, top, app, TableId::Queues, "Queues", focus == 0);
+                table_with_detail(f, bottom, app, TableId::MyJobs, &my, focus == 1);
+            }
+        }
+        ViewId::Cost => {
+            let [head, rest] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+            let t = &app.theme;
+            let (_, wname) = cost::WINDOWS[app.ui.cost_window];
+            let c = &app.cost;
+            let keys = format!(
+                "  ({}/{} change window)",
+                app.keymap.hint(Action::WindowShorter).unwrap_or_default(),
+                app.keymap.hint(Action::WindowLonger).unwrap_or_default()
+            );
+            let line = Line::from(vec![
+                Span::styled(format!(" window {wname}: "), t.title),
+                Span::styled(money(c.total, &c.currency), t.accent),
+                Span::styled(" total, ", t.dim),
+                Span::styled(money(c.idle_total, &c.currency), t.warn),
+                Span::styled(" on idle GPUs", t.dim),
+                Span::styled(keys, t.dim),
+            ]);
+            f.render_widget(Paragraph::new(line), head);
+            let [top, bottom] =
+                Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(rest);
+            let focus = app.ui.focus;
+            if app.ui.detail && rest.width < 120 {
+                let (id, name) = if focus == 0 {
+                    (TableId::CostTeams, "Teams")
+                } else {
+                    (TableId::CostJobs, "Jobs by cost")
+                };
+                table_with_detail(f, rest, app, id, name, true);
+            } else {
+                table_with_detail(f, top, app, TableId::CostTeams, "Teams", focus == 0);
+                table_with_detail(f, bottom, app, TableId::CostJobs, "Jobs by cost", focus == 1);
+            }
+        }
+        v => {
+            let meta = v.meta();
+            if let Some(&id) = meta.tables.first() {
+                table_with_detail(f, area, app, id, meta.title, true);
+            }
+        }
+    }
+}
+
+fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let line = match &app.ui.mode {
+        Mode::Command(buf) => {
+            let (completed, _) = complete(buf);
+            let ghost = completed.strip_prefix(buf.as_str()).unwrap_or("").to_string();
+            Line::from(vec![
+                Span::styled(":", t.prompt),
+                Span::styled(buf.clone(), t.text),
+                Span::styled(ghost, t.dim),
+                Span::styled("_", t.prompt),
+            ])
+        }
+        Mode::Filter(buf) => Line::from(vec![
+            Span::styled("/", t.prompt),
+            Span::styled(buf.clone(), t.text),
+            Span::styled("_", t.prompt),
+            Span::styled("  enter keep, esc clear", t.dim),
+        ]),
+        _ => match &app.ui.message {
+            Some((m, err)) => Line::styled(safe(m).into_owned(), if *err { t.crit } else { t.info }),
+            None => hints(app),
+        },
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+fn hints(app: &App) -> Line<'static> {
+    let t = &app.theme;
+    let mut list = vec![
+        (Action::Help, "help"),
+        (Action::Command, "cmd"),
+        (Action::Filter, "filter"),
+        (Action::Enter, "details"),
+    ];
+    match app.ui.view {
+        ViewId::Gpus => list.push((Action::ToggleWall, "wall")),
+        ViewId::Cost => list.push((Action::WindowLonger, "window")),
+        _ => {}
+    }
+    if app.ui.view.meta().tables.len() > 1 {
+        list.push((Action::NextPane, "pane"));
+    }
+    list.extend([
+        (Action::SortNext, "sort"),
+        (Action::Pause, if app.ui.paused { "resume" } else { "pause" }),
+        (Action::Quit, "quit"),
+    ]);
+    let mut spans = Vec::new();
+    for (a, label) in list {
+        if let Some(k) = app.keymap.hint(a) {
+            spans.push(Span::styled(k, t.key));
+            spans.push(Span::styled(format!(" {label}  "), t.dim));
+        }
+    }
+    Line::from(spans)
+}
+
+/// Help generated from the active keymap and the view registry.
+pub fn help_lines(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut out = vec![Line::styled(format!("keymap: {}", app.keymap.name), t.dim)];
+    let mut groups: Vec<(&str, Vec<(Action, String)>)> = Vec::new();
+    for (a, keys) in app.keymap.bindings() {
+        let (g, _) = a.describe();
+        let keys = keys.iter().map(|k| k.label()).collect::<Vec<_>>().join(" ");
+        match groups.iter_mut().find(|(n, _)| *n == g) {
+            Some((_, v)) => v.push((a, keys)),
+            None => groups.push((g, vec![(a, keys)])),
+        }
+    }
+    for (g, mut items) in groups {
+        items.sort_by_key(|(a, _)| *a);
+        out.push(Line::styled(g.to_string(), t.title));
+        for (a, keys) in items {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {keys:<14}"), t.key),
+                Span::styled(a.describe().1, t.text),
+            ]));
+        }
+    }
+    out.push(Line::styled("commands (:name [filter])", t.title));
+    for v in VIEWS {
+        out.push(Line::from(vec![
+            Span::styled(format!("  :{:<13}", v.names[0]), t.key),
+            Span::styled(format!("{} (also {})", v.title, v.names[1..].join(", ")), t.text),
+        ]));
+    }
+    out.push(Line::from(vec![Span::styled(format!("  :{:<13}", "q"), t.key), Span::styled("quit", t.text)]));
+    out.push(Line::from(vec![
+        Span::styled(format!("  :{:<13}", "theme NAME"), t.key),
+        Span::styled("dark, light, high-contrast, monochrome", t.text),
+    ]));
+    out.push(Line::styled("filters: text, key=value (labels too), key==exact, !negate", t.dim));
+    out
+}
+
+fn draw_help(f: &mut Frame, area: Rect, app: &App) {
+    let w = area.width.min(72);
+    let h = area.height;
+    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y, width: w, height: h };
+    f.render_widget(Clear, r);
+    let b = block(
+        app,
+        vec![
+            Span::styled(" help ", app.theme.title),
+            Span::styled("(j/k scroll, any key closes) ", app.theme.dim),
+        ],
+        true,
+    );
+    f.render_widget(Paragraph::new(help_lines(app)).block(b).scroll((app.ui.help_scroll, 0)), r);
+}

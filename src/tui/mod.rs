@@ -1,0 +1,154 @@
+//! The terminal console: one module owns the terminal (enter, restore on every exit path),
+//! the event loop turns keys, backend updates and ticks into `Msg`s, and draws only when
+//! something changed.
+
+pub mod app;
+pub mod datafile;
+pub mod draw;
+pub mod keymap;
+pub mod theme;
+pub mod views;
+pub mod widgets;
+
+use crate::backend::Update;
+use app::{App, Msg};
+use futures::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{Event, EventStream};
+use ratatui::crossterm::{cursor, execute, terminal};
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+/// Leaves the alternate screen, shows the cursor and turns raw mode off. Safe to call twice
+/// and from a panic hook; never panics.
+pub fn restore_terminal() {
+    let _ = terminal::disable_raw_mode();
+    let mut out = io::stdout();
+    let _ = execute!(out, terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = out.flush();
+}
+
+/// Installs color-eyre's hooks wrapped so the terminal is restored before anything is printed.
+pub fn install_hooks() -> color_eyre::Result<()> {
+    let (panic, eyre) = color_eyre::config::HookBuilder::default().into_hooks();
+    eyre.install()?;
+    let panic = panic.into_panic_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        panic(info);
+    }));
+    Ok(())
+}
+
+/// Restores the terminal when dropped, so every return path (errors included) restores it.
+struct Guard;
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore_terminal();
+    }
+}
+
+/// Why the loop ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    Quit,
+    /// SIGHUP, or the terminal stopped answering (SSH dropped).
+    HungUp,
+    Terminated,
+    FramesDone,
+}
+
+pub struct RunOpts {
+    /// Stop after this many frames (benchmarks: time to first frame).
+    pub exit_after_frames: Option<u64>,
+}
+
+fn wall_now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// Runs the console until the user quits, the terminal goes away or a signal arrives.
+pub async fn run(
+    mut app: App,
+    mut updates: mpsc::Receiver<Update>,
+    opts: RunOpts,
+) -> color_eyre::Result<Exit> {
+    let started = Instant::now();
+    terminal::enable_raw_mode()?;
+    let _guard = Guard;
+    execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+    let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    term.clear()?;
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut term_sig = signal(SignalKind::terminate())?;
+    let mut int_sig = signal(SignalKind::interrupt())?;
+    let mut dirty = true;
+    let mut frames = 0u64;
+    let exit = loop {
+        if app.ui.quit {
+            break Exit::Quit;
+        }
+        if dirty {
+            // A failed write means the terminal is gone: exit instead of living on.
+            if let Err(e) = term.draw(|f| draw::draw(f, &mut app, wall_now())) {
+                tracing::warn!("terminal write failed, exiting: {e}");
+                break Exit::HungUp;
+            }
+            // Frames count once there is data to show (the first one may say "connecting").
+            if app.state().generation > 0 {
+                frames += 1;
+                if frames == 1 {
+                    tracing::info!(ms = started.elapsed().as_millis() as u64, "first frame with data");
+                }
+            }
+            dirty = false;
+            if opts.exit_after_frames.is_some_and(|n| frames >= n) {
+                break Exit::FramesDone;
+            }
+        }
+        tokio::select! {
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(k))) => dirty |= app.update(Msg::Key(k)),
+                Some(Ok(Event::Resize(..))) => dirty |= app.update(Msg::Resize),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    tracing::warn!("terminal read failed, exiting: {e}");
+                    break Exit::HungUp;
+                }
+                None => break Exit::HungUp,
+            },
+            u = updates.recv() => match u {
+                Some(u) => {
+                    dirty |= app.update(Msg::Update(u));
+                    // Apply whatever else is queued before drawing once.
+                    while let Ok(u) = updates.try_recv() {
+                        dirty |= app.update(Msg::Update(u));
+                    }
+                }
+                None => {
+                    // Every backend is gone; keep showing the last data.
+                    std::future::pending::<()>().await;
+                }
+            },
+            _ = tick.tick() => {
+                // Only real sources have ages that move on the screen.
+                if !app.state().is_simulated() || app.ui.paused {
+                    dirty |= app.update(Msg::Tick);
+                }
+            }
+            _ = hup.recv() => break Exit::HungUp,
+            _ = term_sig.recv() => break Exit::Terminated,
+            _ = int_sig.recv() => break Exit::Terminated,
+        }
+    };
+    drop(term);
+    restore_terminal();
+    Ok(exit)
+}

@@ -1,0 +1,185 @@
+//! Cost: money and GPU-hours per team and per job over a window, useful vs idle.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::{money, opt, untrusted};
+use super::jobs::{job_field, job_state_style, job_text};
+use crate::cost::{JobCost, TeamCost};
+use ratatui::text::Span;
+use std::borrow::Cow;
+
+pub struct TeamsTable;
+pub struct CostJobsTable;
+
+static TCOLS: [Column; 8] = [
+    col("TEAM", 14),
+    col("JOBS", 5).right().drop(3),
+    col("GPU-H", 8).right(),
+    col("COST", 10).right(),
+    col("USEFUL", 6).right(),
+    col("IDLE $", 9).right(),
+    col("FAILED-H", 8).right().drop(1),
+    col("FAILED $", 9).right().drop(2),
+];
+
+fn team<'a>(cx: &Cx<'a>, key: RowKey) -> &'a TeamCost {
+    &cx.cost.teams[key as usize]
+}
+
+impl TableSource for TeamsTable {
+    fn columns(&self) -> &'static [Column] {
+        &TCOLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(0..cx.cost.teams.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        vec![team(cx, key).team.as_str().into()]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        (name == "team").then(|| team(cx, key).team.as_str().into())
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let t = team(cx, key);
+        match c {
+            0 => SortKey::Str(&t.team),
+            1 => SortKey::Int(i64::from(t.jobs)),
+            2 => SortKey::Float(t.gpu_hours),
+            3 => SortKey::Float(t.cost),
+            4 => SortKey::Float(t.useful_pct().unwrap_or(-1.0)),
+            5 => SortKey::Float(t.idle_cost),
+            6 => SortKey::Float(t.failed_gpu_hours),
+            _ => SortKey::Float(t.failed_cost),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let tc = team(cx, key);
+        let t = cx.theme;
+        let cur = &cx.cost.currency;
+        vec![
+            untrusted(&tc.team, t.text),
+            Span::styled(tc.jobs.to_string(), t.dim),
+            Span::styled(format!("{:.0}", tc.gpu_hours), t.text),
+            Span::styled(money(tc.cost, cur), t.accent),
+            Span::styled(opt(tc.useful_pct().map(|p| format!("{p:.0}%"))), t.text),
+            Span::styled(money(tc.idle_cost, cur), if tc.idle_cost > 0.0 { t.warn } else { t.dim }),
+            Span::styled(
+                format!("{:.0}", tc.failed_gpu_hours),
+                if tc.failed_gpu_hours > 0.0 { t.crit } else { t.dim },
+            ),
+            Span::styled(money(tc.failed_cost, cur), t.dim),
+        ]
+    }
+
+    fn default_sort(&self) -> (usize, bool) {
+        (3, true)
+    }
+}
+
+static JCOLS: [Column; 9] = [
+    col("ID", 7).right(),
+    col("NAME", 16),
+    col("USER", 9).drop(2),
+    col("TEAM", 12).drop(3),
+    col("ST", 2),
+    col("GPU-H", 7).right(),
+    col("COST", 9).right(),
+    col("USEFUL", 6).right(),
+    col("IDLE $", 8).right(),
+];
+
+fn jc<'a>(cx: &Cx<'a>, key: RowKey) -> &'a JobCost {
+    &cx.cost.jobs[key as usize]
+}
+
+impl TableSource for CostJobsTable {
+    fn columns(&self) -> &'static [Column] {
+        &JCOLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(
+            cx.cost
+                .jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.index < cx.s.jobs.len())
+                .map(|(i, _)| i as RowKey),
+        );
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        job_text(&cx.s.jobs[jc(cx, key).index])
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        job_field(&cx.s.jobs[jc(cx, key).index], name)
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let k = jc(cx, key);
+        let j = &cx.s.jobs[k.index];
+        match c {
+            0 => SortKey::Int(j.id as i64),
+            1 => SortKey::Str(&j.name),
+            2 => SortKey::Str(&j.user),
+            3 => SortKey::Str(&j.account),
+            4 => SortKey::Int(j.state as i64),
+            5 => SortKey::Float(k.gpu_hours),
+            6 => SortKey::Float(k.cost),
+            7 => SortKey::Float(j.useful_pct().unwrap_or(-1.0)),
+            _ => SortKey::Float(k.idle_cost),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let k = jc(cx, key);
+        let j = &cx.s.jobs[k.index];
+        let t = cx.theme;
+        let cur = &cx.cost.currency;
+        vec![
+            Span::styled(j.id.to_string(), t.dim),
+            untrusted(&j.name, t.text),
+            untrusted(&j.user, t.text),
+            untrusted(&j.account, t.dim),
+            Span::styled(j.state.short(), job_state_style(cx, j.state)),
+            Span::styled(format!("{:.1}", k.gpu_hours), t.text),
+            Span::styled(money(k.cost, cur), t.accent),
+            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}%"))), t.text),
+            Span::styled(money(k.idle_cost, cur), if k.idle_cost > 1.0 { t.warn } else { t.dim }),
+        ]
+    }
+
+    fn default_sort(&self) -> (usize, bool) {
+        (6, true)
+    }
+}
+
+/// A team's cost detail.
+pub fn team_detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::Line<'a>> {
+    use super::detail::kv;
+    let Some(tc) = cx.cost.teams.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let cur = &cx.cost.currency;
+    let share = if cx.cost.total > 0.0 { 100.0 * tc.cost / cx.cost.total } else { 0.0 };
+    vec![
+        kv(cx, "team", untrusted(&tc.team, t.accent)),
+        kv(cx, "jobs", Span::styled(tc.jobs.to_string(), t.text)),
+        kv(
+            cx,
+            "GPU-hours",
+            Span::styled(format!("{:.1} ({:.1} useful)", tc.gpu_hours, tc.useful_gpu_hours), t.text),
+        ),
+        kv(cx, "cost", Span::styled(format!("{} ({share:.0}% of the window)", money(tc.cost, cur)), t.text)),
+        kv(cx, "idle", Span::styled(money(tc.idle_cost, cur), t.warn)),
+        kv(
+            cx,
+            "failed",
+            Span::styled(format!("{:.1} GPU-h, {}", tc.failed_gpu_hours, money(tc.failed_cost, cur)), t.crit),
+        ),
+    ]
+}

@@ -1,0 +1,319 @@
+//! GPUs: a table of every GPU, and the "wall" heatmap of every GPU coloured by utilisation or
+//! temperature.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
+use super::super::widgets::{ago, opt, untrusted};
+use super::detail::{kv, section, spark_line};
+use crate::model::{Gpu, Node, xid_info};
+use crate::state::ClusterState;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use std::borrow::Cow;
+
+pub struct GpusTable;
+
+static COLS: [Column; 11] = [
+    col("NODE", 12),
+    col("GPU", 3).right(),
+    col("UTIL", 4).right(),
+    col("TENS", 4).right().drop(3),
+    col("MEM", 4).right(),
+    col("TEMP", 4).right(),
+    col("POWER", 5).right().drop(2),
+    col("ECC", 7).right().drop(4),
+    col("XID", 4).right(),
+    col("MODEL", 12).drop(5),
+    col("JOB", 8),
+];
+
+fn get(s: &ClusterState, key: RowKey) -> (&Node, &Gpu) {
+    let (n, g) = unpack(key);
+    (&s.nodes[n], &s.nodes[n].gpus[g])
+}
+
+impl TableSource for GpusTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        let s = cx.s;
+        for (i, n) in s.nodes.iter().enumerate() {
+            out.extend((0..n.gpus.len()).map(|g| pack(i, g)));
+        }
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        let (n, g) = get(s, key);
+        vec![n.name.as_str().into(), g.uuid.as_str().into(), g.model.as_str().into()]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        let (n, g) = get(s, key);
+        Some(match name {
+            "node" => n.name.as_str().into(),
+            "uuid" => g.uuid.as_str().into(),
+            "model" => g.model.as_str().into(),
+            "job" => g.job?.to_string().into(),
+            "xid" => g.xid?.code.to_string().into(),
+            "pool" => n.pool.as_str().into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let (n, g) = get(s, key);
+        let o = |v: Option<u8>| SortKey::Int(v.map_or(-1, i64::from));
+        match c {
+            0 => SortKey::Str(&n.name),
+            1 => SortKey::Int(i64::from(g.index)),
+            2 => o(g.util),
+            3 => o(g.tensor_active),
+            4 => o(g.mem_used_pct()),
+            5 => o(g.temp_c),
+            6 => SortKey::Int(g.power_w.map_or(-1, i64::from)),
+            7 => SortKey::Int(i64::from(g.ecc.dbe) * 1_000_000 + i64::from(g.ecc.sbe)),
+            8 => SortKey::Int(g.xid.map_or(-1, |x| i64::from(x.code))),
+            9 => SortKey::Str(&g.model),
+            _ => SortKey::Int(g.job.map_or(-1, |j| j as i64)),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let (n, g) = get(cx.s, key);
+        let t = cx.theme;
+        let pct = |v: Option<u8>| opt(v.map(|v| format!("{v}%")));
+        let temp = g.temp_c.unwrap_or(0);
+        vec![
+            untrusted(&n.name, t.text),
+            Span::styled(g.index.to_string(), t.dim),
+            Span::styled(pct(g.util), t.text),
+            Span::styled(pct(g.tensor_active), t.dim),
+            Span::styled(pct(g.mem_used_pct()), t.text),
+            Span::styled(opt(g.temp_c.map(|c| format!("{c}C"))), t.level(u32::from(temp), 80, 88)),
+            Span::styled(opt(g.power_w.map(|w| format!("{w}W"))), t.dim),
+            Span::styled(format!("{}/{}", g.ecc.sbe, g.ecc.dbe), if g.ecc.dbe > 0 { t.crit } else { t.dim }),
+            match g.xid {
+                Some(x) => {
+                    Span::styled(x.code.to_string(), if xid_info(x.code).fatal { t.crit } else { t.warn })
+                }
+                None => Span::styled("-", t.dim),
+            },
+            untrusted(g.model.trim_start_matches("NVIDIA "), t.dim),
+            Span::styled(opt(g.job), t.text),
+        ]
+    }
+
+    fn default_sort(&self) -> (usize, bool) {
+        (0, false)
+    }
+}
+
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
+    let s = cx.s;
+    let (ni, gi) = unpack(key);
+    let Some(n) = s.nodes.get(ni) else { return vec![] };
+    let Some(g) = n.gpus.get(gi) else { return vec![] };
+    let t = cx.theme;
+    let mut out = vec![
+        kv(
+            cx,
+            "gpu",
+            Span::styled(format!("{}/gpu{}", super::super::widgets::safe(&n.name), g.index), t.accent),
+        ),
+        kv(cx, "uuid", untrusted(&g.uuid, t.text)),
+        kv(cx, "model", untrusted(&g.model, t.text)),
+        kv(cx, "memory", Span::styled(format!("{} / {} MiB", opt(g.mem_used_mib), g.mem_total_mib), t.text)),
+        kv(cx, "power", Span::styled(format!("{} / {} W", opt(g.power_w), g.power_limit_w), t.text)),
+        kv(cx, "tensor", Span::styled(opt(g.tensor_active.map(|v| format!("{v}%"))), t.text)),
+        kv(
+            cx,
+            "ecc",
+            Span::styled(
+                format!("{} corrected, {} uncorrectable", g.ecc.sbe, g.ecc.dbe),
+                if g.ecc.dbe > 0 { t.crit } else { t.text },
+            ),
+        ),
+        kv(cx, "job", Span::styled(opt(g.job), t.text)),
+    ];
+    if let Some(since) = g.idle_since {
+        out.push(kv(
+            cx,
+            "idle",
+            Span::styled(format!("allocated but idle since {}", ago(s.now, since)), t.warn),
+        ));
+    }
+    if let Some(x) = g.xid {
+        let info = xid_info(x.code);
+        out.push(kv(
+            cx,
+            "xid",
+            Span::styled(format!("{} {} (×{}, {})", x.code, info.name, x.count, ago(s.now, x.at)), t.crit),
+        ));
+        out.push(kv(cx, "action", Span::styled(info.action, t.warn)));
+    }
+    for m in &g.mig {
+        out.push(kv(
+            cx,
+            "mig",
+            Span::styled(
+                format!(
+                    "{} {}",
+                    super::super::widgets::safe(&m.profile),
+                    opt(m.job.map(|j| format!("job {j}")))
+                ),
+                t.info,
+            ),
+        ));
+    }
+    if let Some(h) = s.node_history.get(ni) {
+        let w = (width as usize).saturating_sub(14).min(120);
+        out.push(section(cx, "history"));
+        if let Some(r) = h.gpu_util.get(gi) {
+            out.push(spark_line(
+                cx,
+                "util",
+                cx.glyphs.spark(r.tail(w).map(u32::from), 100),
+                r.last().map(|v| format!(" {v}%")),
+            ));
+        }
+        if let Some(r) = h.gpu_temp.get(gi) {
+            out.push(spark_line(
+                cx,
+                "temp",
+                cx.glyphs.spark(r.tail(w).map(u32::from), 100),
+                r.last().map(|v| format!(" {v}C")),
+            ));
+        }
+    }
+    out
+}
+
+/// What the wall colours by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WallMetric {
+    #[default]
+    Util,
+    Temp,
+}
+
+/// Scroll and selection of the wall, in nodes (state order).
+#[derive(Debug, Clone, Default)]
+pub struct WallState {
+    pub metric: WallMetric,
+    pub selected: usize,
+    pub offset_rows: usize,
+    /// Nodes per row at the last draw (for moving up/down by rows).
+    pub per_row: usize,
+}
+
+impl WallState {
+    pub fn move_rows(&mut self, rows: isize, nodes: usize) {
+        let step = self.per_row.max(1) as isize;
+        let max = nodes.saturating_sub(1) as isize;
+        self.selected = (self.selected as isize + rows * step).clamp(0, max.max(0)) as usize;
+    }
+}
+
+/// Draws every GPU as one cell, nodes as groups separated by a space, with a legend and the
+/// cluster utilisation strip.
+pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &mut WallState) {
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height < 3 || inner.width < 4 {
+        return;
+    }
+    let s = cx.s;
+    let t = cx.theme;
+    let g = cx.glyphs;
+    let gpn = s.nodes.iter().map(|n| n.gpus.len().max(n.gpu_slots as usize)).max().unwrap_or(1).max(1);
+    let per_row = (inner.width as usize / (gpn + 1)).max(1);
+    ws.per_row = per_row;
+    let rows_total = s.nodes.len().div_ceil(per_row);
+    let body_h = inner.height as usize - 2;
+    ws.selected = ws.selected.min(s.nodes.len().saturating_sub(1));
+    let sel_row = ws.selected / per_row;
+    if sel_row < ws.offset_rows {
+        ws.offset_rows = sel_row;
+    } else if sel_row >= ws.offset_rows + body_h {
+        ws.offset_rows = sel_row + 1 - body_h;
+    }
+    let mut lines = Vec::with_capacity(inner.height as usize);
+    let metric = ws.metric;
+    for row in ws.offset_rows..(ws.offset_rows + body_h).min(rows_total) {
+        let mut spans = Vec::with_capacity(per_row * (gpn + 1));
+        for ni in row * per_row..((row + 1) * per_row).min(s.nodes.len()) {
+            let n = &s.nodes[ni];
+            let selected = ni == ws.selected;
+            for k in 0..gpn {
+                let (glyph, style) = match n.gpus.get(k) {
+                    None => (" ", t.dim),
+                    Some(gpu) if gpu.is_failed() => ("X", t.crit),
+                    Some(gpu) => {
+                        let v = match metric {
+                            WallMetric::Util => gpu.util,
+                            // 30 °C … 95 °C onto 0–100
+                            WallMetric::Temp => gpu
+                                .temp_c
+                                .map(|c| ((u32::from(c).saturating_sub(30)) * 100 / 65).min(100) as u8),
+                        };
+                        match v {
+                            None => ("?", t.dim),
+                            Some(v) => match t.heat(v) {
+                                Some(c) => (g.full(), Style::default().fg(c)),
+                                None => (g.level(v), t.text),
+                            },
+                        }
+                    }
+                };
+                let style = if selected { style.add_modifier(Modifier::REVERSED) } else { style };
+                spans.push(Span::styled(glyph, style));
+            }
+            spans.push(Span::raw(" "));
+        }
+        lines.push(Line::from(spans));
+    }
+    while lines.len() < body_h {
+        lines.push(Line::raw(""));
+    }
+    let sel = s.nodes.get(ws.selected);
+    let what = match metric {
+        WallMetric::Util => "utilisation",
+        WallMetric::Temp => "temperature 30-95C",
+    };
+    let mut legend = vec![Span::styled(format!("{what}: "), t.dim)];
+    for v in [0u8, 25, 50, 75, 100] {
+        match t.heat(v) {
+            Some(c) => legend.push(Span::styled(g.full(), Style::default().fg(c))),
+            None => legend.push(Span::styled(g.level(v), t.text)),
+        }
+    }
+    legend.push(Span::styled(" low-high  X failed  ", t.dim));
+    if let Some(n) = sel {
+        legend.push(untrusted(&n.name, t.accent));
+        legend.push(Span::styled(
+            format!(
+                " {} util {} max {}",
+                n.state.label(),
+                opt(n.mean_util().map(|u| format!("{u:.0}%"))),
+                opt(n.max_temp().map(|c| format!("{c}C")))
+            ),
+            t.text,
+        ));
+    }
+    lines.push(Line::from(legend));
+    let w = inner.width as usize - 10;
+    lines.push(spark_line(
+        cx,
+        "cluster",
+        g.spark(s.history.util.tail(w).map(u32::from), 100),
+        s.history.util.last().map(|v| format!(" {v}%")),
+    ));
+    f.render_widget(Paragraph::new(lines), inner);
+}

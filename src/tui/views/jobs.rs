@@ -1,0 +1,276 @@
+//! Jobs: every job with its state, queue position and pending reason.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::{ago, dur, money, opt, safe, ts, untrusted};
+use super::detail::{kv, section, spark_line};
+use crate::model::{Job, JobState, gpu_hours_cost, pending_reason_text};
+use crate::state::ClusterState;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+pub struct JobsTable;
+
+static COLS: [Column; 12] = [
+    col("ID", 7).right(),
+    col("NAME", 16),
+    col("USER", 9),
+    col("ACCOUNT", 12).drop(3),
+    col("QUEUE", 7),
+    col("ST", 2),
+    col("GPUS", 4).right(),
+    col("NODES", 12).drop(4),
+    col("TIME", 6).right(),
+    col("POS", 4).right(),
+    col("PRIO", 6).right().drop(2),
+    col("REASON", 8),
+];
+
+pub fn job_state_style(cx: &Cx<'_>, st: JobState) -> Style {
+    match st {
+        JobState::Running | JobState::Completing => cx.theme.ok,
+        JobState::Pending => cx.theme.warn,
+        JobState::Completed => cx.theme.dim,
+        s if s.is_failure() => cx.theme.crit,
+        _ => cx.theme.text,
+    }
+}
+
+/// Elapsed for started jobs, wait so far for pending ones.
+pub fn job_time(j: &Job, now: i64) -> i64 {
+    j.elapsed(now).unwrap_or_else(|| j.wait(now))
+}
+
+pub fn nodes_summary(j: &Job) -> String {
+    match j.nodes.as_slice() {
+        [] => "-".into(),
+        [one] => safe(one).into_owned(),
+        [first, rest @ ..] => format!("{}+{}", safe(first), rest.len()),
+    }
+}
+
+fn job(s: &ClusterState, key: RowKey) -> &Job {
+    &s.jobs[key as usize]
+}
+
+pub fn job_field<'a>(j: &'a Job, name: &str) -> Option<Cow<'a, str>> {
+    Some(match name {
+        "id" => j.id.to_string().into(),
+        "name" => j.name.as_str().into(),
+        "user" => j.user.as_str().into(),
+        "account" | "team" | "namespace" => j.account.as_str().into(),
+        "queue" | "partition" => j.queue.as_str().into(),
+        "state" => j.state.label().into(),
+        "reason" => j.pending_reason.as_deref()?.into(),
+        "node" | "nodes" => j.nodes.join(",").into(),
+        "gpus" => j.gpus.to_string().into(),
+        _ => return None,
+    })
+}
+
+pub fn job_text(j: &Job) -> Vec<Cow<'_, str>> {
+    vec![
+        j.name.as_str().into(),
+        j.user.as_str().into(),
+        j.account.as_str().into(),
+        j.queue.as_str().into(),
+        j.id.to_string().into(),
+    ]
+}
+
+impl TableSource for JobsTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        let s = cx.s;
+        out.extend(0..s.jobs.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        job_text(job(s, key))
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        job_field(job(s, key), name)
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let j = job(s, key);
+        match c {
+            0 => SortKey::Int(j.id as i64),
+            1 => SortKey::Str(&j.name),
+            2 => SortKey::Str(&j.user),
+            3 => SortKey::Str(&j.account),
+            4 => SortKey::Str(&j.queue),
+            5 => SortKey::Int(j.state as i64),
+            6 => SortKey::Int(i64::from(j.gpus)),
+            7 => SortKey::Str(j.nodes.first().map_or("", |n| n.as_str())),
+            8 => SortKey::Int(job_time(j, s.now)),
+            9 => SortKey::Int(j.rank.map_or(i64::MAX, i64::from)),
+            10 => SortKey::Int(i64::from(j.priority)),
+            _ => SortKey::Str(j.pending_reason.as_deref().unwrap_or("")),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let j = job(cx.s, key);
+        let t = cx.theme;
+        let mine = j.user == cx.user;
+        let name_style = if mine { t.accent } else { t.text };
+        vec![
+            Span::styled(j.id.to_string(), t.dim),
+            untrusted(&j.name, name_style),
+            untrusted(&j.user, name_style),
+            untrusted(&j.account, t.dim),
+            untrusted(&j.queue, t.text),
+            Span::styled(j.state.short(), job_state_style(cx, j.state)),
+            Span::styled(j.gpus.to_string(), t.text),
+            Span::styled(nodes_summary(j), t.dim),
+            Span::styled(dur(job_time(j, cx.s.now)), t.text),
+            Span::styled(opt(j.rank), t.warn),
+            Span::styled(j.priority.to_string(), t.dim),
+            match (&j.pending_reason, &j.exit_reason) {
+                (Some(r), _) if j.state == JobState::Pending => untrusted(r, t.warn),
+                (_, Some(e)) => untrusted(e, if j.state.is_failure() { t.crit } else { t.dim }),
+                _ => Span::raw(""),
+            },
+        ]
+    }
+
+    fn default_sort(&self) -> (usize, bool) {
+        (0, true)
+    }
+}
+
+/// How many pending jobs compete in `queue`.
+pub fn pending_in_queue(s: &ClusterState, queue: &str) -> u32 {
+    s.queue_stats.iter().find(|q| q.name == queue).map_or(0, |q| q.pending)
+}
+
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
+    let s = cx.s;
+    let Some(j) = s.jobs.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let mut out = vec![
+        kv(cx, "job", Span::styled(format!("{} ", j.id), t.accent)),
+        kv(cx, "name", untrusted(&j.name, t.text)),
+        kv(cx, "user", Span::styled(format!("{} ({})", safe(&j.user), safe(&j.account)), t.text)),
+        kv(cx, "queue", untrusted(&j.queue, t.text)),
+        kv(cx, "state", Span::styled(j.state.label(), job_state_style(cx, j.state))),
+    ];
+    if j.state == JobState::Pending {
+        let total = pending_in_queue(s, &j.queue);
+        out.push(kv(
+            cx,
+            "position",
+            Span::styled(format!("{} of {} pending in {}", opt(j.rank), total, safe(&j.queue)), t.warn),
+        ));
+        if let Some(r) = &j.pending_reason {
+            out.push(kv(
+                cx,
+                "why",
+                Span::styled(format!("{} — {}", safe(r), pending_reason_text(r)), t.warn),
+            ));
+        }
+        out.push(kv(
+            cx,
+            "est start",
+            Span::styled(
+                j.est_start.map_or("unknown".into(), |e| format!("{} (in {})", ts(e), dur(e - s.now))),
+                t.text,
+            ),
+        ));
+        out.push(kv(cx, "waiting", Span::styled(dur(j.wait(s.now)), t.text)));
+    }
+    out.push(kv(cx, "priority", Span::styled(j.priority.to_string(), t.text)));
+    out.push(kv(
+        cx,
+        "submitted",
+        Span::styled(format!("{} ({})", ts(j.submit), ago(s.now, j.submit)), t.text),
+    ));
+    if let Some(st) = j.start {
+        out.push(kv(
+            cx,
+            "started",
+            Span::styled(format!("{} (waited {})", ts(st), dur(st - j.submit)), t.text),
+        ));
+    }
+    if let Some(e) = j.end {
+        out.push(kv(cx, "ended", Span::styled(ts(e), t.text)));
+    }
+    out.push(kv(
+        cx,
+        "gpus",
+        Span::styled(format!("{} {}", j.gpus, safe(j.gpu_model.as_deref().unwrap_or(""))), t.text),
+    ));
+    out.push(kv(
+        cx,
+        "nodes",
+        Span::styled(j.nodes.iter().map(|n| safe(n).into_owned()).collect::<Vec<_>>().join(","), t.text),
+    ));
+    if let Some(e) = &j.exit_reason {
+        out.push(kv(cx, "exit", untrusted(e, if j.state.is_failure() { t.crit } else { t.text })));
+    }
+    if j.retries > 0 {
+        out.push(kv(cx, "retries", Span::styled(j.retries.to_string(), t.warn)));
+    }
+    if j.gpu_seconds > 0.0 {
+        let model = j.gpu_model.as_deref().unwrap_or("");
+        let cost = gpu_hours_cost(&s.prices, model, j.gpu_seconds);
+        let idle = gpu_hours_cost(&s.prices, model, j.gpu_seconds - j.useful_gpu_seconds);
+        out.push(kv(
+            cx,
+            "cost",
+            Span::styled(
+                format!(
+                    "{:.1} GPU-h, {} ({} idle), useful {}",
+                    j.gpu_seconds / 3600.0,
+                    money(cost, &s.prices.currency),
+                    money(idle, &s.prices.currency),
+                    opt(j.useful_pct().map(|p| format!("{p:.0}%")))
+                ),
+                t.text,
+            ),
+        ));
+    }
+    if j.state == JobState::Running {
+        let w = (width as usize).saturating_sub(14).min(120);
+        let series: Vec<_> = j
+            .nodes
+            .iter()
+            .filter_map(|n| s.node_index(n))
+            .flat_map(|i| {
+                s.nodes[i]
+                    .gpus
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, g)| g.job == Some(j.id))
+                    .map(move |(k, _)| (i, k))
+            })
+            .collect();
+        if !series.is_empty() {
+            let mean: Vec<u32> = (0..w)
+                .rev()
+                .filter_map(|back| {
+                    let vals: Vec<u32> = series
+                        .iter()
+                        .filter_map(|&(i, k)| {
+                            let r = s.node_history.get(i)?.gpu_util.get(k)?;
+                            r.len().checked_sub(back + 1).and_then(|_| r.tail(back + 1).next()).map(u32::from)
+                        })
+                        .collect();
+                    (!vals.is_empty()).then(|| vals.iter().sum::<u32>() / vals.len() as u32)
+                })
+                .collect();
+            out.push(section(cx, "GPU utilisation of this job"));
+            let last = mean.last().map(|v| format!(" {v}%"));
+            out.push(spark_line(cx, "mean", cx.glyphs.spark(mean.into_iter(), 100), last));
+        }
+    }
+    out
+}

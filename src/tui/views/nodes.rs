@@ -1,0 +1,225 @@
+//! Nodes: one row per node with its scheduling state, GPU allocation and health.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::{ago, bytes, opt, untrusted};
+use super::detail::{kv, section, spark_line};
+use crate::model::{Node, NodeState};
+use crate::state::ClusterState;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+pub struct NodesTable;
+
+static COLS: [Column; 11] = [
+    col("NAME", 12),
+    col("STATE", 8),
+    col("POOL", 8).drop(3),
+    col("GPU", 5).right(),
+    col("UTIL", 4).right(),
+    col("TEMP", 4).right(),
+    col("POWER", 6).right().drop(2),
+    col("CPU", 7).right().drop(4),
+    col("MEM", 11).right().drop(5),
+    col("MODEL", 14).drop(6),
+    col("REASON", 10),
+];
+
+pub fn state_style(cx: &Cx<'_>, st: NodeState) -> Style {
+    match st {
+        NodeState::Down | NodeState::Unknown => cx.theme.crit,
+        NodeState::Drained | NodeState::Draining | NodeState::Cordoned | NodeState::Maintenance => {
+            cx.theme.warn
+        }
+        NodeState::Idle => cx.theme.dim,
+        _ => cx.theme.ok,
+    }
+}
+
+fn node(s: &ClusterState, key: RowKey) -> &Node {
+    &s.nodes[key as usize]
+}
+
+impl TableSource for NodesTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        let s = cx.s;
+        out.extend(0..s.nodes.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        let n = node(s, key);
+        let mut v =
+            vec![Cow::Borrowed(n.name.as_str()), Cow::Borrowed(n.pool.as_str()), n.state.label().into()];
+        if let Some(r) = &n.reason {
+            v.push(Cow::Borrowed(r.text.as_str()));
+        }
+        v
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        let n = node(s, key);
+        Some(match name {
+            "name" => n.name.as_str().into(),
+            "state" => n.state.label().into(),
+            "pool" | "partition" => n.pool.as_str().into(),
+            "model" => n.gpu_model().into(),
+            "reason" => n.reason.as_ref()?.text.as_str().into(),
+            "driver" => n.driver.as_deref()?.into(),
+            label => n.labels.iter().find(|(k, _)| k.eq_ignore_ascii_case(label))?.1.as_str().into(),
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let n = node(s, key);
+        match c {
+            0 => SortKey::Str(&n.name),
+            1 => SortKey::Int(n.state as i64),
+            2 => SortKey::Str(&n.pool),
+            3 => SortKey::Int(i64::from(n.gpu_alloc)),
+            4 => SortKey::Float(f64::from(n.mean_util().unwrap_or(-1.0))),
+            5 => SortKey::Int(i64::from(n.max_temp().unwrap_or(0))),
+            6 => SortKey::Int(i64::from(n.power_w())),
+            7 => SortKey::Int(i64::from(n.cpus_alloc)),
+            8 => SortKey::Int(n.mem_alloc_mib as i64),
+            9 => SortKey::Str(n.gpu_model()),
+            _ => SortKey::Str(n.reason.as_ref().map_or("", |r| r.text.as_str())),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let n = node(cx.s, key);
+        let t = cx.theme;
+        let util = n.mean_util();
+        let temp = n.max_temp();
+        let failed = n.gpus.iter().filter(|g| g.is_failed()).count();
+        let gpu_style = if failed > 0 { t.crit } else { t.text };
+        vec![
+            untrusted(&n.name, t.text),
+            Span::styled(n.state.label(), state_style(cx, n.state)),
+            untrusted(&n.pool, t.dim),
+            Span::styled(format!("{}/{}", n.gpu_alloc, n.gpu_slots), gpu_style),
+            Span::styled(util.map_or("-".into(), |u| format!("{u:.0}%")), t.text),
+            Span::styled(opt(temp.map(|c| format!("{c}C"))), t.level(u32::from(temp.unwrap_or(0)), 80, 88)),
+            Span::styled(format!("{:.1}kW", n.power_w() as f64 / 1000.0), t.text),
+            Span::styled(format!("{}/{}", n.cpus_alloc, n.cpus_total), t.dim),
+            Span::styled(format!("{}/{}", bytes(n.mem_alloc_mib << 20), bytes(n.mem_total_mib << 20)), t.dim),
+            untrusted(n.gpu_model().trim_start_matches("NVIDIA "), t.dim),
+            match &n.reason {
+                Some(r) => untrusted(&r.text, t.warn),
+                None => Span::raw(""),
+            },
+        ]
+    }
+}
+
+/// The detail pane of a node: scheduling state with who/when, hardware, GPUs, ports, history.
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
+    let s = cx.s;
+    let Some(n) = s.nodes.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let g = cx.glyphs;
+    let mut out = vec![
+        kv(cx, "node", untrusted(&n.name, t.accent)),
+        kv(cx, "state", Span::styled(n.state.label(), state_style(cx, n.state))),
+    ];
+    if let Some(r) = &n.reason {
+        out.push(kv(cx, "reason", untrusted(&r.text, t.warn)));
+        out.push(kv(
+            cx,
+            "set by",
+            Span::styled(format!("{} {}", super::super::widgets::safe(&r.by), ago(s.now, r.at)), t.dim),
+        ));
+    }
+    out.push(kv(cx, "pool", untrusted(&n.pool, t.text)));
+    out.push(kv(
+        cx,
+        "gpus",
+        Span::styled(format!("{}/{} allocated, {}", n.gpu_alloc, n.gpu_slots, n.gpu_model()), t.text),
+    ));
+    out.push(kv(
+        cx,
+        "cpu/mem",
+        Span::styled(
+            format!(
+                "{}/{} cpus, {}/{}",
+                n.cpus_alloc,
+                n.cpus_total,
+                bytes(n.mem_alloc_mib << 20),
+                bytes(n.mem_total_mib << 20)
+            ),
+            t.text,
+        ),
+    ));
+    out.push(kv(
+        cx,
+        "driver",
+        Span::styled(format!("{} cuda {}", opt(n.driver.as_deref()), opt(n.cuda.as_deref())), t.text),
+    ));
+    let w = (width as usize).saturating_sub(14).min(120);
+    if let Some(h) = s.node_index(&n.name).and_then(|i| s.node_history.get(i)) {
+        out.push(spark_line(
+            cx,
+            "util",
+            g.spark(h.util.tail(w).map(u32::from), 100),
+            h.util.last().map(|v| format!(" {v}%")),
+        ));
+        let maxp = h.power_w.tail(w).max().unwrap_or(1);
+        out.push(spark_line(
+            cx,
+            "power",
+            g.spark(h.power_w.tail(w), maxp),
+            h.power_w.last().map(|v| format!(" {:.1}kW", v as f64 / 1000.0)),
+        ));
+    }
+    out.push(section(cx, "GPUs"));
+    for gpu in &n.gpus {
+        let util = gpu.util.unwrap_or(0);
+        let mut spans = vec![
+            Span::styled(format!("{:>3} ", gpu.index), t.dim),
+            Span::styled(g.bar(u32::from(util), 10), t.accent),
+            Span::styled(
+                format!(" {:>3}% {:>3}C ", util, opt(gpu.temp_c)),
+                t.level(u32::from(gpu.temp_c.unwrap_or(0)), 80, 88),
+            ),
+            Span::styled(opt(gpu.job.map(|j| format!("job {j}"))), t.text),
+        ];
+        if let Some(x) = gpu.xid {
+            spans.push(Span::styled(format!("  XID {}", x.code), t.crit));
+        }
+        if gpu.ecc.dbe > 0 {
+            spans.push(Span::styled(format!("  DBE {}", gpu.ecc.dbe), t.crit));
+        }
+        if !gpu.mig.is_empty() {
+            spans.push(Span::styled(format!("  MIG {}", gpu.mig.len()), t.info));
+        }
+        out.push(Line::from(spans));
+    }
+    if !n.ports.is_empty() {
+        out.push(section(cx, "fabric"));
+        for p in &n.ports {
+            let st = if p.state == crate::model::PortState::Active { t.ok } else { t.crit };
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<10} ", super::super::widgets::safe(&p.name)), t.text),
+                Span::styled(format!("{:<7}", p.state.label()), st),
+                Span::styled(format!(" {}G err {} flaps {}", p.rate_gbps, p.errors(), p.flaps), t.dim),
+            ]));
+        }
+    }
+    if !n.labels.is_empty() {
+        out.push(section(cx, "labels"));
+        for (k, v) in &n.labels {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {}=", super::super::widgets::safe(k)), t.dim),
+                untrusted(v, t.text),
+            ]));
+        }
+    }
+    out
+}

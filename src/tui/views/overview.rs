@@ -1,0 +1,256 @@
+//! Overview: the health of each plane at a glance and the current incidents, worst first.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::{ago, dur, money, opt, untrusted};
+use super::detail::kv;
+use crate::state::{ClusterState, Incident, Severity};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use std::borrow::Cow;
+
+pub struct IncidentsTable;
+
+static COLS: [Column; 6] = [
+    col("SEV", 4),
+    col("PLANE", 7).drop(2),
+    col("SUBJECT", 18),
+    col("SINCE", 6).right().drop(3),
+    col("COST/H", 7).right().drop(1),
+    col("WHAT", 20),
+];
+
+fn inc(s: &ClusterState, key: RowKey) -> &Incident {
+    &s.incidents[key as usize]
+}
+
+pub fn sev_style(cx: &Cx<'_>, sev: Severity) -> Style {
+    match sev {
+        Severity::Critical => cx.theme.crit,
+        Severity::Warning => cx.theme.warn,
+        Severity::Info => cx.theme.info,
+    }
+}
+
+impl TableSource for IncidentsTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        let s = cx.s;
+        out.extend(0..s.incidents.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        let i = inc(s, key);
+        vec![i.subject.as_str().into(), i.title.as_str().into(), i.plane.label().into()]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        let i = inc(s, key);
+        Some(match name {
+            "plane" => i.plane.label().into(),
+            "severity" | "sev" => i.severity.label().into(),
+            "node" => i.node.as_deref()?.into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let i = inc(s, key);
+        match c {
+            // Natural order is already worst first.
+            0 => SortKey::Int(key as i64),
+            1 => SortKey::Int(i.plane as i64),
+            2 => SortKey::Str(&i.subject),
+            3 => SortKey::Int(i.since.unwrap_or(i64::MAX)),
+            4 => SortKey::Float(i.cost_per_hour.unwrap_or(0.0)),
+            _ => SortKey::Str(&i.title),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let i = inc(cx.s, key);
+        let t = cx.theme;
+        vec![
+            Span::styled(i.severity.label(), sev_style(cx, i.severity)),
+            Span::styled(i.plane.label(), t.dim),
+            untrusted(&i.subject, t.text),
+            Span::styled(i.since.map_or("-".into(), |s| dur(cx.s.now - s)), t.dim),
+            Span::styled(i.cost_per_hour.map_or(String::new(), |c| money(c, &cx.s.prices.currency)), t.warn),
+            untrusted(&i.title, sev_style(cx, i.severity)),
+        ]
+    }
+}
+
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
+    let Some(i) = cx.s.incidents.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let mut out = vec![
+        kv(cx, "severity", Span::styled(i.severity.label(), sev_style(cx, i.severity))),
+        kv(cx, "plane", Span::styled(i.plane.label(), t.text)),
+        kv(cx, "subject", untrusted(&i.subject, t.accent)),
+        kv(cx, "what", untrusted(&i.title, t.text)),
+        kv(cx, "action", Span::styled(i.action.clone(), t.warn)),
+    ];
+    if let Some(since) = i.since {
+        out.push(kv(cx, "since", Span::styled(ago(cx.s.now, since), t.text)));
+    }
+    if let Some(c) = i.cost_per_hour {
+        out.push(kv(
+            cx,
+            "burning",
+            Span::styled(format!("{}/hour", money(c, &cx.s.prices.currency)), t.warn),
+        ));
+    }
+    if i.node.is_some() || i.job.is_some() {
+        out.push(Line::styled("enter: jump to it", t.dim));
+    }
+    out
+}
+
+/// The four plane summaries above the incident list.
+pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
+    let s = cx.s;
+    let t = cx.theme;
+    let g = cx.glyphs;
+    let tt = &s.totals;
+    let wide = area.width >= 100;
+    let cols = if wide {
+        Layout::horizontal([Constraint::Ratio(1, 4); 4]).split(area).to_vec()
+    } else {
+        let rows = Layout::vertical([Constraint::Ratio(1, 2); 2]).split(area);
+        let mut v = Layout::horizontal([Constraint::Ratio(1, 2); 2]).split(rows[0]).to_vec();
+        v.extend(Layout::horizontal([Constraint::Ratio(1, 2); 2]).split(rows[1]).iter());
+        v
+    };
+    let status = |bad: bool, warn: bool| {
+        if bad {
+            ("CRIT", t.crit)
+        } else if warn {
+            ("WARN", t.warn)
+        } else {
+            ("OK", t.ok)
+        }
+    };
+    let spark_w = (cols[0].width as usize).saturating_sub(10);
+    let num = |v: u32, style: Style| Span::styled(v.to_string(), style);
+    // compute
+    let fullest = s.storage.iter().map(|f| f.used_pct()).max().unwrap_or(0);
+    let (cs, cst) =
+        status(tt.nodes_down > 0 || tt.gpus_failed > 0, tt.gpus_hot > 0 || tt.gpus_idle_alloc > 0);
+    let compute = vec![
+        Line::from(vec![
+            Span::styled("nodes ", t.dim),
+            num(tt.nodes_schedulable, t.text),
+            Span::styled(" ok ", t.dim),
+            num(tt.nodes_drained, t.warn),
+            Span::styled(" drn ", t.dim),
+            num(tt.nodes_down, t.crit),
+            Span::styled(" down", t.dim),
+        ]),
+        Line::from(vec![
+            Span::styled("gpus  ", t.dim),
+            Span::styled(format!("{}/{}", tt.gpus_alloc, tt.gpus), t.text),
+            Span::styled(" failed ", t.dim),
+            num(tt.gpus_failed, if tt.gpus_failed > 0 { t.crit } else { t.text }),
+        ]),
+        Line::from(vec![
+            Span::styled("util  ", t.dim),
+            Span::styled(opt(tt.mean_util.map(|u| format!("{u:.0}%"))), t.text),
+            Span::styled(" hot ", t.dim),
+            num(tt.gpus_hot, if tt.gpus_hot > 0 { t.warn } else { t.text }),
+            Span::styled(format!(" {:.0}kW", tt.power_w as f64 / 1000.0), t.dim),
+        ]),
+        Line::from(Span::styled(g.spark(s.history.util.tail(spark_w).map(u32::from), 100), t.accent)),
+    ];
+    // network
+    let flapping =
+        s.nodes.iter().flat_map(|n| &n.ports).filter(|p| p.flaps >= s.thresholds.flap_count).count() as u32;
+    let (ns, nst) = status(tt.ports_down > 0, flapping > 0);
+    let errs: u64 = s.nodes.iter().flat_map(|n| &n.ports).map(|p| p.errors()).sum();
+    let network = vec![
+        Line::from(vec![
+            Span::styled("ports ", t.dim),
+            Span::styled(format!("{}/{}", tt.ports - tt.ports_down, tt.ports), t.text),
+            Span::styled(" active", t.dim),
+        ]),
+        Line::from(vec![
+            Span::styled("down  ", t.dim),
+            num(tt.ports_down, if tt.ports_down > 0 { t.crit } else { t.text }),
+            Span::styled(" flapping ", t.dim),
+            num(flapping, if flapping > 0 { t.warn } else { t.text }),
+        ]),
+        Line::from(vec![Span::styled("errors ", t.dim), Span::styled(errs.to_string(), t.text)]),
+    ];
+    // storage
+    let (ss, sst) = status(fullest >= 97, fullest >= s.thresholds.storage_full_pct);
+    let read: f64 = s.storage.iter().map(|f| f.read_bps).sum();
+    let write: f64 = s.storage.iter().map(|f| f.write_bps).sum();
+    let storage = vec![
+        Line::from(vec![
+            Span::styled("filesystems ", t.dim),
+            Span::styled(s.storage.len().to_string(), t.text),
+        ]),
+        Line::from(vec![
+            Span::styled("fullest ", t.dim),
+            Span::styled(format!("{fullest}%"), t.level(u32::from(fullest), 90, 97)),
+        ]),
+        Line::from(vec![
+            Span::styled("r ", t.dim),
+            Span::styled(super::super::widgets::rate(read), t.text),
+            Span::styled(" w ", t.dim),
+            Span::styled(super::super::widgets::rate(write), t.text),
+        ]),
+    ];
+    // control
+    let over = s.quotas.iter().filter(|q| q.over_quota()).count() as u32;
+    let idle_cost: f64 = s.incidents.iter().filter_map(|i| i.cost_per_hour).sum();
+    let worst_wait = s.queue_stats.iter().filter_map(|q| q.wait_p50_s).max();
+    let src_err = s.sources.iter().any(|x| x.error.is_some());
+    let (ks, kst) = status(src_err, over > 0 || idle_cost > 0.0);
+    let control = vec![
+        Line::from(vec![
+            Span::styled("jobs ", t.dim),
+            num(tt.jobs_running, t.ok),
+            Span::styled(" run ", t.dim),
+            num(tt.jobs_pending, t.warn),
+            Span::styled(" pend", t.dim),
+        ]),
+        Line::from(vec![
+            Span::styled("wait p50 ", t.dim),
+            Span::styled(worst_wait.map_or("-".into(), dur), t.text),
+            Span::styled(" over quota ", t.dim),
+            num(over, if over > 0 { t.warn } else { t.text }),
+        ]),
+        Line::from(vec![
+            Span::styled("idle GPUs ", t.dim),
+            num(tt.gpus_idle_alloc, t.warn),
+            Span::styled(format!(" {}/h", money(idle_cost, &s.prices.currency)), t.warn),
+        ]),
+    ];
+    for (i, (title, (label, style), lines)) in [
+        ("compute", (cs, cst), compute),
+        ("network", (ns, nst), network),
+        ("storage", (ss, sst), storage),
+        ("control", (ks, kst), control),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let block =
+            Block::default().borders(Borders::ALL).border_set(g.border()).border_style(t.border).title(
+                Line::from(vec![
+                    Span::styled(format!(" {title} "), t.title),
+                    Span::styled(format!("{label} "), style),
+                ]),
+            );
+        f.render_widget(Paragraph::new(lines).block(block), cols[i]);
+    }
+}

@@ -1,0 +1,241 @@
+//! Queues: Slurm partitions and Kueue queues with pending/running counts and wait times, and
+//! "my jobs": where each of the current user's jobs stands and why it waits.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::{dur, opt, safe, ts, untrusted};
+use super::jobs::{job_field, job_state_style, job_text, pending_in_queue};
+use crate::model::{JobState, Queue, pending_reason_text};
+use crate::state::{ClusterState, QueueStats};
+use ratatui::text::Span;
+use std::borrow::Cow;
+
+pub struct QueuesTable;
+pub struct MyJobsTable;
+
+static QCOLS: [Column; 10] = [
+    col("QUEUE", 10),
+    col("KIND", 9).drop(3),
+    col("UP", 4).drop(4),
+    col("PEND", 5).right(),
+    col("RUN", 5).right(),
+    col("PGPU", 5).right().drop(1),
+    col("RGPU", 5).right().drop(1),
+    col("WAIT50", 6).right(),
+    col("WAIT90", 6).right().drop(2),
+    col("OLDEST", 6).right(),
+];
+
+fn queue(s: &ClusterState, key: RowKey) -> (&Queue, Option<&QueueStats>) {
+    let q = &s.queues[key as usize];
+    let st = s.queue_stats.binary_search_by(|x| x.name.cmp(&q.name)).ok().map(|i| &s.queue_stats[i]);
+    (q, st)
+}
+
+impl TableSource for QueuesTable {
+    fn columns(&self) -> &'static [Column] {
+        &QCOLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(0..cx.s.queues.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        let (q, _) = queue(s, key);
+        vec![q.name.as_str().into(), q.kind.label().into()]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        let (q, _) = queue(s, key);
+        Some(match name {
+            "name" | "queue" => q.name.as_str().into(),
+            "kind" => q.kind.label().into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let (q, st) = queue(s, key);
+        let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+        match c {
+            0 => SortKey::Str(&q.name),
+            1 => SortKey::Int(q.kind as i64),
+            2 => SortKey::Int(i64::from(q.up)),
+            3 => n(|x| i64::from(x.pending)),
+            4 => n(|x| i64::from(x.running)),
+            5 => n(|x| i64::from(x.pending_gpus)),
+            6 => n(|x| i64::from(x.running_gpus)),
+            7 => n(|x| x.wait_p50_s.unwrap_or(-1)),
+            8 => n(|x| x.wait_p90_s.unwrap_or(-1)),
+            _ => n(|x| x.oldest_pending_s.unwrap_or(-1)),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let (q, st) = queue(cx.s, key);
+        let t = cx.theme;
+        let d = |v: Option<i64>| v.map_or("-".into(), dur);
+        let st = st.cloned().unwrap_or_default();
+        vec![
+            untrusted(&q.name, t.text),
+            Span::styled(q.kind.label(), t.dim),
+            Span::styled(if q.up { "up" } else { "DOWN" }, if q.up { t.ok } else { t.crit }),
+            Span::styled(st.pending.to_string(), if st.pending > 0 { t.warn } else { t.dim }),
+            Span::styled(st.running.to_string(), t.ok),
+            Span::styled(st.pending_gpus.to_string(), t.dim),
+            Span::styled(st.running_gpus.to_string(), t.dim),
+            Span::styled(d(st.wait_p50_s), t.text),
+            Span::styled(d(st.wait_p90_s), t.text),
+            Span::styled(d(st.oldest_pending_s), t.text),
+        ]
+    }
+}
+
+static MCOLS: [Column; 8] = [
+    col("ID", 7).right(),
+    col("NAME", 14),
+    col("QUEUE", 7),
+    col("ST", 2),
+    col("GPUS", 4).right().drop(2),
+    col("POS", 9).right(),
+    col("EST START", 16).drop(1),
+    col("WHY", 20),
+];
+
+impl TableSource for MyJobsTable {
+    fn columns(&self) -> &'static [Column] {
+        &MCOLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(
+            cx.s.jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.user == cx.user && j.state.is_active())
+                .map(|(i, _)| i as RowKey),
+        );
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        job_text(&s.jobs[key as usize])
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        job_field(&s.jobs[key as usize], name)
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let j = &s.jobs[key as usize];
+        match c {
+            0 => SortKey::Int(j.id as i64),
+            1 => SortKey::Str(&j.name),
+            2 => SortKey::Str(&j.queue),
+            3 => SortKey::Int(j.state as i64),
+            4 => SortKey::Int(i64::from(j.gpus)),
+            5 => SortKey::Int(j.rank.map_or(i64::MAX, i64::from)),
+            6 => SortKey::Int(j.est_start.unwrap_or(i64::MAX)),
+            _ => SortKey::Str(j.pending_reason.as_deref().unwrap_or("")),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let s = cx.s;
+        let j = &s.jobs[key as usize];
+        let t = cx.theme;
+        let pending = j.state == JobState::Pending;
+        vec![
+            Span::styled(j.id.to_string(), t.dim),
+            untrusted(&j.name, t.text),
+            untrusted(&j.queue, t.text),
+            Span::styled(j.state.short(), job_state_style(cx, j.state)),
+            Span::styled(j.gpus.to_string(), t.text),
+            Span::styled(
+                if pending {
+                    format!("{}/{}", opt(j.rank), pending_in_queue(s, &j.queue))
+                } else {
+                    "-".into()
+                },
+                t.warn,
+            ),
+            Span::styled(
+                match (pending, j.est_start) {
+                    (true, Some(e)) => format!("{} +{}", &ts(e)[5..], dur(e - s.now)),
+                    (true, None) => "unknown".into(),
+                    _ => j.start.map_or("-".into(), |st| format!("ran {}", dur(s.now - st))),
+                },
+                t.text,
+            ),
+            match &j.pending_reason {
+                Some(r) if pending => {
+                    Span::styled(format!("{}: {}", safe(r), pending_reason_text(r)), t.warn)
+                }
+                _ => Span::raw(""),
+            },
+        ]
+    }
+
+    fn default_sort(&self) -> (usize, bool) {
+        (3, false)
+    }
+}
+
+/// A queue's detail: its figures and the head of its pending line, in order.
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::Line<'a>> {
+    use super::detail::{kv, section};
+    use ratatui::text::Line;
+    let s = cx.s;
+    let Some(q) = s.queues.get(key as usize) else { return vec![] };
+    let (_, st) = queue(s, key);
+    let st = st.cloned().unwrap_or_default();
+    let t = cx.theme;
+    let mut out = vec![
+        kv(cx, "queue", untrusted(&q.name, t.accent)),
+        kv(cx, "kind", Span::styled(q.kind.label(), t.text)),
+        kv(cx, "capacity", Span::styled(format!("{} nodes, {} GPUs", q.nodes, q.gpus), t.text)),
+        kv(cx, "max time", Span::styled(q.max_time_s.map_or("unlimited".into(), dur), t.text)),
+        kv(
+            cx,
+            "jobs",
+            Span::styled(
+                format!(
+                    "{} running ({} GPUs), {} pending ({} GPUs)",
+                    st.running, st.running_gpus, st.pending, st.pending_gpus
+                ),
+                t.text,
+            ),
+        ),
+        kv(
+            cx,
+            "wait",
+            Span::styled(
+                format!(
+                    "p50 {}  p90 {}",
+                    st.wait_p50_s.map_or("-".into(), dur),
+                    st.wait_p90_s.map_or("-".into(), dur)
+                ),
+                t.text,
+            ),
+        ),
+    ];
+    let mut pending: Vec<_> =
+        s.jobs.iter().filter(|j| j.queue == q.name && j.state == JobState::Pending).collect();
+    pending.sort_by_key(|j| j.rank.unwrap_or(u32::MAX));
+    out.push(section(cx, "pending, in order"));
+    for j in pending.iter().take(30) {
+        let style = if j.user == cx.user { t.accent } else { t.text };
+        out.push(Line::from(vec![
+            Span::styled(format!("{:>4}. {:>7} ", opt(j.rank), j.id), t.dim),
+            Span::styled(format!("{:<10} ", safe(&j.user)), style),
+            Span::styled(format!("{:>3} GPUs ", j.gpus), t.dim),
+            Span::styled(safe(j.pending_reason.as_deref().unwrap_or("")).into_owned(), t.warn),
+        ]));
+    }
+    out
+}

@@ -1,0 +1,116 @@
+//! Quotas: each team's GPU quota, use, borrowing and lending.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::untrusted;
+use super::detail::kv;
+use crate::model::Quota;
+use crate::state::ClusterState;
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+pub struct QuotasTable;
+
+static COLS: [Column; 8] = [
+    col("TEAM", 14),
+    col("QUOTA", 6).right(),
+    col("USED", 6).right(),
+    col("USE%", 5).right(),
+    col("BORROW", 6).right(),
+    col("LEND", 5).right().drop(2),
+    col("PEND", 5).right().drop(1),
+    col("", 10),
+];
+
+fn quota(s: &ClusterState, key: RowKey) -> &Quota {
+    &s.quotas[key as usize]
+}
+
+impl TableSource for QuotasTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(0..cx.s.quotas.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        vec![quota(s, key).team.as_str().into()]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        let q = quota(s, key);
+        match name {
+            "team" => Some(q.team.as_str().into()),
+            "over" => Some(q.over_quota().to_string().into()),
+            _ => None,
+        }
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let q = quota(s, key);
+        match c {
+            0 => SortKey::Str(&q.team),
+            1 => SortKey::Int(i64::from(q.gpu_quota)),
+            2 => SortKey::Int(i64::from(q.gpu_used)),
+            3 | 7 => SortKey::Int(i64::from(q.used_pct())),
+            4 => SortKey::Int(i64::from(q.borrowed)),
+            5 => SortKey::Int(i64::from(q.lendable)),
+            _ => SortKey::Int(i64::from(q.gpu_pending)),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let q = quota(cx.s, key);
+        let t = cx.theme;
+        let pct = q.used_pct();
+        let style = if q.over_quota() { t.crit } else { t.level(pct, 90, 101) };
+        vec![
+            untrusted(&q.team, t.text),
+            Span::styled(q.gpu_quota.to_string(), t.text),
+            Span::styled(q.gpu_used.to_string(), style),
+            Span::styled(format!("{pct}%"), style),
+            Span::styled(q.borrowed.to_string(), if q.borrowed > 0 { t.warn } else { t.dim }),
+            Span::styled(q.lendable.to_string(), t.dim),
+            Span::styled(q.gpu_pending.to_string(), t.dim),
+            Span::styled(cx.glyphs.bar(pct.min(100), 10), style),
+        ]
+    }
+}
+
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
+    let Some(q) = cx.s.quotas.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let pct = q.used_pct();
+    let mut out = vec![
+        kv(cx, "team", untrusted(&q.team, t.accent)),
+        kv(cx, "quota", Span::styled(format!("{} GPUs", q.gpu_quota), t.text)),
+        kv(
+            cx,
+            "used",
+            Span::styled(format!("{} {} GPUs ({pct}%)", cx.glyphs.bar(pct.min(100), 20), q.gpu_used), t.text),
+        ),
+        kv(cx, "borrowed", Span::styled(format!("{} GPUs beyond quota", q.borrowed), t.text)),
+        kv(cx, "lendable", Span::styled(format!("{} GPUs others may borrow", q.lendable), t.text)),
+        kv(cx, "pending", Span::styled(format!("{} GPUs requested by pending jobs", q.gpu_pending), t.text)),
+    ];
+    if q.over_quota() {
+        out.push(Line::styled(
+            "over quota: borrowed GPUs may be reclaimed (preempted) when their owners need them",
+            t.warn,
+        ));
+    }
+    let running: Vec<_> =
+        cx.s.jobs.iter().filter(|j| j.account == q.team && j.state.is_active()).take(200).collect();
+    out.push(super::detail::section(cx, "active jobs"));
+    for j in running.iter().take(20) {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {:>7} {:<2} {:>3} GPUs ", j.id, j.state.short(), j.gpus), t.dim),
+            untrusted(&j.name, t.text),
+        ]));
+    }
+    out
+}

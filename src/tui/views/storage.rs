@@ -1,0 +1,157 @@
+//! Storage: filesystems and volumes holding datasets, weights and checkpoints.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::{bytes, opt, rate, untrusted};
+use super::detail::{kv, section, spark_line};
+use crate::model::Filesystem;
+use crate::state::ClusterState;
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+pub struct StorageTable;
+
+static COLS: [Column; 10] = [
+    col("NAME", 12),
+    col("KIND", 6).drop(3),
+    col("MOUNT", 18),
+    col("USE", 4).right(),
+    col("SIZE", 6).right(),
+    col("READ", 9).right(),
+    col("WRITE", 9).right(),
+    col("CKPT-W", 6).right().drop(2),
+    col("CKPT-R", 6).right().drop(2),
+    col("PURPOSE", 10).drop(1),
+];
+
+fn fs(s: &ClusterState, key: RowKey) -> &Filesystem {
+    &s.storage[key as usize]
+}
+
+impl TableSource for StorageTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        let s = cx.s;
+        out.extend(0..s.storage.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = cx.s;
+        let f = fs(s, key);
+        vec![
+            f.name.as_str().into(),
+            f.mount.as_str().into(),
+            f.purpose.as_str().into(),
+            f.kind.label().into(),
+        ]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = cx.s;
+        let f = fs(s, key);
+        Some(match name {
+            "name" => f.name.as_str().into(),
+            "kind" | "type" => f.kind.label().into(),
+            "mount" => f.mount.as_str().into(),
+            "purpose" => f.purpose.as_str().into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = cx.s;
+        let f = fs(s, key);
+        match c {
+            0 => SortKey::Str(&f.name),
+            1 => SortKey::Int(f.kind as i64),
+            2 => SortKey::Str(&f.mount),
+            3 => SortKey::Int(i64::from(f.used_pct())),
+            4 => SortKey::Int(f.capacity_bytes as i64),
+            5 => SortKey::Float(f.read_bps),
+            6 => SortKey::Float(f.write_bps),
+            7 => SortKey::Float(f64::from(f.ckpt_write_s.unwrap_or(-1.0))),
+            8 => SortKey::Float(f64::from(f.ckpt_restore_s.unwrap_or(-1.0))),
+            _ => SortKey::Str(&f.purpose),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let f = fs(cx.s, key);
+        let t = cx.theme;
+        let pct = f.used_pct();
+        vec![
+            untrusted(&f.name, t.text),
+            Span::styled(f.kind.label(), t.dim),
+            untrusted(&f.mount, t.text),
+            Span::styled(
+                format!("{pct}%"),
+                t.level(u32::from(pct), u32::from(cx.s.thresholds.storage_full_pct), 97),
+            ),
+            Span::styled(bytes(f.capacity_bytes), t.dim),
+            Span::styled(rate(f.read_bps), t.text),
+            Span::styled(rate(f.write_bps), t.text),
+            Span::styled(opt(f.ckpt_write_s.map(|v| format!("{v:.0}s"))), t.dim),
+            Span::styled(opt(f.ckpt_restore_s.map(|v| format!("{v:.0}s"))), t.dim),
+            untrusted(&f.purpose, t.dim),
+        ]
+    }
+}
+
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
+    let s = cx.s;
+    let Some(f) = s.storage.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let g = cx.glyphs;
+    let pct = f.used_pct();
+    let mut out = vec![
+        kv(cx, "name", untrusted(&f.name, t.accent)),
+        kv(cx, "mount", untrusted(&f.mount, t.text)),
+        kv(cx, "kind", Span::styled(f.kind.label(), t.text)),
+        kv(cx, "purpose", untrusted(&f.purpose, t.text)),
+        kv(
+            cx,
+            "used",
+            Span::styled(
+                format!(
+                    "{} {} of {} ({pct}%)",
+                    g.bar(u32::from(pct), 20),
+                    bytes(f.used_bytes),
+                    bytes(f.capacity_bytes)
+                ),
+                t.level(u32::from(pct), 90, 97),
+            ),
+        ),
+        kv(
+            cx,
+            "checkpt",
+            Span::styled(
+                format!(
+                    "write {}  restore {}",
+                    opt(f.ckpt_write_s.map(|v| format!("{v:.0}s"))),
+                    opt(f.ckpt_restore_s.map(|v| format!("{v:.0}s")))
+                ),
+                t.text,
+            ),
+        ),
+    ];
+    if let Some(h) = s.storage_history.get(key as usize) {
+        let w = (width as usize).saturating_sub(14).min(120);
+        out.push(section(cx, "throughput"));
+        let max = h.read_mbps.tail(w).chain(h.write_mbps.tail(w)).max().unwrap_or(1);
+        out.push(spark_line(
+            cx,
+            "read",
+            g.spark(h.read_mbps.tail(w), max),
+            h.read_mbps.last().map(|v| format!(" {v} MB/s")),
+        ));
+        out.push(spark_line(
+            cx,
+            "write",
+            g.spark(h.write_mbps.tail(w), max),
+            h.write_mbps.last().map(|v| format!(" {v} MB/s")),
+        ));
+    }
+    out
+}

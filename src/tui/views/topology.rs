@@ -1,0 +1,229 @@
+//! Topology: a tree cluster → pool → node → GPU, and the selected node's GPU link matrix as
+//! `nvidia-smi topo -m` prints it, with NIC and CPU/NUMA affinity.
+
+use super::super::widgets::safe;
+use super::super::widgets::table::Cx;
+use crate::model::{LinkKind, Node};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use std::collections::BTreeMap;
+use tui_tree_widget::{Tree, TreeItem, TreeState};
+
+/// Tree identifiers: `p:<pool>`, `n:<node index>`, `g:<node index>:<gpu>`.
+pub type TreeId = String;
+
+/// Builds the tree: every pool, the nodes of open pools, the GPUs of open nodes (so a 10,000
+/// node cluster costs only what is open).
+pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'static, TreeId>> {
+    let s = cx.s;
+    let t = cx.theme;
+    let opened = state.opened();
+    let mut pools: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, n) in s.nodes.iter().enumerate() {
+        pools.entry(n.pool.as_str()).or_default().push(i);
+    }
+    let mut items = Vec::with_capacity(pools.len());
+    for (pool, nodes) in pools {
+        let pid = format!("p:{pool}");
+        let open = opened.contains(&vec![pid.clone()]);
+        let gpus: u32 = nodes.iter().map(|&i| s.nodes[i].gpu_slots).sum();
+        let label = Line::from(vec![
+            Span::styled(safe(pool).into_owned(), t.title),
+            Span::styled(format!("  {} nodes, {} GPUs", nodes.len(), gpus), t.dim),
+        ]);
+        let children = if open {
+            nodes
+                .iter()
+                .map(|&i| {
+                    let n = &s.nodes[i];
+                    let nid = format!("n:{i}");
+                    let nopen = opened.contains(&vec![pid.clone(), nid.clone()]);
+                    let nlabel = Line::from(vec![
+                        Span::styled(safe(&n.name).into_owned(), t.text),
+                        Span::styled(
+                            format!("  {} {}/{}", n.state.label(), n.gpu_alloc, n.gpu_slots),
+                            super::nodes::state_style(cx, n.state),
+                        ),
+                    ]);
+                    let gchildren = if nopen {
+                        n.gpus
+                            .iter()
+                            .enumerate()
+                            .map(|(k, g)| {
+                                let style = if g.is_failed() { t.crit } else { t.dim };
+                                TreeItem::new_leaf(
+                                    format!("g:{i}:{k}"),
+                                    Line::from(Span::styled(
+                                        format!(
+                                            "gpu{} {} {}%",
+                                            g.index,
+                                            safe(g.model.trim_start_matches("NVIDIA ")),
+                                            g.util.map_or("-".into(), |u| u.to_string())
+                                        ),
+                                        style,
+                                    )),
+                                )
+                            })
+                            .collect()
+                    } else if n.gpus.is_empty() {
+                        vec![]
+                    } else {
+                        // a placeholder so the node shows as openable
+                        vec![TreeItem::new_leaf(format!("g:{i}:-"), Line::styled("…", t.dim))]
+                    };
+                    TreeItem::new(nid, nlabel, gchildren)
+                        .unwrap_or_else(|_| TreeItem::new_leaf(format!("n:{i}"), "?"))
+                })
+                .collect()
+        } else {
+            vec![TreeItem::new_leaf(format!("{pid}:-"), Line::styled("…", t.dim))]
+        };
+        if let Ok(item) = TreeItem::new(pid.clone(), label, children) {
+            items.push(item);
+        }
+    }
+    items
+}
+
+/// The node the tree selection points at (a node or one of its GPUs).
+pub fn selected_node(state: &TreeState<TreeId>) -> Option<usize> {
+    state.selected().iter().rev().find_map(|id| {
+        id.strip_prefix("n:")
+            .or_else(|| id.strip_prefix("g:").and_then(|r| r.split(':').next()))
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+pub fn draw_tree(
+    f: &mut Frame,
+    area: Rect,
+    block: Block<'_>,
+    cx: &Cx<'_>,
+    state: &mut TreeState<TreeId>,
+    focused: bool,
+) {
+    let items = tree_items(cx, state);
+    if state.selected().is_empty() {
+        state.select_first();
+    }
+    match Tree::new(&items) {
+        Ok(tree) => {
+            let tree = tree
+                .block(block)
+                .highlight_style(if focused { cx.theme.selected } else { cx.theme.accent })
+                .node_closed_symbol(if cx.glyphs.unicode { "▶ " } else { "+ " })
+                .node_open_symbol(if cx.glyphs.unicode { "▼ " } else { "- " })
+                .node_no_children_symbol("  ");
+            f.render_stateful_widget(tree, area, state);
+        }
+        Err(e) => f.render_widget(Paragraph::new(format!("tree error: {e}")).block(block), area),
+    }
+}
+
+fn link_style(cx: &Cx<'_>, l: LinkKind) -> Style {
+    match l {
+        LinkKind::X => cx.theme.dim,
+        LinkKind::Nv(_) => cx.theme.ok,
+        LinkKind::Pix | LinkKind::Pxb => cx.theme.accent,
+        LinkKind::Phb | LinkKind::Node => cx.theme.warn,
+        LinkKind::Sys => cx.theme.crit,
+    }
+}
+
+/// The matrix of one node, `nvidia-smi topo -m` style.
+pub fn matrix_lines<'a>(cx: &Cx<'a>, n: &Node, width: u16) -> Vec<Line<'a>> {
+    let t = cx.theme;
+    let mut out = vec![Line::from(vec![
+        Span::styled(safe(&n.name).into_owned(), t.accent),
+        Span::styled(format!("  {}  {} GPUs", n.gpu_model(), n.gpus.len()), t.dim),
+    ])];
+    let Some(topo) = &n.topology else {
+        out.push(Line::styled(
+            "no topology reported for this node (NVML or the GPU operator provide it)",
+            t.dim,
+        ));
+        return out;
+    };
+    let ng = topo.matrix.len();
+    let cell = 5usize;
+    let nics = if width as usize >= 8 + cell * (ng + topo.nics.len()) + 20 { topo.nics.len() } else { 0 };
+    let mut header = vec![Span::raw(format!("{:<7}", ""))];
+    for j in 0..ng {
+        header.push(Span::styled(format!("{:<cell$}", format!("GPU{j}")), t.header));
+    }
+    for nic in topo.nics.iter().take(nics) {
+        header.push(Span::styled(
+            format!("{:<cell$}", format!("NIC{}", nic.name.trim_start_matches("mlx5_"))),
+            t.header,
+        ));
+    }
+    if width >= 70 {
+        header.push(Span::styled("CPU Affinity  NUMA", t.header));
+    }
+    out.push(Line::from(header));
+    for i in 0..ng {
+        let mut row = vec![Span::styled(format!("{:<7}", format!("GPU{i}")), t.header)];
+        for j in 0..ng {
+            let l = topo.matrix[i].get(j).copied().unwrap_or(LinkKind::Sys);
+            row.push(Span::styled(format!("{:<cell$}", l.label()), link_style(cx, l)));
+        }
+        for nic in topo.nics.iter().take(nics) {
+            let l = nic.to_gpu.get(i).copied().unwrap_or(LinkKind::Sys);
+            row.push(Span::styled(format!("{:<cell$}", l.label()), link_style(cx, l)));
+        }
+        if width >= 70 {
+            row.push(Span::styled(
+                format!(
+                    "{:<13} {}",
+                    topo.cpu_affinity.get(i).map(|c| safe(c).into_owned()).unwrap_or_default(),
+                    topo.numa.get(i).map_or("-".into(), |v| v.to_string())
+                ),
+                t.dim,
+            ));
+        }
+        out.push(Line::from(row));
+    }
+    let islands = topo.nvlink_islands();
+    out.push(Line::raw(""));
+    out.push(Line::from(vec![
+        Span::styled("NVLink islands: ", t.dim),
+        Span::styled(
+            islands
+                .iter()
+                .map(|i| format!("[{}]", i.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(",")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            t.text,
+        ),
+    ]));
+    if nics == 0 && !topo.nics.is_empty() {
+        for nic in &topo.nics {
+            let near: Vec<String> = nic
+                .to_gpu
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| matches!(l, LinkKind::Pix | LinkKind::Pxb))
+                .map(|(g, _)| format!("GPU{g}"))
+                .collect();
+            out.push(Line::styled(
+                format!(
+                    "{} near {}",
+                    safe(&nic.name),
+                    if near.is_empty() { "-".into() } else { near.join(",") }
+                ),
+                t.dim,
+            ));
+        }
+    }
+    out.push(Line::styled("Legend:", t.dim));
+    for (k, v) in LinkKind::LEGEND {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {k:<5}"), t.text),
+            Span::styled(format!("= {v}"), t.dim),
+        ]));
+    }
+    out
+}

@@ -1,0 +1,231 @@
+//! Small drawing helpers shared by the views: formatting, bars, sparklines, glyph sets.
+
+pub mod table;
+
+use crate::model::Epoch;
+use crate::sanitize::sanitize;
+use ratatui::style::Style;
+use ratatui::symbols;
+use ratatui::text::Span;
+use std::borrow::Cow;
+
+/// Characters used for borders, bars and sparklines: Unicode, or plain ASCII for terminals and
+/// locales without UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Glyphs {
+    pub unicode: bool,
+}
+
+const ASCII_BORDER: symbols::border::Set = symbols::border::Set {
+    top_left: "+",
+    top_right: "+",
+    bottom_left: "+",
+    bottom_right: "+",
+    vertical_left: "|",
+    vertical_right: "|",
+    horizontal_top: "-",
+    horizontal_bottom: "-",
+};
+
+const ASCII_BARS: symbols::bar::Set = symbols::bar::Set {
+    full: "#",
+    seven_eighths: "#",
+    three_quarters: "=",
+    five_eighths: "=",
+    half: "-",
+    three_eighths: "-",
+    one_quarter: ".",
+    one_eighth: ".",
+    empty: " ",
+};
+
+impl Glyphs {
+    pub const UNICODE: Glyphs = Glyphs { unicode: true };
+    pub const ASCII: Glyphs = Glyphs { unicode: false };
+
+    /// Unicode unless the locale says otherwise (LC_ALL, LC_CTYPE, LANG without UTF-8) or
+    /// the terminal is the Linux console with a non-UTF-8 locale.
+    pub fn detect(force_ascii: bool) -> Glyphs {
+        if force_ascii {
+            return Glyphs::ASCII;
+        }
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok())
+            .find(|v| !v.is_empty())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        Glyphs { unicode: locale.contains("utf-8") || locale.contains("utf8") }
+    }
+
+    pub fn border(&self) -> symbols::border::Set<'static> {
+        if self.unicode { symbols::border::PLAIN } else { ASCII_BORDER }
+    }
+
+    pub fn bars(&self) -> symbols::bar::Set<'static> {
+        if self.unicode { symbols::bar::NINE_LEVELS } else { ASCII_BARS }
+    }
+
+    pub fn full(&self) -> &'static str {
+        if self.unicode { "█" } else { "#" }
+    }
+
+    pub fn empty(&self) -> &'static str {
+        if self.unicode { "░" } else { "." }
+    }
+
+    pub fn up(&self) -> &'static str {
+        if self.unicode { "▲" } else { "^" }
+    }
+
+    pub fn down(&self) -> &'static str {
+        if self.unicode { "▼" } else { "v" }
+    }
+
+    pub fn dot(&self) -> &'static str {
+        if self.unicode { "●" } else { "*" }
+    }
+
+    pub fn sep(&self) -> &'static str {
+        if self.unicode { "│" } else { "|" }
+    }
+
+    /// A cell of the GPU wall at a 0–100 level: density glyphs so the wall reads without colour.
+    pub fn level(&self, pct: u8) -> &'static str {
+        const U: [&str; 5] = [" ", "░", "▒", "▓", "█"];
+        const A: [&str; 5] = [".", ":", "+", "#", "@"];
+        let i = (usize::from(pct.min(100)) * 4 + 50) / 100;
+        if self.unicode { U[i] } else { A[i] }
+    }
+
+    /// A sparkline string of `values` (0–`max`), one character per point.
+    pub fn spark(&self, values: impl Iterator<Item = u32>, max: u32) -> String {
+        const U: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+        const A: [char; 9] = [' ', '.', '.', '-', '-', '=', '=', '#', '#'];
+        let set = if self.unicode { U } else { A };
+        let max = max.max(1);
+        values.map(|v| set[((v.min(max) * 8 + max / 2) / max) as usize]).collect()
+    }
+
+    /// A horizontal bar of `width` cells filled to `pct`.
+    pub fn bar(&self, pct: u32, width: usize) -> String {
+        let filled = ((pct.min(100) as usize * width) + 50) / 100;
+        let mut s = String::with_capacity(width * 3);
+        for _ in 0..filled {
+            s.push_str(self.full());
+        }
+        for _ in filled..width {
+            s.push_str(self.empty());
+        }
+        s
+    }
+}
+
+/// Cluster text made safe for a terminal cell.
+pub fn safe(s: &str) -> Cow<'_, str> {
+    sanitize(s)
+}
+
+/// A span of untrusted cluster text.
+pub fn untrusted<'a>(s: &'a str, style: Style) -> Span<'a> {
+    Span::styled(sanitize(s), style)
+}
+
+/// `93s` → `1m33s`, `90000` → `1d1h`: two most significant units.
+pub fn dur(secs: i64) -> String {
+    let s = secs.max(0);
+    let (d, h, m, sec) = (s / 86_400, (s % 86_400) / 3_600, (s % 3_600) / 60, s % 60);
+    if d > 0 {
+        format!("{d}d{h}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{sec:02}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+/// Age of `at` relative to `now`, e.g. `5m ago`.
+pub fn ago(now: Epoch, at: Epoch) -> String {
+    format!("{} ago", dur(now - at))
+}
+
+/// UTC timestamp, `2026-01-01 00:00`.
+pub fn ts(at: Epoch) -> String {
+    match jiff::Timestamp::from_second(at) {
+        Ok(t) => t.strftime("%Y-%m-%d %H:%M").to_string(),
+        Err(_) => "-".into(),
+    }
+}
+
+/// Bytes in binary units, `1.5T`.
+pub fn bytes(b: u64) -> String {
+    const U: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if v >= 100.0 || i == 0 { format!("{v:.0}{}", U[i]) } else { format!("{v:.1}{}", U[i]) }
+}
+
+/// Bytes per second in decimal units, `2.3GB/s`.
+pub fn rate(bps: f64) -> String {
+    let (v, u) = if bps >= 1e9 {
+        (bps / 1e9, "GB/s")
+    } else if bps >= 1e6 {
+        (bps / 1e6, "MB/s")
+    } else if bps >= 1e3 {
+        (bps / 1e3, "kB/s")
+    } else {
+        (bps, "B/s")
+    };
+    format!("{v:.1}{u}")
+}
+
+/// Money with thousands separators, `$12,345`.
+pub fn money(v: f64, currency: &str) -> String {
+    let sym = if currency == "USD" { "$" } else { "" };
+    let n = v.round().max(0.0) as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if sym.is_empty() { format!("{out} {currency}") } else { format!("{sym}{out}") }
+}
+
+pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(dur(93), "1m33s");
+        assert_eq!(dur(90_000), "1d1h");
+        assert_eq!(dur(3_720), "1h02m");
+        assert_eq!(dur(-5), "0s");
+        assert_eq!(bytes(1536), "1.5K");
+        assert_eq!(bytes(5 * 1024u64.pow(4)), "5.0T");
+        assert_eq!(money(1234567.4, "USD"), "$1,234,567");
+        assert_eq!(money(12.0, "EUR"), "12 EUR");
+        assert_eq!(ts(1_767_225_600), "2026-01-01 00:00");
+    }
+
+    #[test]
+    fn ascii_glyphs_are_ascii() {
+        let g = Glyphs::ASCII;
+        let s = format!("{}{}{}", g.bar(50, 10), g.spark([0, 5, 10].into_iter(), 10), g.level(100));
+        assert!(s.is_ascii(), "{s}");
+        assert_eq!(g.bar(50, 4), "##..");
+    }
+}

@@ -1,0 +1,423 @@
+//! A virtual table: rows are keys into the cluster state, filtered and sorted once per change
+//! (state generation, filter or sort), and only the visible rows are turned into cells.
+
+use super::Glyphs;
+use crate::state::ClusterState;
+use crate::tui::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use unicode_width::UnicodeWidthStr;
+
+/// Identifies a row: an index (or packed pair of indices) into the state.
+pub type RowKey = u64;
+
+pub fn pack(a: usize, b: usize) -> RowKey {
+    ((a as u64) << 32) | b as u64
+}
+
+pub fn unpack(k: RowKey) -> (usize, usize) {
+    ((k >> 32) as usize, (k & 0xffff_ffff) as usize)
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    /// Width in cells; the last column takes what is left.
+    pub width: u16,
+    pub right: bool,
+    /// Dropped first when the terminal is narrow (higher = dropped earlier; 0 = always shown).
+    pub drop: u8,
+}
+
+pub const fn col(name: &'static str, width: u16) -> Column {
+    Column { name, width, right: false, drop: 0 }
+}
+
+impl Column {
+    pub const fn right(mut self) -> Self {
+        self.right = true;
+        self
+    }
+
+    pub const fn drop(mut self, level: u8) -> Self {
+        self.drop = level;
+        self
+    }
+}
+
+/// A value to sort by.
+#[derive(Debug, Clone, PartialEq, PartialOrd)]
+pub enum SortKey<'a> {
+    Int(i64),
+    Float(f64),
+    Str(&'a str),
+}
+
+impl SortKey<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (SortKey::Int(a), SortKey::Int(b)) => a.cmp(b),
+            (SortKey::Float(a), SortKey::Float(b)) => a.total_cmp(b),
+            (SortKey::Str(a), SortKey::Str(b)) => a.cmp(b),
+            _ => Ordering::Equal,
+        }
+    }
+}
+
+/// A parsed filter: space-separated terms that must all match. `text` matches a substring of
+/// the row (case-insensitive), `key=value` a field or label (substring of its value), `key==value`
+/// exactly, and a leading `!` negates a term.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub raw: String,
+    terms: Vec<Term>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Term {
+    key: Option<String>,
+    value: String,
+    exact: bool,
+    negate: bool,
+}
+
+impl Filter {
+    pub fn parse(raw: &str) -> Filter {
+        let terms = raw
+            .split_whitespace()
+            .map(|t| {
+                let (negate, t) = match t.strip_prefix('!') {
+                    Some(r) => (true, r),
+                    None => (false, t),
+                };
+                let (key, value, exact) = if let Some((k, v)) = t.split_once("==") {
+                    (Some(k.to_ascii_lowercase()), v, true)
+                } else if let Some((k, v)) = t.split_once('=') {
+                    (Some(k.to_ascii_lowercase()), v, false)
+                } else {
+                    (None, t, false)
+                };
+                Term { key, value: value.to_lowercase(), exact, negate }
+            })
+            .collect();
+        Filter { raw: raw.to_string(), terms }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Whether a row matches, given access to its searchable text and its named fields.
+    pub fn matches<S: TableSource + ?Sized>(&self, src: &S, cx: &Cx<'_>, key: RowKey) -> bool {
+        self.terms.iter().all(|t| {
+            let hit = match &t.key {
+                None => src.text(cx, key).iter().any(|h| contains_ci(h, &t.value)),
+                Some(k) => src.field(cx, key, k).is_some_and(|v| {
+                    if t.exact { v.eq_ignore_ascii_case(&t.value) } else { contains_ci(&v, &t.value) }
+                }),
+            };
+            hit != t.negate
+        })
+    }
+}
+
+/// ASCII-case-insensitive substring search; `needle` must already be lowercase.
+pub fn contains_ci(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.is_empty() {
+        return true;
+    }
+    if n.len() > h.len() {
+        return false;
+    }
+    let first = n[0];
+    (0..=h.len() - n.len())
+        .any(|i| h[i].to_ascii_lowercase() == first && h[i + 1..i + n.len()].eq_ignore_ascii_case(&n[1..]))
+}
+
+/// What a table view supplies: its columns, its rows and how to show, search and sort them.
+pub trait TableSource {
+    fn columns(&self) -> &'static [Column];
+    /// Every row key in natural order.
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>);
+    /// Text searched by a plain filter term.
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>>;
+    /// A named field (or label) for `key=value` filters.
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>>;
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, col: usize) -> SortKey<'a>;
+    /// The cells of one row (already sanitised), one per column.
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>>;
+    /// The column sorted on first, and whether descending.
+    fn default_sort(&self) -> (usize, bool) {
+        (0, false)
+    }
+}
+
+/// What cells may draw with.
+pub struct Cx<'a> {
+    pub s: &'a ClusterState,
+    /// The cost report for the Cost view's window.
+    pub cost: &'a crate::cost::CostReport,
+    pub theme: &'a Theme,
+    pub glyphs: Glyphs,
+    pub user: &'a str,
+}
+
+/// Selection, scroll, sort, filter and the cached rows of one table.
+#[derive(Debug, Clone, Default)]
+pub struct TableState {
+    pub rows: Vec<RowKey>,
+    pub selected: usize,
+    pub offset: usize,
+    pub sort_col: usize,
+    pub desc: bool,
+    pub filter: Filter,
+    /// What `rows` was computed from: (generation, filter, sort col, desc).
+    cached: Option<(u64, String, usize, bool)>,
+    sort_set: bool,
+    /// Keys in natural order, sorted (kept so a filter change does not re-sort).
+    sorted: Vec<RowKey>,
+    sorted_for: Option<(u64, usize, bool)>,
+}
+
+impl TableState {
+    /// Recomputes the rows when the data, filter or sort changed; keeps the selected row.
+    pub fn refresh<S: TableSource + ?Sized>(&mut self, src: &S, cx: &Cx<'_>) {
+        let s = cx.s;
+        if !self.sort_set {
+            (self.sort_col, self.desc) = src.default_sort();
+            self.sort_set = true;
+        }
+        let want = (s.generation, self.filter.raw.clone(), self.sort_col, self.desc);
+        if self.cached.as_ref() == Some(&want) {
+            return;
+        }
+        let selected_key = self.rows.get(self.selected).copied();
+        let sort_for = (s.generation, self.sort_col, self.desc);
+        if self.sorted_for != Some(sort_for) {
+            self.sorted.clear();
+            src.keys(cx, &mut self.sorted);
+            let (col, desc) = (self.sort_col, self.desc);
+            self.sorted.sort_by(|&a, &b| {
+                let o = src.sort_key(cx, a, col).cmp(&src.sort_key(cx, b, col));
+                if desc { o.reverse() } else { o }
+            });
+            self.sorted_for = Some(sort_for);
+        }
+        self.rows.clear();
+        if self.filter.is_empty() {
+            self.rows.extend_from_slice(&self.sorted);
+        } else {
+            let f = &self.filter;
+            self.rows.extend(self.sorted.iter().copied().filter(|&k| f.matches(src, cx, k)));
+        }
+        if let Some(k) = selected_key
+            && let Some(i) = self.rows.iter().position(|&r| r == k)
+        {
+            self.selected = i;
+        }
+        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        self.cached = Some(want);
+    }
+
+    /// Forces a rebuild at the next refresh (the rows' meaning changed).
+    pub fn invalidate(&mut self) {
+        self.cached = None;
+        self.sorted_for = None;
+    }
+
+    pub fn set_filter(&mut self, raw: &str) {
+        if self.filter.raw != raw {
+            self.filter = Filter::parse(raw);
+            self.selected = 0;
+            self.offset = 0;
+        }
+    }
+
+    pub fn selected_key(&self) -> Option<RowKey> {
+        self.rows.get(self.selected).copied()
+    }
+
+    pub fn select_key(&mut self, key: RowKey) {
+        if let Some(i) = self.rows.iter().position(|&r| r == key) {
+            self.selected = i;
+        }
+    }
+
+    pub fn move_by(&mut self, delta: isize) {
+        let n = self.rows.len();
+        if n == 0 {
+            self.selected = 0;
+            return;
+        }
+        self.selected = (self.selected as isize + delta).clamp(0, n as isize - 1) as usize;
+    }
+
+    pub fn top(&mut self) {
+        self.selected = 0;
+    }
+
+    pub fn bottom(&mut self) {
+        self.selected = self.rows.len().saturating_sub(1);
+    }
+
+    pub fn sort_by(&mut self, col: usize, ncols: usize) {
+        self.sort_col = col % ncols.max(1);
+        self.sort_set = true;
+    }
+}
+
+/// Which columns fit in `width`: drops the highest `drop` levels first.
+fn fit(cols: &'static [Column], width: u16) -> Vec<usize> {
+    let mut keep: Vec<usize> = (0..cols.len()).collect();
+    let need = |keep: &[usize]| keep.iter().map(|&i| cols[i].width + 1).sum::<u16>();
+    while need(&keep) > width + 1 {
+        let Some((pos, _)) = keep
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| cols[**i].drop > 0)
+            .max_by_key(|(p, i)| (cols[**i].drop, *p))
+        else {
+            break;
+        };
+        keep.remove(pos);
+    }
+    keep
+}
+
+fn pad(text: &str, width: usize, right: bool) -> String {
+    let w = text.width();
+    if w > width {
+        let mut out = String::new();
+        let mut used = 0;
+        for c in text.chars() {
+            let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if used + cw + 1 > width {
+                break;
+            }
+            used += cw;
+            out.push(c);
+        }
+        if width > 0 {
+            out.push('~');
+            used += 1;
+        }
+        out.push_str(&" ".repeat(width.saturating_sub(used)));
+        out
+    } else if right {
+        format!("{}{text}", " ".repeat(width - w))
+    } else {
+        format!("{text}{}", " ".repeat(width - w))
+    }
+}
+
+/// Draws the table inside `block`, scrolled so the selection is visible. Only visible rows are
+/// rendered.
+pub fn render<S: TableSource + ?Sized>(
+    f: &mut Frame,
+    area: Rect,
+    block: Block<'_>,
+    src: &S,
+    st: &mut TableState,
+    cx: &Cx<'_>,
+    focused: bool,
+) {
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let cols = src.columns();
+    let shown = fit(cols, inner.width);
+    let body_h = inner.height.saturating_sub(1) as usize;
+    if st.selected < st.offset {
+        st.offset = st.selected;
+    } else if body_h > 0 && st.selected >= st.offset + body_h {
+        st.offset = st.selected + 1 - body_h;
+    }
+    st.offset = st.offset.min(st.rows.len().saturating_sub(body_h.max(1)));
+    let widths: Vec<usize> = shown
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| {
+            if n + 1 == shown.len() {
+                let used: usize = shown[..n].iter().map(|&j| cols[j].width as usize + 1).sum();
+                (inner.width as usize).saturating_sub(used).max(cols[i].width as usize)
+            } else {
+                cols[i].width as usize
+            }
+        })
+        .collect();
+    let t = cx.theme;
+    let mut lines = Vec::with_capacity(body_h + 1);
+    let header: Vec<Span> = shown
+        .iter()
+        .zip(&widths)
+        .flat_map(|(&i, &w)| {
+            let arrow =
+                if i == st.sort_col { if st.desc { cx.glyphs.down() } else { cx.glyphs.up() } } else { "" };
+            let name = format!("{}{arrow}", cols[i].name);
+            [Span::styled(pad(&name, w, cols[i].right), t.header), Span::raw(" ")]
+        })
+        .collect();
+    lines.push(Line::from(header));
+    if st.rows.is_empty() {
+        let msg = if st.filter.is_empty() { "no rows" } else { "no rows match the filter (esc clears it)" };
+        lines.push(Line::styled(msg, t.dim));
+    }
+    for (n, &key) in st.rows.iter().enumerate().skip(st.offset).take(body_h) {
+        let cells = src.cells(cx, key);
+        let selected = n == st.selected;
+        let mut spans = Vec::with_capacity(shown.len() * 2);
+        for (&i, &w) in shown.iter().zip(&widths) {
+            let cell = cells.get(i).cloned().unwrap_or_default();
+            let style = if selected && focused { t.selected } else { cell.style };
+            spans.push(Span::styled(pad(&cell.content, w, cols[i].right), style));
+            spans.push(Span::styled(" ", if selected && focused { t.selected } else { Style::default() }));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_insensitive_contains() {
+        assert!(contains_ci("Llama-70B", "70b"));
+        assert!(contains_ci("abc", ""));
+        assert!(!contains_ci("ab", "abc"));
+        assert!(!contains_ci("vision", "llm"));
+    }
+
+    #[test]
+    fn filter_terms_parse() {
+        let f = Filter::parse("llm !state=pending user==Alice");
+        assert_eq!(f.terms.len(), 3);
+        assert!(f.terms[1].negate);
+        assert_eq!(f.terms[1].key.as_deref(), Some("state"));
+        assert!(f.terms[2].exact);
+        assert_eq!(f.terms[2].value, "alice");
+    }
+
+    #[test]
+    fn columns_drop_by_level_when_narrow() {
+        static COLS: [Column; 3] = [col("A", 10), col("B", 10).drop(2), col("C", 10).drop(1)];
+        assert_eq!(fit(&COLS, 40), vec![0, 1, 2]);
+        assert_eq!(fit(&COLS, 25), vec![0, 2]);
+        assert_eq!(fit(&COLS, 5), vec![0]);
+    }
+
+    #[test]
+    fn pad_truncates_with_a_marker() {
+        assert_eq!(pad("abcdef", 4, false), "abc~");
+        assert_eq!(pad("ab", 4, true), "  ab");
+    }
+}
