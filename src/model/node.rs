@@ -138,8 +138,8 @@ impl Topology {
             let mut i = 0;
             while i < island.len() {
                 let a = island[i];
-                for b in 0..n {
-                    if !seen[b] && matches!(self.matrix[a].get(b), Some(LinkKind::Nv(_))) {
+                for (b, link) in self.matrix[a].iter().enumerate().take(n) {
+                    if !seen[b] && matches!(link, LinkKind::Nv(_)) {
                         seen[b] = true;
                         island.push(b);
                     }

@@ -302,8 +302,8 @@ impl ClusterState {
                     h.gpu_temp[k].push(t);
                 }
             }
-            if n > 0 {
-                h.util.push((sum / n) as u8);
+            if let Some(mean) = sum.checked_div(n) {
+                h.util.push(mean as u8);
             }
             h.power_w.push(node.power_w());
             h.port_errors
