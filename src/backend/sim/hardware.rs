@@ -7,6 +7,7 @@ use crate::model::{
     EccCounts, FabricKind, FabricPort, Gpu, JobId, LinkKind, MigSlice, Nic, Node, NodeReason, NodeState,
     PortState, Text, Topology, XidEvent,
 };
+use compact_str::{ToCompactString, format_compact};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
@@ -116,7 +117,7 @@ pub(super) fn pool_sizes(n: usize) -> [usize; NPOOLS] {
 /// `gpu-001`, …; the width grows with the count (`gpu-00001` at 10,000 nodes).
 pub(super) fn node_name(i: usize, n: usize) -> Text {
     let width = n.max(1).to_string().len().max(3);
-    Text::from(format!("gpu-{:0width$}", i + 1))
+    format_compact!("gpu-{:0width$}", i + 1)
 }
 
 /// NUMA node of GPU `i` of `gpn`: two sockets, lower half on the first.
@@ -167,7 +168,7 @@ pub(super) fn topology(spec: &PoolSpec, gpn: usize) -> Topology {
                     }
                 })
                 .collect();
-            Nic { name: Text::from(format!("mlx5_{k}")), to_gpu }
+            Nic { name: format_compact!("mlx5_{k}"), to_gpu }
         })
         .collect();
     let sockets = if gpn >= 2 { 2 } else { 1 };
@@ -175,7 +176,7 @@ pub(super) fn topology(spec: &PoolSpec, gpn: usize) -> Topology {
     let affinity: Vec<Text> = (0..sockets)
         .map(|s| {
             let (a, b) = (s * cores / sockets, (s + 1) * cores / sockets - 1);
-            Text::from(format!("{a}-{b},{}-{}", a + cores, b + cores))
+            format_compact!("{a}-{b},{}-{}", a + cores, b + cores)
         })
         .collect();
     let cpu_affinity = numa.iter().map(|&n| affinity[usize::from(n)].clone()).collect();
@@ -193,20 +194,20 @@ pub(super) fn mix(mut x: u64) -> u64 {
 fn gpu_uuid(seed: u64, global: usize) -> Text {
     let a = mix(seed ^ mix(global as u64));
     let b = mix(a ^ 0x0005_DEEC_E66D);
-    Text::from(format!(
+    format_compact!(
         "GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
         a >> 32,
         (a >> 16) & 0xffff,
         a & 0xffff,
         b >> 48,
         b & 0xffff_ffff_ffff
-    ))
+    )
 }
 
 fn new_ports(spec: &PoolSpec, rng: &mut fastrand::Rng) -> Vec<FabricPort> {
     (0..spec.ports)
         .map(|k| FabricPort {
-            name: Text::from(format!("mlx5_{k}/1")),
+            name: format_compact!("mlx5_{k}/1"),
             kind: FabricKind::InfiniBand,
             state: PortState::Active,
             rate_gbps: 400,
@@ -452,11 +453,11 @@ impl Cluster {
             labels.insert(Text::const_new(k), v);
         };
         label("nvidia.com/gpu.product", Text::const_new(spec.product_label));
-        label("nvidia.com/gpu.memory", Text::from(spec.gpu_mem_mib.to_string()));
-        label("nvidia.com/gpu.count", Text::from(gpn.to_string()));
+        label("nvidia.com/gpu.memory", spec.gpu_mem_mib.to_compact_string());
+        label("nvidia.com/gpu.count", gpn.to_compact_string());
         label("nvidia.com/gpu.machine", Text::const_new(spec.machine));
         label("topology.kubernetes.io/zone", Text::const_new(catalog::ZONES[usize::from(n.zone)]));
-        label("topology.kubernetes.io/rack", Text::from(format!("r{:03}", rack + 1)));
+        label("topology.kubernetes.io/rack", format_compact!("r{:03}", rack + 1));
         label("gpuplane.io/pool", Text::const_new(spec.name));
         let gpus = (0..gpn)
             .map(|k| {

@@ -121,17 +121,35 @@ pub(super) fn pend_key(j: &SimJob) -> PendKey {
     (Reverse(j.priority), j.submit, j.id)
 }
 
-/// Draws a random job of one of `tpls` for `pool` on nodes of `gpn` GPUs (state Pending, no id).
-pub(super) fn draw(
-    rng: &mut fastrand::Rng,
+/// What a pool's users submit: templates with weights, and the sizes that fit the pool.
+#[derive(Debug, Clone)]
+pub(super) struct Menu {
     pool: usize,
     gpn: u32,
-    tpls: &[(u16, u32)],
-    total_weight: u32,
-) -> SimJob {
-    let mut w = rng.u32(0..total_weight.max(1));
-    let mut tpl = tpls[0].0;
-    for &(i, weight) in tpls {
+    /// Largest job: half the pool, in whole nodes (at least one node).
+    max_gpus: u32,
+    tpls: Vec<(u16, u32)>,
+    weight: u32,
+}
+
+impl Menu {
+    pub fn new(pool: usize, gpn: u32, nodes: u32) -> Menu {
+        let tpls = catalog::templates_for(pool);
+        let weight = tpls.iter().map(|t| t.1).sum();
+        Menu { pool, gpn, max_gpus: (nodes / 2).max(1) * gpn, tpls, weight }
+    }
+
+    /// A random job for this pool (state Pending, no id).
+    pub fn draw(&self, rng: &mut fastrand::Rng) -> SimJob {
+        draw(rng, self)
+    }
+}
+
+fn draw(rng: &mut fastrand::Rng, menu: &Menu) -> SimJob {
+    let (pool, gpn) = (menu.pool, menu.gpn);
+    let mut w = rng.u32(0..menu.weight.max(1));
+    let mut tpl = menu.tpls[0].0;
+    for &(i, weight) in &menu.tpls {
         if w < weight {
             tpl = i;
             break;
@@ -140,7 +158,7 @@ pub(super) fn draw(
     }
     let t: &Template = &catalog::TEMPLATES[usize::from(tpl)];
     let spec = &POOLS[pool];
-    let mut gpus = catalog::scale_size(t.sizes[rng.usize(0..t.sizes.len())], gpn);
+    let mut gpus = catalog::scale_size(t.sizes[rng.usize(0..t.sizes.len())], gpn).min(menu.max_gpus);
     if let Some(max) = spec.max_job_gpus {
         gpus = gpus.min(max);
     }
@@ -414,7 +432,7 @@ impl JobBook {
             Exit::Oom => Some(Text::const_new("OOM")),
             Exit::Nccl => Some(Text::const_new("NCCL watchdog timeout")),
             Exit::NodeFail => Some(Text::const_new("NODE_FAIL")),
-            Exit::Cancelled => Some(Text::from(format!("cancelled by {user}"))),
+            Exit::Cancelled => Some(compact_str::format_compact!("cancelled by {user}")),
             Exit::TimeLimit => Some(Text::const_new("time limit reached")),
             Exit::DepNever => Some(Text::const_new("dependency never satisfied")),
         };

@@ -24,7 +24,7 @@ use crate::model::{
 };
 use catalog::{A100, H100, LLM, NPOOLS, POOLS, RESEARCH, TEAMS, VISION};
 use hardware::{Cluster, F_HOT, F_SILENT, GpuFault};
-use jobs::{Exit, IDLE, JobBook, PINNED, Reason, SimJob, TeamBook};
+use jobs::{Exit, IDLE, JobBook, Menu, PINNED, Reason, SimJob, TeamBook};
 use std::collections::VecDeque;
 
 /// What to simulate.
@@ -107,7 +107,7 @@ pub struct Sim {
     jobs_target: usize,
     cluster: Cluster,
     book: JobBook,
-    templates: Vec<(Vec<(u16, u32)>, u32)>,
+    menus: Vec<Menu>,
     pending_target: [usize; NPOOLS],
     storage: Vec<telemetry::FsSim>,
     flap: Flap,
@@ -321,14 +321,15 @@ impl Sim {
         }
 
         // Construction list; GPU holders are keyed by index + 1 until ids are given out.
-        let mut init: Vec<SimJob> = Vec::new();
+        let mut init: Vec<SimJob> = Vec::with_capacity(cfg.job_target() + n);
 
         // The stuck job: allocated GPUs, idle for its whole run.
         let mut idle =
             jobs::fixed(catalog::IDLE_JOB_NAME, "dave", VISION, H100, (gpn as u32 / 2).clamp(1, 4), 6_100);
         idle.flags |= IDLE;
         (idle.util, idle.tensor_pct, idle.mem_pct) = (0, 0, 62);
-        (idle.run_s, idle.outcome, idle.exit) = (48 * 3600, JobState::Timeout, Exit::TimeLimit);
+        // It runs into the partition's time limit.
+        (idle.run_s, idle.outcome, idle.exit) = (POOLS[H100].max_time_s, JobState::Timeout, Exit::TimeLimit);
         let started = now - 3 * 3600 - 600;
         let idle_ix = place(&mut cluster, &mut teams, &mut init, idle, Some(lay.idle), started, &mut rng)
             .expect("the idle job's node is schedulable");
@@ -385,13 +386,8 @@ impl Sim {
         planted.over_quota_team = Text::const_new(TEAMS[LLM].name);
 
         // Fill every pool to 84–92 % with running jobs.
-        let templates: Vec<(Vec<(u16, u32)>, u32)> = (0..NPOOLS)
-            .map(|p| {
-                let t = catalog::templates_for(p);
-                let w = t.iter().map(|x| x.1).sum();
-                (t, w)
-            })
-            .collect();
+        let menus: Vec<Menu> =
+            (0..NPOOLS).map(|p| Menu::new(p, gpn as u32, cluster.pools[p].nodes.len() as u32)).collect();
         let mut running_by_pool: [Vec<usize>; NPOOLS] = Default::default();
         for (ix, j) in init.iter().enumerate() {
             running_by_pool[usize::from(j.pool)].push(ix);
@@ -411,7 +407,7 @@ impl Sim {
             let goal = (f64::from(cap) * (0.84 + 0.08 * rng.f64())) as u32;
             let mut misses = 0;
             while cap - cluster.pools[p].free < goal && misses < 40 {
-                let j = jobs::draw(&mut rng, p, gpn as u32, &templates[p].0, templates[p].1);
+                let j = menus[p].draw(&mut rng);
                 let t = &teams[usize::from(j.team)];
                 if t.used + j.gpus > t.limit {
                     misses += 1;
@@ -434,7 +430,7 @@ impl Sim {
             let target = (running_by_pool[p].len() / 4).max(3);
             pending_target[p] = target;
             for _ in 0..target + rng.usize(0..=target / 2) {
-                let mut j = jobs::draw(&mut rng, p, gpn as u32, &templates[p].0, templates[p].1);
+                let mut j = menus[p].draw(&mut rng);
                 j.submit = now - 60 - (rng.f64().powi(2) * 6.0 * 3600.0) as i64;
                 if rng.u8(0..33) == 0 {
                     j.held_until = j.submit + rng.i64(600..3 * 3600);
@@ -492,7 +488,7 @@ impl Sim {
         for _ in 0..jobs_target.saturating_sub(init.len()) {
             let node = rng.usize(0..n);
             let p = usize::from(cluster.nodes[node].pool);
-            let mut j = jobs::draw(&mut rng, p, gpn as u32, &templates[p].0, templates[p].1);
+            let mut j = menus[p].draw(&mut rng);
             let end = now - rng.i64(120..2 * 86_400);
             j.state = j.outcome;
             j.end = Some(end);
@@ -522,13 +518,16 @@ impl Sim {
             ids[i] = jobs::FIRST_ID + rank as JobId;
         }
         cluster.remap_jobs(|k| ids[k as usize - 1]);
-        let mut book = JobBook { next_id: jobs::FIRST_ID + init.len() as JobId, ..JobBook::default() };
-        let mut finished = Vec::new();
-        for (i, mut j) in init.into_iter().enumerate() {
+        for (i, j) in init.iter_mut().enumerate() {
             j.id = ids[i];
             if j.dep != 0 {
                 j.dep = ids[j.dep as usize - 1];
             }
+        }
+        init.sort_unstable_by_key(|j| j.id);
+        let mut book = JobBook { next_id: jobs::FIRST_ID + init.len() as JobId, ..JobBook::default() };
+        let mut finished = Vec::new();
+        for j in &mut init {
             let pool = usize::from(j.pool);
             match j.state {
                 JobState::Running => {
@@ -538,13 +537,14 @@ impl Sim {
                     book.running_per_pool[pool] += 1;
                 }
                 JobState::Pending => {
-                    book.pending[pool].push(jobs::pend_key(&j));
+                    book.pending[pool].push(jobs::pend_key(j));
                     teams[usize::from(j.team)].pending += j.gpus;
                 }
                 _ => finished.push((j.end.unwrap_or(0), j.id)),
             }
-            book.map.insert(j.id, j);
         }
+        // Sorted input: the map is bulk-built.
+        book.map = init.into_iter().map(|j| (j.id, j)).collect();
         for q in &mut book.pending {
             q.sort_unstable();
         }
@@ -564,7 +564,7 @@ impl Sim {
             jobs_target,
             cluster,
             book,
-            templates,
+            menus,
             pending_target,
             storage: telemetry::storage(n),
             flap,
@@ -741,15 +741,14 @@ impl Sim {
                 count += 1;
             }
             for _ in 0..count {
-                let (tpls, weight) = &self.templates[p];
-                let mut j = jobs::draw(&mut self.rng, p, gpn, tpls, *weight);
+                let mut j = self.menus[p].draw(&mut self.rng);
                 for _ in 0..3 {
                     // Teams with a long backlog already submit less.
                     let t = &self.book.teams[usize::from(j.team)];
                     if t.pending <= t.limit.max(gpn) {
                         break;
                     }
-                    j = jobs::draw(&mut self.rng, p, gpn, tpls, *weight);
+                    j = self.menus[p].draw(&mut self.rng);
                 }
                 j.submit = self.now;
                 if self.rng.u8(0..33) == 0 {
