@@ -125,9 +125,12 @@ fn numa_of(i: usize, gpn: usize) -> u8 {
     if gpn >= 2 { (i * 2 / gpn) as u8 } else { 0 }
 }
 
-/// GPUs a NIC sits next to (shares a PCIe switch with).
-fn nic_home(k: usize, nics: usize, gpn: usize) -> Vec<usize> {
-    if nics <= gpn { (0..gpn).filter(|&i| i * nics / gpn == k).collect() } else { vec![k * gpn / nics] }
+/// GPUs a NIC sits next to (shares a PCIe switch with): its nearest pair, or its share of the
+/// GPUs when there are fewer NICs than pairs.
+fn nic_home(k: usize, nics: usize, gpn: usize) -> std::ops::Range<usize> {
+    let per = (gpn / nics).max(2).min(gpn);
+    let first = (k * gpn / nics) / per * per;
+    first..(first + per).min(gpn)
 }
 
 /// `nvidia-smi topo -m` for a node of this pool with `gpn` GPUs.
@@ -156,7 +159,7 @@ pub(super) fn topology(spec: &PoolSpec, gpn: usize) -> Topology {
     let nics = (0..nics)
         .map(|k| {
             let home = nic_home(k, nics, gpn);
-            let home_numa = numa[home[0]];
+            let home_numa = numa[home.start];
             let to_gpu = (0..gpn)
                 .map(|i| {
                     if home.contains(&i) {

@@ -405,6 +405,7 @@ impl Sim {
                 .map(|n| n.usable.count_ones())
                 .sum();
             let goal = (f64::from(cap) * (0.84 + 0.08 * rng.f64())) as u32;
+            // Stop once jobs keep failing to fit (or their teams are at their limits).
             let mut misses = 0;
             while cap - cluster.pools[p].free < goal && misses < 40 {
                 let j = menus[p].draw(&mut rng);
@@ -415,7 +416,10 @@ impl Sim {
                 }
                 let elapsed = (j.run_s as f64 * (0.03 + 0.94 * rng.f64())) as i64;
                 match place(&mut cluster, &mut teams, &mut init, j, None, now - elapsed, &mut rng) {
-                    Some(ix) => running_by_pool[p].push(ix),
+                    Some(ix) => {
+                        running_by_pool[p].push(ix);
+                        misses = 0;
+                    }
                     None => misses += 1,
                 }
             }
@@ -900,9 +904,13 @@ pub async fn run(
 ) {
     let built = tokio::select! {
         _ = cancel.cancelled() => return,
-        s = tokio::task::spawn_blocking(move || Sim::new(cfg)) => s,
+        s = tokio::task::spawn_blocking(move || {
+            let sim = Sim::new(cfg);
+            let initial = sim.initial();
+            (sim, initial)
+        }) => s,
     };
-    let Ok(mut sim) = built else { return };
+    let Ok((mut sim, initial)) = built else { return };
     let send = |u: Update| {
         let (tx, cancel) = (&tx, &cancel);
         async move {
@@ -912,7 +920,7 @@ pub async fn run(
             }
         }
     };
-    for u in sim.initial() {
+    for u in initial {
         if !send(u).await {
             return;
         }

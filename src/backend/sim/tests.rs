@@ -314,7 +314,7 @@ fn hardware_looks_real() {
     assert_eq!(topo.nvlink_islands().len(), 1);
     assert_eq!(topo.matrix[0][1], LinkKind::Nv(18));
     assert_eq!(topo.nics.len(), h100.ports.len());
-    assert_eq!(topo.nics[0].to_gpu[0], LinkKind::Pix);
+    assert_eq!(topo.nics[0].to_gpu[..3], [LinkKind::Pix, LinkKind::Pix, LinkKind::Node]);
     assert_eq!(topo.nics[0].to_gpu[7], LinkKind::Sys);
     assert_eq!(topo.cpu_affinity[0], "0-55,112-167");
     // All nodes of a pool share one topology.
@@ -399,4 +399,17 @@ async fn run_stops_when_the_receiver_is_gone() {
     let task = tokio::spawn(run(cfg(8), tx, std::time::Duration::from_millis(1), cancel));
     drop(rx);
     tokio::time::timeout(std::time::Duration::from_secs(5), task).await.unwrap().unwrap();
+}
+
+/// The full-size cluster (slow in debug builds): `cargo test --release --lib -- --ignored`.
+#[test]
+#[ignore]
+fn invariants_hold_at_full_scale() {
+    let c = SimConfig { nodes: 10_000, jobs: 200_000, ..SimConfig::default() };
+    let (sim, state) = run_checked(c, 3);
+    check_planted(&sim, &state);
+    assert_eq!(state.nodes[9_999].name, "gpu-10000");
+    assert!(state.jobs.len().abs_diff(200_000) < 100, "{} jobs", state.jobs.len());
+    let active = state.jobs.iter().filter(|j| j.state.is_active()).count();
+    assert!(active < 20_000, "{active} active jobs");
 }
