@@ -108,7 +108,6 @@ pub struct Sim {
     cluster: Cluster,
     book: JobBook,
     menus: Vec<Menu>,
-    pending_target: [usize; NPOOLS],
     storage: Vec<telemetry::FsSim>,
     flap: Flap,
     draining: Vec<u32>,
@@ -426,13 +425,11 @@ impl Sim {
         }
 
         // Pending work, including the planted jobs.
-        let mut pending_target = [0; NPOOLS];
         for p in 0..NPOOLS {
             if cluster.pools[p].nodes.is_empty() {
                 continue;
             }
             let target = (running_by_pool[p].len() / 4).max(3);
-            pending_target[p] = target;
             for _ in 0..target + rng.usize(0..=target / 2) {
                 let mut j = menus[p].draw(&mut rng);
                 j.submit = now - 60 - (rng.f64().powi(2) * 6.0 * 3600.0) as i64;
@@ -569,7 +566,6 @@ impl Sim {
             cluster,
             book,
             menus,
-            pending_target,
             storage: telemetry::storage(n),
             flap,
             draining,
@@ -733,7 +729,9 @@ impl Sim {
             if self.cluster.pools[p].nodes.is_empty() {
                 continue;
             }
-            let (target, len) = (self.pending_target[p], self.book.pending[p].len());
+            // A queue about a quarter as long as what runs.
+            let target = (self.book.running_per_pool[p] as usize / 4).max(3);
+            let len = self.book.pending[p].len();
             let mut count = self.book.finished_now[p];
             if len > 2 * target {
                 count /= 2;
