@@ -1,3 +1,95 @@
-fn main() {
+use clap::Parser;
+use gpuplane::backend::sim::{self, SimConfig};
+use gpuplane::cli::Cli;
+use gpuplane::config::Config;
+use gpuplane::state::ClusterState;
+use gpuplane::tui::app::App;
+use gpuplane::tui::keymap::Keymap;
+use gpuplane::tui::theme::Theme;
+use gpuplane::tui::views::ViewId;
+use gpuplane::tui::widgets::Glyphs;
+use gpuplane::tui::{self, Exit, RunOpts};
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            tui::restore_terminal();
+            eprintln!("gpuplane: {e:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to a file under the XDG state directory, never to the terminal.
+fn init_logging(config: &Config) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = config.state_dir.clone()?;
+    std::fs::create_dir_all(&dir).ok()?;
+    let file = tracing_appender::rolling::never(&dir, "gpuplane.log");
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("GPUPLANE_LOG").unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;
+    Some(guard)
+}
+
+fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
+    tui::install_hooks()?;
+    let (config, mut warnings) = Config::load(&cli);
+    let _log = init_logging(&config);
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        color_eyre::eyre::bail!("gpuplane is an interactive console and needs a terminal (stdin and stdout)");
+    }
+    let (theme, err) = Theme::load(&config.theme, config.config_dir.as_deref(), config.no_color);
+    warnings.extend(err.map(|e| e.to_string()));
+    let (keymap, err) = Keymap::load(&config.keymap, config.config_dir.as_deref());
+    warnings.extend(err.map(|e| e.to_string()));
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    let state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
+    app.config_dir = config.config_dir.clone();
+    if let Some(v) = &config.view {
+        app.run_command(v);
+        if ViewId::by_name(v).is_none() {
+            warnings.push(format!("unknown view {v:?}"));
+        }
+    }
+    if let Some(w) = warnings.first() {
+        let more = if warnings.len() > 1 {
+            format!(" (+{} more in the log)", warnings.len() - 1)
+        } else {
+            String::new()
+        };
+        app.ui.message = Some((format!("{w}{more}"), true));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let exit = rt.block_on(async {
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let cancel = CancellationToken::new();
+        let sim_cfg = SimConfig {
+            seed: config.seed,
+            nodes: config.sim_nodes,
+            gpus_per_node: config.sim_gpus,
+            jobs: config.sim_jobs,
+            start: jiff::Timestamp::now().as_second(),
+            tick_s: config.refresh.as_secs().max(1) as i64,
+        };
+        tokio::spawn(sim::run(sim_cfg, tx, config.refresh, cancel.clone()));
+        let exit = tui::run(app, rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
+        cancel.cancel();
+        exit
+    })?;
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(match exit {
+        Exit::Quit | Exit::FramesDone => ExitCode::SUCCESS,
+        Exit::HungUp => ExitCode::from(129),
+        Exit::Terminated => ExitCode::from(143),
+    })
 }

@@ -26,6 +26,8 @@ pub struct SourceStatus {
 /// Everything a source knows about one plane, replacing what it reported before.
 #[derive(Debug, Clone, Default)]
 pub struct Inventory {
+    /// The source's name (as in its [`SourceStatus`]); its freshness moves with each update.
+    pub source: Text,
     pub cluster: Option<Text>,
     pub nodes: Option<Vec<Node>>,
     pub jobs: Option<Vec<Job>>,
@@ -66,6 +68,8 @@ pub struct NodeSample {
 /// Incremental changes since the last update, stamped with the source's clock.
 #[derive(Debug, Clone, Default)]
 pub struct Delta {
+    /// The source's name (as in its [`SourceStatus`]).
+    pub source: Text,
     pub at: Epoch,
     pub nodes: Vec<NodeSample>,
     pub jobs_upsert: Vec<Job>,

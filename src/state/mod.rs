@@ -96,16 +96,25 @@ impl ClusterState {
             }
             Update::Inventory { at, inventory } => {
                 self.now = self.now.max(at);
+                self.mark_fresh(&inventory.source, at);
                 self.apply_inventory(*inventory);
                 self.rederive();
             }
             Update::Delta(delta) => {
+                self.mark_fresh(&delta.source, delta.at);
                 self.apply_delta(*delta);
                 self.rederive();
             }
         }
         self.generation += 1;
         true
+    }
+
+    /// Data from a source is proof of life: its last success moves to `at`.
+    fn mark_fresh(&mut self, source: &str, at: Epoch) {
+        if let Some(s) = self.sources.iter_mut().find(|s| s.name == source) {
+            s.ok_at = Some(s.ok_at.map_or(at, |t| t.max(at)));
+        }
     }
 
     fn set_status(&mut self, status: SourceStatus) {

@@ -259,6 +259,12 @@ impl App {
             return;
         }
         let tree_view = self.ui.view == ViewId::Topology;
+        if tree_view
+            && self.ui.tree.selected().is_empty()
+            && let Some(p) = super::views::topology::first_pool(self.state())
+        {
+            self.ui.tree.select(vec![p]);
+        }
         let wall = self.ui.view == ViewId::Gpus && self.ui.wall;
         let nodes = self.state().nodes.len();
         let page = 20isize;
@@ -456,13 +462,16 @@ pub fn command_names() -> Vec<&'static str> {
     v
 }
 
-/// Completes the first word of a command line: to the only candidate, or to the longest
-/// common prefix of several. Returns the new buffer and the candidates.
+/// Completes the first word of a command line. Names that mean the same view complete to the
+/// view's canonical name (`jo` → `jobs`); otherwise to the longest common prefix. Returns the new
+/// buffer and the candidates.
 pub fn complete(buf: &str) -> (String, Vec<&'static str>) {
     if buf.contains(' ') {
         return (buf.to_string(), vec![]);
     }
-    let mut cands: Vec<&'static str> = command_names().into_iter().filter(|n| n.starts_with(buf)).collect();
+    let canonical = |n: &'static str| ViewId::by_name(n).map_or(n, |v| v.meta().names[0]);
+    let mut cands: Vec<&'static str> =
+        command_names().into_iter().filter(|n| n.starts_with(buf)).map(canonical).collect();
     cands.sort_unstable();
     cands.dedup();
     match cands.as_slice() {

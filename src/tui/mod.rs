@@ -80,9 +80,15 @@ pub async fn run(
     let started = Instant::now();
     terminal::enable_raw_mode()?;
     let _guard = Guard;
-    execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+    // Clearing through crossterm, not Terminal::clear, which asks the terminal for the cursor
+    // position and fails on terminals that do not answer.
+    execute!(
+        io::stdout(),
+        terminal::EnterAlternateScreen,
+        cursor::Hide,
+        terminal::Clear(terminal::ClearType::All)
+    )?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    term.clear()?;
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -28,6 +28,9 @@ use jobs::{Exit, IDLE, JobBook, Menu, PINNED, Reason, SimJob, TeamBook};
 use std::collections::VecDeque;
 
 /// What to simulate.
+/// The simulator's source name in the header.
+pub const SOURCE: &str = "sim";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimConfig {
     pub seed: u64,
@@ -615,7 +618,7 @@ impl Sim {
     /// The source status and a full inventory of the cluster as it is now.
     pub fn initial(&self) -> Vec<Update> {
         let status = SourceStatus {
-            name: Text::const_new("sim"),
+            name: Text::const_new(SOURCE),
             simulated: true,
             ok_at: Some(self.now),
             error: None,
@@ -634,6 +637,7 @@ impl Sim {
         }
         let jobs = self.book.map.values().map(|j| self.book.job(j, &self.cluster)).collect();
         let inventory = Inventory {
+            source: SOURCE.into(),
             cluster: Some(Text::from(format!("sim-{}x{}", self.cluster.nodes.len(), self.cluster.gpn))),
             nodes: Some(nodes),
             jobs: Some(jobs),
@@ -682,7 +686,7 @@ impl Sim {
         self.now += self.cfg.tick_s.max(1);
         self.tick_no += 1;
         let now = self.now;
-        let mut d = Delta { at: now, ..Delta::default() };
+        let mut d = Delta { source: SOURCE.into(), at: now, ..Delta::default() };
         self.book.trim(self.jobs_target, &mut d.jobs_remove);
         self.book.finish_due(&mut self.cluster, now);
         let cluster = &mut self.cluster;

@@ -401,9 +401,8 @@ async fn run_stops_when_the_receiver_is_gone() {
     tokio::time::timeout(std::time::Duration::from_secs(5), task).await.unwrap().unwrap();
 }
 
-/// The full-size cluster (slow in debug builds): `cargo test --release --lib -- --ignored`.
+/// The full-size cluster.
 #[test]
-#[ignore]
 fn invariants_hold_at_full_scale() {
     let c = SimConfig { nodes: 10_000, jobs: 200_000, ..SimConfig::default() };
     let (sim, state) = run_checked(c, 3);

@@ -85,7 +85,7 @@ static JCOLS: [Column; 9] = [
     col("NAME", 16),
     col("USER", 9).drop(2),
     col("TEAM", 12).drop(3),
-    col("ST", 2),
+    col("ST", 3),
     col("GPU-H", 7).right(),
     col("COST", 9).right(),
     col("USEFUL", 6).right(),

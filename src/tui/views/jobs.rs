@@ -14,10 +14,10 @@ pub struct JobsTable;
 static COLS: [Column; 12] = [
     col("ID", 7).right(),
     col("NAME", 16),
-    col("USER", 9),
+    col("USER", 10),
     col("ACCOUNT", 12).drop(3),
     col("QUEUE", 7),
-    col("ST", 2),
+    col("ST", 3),
     col("GPUS", 4).right(),
     col("NODES", 12).drop(4),
     col("TIME", 6).right(),

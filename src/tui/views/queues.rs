@@ -98,7 +98,7 @@ static MCOLS: [Column; 8] = [
     col("ID", 7).right(),
     col("NAME", 14),
     col("QUEUE", 7),
-    col("ST", 2),
+    col("ST", 3),
     col("GPUS", 4).right().drop(2),
     col("POS", 9).right(),
     col("EST START", 16).drop(1),

@@ -32,7 +32,10 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
         let gpus: u32 = nodes.iter().map(|&i| s.nodes[i].gpu_slots).sum();
         let label = Line::from(vec![
             Span::styled(safe(pool).into_owned(), t.title),
-            Span::styled(format!("  {} nodes, {} GPUs", nodes.len(), gpus), t.dim),
+            Span::styled(
+                format!("  {} node{}, {} GPUs", nodes.len(), if nodes.len() == 1 { "" } else { "s" }, gpus),
+                t.dim,
+            ),
         ]);
         let children = if open {
             nodes
@@ -86,6 +89,11 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
         }
     }
     items
+}
+
+/// The id of the first pool, where the selection starts.
+pub fn first_pool(s: &crate::state::ClusterState) -> Option<TreeId> {
+    s.nodes.iter().map(|n| n.pool.as_str()).min().map(|p| format!("p:{p}"))
 }
 
 /// The node the tree selection points at (a node or one of its GPUs).

@@ -266,8 +266,10 @@ impl TableState {
         self.selected = self.rows.len().saturating_sub(1);
     }
 
+    /// Sorts by another column, ascending (`SortReverse` flips it).
     pub fn sort_by(&mut self, col: usize, ncols: usize) {
         self.sort_col = col % ncols.max(1);
+        self.desc = false;
         self.sort_set = true;
     }
 }

@@ -1,0 +1,219 @@
+//! Headless tests of the console: messages in, UI state and screen out.
+
+mod common;
+
+use common::{app, app_with_sim, key, render, typed};
+use gpuplane::backend::{Delta, Update};
+use gpuplane::model::JobState;
+use gpuplane::tui::app::{Mode, Msg, complete};
+use gpuplane::tui::views::{TableId, ViewId};
+use ratatui::crossterm::event::KeyCode;
+
+#[test]
+fn command_mode_switches_view_and_sets_the_filter() {
+    let mut a = app();
+    typed(&mut a, ":jobs user=alice\r");
+    assert_eq!(a.ui.view, ViewId::Jobs);
+    a.prepare();
+    let t = &a.ui.tables[TableId::Jobs as usize];
+    assert_eq!(t.filter.raw, "user=alice");
+    assert!(!t.rows.is_empty());
+    assert!(t.rows.iter().all(|&k| a.state().jobs[k as usize].user.contains("alice")));
+}
+
+#[test]
+fn unknown_command_says_so() {
+    let mut a = app();
+    typed(&mut a, ":bogus\r");
+    assert_eq!(a.ui.view, ViewId::Overview);
+    assert!(a.ui.message.as_ref().unwrap().0.contains("unknown command"));
+}
+
+#[test]
+fn completion_goes_to_the_canonical_name() {
+    assert_eq!(complete("jo").0, "jobs ");
+    assert_eq!(complete("no").0, "nodes ");
+    assert_eq!(complete("topo").0, "topology ");
+    let (buf, cands) = complete("qu");
+    assert_eq!(buf, "qu");
+    assert!(cands.contains(&"queues") && cands.contains(&"quotas") && cands.contains(&"quit"), "{cands:?}");
+    assert_eq!(complete("zzz").1.len(), 0);
+}
+
+#[test]
+fn q_command_quits() {
+    let mut a = app();
+    typed(&mut a, ":q\r");
+    assert!(a.ui.quit);
+}
+
+#[test]
+fn filter_narrows_live_and_esc_clears() {
+    let mut a = app();
+    typed(&mut a, ":nodes\r");
+    a.prepare();
+    let all = a.ui.tables[TableId::Nodes as usize].rows.len();
+    typed(&mut a, "/state=down");
+    assert!(matches!(a.ui.mode, Mode::Filter(_)));
+    a.prepare();
+    let down = a.ui.tables[TableId::Nodes as usize].rows.clone();
+    assert!(!down.is_empty() && down.len() < all);
+    assert!(down.iter().all(|&k| a.state().nodes[k as usize].state.label() == "down"));
+    // negation gives the complement
+    typed(&mut a, "\x1b/!state=down\r");
+    a.prepare();
+    assert_eq!(a.ui.tables[TableId::Nodes as usize].rows.len(), all - down.len());
+    key(&mut a, KeyCode::Esc);
+    a.prepare();
+    assert_eq!(a.ui.tables[TableId::Nodes as usize].rows.len(), all);
+}
+
+#[test]
+fn label_filters_match_node_labels() {
+    let mut a = app();
+    let (k, v) = {
+        let n = &a.state().nodes[0];
+        let (k, v) = n.labels.iter().next().expect("simulated nodes have labels");
+        (k.to_string(), v.to_string())
+    };
+    typed(&mut a, &format!(":nodes {k}=={v}\r"));
+    a.prepare();
+    let rows = &a.ui.tables[TableId::Nodes as usize].rows;
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter()
+            .all(|&r| a.state().nodes[r as usize].labels.get(k.as_str()).map(|x| x.as_str())
+                == Some(v.as_str()))
+    );
+}
+
+#[test]
+fn sorting_orders_rows_and_reverses() {
+    let mut a = app();
+    typed(&mut a, ":jobs\r");
+    a.prepare();
+    let ids: Vec<u64> =
+        a.ui.tables[TableId::Jobs as usize].rows.iter().map(|&k| a.state().jobs[k as usize].id).collect();
+    assert!(ids.windows(2).all(|w| w[0] >= w[1]), "default: newest first");
+    // next column: NAME ascending
+    typed(&mut a, ">");
+    a.prepare();
+    let names: Vec<String> = a.ui.tables[TableId::Jobs as usize]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].name.to_string())
+        .collect();
+    assert!(names.windows(2).all(|w| w[0] <= w[1]));
+    typed(&mut a, "s");
+    a.prepare();
+    let names: Vec<String> = a.ui.tables[TableId::Jobs as usize]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].name.to_string())
+        .collect();
+    assert!(names.windows(2).all(|w| w[0] >= w[1]));
+}
+
+#[test]
+fn selection_follows_the_row_when_data_changes() {
+    let (mut a, mut sim) = app_with_sim();
+    // sort by utilisation so the order moves as the data does
+    typed(&mut a, ":nodes\r>>>>jjj");
+    a.prepare();
+    let before = a.ui.tables[TableId::Nodes as usize].selected_key();
+    let name = a.state().nodes[before.unwrap() as usize].name.clone();
+    for _ in 0..10 {
+        a.update(Msg::Update(sim.tick()));
+    }
+    a.prepare();
+    let after = a.ui.tables[TableId::Nodes as usize].selected_key().unwrap();
+    assert_eq!(a.state().nodes[after as usize].name, name);
+}
+
+#[test]
+fn pause_freezes_what_is_shown_while_updates_arrive() {
+    let (mut a, mut sim) = app_with_sim();
+    let gen_before = a.state().generation;
+    typed(&mut a, "p");
+    assert!(a.ui.paused);
+    assert!(render(&mut a, 100, 30).contains("PAUSED"));
+    let changed = a.update(Msg::Update(sim.tick()));
+    assert!(!changed, "no redraw for data while paused");
+    assert_eq!(a.state().generation, gen_before, "the screen shows the frozen state");
+    assert!(a.live.generation > gen_before, "updates keep arriving");
+    typed(&mut a, "p");
+    assert_eq!(a.state().generation, a.live.generation);
+    assert!(!render(&mut a, 100, 30).contains("PAUSED"));
+}
+
+#[test]
+fn enter_on_an_incident_jumps_to_its_node() {
+    let mut a = app();
+    let idx = a.state().incidents.iter().position(|i| i.title.starts_with("XID 79")).expect("planted XID 79");
+    let node = a.state().incidents[idx].node.clone().unwrap();
+    a.prepare();
+    a.ui.tables[TableId::Incidents as usize].select_key(idx as u64);
+    typed(&mut a, "\r\r");
+    assert_eq!(a.ui.view, ViewId::Nodes);
+    assert!(a.ui.detail);
+    let k = a.ui.tables[TableId::Nodes as usize].selected_key().unwrap();
+    assert_eq!(a.state().nodes[k as usize].name, node);
+    let screen = render(&mut a, 160, 48);
+    assert!(screen.contains("XID 79"), "{screen}");
+}
+
+#[test]
+fn hostile_text_from_the_cluster_never_reaches_the_terminal() {
+    let mut a = app();
+    let mut job = a.state().jobs.iter().find(|j| j.state == JobState::Running).unwrap().clone();
+    job.name = "\u{1b}]0;owned\u{7}evil\u{1b}[2J\u{1b}[31mname\u{202e}gpj".into();
+    job.user = "mal\u{1b}[1Alory".into();
+    job.exit_reason = Some("\u{9b}6nboom\r\nline2".into());
+    let at = a.state().now;
+    a.update(Msg::Update(Update::Delta(Box::new(Delta {
+        at,
+        jobs_upsert: vec![job.clone()],
+        ..Default::default()
+    }))));
+    typed(&mut a, &format!(":jobs {}\r\r", job.id));
+    for (w, h) in [(80, 24), (160, 48)] {
+        let screen = render(&mut a, w, h);
+        assert!(screen.contains("evilname"), "{screen}");
+        assert!(screen.contains("mallory"), "{screen}");
+        for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}', '\r'] {
+            assert!(!screen.contains(bad), "{bad:?} reached the screen");
+        }
+        assert!(!screen.contains("owned") && !screen.contains("[2J") && !screen.contains("6n"));
+    }
+}
+
+#[test]
+fn help_is_generated_from_the_active_keymap() {
+    let mut a = app();
+    typed(&mut a, "?");
+    let screen = render(&mut a, 100, 60);
+    assert!(screen.contains("keymap: default"));
+    assert!(screen.contains("filter rows"));
+    let mut e = app();
+    e.keymap = gpuplane::tui::keymap::Keymap::builtin("emacs");
+    e.ui.mode = Mode::Help;
+    let screen = render(&mut e, 100, 60);
+    assert!(screen.contains("keymap: emacs"));
+    assert!(screen.contains("^n"), "emacs bindings listed:\n{screen}");
+}
+
+#[test]
+fn cost_window_changes_the_totals() {
+    let mut a = app();
+    typed(&mut a, ":cost\r");
+    a.prepare();
+    let day = a.cost.total;
+    typed(&mut a, "]");
+    a.prepare();
+    assert!(a.cost.total >= day);
+    assert_eq!(a.cost.window_s, 7 * 86_400);
+    typed(&mut a, "[[[");
+    a.prepare();
+    assert_eq!(a.cost.window_s, 3_600);
+    assert!(a.cost.total <= day);
+}

@@ -1,0 +1,70 @@
+//! Shared helpers: a fixed simulated cluster and a headless app.
+#![allow(dead_code)]
+
+use gpuplane::backend::sim::{self, SimConfig};
+use gpuplane::tui::app::{App, Msg};
+use gpuplane::tui::draw::draw;
+use gpuplane::tui::keymap::Keymap;
+use gpuplane::tui::theme::Theme;
+use gpuplane::tui::widgets::Glyphs;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// The fixed simulated cluster every snapshot uses: default size, seed 42, 30 ticks in.
+pub fn app() -> App {
+    let state = sim::state_after(SimConfig::default(), 30);
+    App::new(state, Keymap::builtin("default"), Theme::builtin("dark"), Glyphs::UNICODE, "researcher".into())
+}
+
+/// The same app and the simulator that made it, to keep it ticking.
+pub fn app_with_sim() -> (App, sim::Sim) {
+    let mut s = sim::Sim::new(SimConfig::default());
+    let mut a = App::new(
+        gpuplane::state::ClusterState::new(Default::default(), Default::default()),
+        Keymap::builtin("default"),
+        Theme::builtin("dark"),
+        Glyphs::UNICODE,
+        "researcher".into(),
+    );
+    for u in s.initial() {
+        a.update(Msg::Update(u));
+    }
+    for _ in 0..30 {
+        a.update(Msg::Update(s.tick()));
+    }
+    (a, s)
+}
+
+pub fn render(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    let now = app.state().now;
+    term.draw(|f| draw(f, app, now)).expect("draw");
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn key(app: &mut App, code: KeyCode) {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+pub fn typed(app: &mut App, s: &str) {
+    for c in s.chars() {
+        let code = match c {
+            '\r' => KeyCode::Enter,
+            '\x1b' => KeyCode::Esc,
+            '\t' => KeyCode::Tab,
+            c => KeyCode::Char(c),
+        };
+        key(app, code);
+    }
+}

@@ -1,0 +1,217 @@
+//! End-to-end: the real binary in a pseudo-terminal. Keys in, screen out, terminal restored.
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+struct Console {
+    parser: Arc<Mutex<vt100::Parser>>,
+    /// Everything the program wrote, raw.
+    raw: Arc<Mutex<Vec<u8>>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    /// Set to close every master fd (an SSH drop): the reader thread drops them.
+    hangup: Arc<AtomicBool>,
+    _home: tempfile::TempDir,
+}
+
+fn spawn(cols: u16, rows: u16, env: &[(&str, &str)], args: &[&str]) -> Console {
+    let pty = native_pty_system();
+    let pair = pty.openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("openpty");
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_gpuplane"));
+    cmd.env_clear();
+    cmd.env("HOME", home.path());
+    cmd.env("XDG_CONFIG_HOME", home.path().join("config"));
+    cmd.env("XDG_STATE_HOME", home.path().join("state"));
+    cmd.env("TERM", "xterm-256color");
+    cmd.env("LANG", "C.UTF-8");
+    cmd.env("PATH", "/usr/bin:/bin");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.args(["--user", "researcher", "--refresh", "500ms"]);
+    cmd.args(args);
+    let child = pair.slave.spawn_command(cmd).expect("spawn gpuplane");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("reader");
+    let writer = pair.master.take_writer().expect("writer");
+    let parser = Arc::new(Mutex::new(vt100::Parser::new(
+        std::num::NonZeroU16::new(rows).unwrap(),
+        std::num::NonZeroU16::new(cols).unwrap(),
+        0,
+    )));
+    let raw = Arc::new(Mutex::new(Vec::new()));
+    let (p, r) = (parser.clone(), raw.clone());
+    let hangup = Arc::new(AtomicBool::new(false));
+    let hup = hangup.clone();
+    let master: Box<dyn MasterPty + Send> = pair.master;
+    std::thread::spawn(move || {
+        let _master = master;
+        let mut buf = [0u8; 8192];
+        loop {
+            if hup.load(Ordering::SeqCst) {
+                // dropping the reader and the master closes the terminal's master side
+                break;
+            }
+            match reader.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    p.lock().unwrap().process(&buf[..n]);
+                    r.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            }
+        }
+    });
+    Console { parser, raw, writer, child, hangup, _home: home }
+}
+
+impl Console {
+    fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if self.screen().contains(text) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("timed out waiting for {text:?}; screen:\n{}", self.screen());
+    }
+
+    fn send(&mut self, s: &str) {
+        self.writer.write_all(s.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("gpuplane did not exit; screen:\n{}", self.screen());
+    }
+
+    fn restored(&self) -> bool {
+        // Give the reader thread a moment to drain the last bytes.
+        std::thread::sleep(Duration::from_millis(200));
+        let p = self.parser.lock().unwrap();
+        !p.screen().alternate_screen() && !p.screen().hide_cursor()
+    }
+}
+
+#[test]
+fn switches_views_filters_opens_details_and_quits_restoring_the_terminal() {
+    let mut c = spawn(100, 30, &[], &[]);
+    c.wait_for("SIMULATED");
+    c.wait_for("Incidents");
+    assert!(c.parser.lock().unwrap().screen().alternate_screen(), "runs on the alternate screen");
+    // command mode with completion: ":jo<tab>" completes to jobs
+    c.send(":jo\t");
+    c.wait_for(":jobs");
+    c.send("\r");
+    c.wait_for(" Jobs [");
+    // filter to the researcher's jobs
+    c.send("/user==researcher\r");
+    c.wait_for("</user==researcher>");
+    let screen = c.screen();
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains(" PD ") || l.contains(" R ")).collect();
+    assert!(!rows.is_empty(), "the researcher has jobs:\n{screen}");
+    assert!(rows.iter().all(|l| l.contains("researcher")), "{screen}");
+    // details of the selected job
+    c.send("\r");
+    c.wait_for("details");
+    c.wait_for("submitted");
+    c.send("\x1b");
+    // nodes view by alias, then the GPU wall
+    c.send(":no\r");
+    c.wait_for(" Nodes [");
+    c.send(":wall\r");
+    c.wait_for("GPU wall");
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "{status:?}");
+    assert!(c.restored(), "alternate screen left and cursor shown");
+}
+
+#[test]
+fn pause_freezes_the_screen_and_says_so() {
+    let mut c = spawn(100, 30, &[], &[]);
+    c.wait_for("Incidents");
+    c.send("p");
+    c.wait_for("PAUSED");
+    c.send("p");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.screen().contains("PAUSED") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!c.screen().contains("PAUSED"));
+    c.send("\x03"); // ctrl-c
+    assert!(c.wait_exit().success());
+    assert!(c.restored());
+}
+
+#[test]
+fn sighup_exits_at_once_and_restores_the_terminal() {
+    let mut c = spawn(80, 24, &[], &[]);
+    c.wait_for("SIMULATED");
+    let pid = c.child.process_id().expect("pid");
+    let ok = std::process::Command::new("kill").args(["-HUP", &pid.to_string()]).status().unwrap();
+    assert!(ok.success());
+    let status = c.wait_exit();
+    assert_eq!(status.exit_code(), 129);
+    assert!(c.restored());
+}
+
+#[test]
+fn exits_when_the_terminal_goes_away() {
+    let mut c = spawn(80, 24, &[], &[]);
+    c.wait_for("SIMULATED");
+    // An SSH drop: every fd of the master side closes (the reader thread lets go of its own
+    // after the next screen update arrives).
+    drop(std::mem::replace(&mut c.writer, Box::new(std::io::sink())));
+    c.hangup.store(true, Ordering::SeqCst);
+    // wait_exit panics unless the process is gone within seconds.
+    let status = c.wait_exit();
+    assert!(!status.success(), "a hang-up is not a clean quit: {status:?}");
+}
+
+#[test]
+fn ascii_fallback_without_a_utf8_locale_and_monochrome_with_no_color() {
+    let mut c = spawn(80, 24, &[("LANG", "C"), ("NO_COLOR", "1"), ("TERM", "linux")], &[]);
+    c.wait_for("SIMULATED");
+    c.wait_for("Incidents");
+    let screen = c.screen();
+    assert!(screen.contains("+-"), "ASCII borders:\n{screen}");
+    assert!(!screen.contains('│') && !screen.contains('─'), "no box drawing:\n{screen}");
+    let raw = c.raw.lock().unwrap().clone();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(!text.contains("\x1b[38;5;") && !text.contains("\x1b[38;2;"), "no colours with NO_COLOR");
+    c.send("q");
+    assert!(c.wait_exit().success());
+}
+
+#[test]
+fn a_broken_theme_file_still_starts_on_defaults_and_says_which_line() {
+    let home = tempfile::tempdir().unwrap();
+    let themes = home.path().join("themes");
+    std::fs::create_dir_all(&themes).unwrap();
+    std::fs::write(themes.join("broken.toml"), "name = \"broken\"\n[styles]\ntext = { fg = 12x }\n").unwrap();
+    let cfg = home.path().join("config.toml");
+    std::fs::write(&cfg, "theme = \"broken\"\n").unwrap();
+    let mut c = spawn(120, 30, &[], &["--config", cfg.to_str().unwrap()]);
+    c.wait_for("SIMULATED");
+    c.wait_for("broken.toml: line 3");
+    c.send("q");
+    assert!(c.wait_exit().success());
+}
