@@ -1,7 +1,8 @@
-//! Figures derived from the raw data after every update.
+//! Job-derived figures: queue counts, wait times and pending ranks, computed from the set of
+//! active jobs (a few percent of all jobs on a large cluster).
 
 use super::ClusterState;
-use crate::model::{Epoch, Job, JobState, NodeState, Text};
+use crate::model::{Epoch, JobState, Text};
 use std::collections::HashMap;
 
 /// Cluster-wide counts for the overview and the header.
@@ -36,127 +37,103 @@ pub struct QueueStats {
     /// Median and 90th percentile wait (start − submit) of jobs that started in the last day.
     pub wait_p50_s: Option<i64>,
     pub wait_p90_s: Option<i64>,
-    /// Longest current wait among pending jobs.
-    pub oldest_pending_s: Option<i64>,
+    /// Submit time of the longest-waiting pending job.
+    pub oldest_submit: Option<Epoch>,
 }
 
-pub(super) fn totals(s: &ClusterState) -> Totals {
-    let th = &s.thresholds;
-    let mut t = Totals { nodes: s.nodes.len() as u32, ..Totals::default() };
-    let (mut util_sum, mut util_n) = (0u64, 0u64);
-    for n in &s.nodes {
-        match n.state {
-            NodeState::Down | NodeState::Unknown => t.nodes_down += 1,
-            NodeState::Drained | NodeState::Draining | NodeState::Cordoned | NodeState::Maintenance => {
-                t.nodes_drained += 1
-            }
-            _ => t.nodes_schedulable += 1,
-        }
-        t.gpus += n.gpu_slots;
-        t.gpus_alloc += n.gpu_alloc;
-        for g in &n.gpus {
-            if g.is_failed() {
-                t.gpus_failed += 1;
-            }
-            if g.temp_c.is_some_and(|c| c >= th.hot_temp_c) {
-                t.gpus_hot += 1;
-            }
-            if g.idle_since.is_some_and(|since| s.now - since >= th.idle_after_s) {
-                t.gpus_idle_alloc += 1;
-            }
-            if let Some(u) = g.util {
-                util_sum += u64::from(u);
-                util_n += 1;
-            }
-            t.power_w += u64::from(g.power_w.unwrap_or(0));
-        }
-        t.ports += n.ports.len() as u32;
-        t.ports_down += n.ports.iter().filter(|p| p.state != crate::model::PortState::Active).count() as u32;
-    }
-    t.mean_util = (util_n > 0).then(|| util_sum as f32 / util_n as f32);
-    for j in &s.jobs {
-        match j.state {
-            JobState::Running | JobState::Completing => t.jobs_running += 1,
-            JobState::Pending => t.jobs_pending += 1,
-            st if st.is_failure() => t.jobs_failed += 1,
-            _ => {}
-        }
-    }
-    t
-}
-
-pub(super) fn queue_stats(s: &ClusterState) -> Vec<QueueStats> {
-    let mut by_name: HashMap<&str, (QueueStats, Vec<i64>)> = s
-        .queues
-        .iter()
-        .map(|q| (q.name.as_str(), (QueueStats { name: q.name.clone(), ..Default::default() }, Vec::new())))
-        .collect();
+/// p50/p90 of start − submit per queue for jobs that started in the last day (a full pass
+/// over all jobs; the caller runs it at most once a minute).
+pub(super) fn wait_percentiles(s: &ClusterState) -> super::Map<Text, (i64, i64)> {
     let day_ago: Epoch = s.now - 86_400;
+    let mut waits: HashMap<&str, Vec<i64>> = HashMap::new();
     for j in &s.jobs {
-        let Some((qs, waits)) = by_name.get_mut(j.queue.as_str()) else { continue };
-        match j.state {
-            JobState::Pending => {
-                qs.pending += 1;
-                qs.pending_gpus += j.gpus;
-                let w = j.wait(s.now);
-                qs.oldest_pending_s = Some(qs.oldest_pending_s.map_or(w, |o| o.max(w)));
-            }
-            JobState::Running | JobState::Completing => {
-                qs.running += 1;
-                qs.running_gpus += j.gpus;
-            }
-            _ => {}
-        }
         if let Some(start) = j.start
             && start >= day_ago
         {
-            waits.push(start - j.submit);
+            waits.entry(j.queue.as_str()).or_default().push((start - j.submit).max(0));
         }
     }
-    let mut out: Vec<QueueStats> = by_name
-        .into_values()
-        .map(|(mut qs, mut waits)| {
-            if !waits.is_empty() {
-                waits.sort_unstable();
-                qs.wait_p50_s = Some(percentile(&waits, 50));
-                qs.wait_p90_s = Some(percentile(&waits, 90));
+    waits
+        .into_iter()
+        .map(|(q, mut w)| {
+            w.sort_unstable();
+            (Text::from(q), (percentile(&w, 50), percentile(&w, 90)))
+        })
+        .collect()
+}
+
+/// Queue counts, running and pending totals, and pending ranks, in one walk over the active
+/// jobs. Returns (queue stats, running, pending).
+pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32) {
+    let mut out: Vec<QueueStats> = s
+        .queues
+        .iter()
+        .map(|q| {
+            let w = s.waits.get(&q.name);
+            QueueStats {
+                name: q.name.clone(),
+                wait_p50_s: w.map(|w| w.0),
+                wait_p90_s: w.map(|w| w.1),
+                ..Default::default()
             }
-            qs
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+    let (mut running, mut pending) = (0, 0);
+    // Plain tuples sort without chasing pointers: (queue group, position, -priority, submit,
+    // id, index). Groups number the queues of pending jobs, known to `queues` or not.
+    let mut waiting: Vec<(usize, u32, i64, i64, u64, usize)> = Vec::new();
+    {
+        let mut groups: HashMap<&str, usize> = HashMap::new();
+        for id in &s.active {
+            let Some(i) = s.job_index(*id) else { continue };
+            let j = &s.jobs[i];
+            let q = out.binary_search_by(|q| q.name.as_str().cmp(j.queue.as_str())).ok();
+            match j.state {
+                JobState::Pending => {
+                    pending += 1;
+                    let next = groups.len();
+                    let g = *groups.entry(j.queue.as_str()).or_insert(next);
+                    waiting.push((
+                        g,
+                        j.position.unwrap_or(u32::MAX),
+                        -i64::from(j.priority),
+                        j.submit,
+                        j.id,
+                        i,
+                    ));
+                    if let Some(qs) = q.map(|q| &mut out[q]) {
+                        qs.pending += 1;
+                        qs.pending_gpus += j.gpus;
+                        qs.oldest_submit = Some(qs.oldest_submit.map_or(j.submit, |o| o.min(j.submit)));
+                    }
+                }
+                JobState::Running | JobState::Completing => {
+                    running += 1;
+                    if let Some(qs) = q.map(|q| &mut out[q]) {
+                        qs.running += 1;
+                        qs.running_gpus += j.gpus;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    waiting.sort_unstable();
+    let (mut prev, mut rank) = (usize::MAX, 0u32);
+    for &(g, pos, .., i) in &waiting {
+        if g != prev {
+            (prev, rank) = (g, 0);
+        }
+        rank += 1;
+        s.jobs[i].rank = Some(if pos == u32::MAX { rank } else { pos });
+    }
+    (out, running, pending)
 }
 
 fn percentile(sorted: &[i64], p: usize) -> i64 {
     let idx = ((sorted.len() - 1) * p).div_ceil(100);
     sorted[idx.min(sorted.len() - 1)]
-}
-
-/// Ranks each pending job among the pending jobs of its queue: by the backend's position when it
-/// gives one, otherwise by priority (higher first), then submit time, then id — Slurm's order.
-pub(super) fn assign_ranks(jobs: &mut [Job]) {
-    let mut by_queue: HashMap<Text, Vec<usize>> = HashMap::new();
-    for (i, j) in jobs.iter_mut().enumerate() {
-        j.rank = None;
-        if j.state == JobState::Pending {
-            by_queue.entry(j.queue.clone()).or_default().push(i);
-        }
-    }
-    for (_, mut ix) in by_queue {
-        ix.sort_unstable_by(|&a, &b| {
-            let (a, b) = (&jobs[a], &jobs[b]);
-            a.position
-                .unwrap_or(u32::MAX)
-                .cmp(&b.position.unwrap_or(u32::MAX))
-                .then(b.priority.cmp(&a.priority))
-                .then(a.submit.cmp(&b.submit))
-                .then(a.id.cmp(&b.id))
-        });
-        for (rank, i) in ix.into_iter().enumerate() {
-            jobs[i].rank = Some(jobs[i].position.unwrap_or(rank as u32 + 1));
-        }
-    }
 }
 
 #[cfg(test)]

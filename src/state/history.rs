@@ -1,23 +1,92 @@
-//! Fixed-size ring buffers for sparklines. Values are stored compactly (`u8` for percentages and
-//! temperatures) so that 80,000 GPUs of history fit in a few tens of megabytes.
-
-use std::collections::VecDeque;
+//! History for sparklines, stored time-major: one row per update holding a value for every
+//! column (GPU, node, filesystem). Writing a tick is a contiguous row write, so 80,000 GPUs of
+//! history cost a few milliseconds per tick and a few tens of megabytes in all.
 
 /// Points kept per series: at a 2 s refresh, four minutes.
 pub const HISTORY_LEN: usize = 120;
 
+/// "No value" for `u8` series (a GPU that reported no utilisation).
+pub const NONE_U8: u8 = u8::MAX;
+
+/// A ring of rows, each with one value per column.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Matrix<T> {
+    cols: usize,
+    data: Vec<T>,
+    /// Row written next.
+    head: usize,
+    filled: usize,
+}
+
+impl<T: Copy + PartialEq> Matrix<T> {
+    pub fn new(cols: usize, empty: T) -> Self {
+        Matrix { cols, data: vec![empty; cols * HISTORY_LEN], head: 0, filled: 0 }
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    pub fn len(&self) -> usize {
+        self.filled
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.filled == 0
+    }
+
+    /// The next row to fill (the oldest is overwritten once the ring is full).
+    pub fn next_row(&mut self) -> &mut [T] {
+        let row = self.head;
+        self.head = (self.head + 1) % HISTORY_LEN;
+        self.filled = (self.filled + 1).min(HISTORY_LEN);
+        &mut self.data[row * self.cols..(row + 1) * self.cols]
+    }
+
+    /// Row `k` of the filled rows, oldest first.
+    fn row_index(&self, k: usize) -> usize {
+        (self.head + HISTORY_LEN - self.filled + k) % HISTORY_LEN
+    }
+
+    /// The newest `n` values of `col`, oldest first, skipping `empty` markers.
+    pub fn column(&self, col: usize, n: usize, empty: T) -> Vec<T> {
+        if col >= self.cols {
+            return Vec::new();
+        }
+        let take = n.min(self.filled);
+        (self.filled - take..self.filled)
+            .map(|k| self.data[self.row_index(k) * self.cols + col])
+            .filter(|v| *v != empty)
+            .collect()
+    }
+
+    /// Copies the history of `from` in `old` into column `to` of `self` (same row layout).
+    pub fn copy_column(&mut self, to: usize, old: &Matrix<T>, from: usize) {
+        if to >= self.cols || from >= old.cols {
+            return;
+        }
+        for r in 0..HISTORY_LEN {
+            self.data[r * self.cols + to] = old.data[r * old.cols + from];
+        }
+    }
+
+    /// Takes over the ring position of `old` (after copying columns from it).
+    pub fn align_with(&mut self, old: &Matrix<T>) {
+        self.head = old.head;
+        self.filled = old.filled;
+    }
+}
+
+/// A single series (cluster-wide figures).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ring<T> {
-    buf: VecDeque<T>,
+    buf: std::collections::VecDeque<T>,
 }
 
 impl<T: Copy> Ring<T> {
     pub fn push(&mut self, v: T) {
         if self.buf.len() == HISTORY_LEN {
             self.buf.pop_front();
-        }
-        if self.buf.capacity() == 0 {
-            self.buf.reserve_exact(HISTORY_LEN);
         }
         self.buf.push_back(v);
     }
@@ -40,17 +109,7 @@ impl<T: Copy> Ring<T> {
     }
 }
 
-/// History of one node and its GPUs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct NodeHistory {
-    pub util: Ring<u8>,
-    pub power_w: Ring<u32>,
-    pub gpu_util: Vec<Ring<u8>>,
-    pub gpu_temp: Vec<Ring<u8>>,
-    pub port_errors: Ring<u32>,
-}
-
-/// Cluster-wide series for the overview.
+/// Cluster-wide series for the overview and the wall.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterHistory {
     pub util: Ring<u8>,
@@ -58,6 +117,28 @@ pub struct ClusterHistory {
     pub running: Ring<u32>,
     pub pending: Ring<u32>,
     pub idle_alloc: Ring<u32>,
+}
+
+/// Per-GPU and per-node series, time-major.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetHistory {
+    pub gpu_util: Matrix<u8>,
+    pub gpu_temp: Matrix<u8>,
+    pub node_util: Matrix<u8>,
+    pub node_power_w: Matrix<u32>,
+    pub node_port_errors: Matrix<u32>,
+}
+
+impl FleetHistory {
+    pub fn new(nodes: usize, gpus: usize) -> Self {
+        FleetHistory {
+            gpu_util: Matrix::new(gpus, NONE_U8),
+            gpu_temp: Matrix::new(gpus, NONE_U8),
+            node_util: Matrix::new(nodes, NONE_U8),
+            node_power_w: Matrix::new(nodes, 0),
+            node_port_errors: Matrix::new(nodes, 0),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -79,5 +160,37 @@ mod tests {
         assert_eq!(r.len(), HISTORY_LEN);
         assert_eq!(r.last(), Some(HISTORY_LEN as u32 + 9));
         assert_eq!(r.tail(3).collect::<Vec<_>>(), vec![127, 128, 129]);
+    }
+
+    #[test]
+    fn matrix_columns_wrap_and_skip_missing_values() {
+        let mut m = Matrix::new(3, NONE_U8);
+        for t in 0..(HISTORY_LEN + 5) {
+            let row = m.next_row();
+            row[0] = (t % 200) as u8;
+            row[1] = if t % 2 == 0 { NONE_U8 } else { 1 };
+            row[2] = 7;
+        }
+        assert_eq!(m.len(), HISTORY_LEN);
+        let last: Vec<u8> = m.column(0, 3, NONE_U8);
+        assert_eq!(last, vec![122, 123, 124]);
+        assert_eq!(m.column(1, 4, NONE_U8), vec![1, 1]);
+        assert_eq!(m.column(2, 1000, NONE_U8).len(), HISTORY_LEN);
+        assert!(m.column(9, 3, NONE_U8).is_empty());
+    }
+
+    #[test]
+    fn columns_move_with_their_owner() {
+        let mut old = Matrix::new(2, 0u32);
+        for t in 1..=5 {
+            let r = old.next_row();
+            r[0] = t;
+            r[1] = 10 * t;
+        }
+        let mut new = Matrix::new(3, 0u32);
+        new.copy_column(2, &old, 1);
+        new.align_with(&old);
+        assert_eq!(new.column(2, 10, 0), vec![10, 20, 30, 40, 50]);
+        assert!(new.column(0, 10, 0).is_empty());
     }
 }

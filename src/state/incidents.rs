@@ -1,7 +1,8 @@
 //! Incidents: what is broken or burning money right now, worst first.
 
 use super::ClusterState;
-use crate::model::{Epoch, JobId, PortState, Text, xid_info};
+use super::fleet::Flags;
+use crate::model::{Epoch, JobId, Node, PortState, Text, xid_info};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -59,113 +60,121 @@ pub struct Incident {
     pub job: Option<JobId>,
 }
 
-pub(super) fn detect(s: &ClusterState) -> Vec<Incident> {
+pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     let th = &s.thresholds;
     let mut out = Vec::new();
     let mut idle_by_job: BTreeMap<JobId, (u32, Epoch, f64, Text)> = BTreeMap::new();
-    for n in &s.nodes {
-        let inc = |severity, plane, subject: Text, title: String, action: &str, since| Incident {
-            severity,
-            plane,
-            subject,
-            title,
-            action: action.to_string(),
-            since,
-            cost_per_hour: None,
-            node: Some(n.name.clone()),
-            job: None,
-        };
-        if n.state.is_unhealthy() {
-            let why = n.reason.as_ref().map(|r| format!(": {}", r.text)).unwrap_or_default();
+    let inc = |n: &Node, severity, plane, subject: Text, title: String, action: &str, since| Incident {
+        severity,
+        plane,
+        subject,
+        title,
+        action: action.to_string(),
+        since,
+        cost_per_hour: None,
+        node: Some(n.name.clone()),
+        job: None,
+    };
+    for &ni in &flags.nodes {
+        let Some(n) = s.nodes.get(ni) else { continue };
+        let why = n.reason.as_ref().map(|r| format!(": {}", r.text)).unwrap_or_default();
+        out.push(inc(
+            n,
+            Severity::Critical,
+            Plane::Compute,
+            n.name.clone(),
+            format!("node {}{why}", n.state.label()),
+            "check the node (BMC, kubelet/slurmd); drain it if it keeps failing",
+            n.reason.as_ref().map(|r| r.at),
+        ));
+    }
+    for &(ni, k) in &flags.gpus {
+        let Some((n, g)) = s.nodes.get(ni).and_then(|n| Some((n, n.gpus.get(k)?))) else { continue };
+        let subject = || Text::from(format!("{}/gpu{}", n.name, g.index));
+        if let Some(x) = g.xid {
+            let info = xid_info(x.code);
+            let sev = if info.fatal { Severity::Critical } else { Severity::Warning };
             out.push(inc(
-                Severity::Critical,
+                n,
+                sev,
                 Plane::Compute,
-                n.name.clone(),
-                format!("node {}{why}", n.state.label()),
-                "check the node (BMC, kubelet/slurmd); drain it if it keeps failing",
-                n.reason.as_ref().map(|r| r.at),
+                subject(),
+                format!("XID {} {} (×{})", x.code, info.name, x.count),
+                info.action,
+                Some(x.at),
             ));
         }
-        for g in &n.gpus {
-            let subject = || Text::from(format!("{}/gpu{}", n.name, g.index));
-            if let Some(x) = g.xid {
-                let info = xid_info(x.code);
-                let sev = if info.fatal { Severity::Critical } else { Severity::Warning };
-                out.push(inc(
-                    sev,
-                    Plane::Compute,
-                    subject(),
-                    format!("XID {} {} (×{})", x.code, info.name, x.count),
-                    info.action,
-                    Some(x.at),
-                ));
-            }
-            if g.ecc.dbe > 0 && g.xid.is_none_or(|x| x.code != 48) {
-                out.push(inc(
-                    Severity::Critical,
-                    Plane::Compute,
-                    subject(),
-                    format!("{} double-bit ECC errors", g.ecc.dbe),
-                    xid_info(48).action,
-                    None,
-                ));
-            }
-            if let Some(t) = g.temp_c.filter(|&t| t >= th.hot_temp_c) {
-                let sev =
-                    if t >= th.hot_temp_c.saturating_add(5) { Severity::Critical } else { Severity::Warning };
-                out.push(inc(
-                    sev,
-                    Plane::Compute,
-                    subject(),
-                    format!("GPU hot: {t}°C"),
-                    "check airflow/fans and clocks throttling; drain if it keeps rising",
-                    None,
-                ));
-            }
-            if let (Some(since), Some(job)) = (g.idle_since, g.job)
-                && s.now - since >= th.idle_after_s
-            {
-                let e = idle_by_job.entry(job).or_insert((0, since, 0.0, n.name.clone()));
-                e.0 += 1;
-                e.1 = e.1.min(since);
-                e.2 += s.prices.price(&g.model);
-            }
+        if g.ecc.dbe > 0 && g.xid.is_none_or(|x| x.code != 48) {
+            out.push(inc(
+                n,
+                Severity::Critical,
+                Plane::Compute,
+                subject(),
+                format!("{} double-bit ECC errors", g.ecc.dbe),
+                xid_info(48).action,
+                None,
+            ));
         }
-        for p in &n.ports {
-            let subject = || Text::from(format!("{}/{}", n.name, p.name));
-            if p.state != PortState::Active {
-                out.push(inc(
-                    Severity::Critical,
-                    Plane::Network,
-                    subject(),
-                    format!("{} port {}", p.kind.label(), p.state.label()),
-                    "check cable/transceiver and the switch port; drain the node for multi-node jobs",
-                    None,
-                ));
-            } else if p.flaps >= th.flap_count {
-                out.push(inc(
-                    Severity::Warning,
-                    Plane::Network,
-                    subject(),
-                    format!("{} port flapping: {} state changes", p.kind.label(), p.flaps),
-                    "reseat or replace the cable/transceiver; rerun the NCCL test on this node",
-                    None,
-                ));
-            } else if p.symbol_errors + p.rcv_errors > 1000 {
-                out.push(inc(
-                    Severity::Warning,
-                    Plane::Network,
-                    subject(),
-                    format!(
-                        "{} port errors: {} symbol, {} receive",
-                        p.kind.label(),
-                        p.symbol_errors,
-                        p.rcv_errors
-                    ),
-                    "watch the error rate; replace the cable if it grows",
-                    None,
-                ));
-            }
+        if let Some(t) = g.temp_c.filter(|&t| t >= th.hot_temp_c) {
+            let sev =
+                if t >= th.hot_temp_c.saturating_add(5) { Severity::Critical } else { Severity::Warning };
+            out.push(inc(
+                n,
+                sev,
+                Plane::Compute,
+                subject(),
+                format!("GPU hot: {t}°C"),
+                "check airflow/fans and clocks throttling; drain if it keeps rising",
+                None,
+            ));
+        }
+        if let (Some(since), Some(job)) = (g.idle_since, g.job)
+            && s.now - since >= th.idle_after_s
+        {
+            let e = idle_by_job.entry(job).or_insert((0, since, 0.0, n.name.clone()));
+            e.0 += 1;
+            e.1 = e.1.min(since);
+            e.2 += s.prices.price(&g.model);
+        }
+    }
+    for &(ni, pi) in &flags.ports {
+        let Some((n, p)) = s.nodes.get(ni).and_then(|n| Some((n, n.ports.get(pi)?))) else { continue };
+        let subject = || Text::from(format!("{}/{}", n.name, p.name));
+        if p.state != PortState::Active {
+            out.push(inc(
+                n,
+                Severity::Critical,
+                Plane::Network,
+                subject(),
+                format!("{} port {}", p.kind.label(), p.state.label()),
+                "check cable/transceiver and the switch port; drain the node for multi-node jobs",
+                None,
+            ));
+        } else if p.flaps >= th.flap_count {
+            out.push(inc(
+                n,
+                Severity::Warning,
+                Plane::Network,
+                subject(),
+                format!("{} port flapping: {} state changes", p.kind.label(), p.flaps),
+                "reseat or replace the cable/transceiver; rerun the NCCL test on this node",
+                None,
+            ));
+        } else {
+            out.push(inc(
+                n,
+                Severity::Warning,
+                Plane::Network,
+                subject(),
+                format!(
+                    "{} port errors: {} symbol, {} receive",
+                    p.kind.label(),
+                    p.symbol_errors,
+                    p.rcv_errors
+                ),
+                "watch the error rate; replace the cable if it grows",
+                None,
+            ));
         }
     }
     for (job, (count, since, per_hour, node)) in idle_by_job {

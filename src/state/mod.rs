@@ -1,7 +1,13 @@
 //! `ClusterState`: the one merged picture of the cluster. It changes only by applying
 //! [`Update`]s, so it can be tested without a terminal, and every view reads it.
+//!
+//! Applying an update is proportional to what changed plus one fused pass over the fleet:
+//! job-derived figures (ranks, queue counts) are recomputed from the set of active jobs only,
+//! and per-GPU bookkeeping (usage, idle tracking, history, totals, incident candidates) happens
+//! in a single walk over the nodes.
 
 mod derive;
+mod fleet;
 pub mod history;
 mod incidents;
 
@@ -9,9 +15,14 @@ pub use derive::{QueueStats, Totals};
 pub use incidents::{Incident, Plane, Severity};
 
 use crate::backend::{Delta, Inventory, NodeSample, SourceStatus, Update};
-use crate::model::{Epoch, Filesystem, Job, JobId, Node, PriceCard, Queue, Quota, Text};
-use history::{ClusterHistory, NodeHistory, StorageHistory};
-use std::collections::HashMap;
+use crate::model::{Epoch, Filesystem, Job, JobId, JobState, Node, PriceCard, Queue, Quota, Text};
+use history::{ClusterHistory, FleetHistory, NONE_U8, StorageHistory};
+use std::collections::{HashMap, HashSet};
+
+/// Fast, seeded hashing for the state's indexes (keys come from the cluster, so not
+/// predictable-by-attacker-free; foldhash's per-process seed keeps it DoS-resistant enough).
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Set<K> = HashSet<K, foldhash::fast::RandomState>;
 
 /// Thresholds for derived incidents.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,9 +53,14 @@ pub struct ClusterState {
     /// The clock of the newest update (source time).
     pub now: Epoch,
     pub nodes: Vec<Node>,
-    node_ix: HashMap<Text, usize>,
+    node_ix: Map<Text, usize>,
+    /// Flat index of each node's first GPU (for the per-GPU history).
+    gpu_base: Vec<usize>,
     pub jobs: Vec<Job>,
-    job_ix: HashMap<JobId, usize>,
+    job_ix: Map<JobId, usize>,
+    /// Pending, running and completing jobs: what ranks and queue counts are made of.
+    active: Set<JobId>,
+    jobs_failed: u32,
     pub queues: Vec<Queue>,
     pub quotas: Vec<Quota>,
     pub storage: Vec<Filesystem>,
@@ -55,9 +71,12 @@ pub struct ClusterState {
     pub totals: Totals,
     pub queue_stats: Vec<QueueStats>,
     pub incidents: Vec<Incident>,
+    /// Wait percentiles per queue, refreshed at most once a minute (they span a day).
+    waits: Map<Text, (i64, i64)>,
+    waits_at: Option<Epoch>,
     // history
     pub history: ClusterHistory,
-    pub node_history: Vec<NodeHistory>,
+    pub fleet: FleetHistory,
     pub storage_history: Vec<StorageHistory>,
     last_telemetry_at: Option<Epoch>,
 }
@@ -79,6 +98,10 @@ impl ClusterState {
         self.job_ix.get(&id).map(|&i| &self.jobs[i])
     }
 
+    pub fn job_index(&self, id: JobId) -> Option<usize> {
+        self.job_ix.get(&id).copied()
+    }
+
     pub fn gpu_count(&self) -> usize {
         self.nodes.iter().map(|n| n.gpus.len()).sum()
     }
@@ -88,22 +111,59 @@ impl ClusterState {
         !self.sources.is_empty() && self.sources.iter().all(|s| s.simulated)
     }
 
+    /// Utilisation history of GPU `gpu` (position in `nodes[node].gpus`), newest `n` points.
+    pub fn gpu_util_history(&self, node: usize, gpu: usize, n: usize) -> Vec<u8> {
+        self.gpu_col(node, gpu).map_or_else(Vec::new, |c| self.fleet.gpu_util.column(c, n, NONE_U8))
+    }
+
+    pub fn gpu_temp_history(&self, node: usize, gpu: usize, n: usize) -> Vec<u8> {
+        self.gpu_col(node, gpu).map_or_else(Vec::new, |c| self.fleet.gpu_temp.column(c, n, NONE_U8))
+    }
+
+    pub fn node_util_history(&self, node: usize, n: usize) -> Vec<u8> {
+        self.fleet.node_util.column(node, n, NONE_U8)
+    }
+
+    pub fn node_power_history(&self, node: usize, n: usize) -> Vec<u32> {
+        self.fleet.node_power_w.column(node, n, u32::MAX)
+    }
+
+    pub fn node_port_error_history(&self, node: usize, n: usize) -> Vec<u32> {
+        self.fleet.node_port_errors.column(node, n, u32::MAX)
+    }
+
+    fn gpu_col(&self, node: usize, gpu: usize) -> Option<usize> {
+        let n = self.nodes.get(node)?;
+        (gpu < n.gpus.len()).then(|| self.gpu_base.get(node).map(|b| b + gpu))?
+    }
+
     /// Applies one update. Returns whether anything changed.
     pub fn apply(&mut self, update: Update) -> bool {
         match update {
             Update::Status(status) => {
                 self.set_status(status);
+                self.incidents = incidents::detect(self, &self.flag_scan());
             }
             Update::Inventory { at, inventory } => {
                 self.now = self.now.max(at);
                 self.mark_fresh(&inventory.source, at);
+                let jobs_changed = inventory.jobs.is_some();
                 self.apply_inventory(*inventory);
-                self.rederive();
+                self.rederive(jobs_changed, 0.0, false);
             }
             Update::Delta(delta) => {
                 self.mark_fresh(&delta.source, delta.at);
-                self.apply_delta(*delta);
-                self.rederive();
+                let telemetry = !delta.nodes.is_empty();
+                let jobs_changed = !delta.jobs_upsert.is_empty() || !delta.jobs_remove.is_empty();
+                let dt = match (telemetry, self.last_telemetry_at) {
+                    (true, Some(t)) => (delta.at - t).clamp(0, 300) as f64,
+                    _ => 0.0,
+                };
+                if telemetry {
+                    self.last_telemetry_at = Some(delta.at);
+                }
+                let samples = self.apply_delta(*delta);
+                self.rederive_with(jobs_changed, dt, telemetry, samples);
             }
         }
         self.generation += 1;
@@ -133,19 +193,15 @@ impl ClusterState {
             self.cluster = cluster;
         }
         if let Some(nodes) = inv.nodes {
-            let mut old: HashMap<Text, NodeHistory> = self
-                .nodes
-                .iter()
-                .map(|n| n.name.clone())
-                .zip(std::mem::take(&mut self.node_history))
-                .collect();
-            self.node_history = nodes.iter().map(|n| old.remove(&n.name).unwrap_or_default()).collect();
-            self.nodes = nodes;
-            self.node_ix = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+            self.set_nodes(nodes);
         }
-        if let Some(jobs) = inv.jobs {
+        if let Some(mut jobs) = inv.jobs {
+            jobs.iter_mut().for_each(|j| j.rank = None);
             self.jobs = jobs;
             self.job_ix = self.jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect();
+            self.active = self.jobs.iter().filter(|j| j.state.is_active()).map(|j| j.id).collect();
+            self.jobs_failed = self.jobs.iter().filter(|j| j.state.is_failure()).count() as u32;
+            self.waits_at = None;
         }
         if let Some(queues) = inv.queues {
             self.queues = queues;
@@ -156,6 +212,45 @@ impl ClusterState {
         if let Some(storage) = inv.storage {
             self.set_storage(storage);
         }
+    }
+
+    /// Replaces the nodes, keeping each node's and GPU's history by name.
+    fn set_nodes(&mut self, nodes: Vec<Node>) {
+        let same_layout = nodes.len() == self.nodes.len()
+            && nodes.iter().zip(&self.nodes).all(|(a, b)| a.name == b.name && a.gpus.len() == b.gpus.len());
+        let old_ix = std::mem::take(&mut self.node_ix);
+        let old_base = std::mem::take(&mut self.gpu_base);
+        let mut base = 0;
+        self.gpu_base = nodes
+            .iter()
+            .map(|n| {
+                let b = base;
+                base += n.gpus.len();
+                b
+            })
+            .collect();
+        if !same_layout {
+            let old = std::mem::replace(&mut self.fleet, FleetHistory::new(nodes.len(), base));
+            for (i, n) in nodes.iter().enumerate() {
+                let Some(&o) = old_ix.get(&n.name) else { continue };
+                self.fleet.node_util.copy_column(i, &old.node_util, o);
+                self.fleet.node_power_w.copy_column(i, &old.node_power_w, o);
+                self.fleet.node_port_errors.copy_column(i, &old.node_port_errors, o);
+                let old_gpus = self.nodes.get(o).map_or(0, |x| x.gpus.len());
+                for k in 0..n.gpus.len().min(old_gpus) {
+                    self.fleet.gpu_util.copy_column(self.gpu_base[i] + k, &old.gpu_util, old_base[o] + k);
+                    self.fleet.gpu_temp.copy_column(self.gpu_base[i] + k, &old.gpu_temp, old_base[o] + k);
+                }
+            }
+            let f = &mut self.fleet;
+            f.gpu_util.align_with(&old.gpu_util);
+            f.gpu_temp.align_with(&old.gpu_temp);
+            f.node_util.align_with(&old.node_util);
+            f.node_power_w.align_with(&old.node_power_w);
+            f.node_port_errors.align_with(&old.node_port_errors);
+        }
+        self.nodes = nodes;
+        self.node_ix = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
     }
 
     fn set_storage(&mut self, storage: Vec<Filesystem>) {
@@ -169,164 +264,119 @@ impl ClusterState {
         self.storage = storage;
     }
 
-    fn apply_delta(&mut self, d: Delta) {
-        let dt = self.last_telemetry_at.map(|t| (d.at - t).clamp(0, 300)).unwrap_or(0) as f64;
+    /// Applies everything but the node samples. Those come back with the node index each one
+    /// belongs to (`usize::MAX` when already applied or unknown), for the fleet pass to apply
+    /// while it walks the nodes: each node's GPUs are touched once.
+    fn apply_delta(&mut self, mut d: Delta) -> Samples {
         self.now = self.now.max(d.at);
-        let telemetry = !d.nodes.is_empty();
         for id in &d.jobs_remove {
             self.remove_job(*id);
         }
-        for job in d.jobs_upsert {
-            match self.job_ix.get(&job.id) {
-                Some(&i) => {
-                    // Usage accumulates here; a backend that knows better (accounting) sends it.
-                    let (gs, us) = (self.jobs[i].gpu_seconds, self.jobs[i].useful_gpu_seconds);
-                    self.jobs[i] = job;
-                    let j = &mut self.jobs[i];
-                    if j.gpu_seconds == 0.0 {
-                        j.gpu_seconds = gs;
-                        j.useful_gpu_seconds = us;
-                    }
-                }
-                None => {
-                    self.job_ix.insert(job.id, self.jobs.len());
-                    self.jobs.push(job);
-                }
-            }
+        for job in std::mem::take(&mut d.jobs_upsert) {
+            self.upsert_job(job);
         }
-        for sample in d.nodes {
-            self.apply_node_sample(sample);
-        }
-        if let Some(q) = d.quotas {
+        if let Some(q) = d.quotas.take() {
             self.quotas = q;
         }
-        if let Some(s) = d.storage {
+        if let Some(s) = d.storage.take() {
             self.set_storage(s);
         }
-        if telemetry {
-            self.accumulate_usage(dt);
-            self.track_idle();
-            self.last_telemetry_at = Some(d.at);
-            self.push_node_history();
+        let mut at = Vec::with_capacity(d.nodes.len());
+        let (mut hint, mut last) = (0, None);
+        for sample in &mut d.nodes {
+            let i = match self.nodes.get(hint) {
+                Some(n) if n.name == sample.node => Some(hint),
+                _ => self.node_ix.get(&sample.node).copied(),
+            };
+            let Some(i) = i else {
+                tracing::debug!(node = %sample.node, "telemetry for an unknown node dropped");
+                at.push(usize::MAX);
+                continue;
+            };
+            hint = i + 1;
+            if last.is_some_and(|l| l >= i) {
+                // Out of order: apply it now; the walk only takes ascending node indexes.
+                apply_node_sample(&mut self.nodes[i], std::mem::take(sample));
+                at.push(usize::MAX);
+            } else {
+                last = Some(i);
+                at.push(i);
+            }
+        }
+        Samples { samples: d.nodes, at }
+    }
+
+    /// Keeps the active set and the failed-job count in step with a job entering (`sign` 1)
+    /// or leaving (`sign` -1) the state.
+    fn count_job(&mut self, id: JobId, state: JobState, sign: i32) {
+        if state.is_failure() {
+            self.jobs_failed = self.jobs_failed.saturating_add_signed(sign);
+        }
+        if state.is_active() {
+            if sign > 0 {
+                self.active.insert(id);
+            } else {
+                self.active.remove(&id);
+            }
+        }
+    }
+
+    fn upsert_job(&mut self, mut job: Job) {
+        job.rank = None;
+        match self.job_ix.get(&job.id).copied() {
+            Some(i) => {
+                let (id, state) = (job.id, job.state);
+                let old = std::mem::replace(&mut self.jobs[i], job);
+                self.count_job(old.id, old.state, -1);
+                self.count_job(id, state, 1);
+                // Usage accumulates here; a backend that knows better (accounting) sends it.
+                let j = &mut self.jobs[i];
+                if j.gpu_seconds == 0.0 {
+                    j.gpu_seconds = old.gpu_seconds;
+                    j.useful_gpu_seconds = old.useful_gpu_seconds;
+                }
+            }
+            None => {
+                self.count_job(job.id, job.state, 1);
+                self.job_ix.insert(job.id, self.jobs.len());
+                self.jobs.push(job);
+            }
         }
     }
 
     fn remove_job(&mut self, id: JobId) {
         if let Some(i) = self.job_ix.remove(&id) {
-            self.jobs.swap_remove(i);
+            let old = self.jobs.swap_remove(i);
+            self.count_job(old.id, old.state, -1);
             if let Some(moved) = self.jobs.get(i) {
                 self.job_ix.insert(moved.id, i);
             }
         }
     }
 
-    fn apply_node_sample(&mut self, s: NodeSample) {
-        let Some(&i) = self.node_ix.get(&s.node) else {
-            tracing::debug!(node = %s.node, "telemetry for an unknown node dropped");
-            return;
-        };
-        let node = &mut self.nodes[i];
-        if let Some(state) = s.state {
-            node.state = state;
-        }
-        if let Some(reason) = s.reason {
-            node.reason = reason;
-        }
-        if let Some(v) = s.gpu_alloc {
-            node.gpu_alloc = v;
-        }
-        if let Some(v) = s.cpus_alloc {
-            node.cpus_alloc = v;
-        }
-        if let Some(v) = s.mem_alloc_mib {
-            node.mem_alloc_mib = v;
-        }
-        if let Some(ports) = s.ports {
-            node.ports = ports;
-        }
-        for g in s.gpus {
-            let Some(gpu) = node.gpus.iter_mut().find(|x| x.index == g.index) else { continue };
-            macro_rules! set {
-                ($($f:ident),*) => { $( if let Some(v) = g.$f { gpu.$f = Some(v); } )* };
-            }
-            set!(util, tensor_active, temp_c, power_w, mem_used_mib, xid);
-            if let Some(ecc) = g.ecc {
-                gpu.ecc = ecc;
-            }
-            if let Some(job) = g.job {
-                if gpu.job != job {
-                    gpu.idle_since = None;
-                }
-                gpu.job = job;
-            }
-        }
+    /// Recomputes what is derived from the raw data after an update.
+    fn rederive(&mut self, jobs_changed: bool, dt: f64, telemetry: bool) {
+        self.rederive_with(jobs_changed, dt, telemetry, Samples::default());
     }
 
-    /// Adds `dt` seconds of GPU time (and utilisation-weighted time) to each running job.
-    fn accumulate_usage(&mut self, dt: f64) {
-        if dt <= 0.0 {
-            return;
-        }
-        for node in &self.nodes {
-            for gpu in &node.gpus {
-                let Some(id) = gpu.job else { continue };
-                if let Some(&j) = self.job_ix.get(&id) {
-                    let job = &mut self.jobs[j];
-                    job.gpu_seconds += dt;
-                    job.useful_gpu_seconds += dt * f64::from(gpu.util.unwrap_or(0)) / 100.0;
-                }
+    fn rederive_with(&mut self, jobs_changed: bool, dt: f64, telemetry: bool, samples: Samples) {
+        let (running, pending) = (self.totals.jobs_running, self.totals.jobs_pending);
+        let flags = fleet::pass(self, dt, telemetry, samples);
+        if jobs_changed || self.queue_stats.len() != self.queues.len() {
+            if self.waits_at.is_none_or(|t| self.now - t >= 60) {
+                self.waits = derive::wait_percentiles(self);
+                self.waits_at = Some(self.now);
             }
+            let (stats, running, pending) = derive::active_figures(self);
+            self.queue_stats = stats;
+            self.totals.jobs_running = running;
+            self.totals.jobs_pending = pending;
+        } else {
+            self.totals.jobs_running = running;
+            self.totals.jobs_pending = pending;
         }
-    }
-
-    fn track_idle(&mut self) {
-        let (now, limit) = (self.now, self.thresholds.idle_util_pct);
-        for gpu in self.nodes.iter_mut().flat_map(|n| n.gpus.iter_mut()) {
-            let idle = gpu.job.is_some() && gpu.util.is_some_and(|u| u < limit);
-            if !idle {
-                gpu.idle_since = None;
-            } else if gpu.idle_since.is_none() {
-                gpu.idle_since = Some(now);
-            }
-        }
-    }
-
-    fn push_node_history(&mut self) {
-        if self.node_history.len() != self.nodes.len() {
-            self.node_history.resize_with(self.nodes.len(), NodeHistory::default);
-        }
-        for (node, h) in self.nodes.iter().zip(&mut self.node_history) {
-            if h.gpu_util.len() != node.gpus.len() {
-                h.gpu_util = vec![Default::default(); node.gpus.len()];
-                h.gpu_temp = vec![Default::default(); node.gpus.len()];
-            }
-            let (mut sum, mut n) = (0u32, 0u32);
-            for (k, g) in node.gpus.iter().enumerate() {
-                if let Some(u) = g.util {
-                    h.gpu_util[k].push(u);
-                    sum += u32::from(u);
-                    n += 1;
-                }
-                if let Some(t) = g.temp_c {
-                    h.gpu_temp[k].push(t);
-                }
-            }
-            if let Some(mean) = sum.checked_div(n) {
-                h.util.push(mean as u8);
-            }
-            h.power_w.push(node.power_w());
-            h.port_errors
-                .push(node.ports.iter().map(|p| p.errors()).sum::<u64>().min(u32::MAX as u64) as u32);
-        }
-    }
-
-    /// Recomputes everything derived from the raw data: totals, queue statistics and
-    /// positions, incidents, and the cluster-wide history point.
-    fn rederive(&mut self) {
-        self.totals = derive::totals(self);
-        self.queue_stats = derive::queue_stats(self);
-        derive::assign_ranks(&mut self.jobs);
-        self.incidents = incidents::detect(self);
+        self.totals.jobs_failed = self.jobs_failed;
+        self.incidents = incidents::detect(self, &flags);
         let t = &self.totals;
         let h = &mut self.history;
         if let Some(u) = t.mean_util {
@@ -336,5 +386,64 @@ impl ClusterState {
         h.running.push(t.jobs_running);
         h.pending.push(t.jobs_pending);
         h.idle_alloc.push(t.gpus_idle_alloc);
+    }
+
+    /// Incident candidates without touching history or usage (for status changes).
+    fn flag_scan(&self) -> fleet::Flags {
+        fleet::flags_only(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Node samples of a delta and the node each belongs to.
+#[derive(Default)]
+pub(crate) struct Samples {
+    pub samples: Vec<NodeSample>,
+    /// Node index per sample; `usize::MAX`: skip.
+    pub at: Vec<usize>,
+}
+
+/// Applies one node's changes (`None` fields leave the node as it was).
+pub(crate) fn apply_node_sample(node: &mut Node, s: NodeSample) {
+    if let Some(state) = s.state {
+        node.state = state;
+    }
+    if let Some(reason) = s.reason {
+        node.reason = reason;
+    }
+    if let Some(v) = s.gpu_alloc {
+        node.gpu_alloc = v;
+    }
+    if let Some(v) = s.cpus_alloc {
+        node.cpus_alloc = v;
+    }
+    if let Some(v) = s.mem_alloc_mib {
+        node.mem_alloc_mib = v;
+    }
+    if let Some(ports) = s.ports {
+        node.ports = ports;
+    }
+    for (n, g) in s.gpus.into_iter().enumerate() {
+        // GPUs usually come in index order: try the same position first.
+        let pos = match node.gpus.get(n) {
+            Some(x) if x.index == g.index => Some(n),
+            _ => node.gpus.iter().position(|x| x.index == g.index),
+        };
+        let Some(gpu) = pos.map(|p| &mut node.gpus[p]) else { continue };
+        macro_rules! set {
+            ($($f:ident),*) => { $( if let Some(v) = g.$f { gpu.$f = Some(v); } )* };
+        }
+        set!(util, tensor_active, temp_c, power_w, mem_used_mib, xid);
+        if let Some(ecc) = g.ecc {
+            gpu.ecc = ecc;
+        }
+        if let Some(job) = g.job {
+            if gpu.job != job {
+                gpu.idle_since = None;
+            }
+            gpu.job = job;
+        }
     }
 }

@@ -144,16 +144,13 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             ),
         ),
     ];
-    if let Some(h) = s.node_history.get(ni) {
-        let w = (width as usize).saturating_sub(14).min(120);
+    let w = (width as usize).saturating_sub(14).min(120);
+    let errs = s.node_port_error_history(ni, w);
+    if !errs.is_empty() {
         out.push(section(cx, "node port errors (all ports)"));
-        let max = h.port_errors.tail(w).max().unwrap_or(1);
-        out.push(spark_line(
-            cx,
-            "errors",
-            cx.glyphs.spark(h.port_errors.tail(w), max),
-            h.port_errors.last().map(|v| format!(" {v}")),
-        ));
+        let max = errs.iter().copied().max().unwrap_or(1);
+        let last = errs.last().map(|v| format!(" {v}"));
+        out.push(spark_line(cx, "errors", cx.glyphs.spark(errs.into_iter(), max), last));
     }
     out
 }

@@ -172,25 +172,15 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             ),
         ));
     }
-    if let Some(h) = s.node_history.get(ni) {
-        let w = (width as usize).saturating_sub(14).min(120);
+    let w = (width as usize).saturating_sub(14).min(120);
+    let util = s.gpu_util_history(ni, gi, w);
+    let temp = s.gpu_temp_history(ni, gi, w);
+    if !util.is_empty() || !temp.is_empty() {
         out.push(section(cx, "history"));
-        if let Some(r) = h.gpu_util.get(gi) {
-            out.push(spark_line(
-                cx,
-                "util",
-                cx.glyphs.spark(r.tail(w).map(u32::from), 100),
-                r.last().map(|v| format!(" {v}%")),
-            ));
-        }
-        if let Some(r) = h.gpu_temp.get(gi) {
-            out.push(spark_line(
-                cx,
-                "temp",
-                cx.glyphs.spark(r.tail(w).map(u32::from), 100),
-                r.last().map(|v| format!(" {v}C")),
-            ));
-        }
+        let last = util.last().map(|v| format!(" {v}%"));
+        out.push(spark_line(cx, "util", cx.glyphs.spark(util.into_iter().map(u32::from), 100), last));
+        let last = temp.last().map(|v| format!(" {v}C"));
+        out.push(spark_line(cx, "temp", cx.glyphs.spark(temp.into_iter().map(u32::from), 100), last));
     }
     out
 }

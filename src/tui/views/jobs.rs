@@ -254,14 +254,15 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             })
             .collect();
         if !series.is_empty() {
-            let mean: Vec<u32> = (0..w)
-                .rev()
-                .filter_map(|back| {
-                    let vals: Vec<u32> = series
+            let hist: Vec<Vec<u8>> = series.iter().map(|&(i, k)| s.gpu_util_history(i, k, w)).collect();
+            let len = hist.iter().map(Vec::len).max().unwrap_or(0);
+            // Mean over the job's GPUs at each point, newest aligned to the right.
+            let mean: Vec<u32> = (0..len)
+                .filter_map(|p| {
+                    let vals: Vec<u32> = hist
                         .iter()
-                        .filter_map(|&(i, k)| {
-                            let r = s.node_history.get(i)?.gpu_util.get(k)?;
-                            r.len().checked_sub(back + 1).and_then(|_| r.tail(back + 1).next()).map(u32::from)
+                        .filter_map(|h| {
+                            (p + h.len()).checked_sub(len).and_then(|q| h.get(q)).map(|v| u32::from(*v))
                         })
                         .collect();
                     (!vals.is_empty()).then(|| vals.iter().sum::<u32>() / vals.len() as u32)

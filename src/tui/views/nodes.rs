@@ -163,20 +163,14 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         Span::styled(format!("{} cuda {}", opt(n.driver.as_deref()), opt(n.cuda.as_deref())), t.text),
     ));
     let w = (width as usize).saturating_sub(14).min(120);
-    if let Some(h) = s.node_index(&n.name).and_then(|i| s.node_history.get(i)) {
-        out.push(spark_line(
-            cx,
-            "util",
-            g.spark(h.util.tail(w).map(u32::from), 100),
-            h.util.last().map(|v| format!(" {v}%")),
-        ));
-        let maxp = h.power_w.tail(w).max().unwrap_or(1);
-        out.push(spark_line(
-            cx,
-            "power",
-            g.spark(h.power_w.tail(w), maxp),
-            h.power_w.last().map(|v| format!(" {:.1}kW", v as f64 / 1000.0)),
-        ));
+    if let Some(i) = s.node_index(&n.name) {
+        let util = s.node_util_history(i, w);
+        let last = util.last().map(|v| format!(" {v}%"));
+        out.push(spark_line(cx, "util", g.spark(util.into_iter().map(u32::from), 100), last));
+        let power = s.node_power_history(i, w);
+        let maxp = power.iter().copied().max().unwrap_or(1);
+        let last = power.last().map(|v| format!(" {:.1}kW", *v as f64 / 1000.0));
+        out.push(spark_line(cx, "power", g.spark(power.into_iter(), maxp), last));
     }
     out.push(section(cx, "GPUs"));
     for gpu in &n.gpus {

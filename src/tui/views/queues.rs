@@ -70,7 +70,7 @@ impl TableSource for QueuesTable {
             6 => n(|x| i64::from(x.running_gpus)),
             7 => n(|x| x.wait_p50_s.unwrap_or(-1)),
             8 => n(|x| x.wait_p90_s.unwrap_or(-1)),
-            _ => n(|x| x.oldest_pending_s.unwrap_or(-1)),
+            _ => SortKey::Int(st.and_then(|x| x.oldest_submit).map_or(-1, |t| s.now - t)),
         }
     }
 
@@ -89,7 +89,7 @@ impl TableSource for QueuesTable {
             Span::styled(st.running_gpus.to_string(), t.dim),
             Span::styled(d(st.wait_p50_s), t.text),
             Span::styled(d(st.wait_p90_s), t.text),
-            Span::styled(d(st.oldest_pending_s), t.text),
+            Span::styled(d(st.oldest_submit.map(|t| cx.s.now - t)), t.text),
         ]
     }
 }

@@ -1,0 +1,162 @@
+//! One walk over every node, GPU and port after an update: GPU-time accounting for jobs, idle
+//! tracking, a history row, the fleet totals and the list of incident candidates.
+
+use super::Samples;
+use super::history::NONE_U8;
+use super::{ClusterState, Thresholds, Totals};
+use crate::model::{Epoch, FabricPort, Gpu, JobId, NodeState, PortState};
+
+/// Where incidents may be: found during the walk, turned into incidents afterwards.
+#[derive(Debug, Default)]
+pub(super) struct Flags {
+    pub nodes: Vec<usize>,
+    pub gpus: Vec<(usize, usize)>,
+    pub ports: Vec<(usize, usize)>,
+}
+
+fn gpu_flagged(g: &Gpu, now: Epoch, th: &Thresholds) -> bool {
+    g.xid.is_some()
+        || g.ecc.dbe > 0
+        || g.temp_c.is_some_and(|t| t >= th.hot_temp_c)
+        || g.idle_since.is_some_and(|s| now - s >= th.idle_after_s)
+}
+
+pub(super) fn port_flagged(p: &FabricPort, th: &Thresholds) -> bool {
+    p.state != PortState::Active || p.flaps >= th.flap_count || p.symbol_errors + p.rcv_errors > 1000
+}
+
+/// Flags only, for updates that change no data (a source's status).
+pub(super) fn flags_only(s: &ClusterState) -> Flags {
+    let mut f = Flags::default();
+    for (ni, n) in s.nodes.iter().enumerate() {
+        if n.state.is_unhealthy() {
+            f.nodes.push(ni);
+        }
+        f.gpus.extend(
+            n.gpus
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| gpu_flagged(g, s.now, &s.thresholds))
+                .map(|(k, _)| (ni, k)),
+        );
+        f.ports.extend(
+            n.ports.iter().enumerate().filter(|(_, p)| port_flagged(p, &s.thresholds)).map(|(k, _)| (ni, k)),
+        );
+    }
+    f
+}
+
+/// The fused walk. With `telemetry`, also accounts `dt` seconds of GPU time to jobs, tracks
+/// idle allocated GPUs and writes a history row.
+pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, samples: Samples) -> Flags {
+    let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, .. } = s;
+    let mut samples =
+        samples.at.into_iter().zip(samples.samples).filter(|(i, _)| *i != usize::MAX).peekable();
+    let now = *now;
+    let mut flags = Flags::default();
+    let mut t = Totals { nodes: nodes.len() as u32, ..Totals::default() };
+    let (mut util_sum, mut util_n) = (0u64, 0u64);
+    let mut rows = telemetry.then(|| {
+        (
+            fleet.gpu_util.next_row(),
+            fleet.gpu_temp.next_row(),
+            fleet.node_util.next_row(),
+            fleet.node_power_w.next_row(),
+            fleet.node_port_errors.next_row(),
+        )
+    });
+    for (ni, node) in nodes.iter_mut().enumerate() {
+        if samples.peek().is_some_and(|(i, _)| *i == ni)
+            && let Some((_, sample)) = samples.next()
+        {
+            super::apply_node_sample(node, sample);
+        }
+        match node.state {
+            NodeState::Down | NodeState::Unknown => {
+                t.nodes_down += 1;
+                flags.nodes.push(ni);
+            }
+            NodeState::Drained | NodeState::Draining | NodeState::Cordoned | NodeState::Maintenance => {
+                t.nodes_drained += 1
+            }
+            _ => t.nodes_schedulable += 1,
+        }
+        t.gpus += node.gpu_slots;
+        t.gpus_alloc += node.gpu_alloc;
+        let mut port_errors = 0u64;
+        for (pi, p) in node.ports.iter().enumerate() {
+            t.ports += 1;
+            if p.state != PortState::Active {
+                t.ports_down += 1;
+            }
+            port_errors += p.errors();
+            if port_flagged(p, th) {
+                flags.ports.push((ni, pi));
+            }
+        }
+        let base = gpu_base.get(ni).copied();
+        let (mut node_sum, mut node_n, mut node_power) = (0u32, 0u32, 0u32);
+        // GPUs of one job sit next to each other: remember the last job's index.
+        let mut last: Option<(JobId, usize)> = None;
+        for (k, g) in node.gpus.iter_mut().enumerate() {
+            if telemetry {
+                let idle = g.job.is_some() && g.util.is_some_and(|u| u < th.idle_util_pct);
+                if !idle {
+                    g.idle_since = None;
+                } else if g.idle_since.is_none() {
+                    g.idle_since = Some(now);
+                }
+                if dt > 0.0
+                    && let Some(id) = g.job
+                {
+                    let ix = match last {
+                        Some((lid, ix)) if lid == id => Some(ix),
+                        _ => job_ix.get(&id).copied(),
+                    };
+                    if let Some(ix) = ix {
+                        last = Some((id, ix));
+                        let j = &mut jobs[ix];
+                        j.gpu_seconds += dt;
+                        j.useful_gpu_seconds += dt * f64::from(g.util.unwrap_or(0)) / 100.0;
+                    }
+                }
+                if let (Some((gu, gt, ..)), Some(b)) = (rows.as_mut(), base)
+                    && let (Some(u), Some(c)) = (gu.get_mut(b + k), gt.get_mut(b + k))
+                {
+                    *u = g.util.map_or(NONE_U8, |v| v.min(100));
+                    *c = g.temp_c.map_or(NONE_U8, |v| v.min(254));
+                }
+            }
+            if g.is_failed() {
+                t.gpus_failed += 1;
+            }
+            if g.temp_c.is_some_and(|c| c >= th.hot_temp_c) {
+                t.gpus_hot += 1;
+            }
+            if g.idle_since.is_some_and(|since| now - since >= th.idle_after_s) {
+                t.gpus_idle_alloc += 1;
+            }
+            if let Some(u) = g.util {
+                node_sum += u32::from(u);
+                node_n += 1;
+            }
+            node_power += u32::from(g.power_w.unwrap_or(0));
+            if gpu_flagged(g, now, th) {
+                flags.gpus.push((ni, k));
+            }
+        }
+        util_sum += u64::from(node_sum);
+        util_n += u64::from(node_n);
+        t.power_w += u64::from(node_power);
+        if let Some((_, _, nu, np, ne)) = rows.as_mut()
+            && let (Some(u), Some(p), Some(e)) = (nu.get_mut(ni), np.get_mut(ni), ne.get_mut(ni))
+        {
+            *u = node_sum.checked_div(node_n).map_or(NONE_U8, |m| m as u8);
+            *p = node_power;
+            *e = port_errors.min(u64::from(u32::MAX - 1)) as u32;
+        }
+    }
+    t.mean_util = (util_n > 0).then(|| util_sum as f32 / util_n as f32);
+    s.totals = t;
+    flags
+}
