@@ -1,6 +1,6 @@
 //! Jobs: every job with its state, queue position and pending reason.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
 use super::super::widgets::{ago, dur, money, opt, safe, ts, untrusted};
 use super::detail::{kv, section, spark_line};
 use crate::model::{Job, JobState, gpu_hours_cost, pending_reason_text};
@@ -91,6 +91,12 @@ impl TableSource for JobsTable {
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
         let s = cx.s;
         job_text(job(s, key))
+    }
+
+    fn text_matches(&self, cx: &Cx<'_>, key: RowKey, needle: &str) -> bool {
+        let j = job(cx.s, key);
+        [&j.name, &j.user, &j.account, &j.queue].iter().any(|h| contains_ci(h, needle))
+            || (needle.bytes().all(|b| b.is_ascii_digit()) && j.id.to_string().contains(needle))
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {

@@ -59,11 +59,30 @@ pub enum SortKey<'a> {
 }
 
 impl SortKey<'_> {
+    fn owned(&self) -> OwnedKey {
+        match self {
+            SortKey::Int(v) => OwnedKey::Int(*v),
+            SortKey::Float(v) => OwnedKey::Float(*v),
+            // Short strings stay inline: no allocation per row.
+            SortKey::Str(v) => OwnedKey::Str(crate::model::Text::from(*v)),
+        }
+    }
+}
+
+/// A sort key copied out of the state, so sorting touches only the key vector.
+#[derive(Debug, Clone, PartialEq)]
+enum OwnedKey {
+    Int(i64),
+    Float(f64),
+    Str(crate::model::Text),
+}
+
+impl OwnedKey {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
-            (SortKey::Int(a), SortKey::Int(b)) => a.cmp(b),
-            (SortKey::Float(a), SortKey::Float(b)) => a.total_cmp(b),
-            (SortKey::Str(a), SortKey::Str(b)) => a.cmp(b),
+            (OwnedKey::Int(a), OwnedKey::Int(b)) => a.cmp(b),
+            (OwnedKey::Float(a), OwnedKey::Float(b)) => a.total_cmp(b),
+            (OwnedKey::Str(a), OwnedKey::Str(b)) => a.cmp(b),
             _ => Ordering::Equal,
         }
     }
@@ -116,7 +135,7 @@ impl Filter {
     pub fn matches<S: TableSource + ?Sized>(&self, src: &S, cx: &Cx<'_>, key: RowKey) -> bool {
         self.terms.iter().all(|t| {
             let hit = match &t.key {
-                None => src.text(cx, key).iter().any(|h| contains_ci(h, &t.value)),
+                None => src.text_matches(cx, key, &t.value),
                 Some(k) => src.field(cx, key, k).is_some_and(|v| {
                     if t.exact { v.eq_ignore_ascii_case(&t.value) } else { contains_ci(&v, &t.value) }
                 }),
@@ -147,6 +166,11 @@ pub trait TableSource {
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>);
     /// Text searched by a plain filter term.
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>>;
+    /// Whether a plain filter term (lowercase) occurs in the row's text. Views with many rows
+    /// override it to avoid building the text.
+    fn text_matches(&self, cx: &Cx<'_>, key: RowKey, needle: &str) -> bool {
+        self.text(cx, key).iter().any(|h| contains_ci(h, needle))
+    }
     /// A named field (or label) for `key=value` filters.
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>>;
     fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, col: usize) -> SortKey<'a>;
@@ -202,11 +226,23 @@ impl TableState {
         if self.sorted_for != Some(sort_for) {
             self.sorted.clear();
             src.keys(cx, &mut self.sorted);
-            let (col, desc) = (self.sort_col, self.desc);
-            self.sorted.sort_by(|&a, &b| {
-                let o = src.sort_key(cx, a, col).cmp(&src.sort_key(cx, b, col));
-                if desc { o.reverse() } else { o }
-            });
+            // Extract every key once, in row order (sequential reads), then sort the compact
+            // (key, position) pairs: no lookups into the state during the sort itself. The
+            // position breaks ties, so equal keys keep their natural order.
+            let col = self.sort_col;
+            let mut keyed: Vec<(OwnedKey, u32)> = self
+                .sorted
+                .iter()
+                .enumerate()
+                .map(|(pos, &k)| (src.sort_key(cx, k, col).owned(), pos as u32))
+                .collect();
+            if self.desc {
+                keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            } else {
+                keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+            }
+            let natural = std::mem::take(&mut self.sorted);
+            self.sorted = keyed.into_iter().map(|(_, pos)| natural[pos as usize]).collect();
             self.sorted_for = Some(sort_for);
         }
         self.rows.clear();
