@@ -21,6 +21,9 @@ pub struct Totals {
     pub power_w: u64,
     pub ports: u32,
     pub ports_down: u32,
+    pub ports_flapping: u32,
+    /// Symbol + receive errors + transmit discards over every port.
+    pub port_errors: u64,
     pub jobs_running: u32,
     pub jobs_pending: u32,
     pub jobs_failed: u32,

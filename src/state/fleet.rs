@@ -90,6 +90,9 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, samples: Samp
                 t.ports_down += 1;
             }
             port_errors += p.errors();
+            if p.flaps >= th.flap_count {
+                t.ports_flapping += 1;
+            }
             if port_flagged(p, th) {
                 flags.ports.push((ni, pi));
             }
@@ -145,6 +148,7 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, samples: Samp
                 flags.gpus.push((ni, k));
             }
         }
+        t.port_errors += port_errors;
         util_sum += u64::from(node_sum);
         util_n += u64::from(node_n);
         t.power_w += u64::from(node_power);

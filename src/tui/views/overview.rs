@@ -174,7 +174,7 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
     let flapping =
         s.nodes.iter().flat_map(|n| &n.ports).filter(|p| p.flaps >= s.thresholds.flap_count).count() as u32;
     let (ns, nst) = status(tt.ports_down > 0, flapping > 0);
-    let errs: u64 = s.nodes.iter().flat_map(|n| &n.ports).map(|p| p.errors()).sum();
+    let errs = tt.port_errors;
     let network = vec![
         Line::from(vec![
             Span::styled("ports ", t.dim),
