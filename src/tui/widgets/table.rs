@@ -10,7 +10,6 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use std::borrow::Cow;
-use std::cmp::Ordering;
 use unicode_width::UnicodeWidthStr;
 
 /// Identifies a row: an index (or packed pair of indices) into the state.
@@ -51,41 +50,84 @@ impl Column {
 }
 
 /// A value to sort by.
-#[derive(Debug, Clone, PartialEq, PartialOrd)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SortKey<'a> {
     Int(i64),
     Float(f64),
     Str(&'a str),
 }
 
-impl SortKey<'_> {
-    fn owned(&self) -> OwnedKey {
-        match self {
-            SortKey::Int(v) => OwnedKey::Int(*v),
-            SortKey::Float(v) => OwnedKey::Float(*v),
-            // Short strings stay inline: no allocation per row.
-            SortKey::Str(v) => OwnedKey::Str(crate::model::Text::from(*v)),
-        }
-    }
+/// Maps an `f64` to an `i64` with the same order (IEEE total order).
+fn float_bits(f: f64) -> i64 {
+    let b = f.to_bits() as i64;
+    b ^ ((((b >> 63) as u64) >> 1) as i64)
 }
 
-/// A sort key copied out of the state, so sorting touches only the key vector.
-#[derive(Debug, Clone, PartialEq)]
-enum OwnedKey {
-    Int(i64),
-    Float(f64),
-    Str(crate::model::Text),
+/// The first 16 bytes of a string, zero-padded: compares like the string when they differ.
+fn prefix(s: &str) -> [u8; 16] {
+    let mut p = [0u8; 16];
+    let n = s.len().min(16);
+    p[..n].copy_from_slice(&s.as_bytes()[..n]);
+    p
 }
 
-impl OwnedKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (OwnedKey::Int(a), OwnedKey::Int(b)) => a.cmp(b),
-            (OwnedKey::Float(a), OwnedKey::Float(b)) => a.total_cmp(b),
-            (OwnedKey::Str(a), OwnedKey::Str(b)) => a.cmp(b),
-            _ => Ordering::Equal,
+/// Positions of `keys` in sorted order, ties in natural order. Keys are extracted once, in row
+/// order, into compact integer or byte-prefix vectors, so the sort never touches the state:
+/// numbers sort as `(i64, position)`, strings by a 16-byte prefix with the full string
+/// compared only inside runs that share a prefix.
+fn sort_order<S: TableSource + ?Sized>(src: &S, cx: &Cx<'_>, keys: &[RowKey], col: usize, desc: bool) -> Vec<u32> {
+    let Some(&first) = keys.first() else { return Vec::new() };
+    if let SortKey::Str(_) = src.sort_key(cx, first, col) {
+        let strs: Vec<&str> = keys
+            .iter()
+            .map(|&k| match src.sort_key(cx, k, col) {
+                SortKey::Str(v) => v,
+                _ => "",
+            })
+            .collect();
+        let mut v: Vec<([u8; 16], u32)> = strs
+            .iter()
+            .enumerate()
+            .map(|(i, st)| {
+                let mut p = prefix(st);
+                if desc {
+                    p.iter_mut().for_each(|b| *b = !*b);
+                }
+                (p, i as u32)
+            })
+            .collect();
+        v.sort_unstable();
+        // Runs with one prefix: order by the whole string (only long strings differ there).
+        let mut start = 0;
+        while start < v.len() {
+            let mut end = start + 1;
+            while end < v.len() && v[end].0 == v[start].0 {
+                end += 1;
+            }
+            if end - start > 1 && strs[v[start].1 as usize].len() > 16 {
+                v[start..end].sort_by(|a, b| {
+                    let o = strs[a.1 as usize].cmp(strs[b.1 as usize]);
+                    (if desc { o.reverse() } else { o }).then(a.1.cmp(&b.1))
+                });
+            }
+            start = end;
         }
+        return v.into_iter().map(|(_, i)| i).collect();
     }
+    let mut v: Vec<(i64, u32)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let n = match src.sort_key(cx, k, col) {
+                SortKey::Int(n) => n,
+                SortKey::Float(f) => float_bits(f),
+                SortKey::Str(_) => 0,
+            };
+            (if desc { !n } else { n }, i as u32)
+        })
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, i)| i).collect()
 }
 
 /// A parsed filter: space-separated terms that must all match. `text` matches a substring of
@@ -226,23 +268,9 @@ impl TableState {
         if self.sorted_for != Some(sort_for) {
             self.sorted.clear();
             src.keys(cx, &mut self.sorted);
-            // Extract every key once, in row order (sequential reads), then sort the compact
-            // (key, position) pairs: no lookups into the state during the sort itself. The
-            // position breaks ties, so equal keys keep their natural order.
-            let col = self.sort_col;
-            let mut keyed: Vec<(OwnedKey, u32)> = self
-                .sorted
-                .iter()
-                .enumerate()
-                .map(|(pos, &k)| (src.sort_key(cx, k, col).owned(), pos as u32))
-                .collect();
-            if self.desc {
-                keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            } else {
-                keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-            }
+            let order = sort_order(src, cx, &self.sorted, self.sort_col, self.desc);
             let natural = std::mem::take(&mut self.sorted);
-            self.sorted = keyed.into_iter().map(|(_, pos)| natural[pos as usize]).collect();
+            self.sorted = order.into_iter().map(|pos| natural[pos as usize]).collect();
             self.sorted_for = Some(sort_for);
         }
         self.rows.clear();
@@ -451,6 +479,21 @@ mod tests {
         assert_eq!(fit(&COLS, 40), vec![0, 1, 2]);
         assert_eq!(fit(&COLS, 25), vec![0, 2]);
         assert_eq!(fit(&COLS, 5), vec![0]);
+    }
+
+    #[test]
+    fn float_bits_keep_the_order() {
+        let v = [-1e9, -2.5, -0.0, 0.0, 1e-9, 3.0, f64::INFINITY];
+        for w in v.windows(2) {
+            assert!(float_bits(w[0]) <= float_bits(w[1]), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn prefixes_order_like_strings() {
+        assert!(prefix("ab") < prefix("abc"));
+        assert!(prefix("abd") > prefix("abc"));
+        assert_eq!(prefix("0123456789abcdefX"), prefix("0123456789abcdefY"));
     }
 
     #[test]
