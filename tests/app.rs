@@ -222,7 +222,12 @@ fn cost_window_changes_the_totals() {
 fn long_names_sharing_a_prefix_sort_by_the_whole_name_both_ways() {
     let mut a = app();
     let base = a.state().jobs[0].clone();
-    let names = ["experiment-sweep-lr-0.003", "experiment-sweep-lr-0.0001", "experiment-sweep-lr-0.02", "experiment-sweep"];
+    let names = [
+        "experiment-sweep-lr-0.003",
+        "experiment-sweep-lr-0.0001",
+        "experiment-sweep-lr-0.02",
+        "experiment-sweep",
+    ];
     let jobs: Vec<_> = names
         .iter()
         .enumerate()
@@ -237,15 +242,21 @@ fn long_names_sharing_a_prefix_sort_by_the_whole_name_both_ways() {
     a.update(Msg::Update(Update::Delta(Box::new(Delta { at, jobs_upsert: jobs, ..Default::default() }))));
     typed(&mut a, ":jobs experiment-sweep\r>");
     a.prepare();
-    let got: Vec<String> =
-        a.ui.tables[TableId::Jobs as usize].rows.iter().map(|&k| a.state().jobs[k as usize].name.to_string()).collect();
+    let got: Vec<String> = a.ui.tables[TableId::Jobs as usize]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].name.to_string())
+        .collect();
     let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     want.sort();
     assert_eq!(got, want);
     typed(&mut a, "s");
     a.prepare();
-    let got: Vec<String> =
-        a.ui.tables[TableId::Jobs as usize].rows.iter().map(|&k| a.state().jobs[k as usize].name.to_string()).collect();
+    let got: Vec<String> = a.ui.tables[TableId::Jobs as usize]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].name.to_string())
+        .collect();
     want.reverse();
     assert_eq!(got, want);
 }

@@ -51,6 +51,9 @@ pub struct GpuSample {
     pub job: Option<Option<JobId>>,
 }
 
+/// The GPU samples of one node.
+pub type GpuSamples = smallvec::SmallVec<[GpuSample; 8]>;
+
 /// Changes to one node; `None` leaves a field as it was.
 #[derive(Debug, Clone, Default)]
 pub struct NodeSample {
@@ -60,7 +63,8 @@ pub struct NodeSample {
     pub gpu_alloc: Option<u32>,
     pub cpus_alloc: Option<u32>,
     pub mem_alloc_mib: Option<u64>,
-    pub gpus: Vec<GpuSample>,
+    /// Inline for up to 8 GPUs: a delta for 10,000 nodes is one allocation, not 10,000.
+    pub gpus: GpuSamples,
     /// Replaces the node's ports when present.
     pub ports: Option<Vec<FabricPort>>,
 }

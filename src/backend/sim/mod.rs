@@ -821,7 +821,7 @@ impl Sim {
         let (mut util_sum, mut util_n) = (0.0f64, 0u32);
         for (i, node) in nodes.iter_mut().enumerate() {
             let spec = node.spec();
-            let mut samples = Vec::new();
+            let mut samples = crate::backend::GpuSamples::new();
             let mut node_util = 0.0f32;
             if node.state != NodeState::Down {
                 samples.reserve_exact(gpn);

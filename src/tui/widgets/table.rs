@@ -75,7 +75,13 @@ fn prefix(s: &str) -> [u8; 16] {
 /// order, into compact integer or byte-prefix vectors, so the sort never touches the state:
 /// numbers sort as `(i64, position)`, strings by a 16-byte prefix with the full string
 /// compared only inside runs that share a prefix.
-fn sort_order<S: TableSource + ?Sized>(src: &S, cx: &Cx<'_>, keys: &[RowKey], col: usize, desc: bool) -> Vec<u32> {
+fn sort_order<S: TableSource + ?Sized>(
+    src: &S,
+    cx: &Cx<'_>,
+    keys: &[RowKey],
+    col: usize,
+    desc: bool,
+) -> Vec<u32> {
     let Some(&first) = keys.first() else { return Vec::new() };
     if let SortKey::Str(_) = src.sort_key(cx, first, col) {
         let strs: Vec<&str> = keys
