@@ -44,6 +44,30 @@ pub struct QueueStats {
     pub oldest_submit: Option<Epoch>,
 }
 
+/// What queue figures and ranks need of an active job.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ActiveJob {
+    queue: Text,
+    state: JobState,
+    gpus: u32,
+    priority: u32,
+    submit: Epoch,
+    position: Option<u32>,
+}
+
+impl ActiveJob {
+    pub(super) fn of(j: &crate::model::Job) -> Self {
+        ActiveJob {
+            queue: j.queue.clone(),
+            state: j.state,
+            gpus: j.gpus,
+            priority: j.priority,
+            submit: j.submit,
+            position: j.position,
+        }
+    }
+}
+
 /// p50/p90 of start − submit per queue for jobs that started in the last day (a full pass
 /// over all jobs; the caller runs it at most once a minute).
 pub(super) fn wait_percentiles(s: &ClusterState) -> super::Map<Text, (i64, i64)> {
@@ -84,27 +108,18 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
     out.sort_by(|a, b| a.name.cmp(&b.name));
     let (mut running, mut pending) = (0, 0);
     // Plain tuples sort without chasing pointers: (queue group, position, -priority, submit,
-    // id, index). Groups number the queues of pending jobs, known to `queues` or not.
-    let mut waiting: Vec<(usize, u32, i64, i64, u64, usize)> = Vec::new();
+    // id). Groups number the queues of pending jobs, known to `queues` or not.
+    let mut waiting: Vec<(usize, u32, i64, i64, u64)> = Vec::new();
     {
         let mut groups: HashMap<&str, usize> = HashMap::new();
-        for id in &s.active {
-            let Some(i) = s.job_index(*id) else { continue };
-            let j = &s.jobs[i];
+        for (&id, j) in &s.active {
             let q = out.binary_search_by(|q| q.name.as_str().cmp(j.queue.as_str())).ok();
             match j.state {
                 JobState::Pending => {
                     pending += 1;
                     let next = groups.len();
                     let g = *groups.entry(j.queue.as_str()).or_insert(next);
-                    waiting.push((
-                        g,
-                        j.position.unwrap_or(u32::MAX),
-                        -i64::from(j.priority),
-                        j.submit,
-                        j.id,
-                        i,
-                    ));
+                    waiting.push((g, j.position.unwrap_or(u32::MAX), -i64::from(j.priority), j.submit, id));
                     if let Some(qs) = q.map(|q| &mut out[q]) {
                         qs.pending += 1;
                         qs.pending_gpus += j.gpus;
@@ -124,12 +139,14 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
     }
     waiting.sort_unstable();
     let (mut prev, mut rank) = (usize::MAX, 0u32);
-    for &(g, pos, .., i) in &waiting {
+    for &(g, pos, _, _, id) in &waiting {
         if g != prev {
             (prev, rank) = (g, 0);
         }
         rank += 1;
-        s.jobs[i].rank = Some(if pos == u32::MAX { rank } else { pos });
+        if let Some(i) = s.job_index(id) {
+            s.jobs[i].rank = Some(if pos == u32::MAX { rank } else { pos });
+        }
     }
     (out, running, pending)
 }

@@ -48,10 +48,10 @@ pub(super) fn flags_only(s: &ClusterState) -> Flags {
 
 /// The fused walk. With `telemetry`, also accounts `dt` seconds of GPU time to jobs, tracks
 /// idle allocated GPUs and writes a history row.
-pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, samples: Samples) -> Flags {
+pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: Samples) -> Flags {
     let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, .. } = s;
-    let mut samples =
-        samples.at.into_iter().zip(samples.samples).filter(|(i, _)| *i != usize::MAX).peekable();
+    // Cursor into the samples (ascending node indexes; usize::MAX entries are skipped).
+    let mut next = 0;
     let now = *now;
     let mut flags = Flags::default();
     let mut t = Totals { nodes: nodes.len() as u32, ..Totals::default() };
@@ -66,10 +66,12 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, samples: Samp
         )
     });
     for (ni, node) in nodes.iter_mut().enumerate() {
-        if samples.peek().is_some_and(|(i, _)| *i == ni)
-            && let Some((_, sample)) = samples.next()
-        {
-            super::apply_node_sample(node, sample);
+        while samples.at.get(next).is_some_and(|&i| i == usize::MAX) {
+            next += 1;
+        }
+        if samples.at.get(next) == Some(&ni) {
+            super::apply_node_sample(node, &mut samples.samples[next]);
+            next += 1;
         }
         match node.state {
             NodeState::Down | NodeState::Unknown => {

@@ -17,12 +17,11 @@ pub use incidents::{Incident, Plane, Severity};
 use crate::backend::{Delta, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{Epoch, Filesystem, Job, JobId, JobState, Node, PriceCard, Queue, Quota, Text};
 use history::{ClusterHistory, FleetHistory, NONE_U8, StorageHistory};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Fast, seeded hashing for the state's indexes (keys come from the cluster, so not
 /// predictable-by-attacker-free; foldhash's per-process seed keeps it DoS-resistant enough).
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-type Set<K> = HashSet<K, foldhash::fast::RandomState>;
 
 /// Thresholds for derived incidents.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,8 +57,9 @@ pub struct ClusterState {
     gpu_base: Vec<usize>,
     pub jobs: Vec<Job>,
     job_ix: Map<JobId, usize>,
-    /// Pending, running and completing jobs: what ranks and queue counts are made of.
-    active: Set<JobId>,
+    /// Pending, running and completing jobs, in compact form: what ranks and queue counts are
+    /// made of, without touching the (large) job records.
+    active: Map<JobId, derive::ActiveJob>,
     jobs_failed: u32,
     pub queues: Vec<Queue>,
     pub quotas: Vec<Quota>,
@@ -199,7 +199,12 @@ impl ClusterState {
             jobs.iter_mut().for_each(|j| j.rank = None);
             self.jobs = jobs;
             self.job_ix = self.jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect();
-            self.active = self.jobs.iter().filter(|j| j.state.is_active()).map(|j| j.id).collect();
+            self.active = self
+                .jobs
+                .iter()
+                .filter(|j| j.state.is_active())
+                .map(|j| (j.id, derive::ActiveJob::of(j)))
+                .collect();
             self.jobs_failed = self.jobs.iter().filter(|j| j.state.is_failure()).count() as u32;
             self.waits_at = None;
         }
@@ -296,7 +301,7 @@ impl ClusterState {
             hint = i + 1;
             if last.is_some_and(|l| l >= i) {
                 // Out of order: apply it now; the walk only takes ascending node indexes.
-                apply_node_sample(&mut self.nodes[i], std::mem::take(sample));
+                apply_node_sample(&mut self.nodes[i], sample);
                 at.push(usize::MAX);
             } else {
                 last = Some(i);
@@ -306,18 +311,23 @@ impl ClusterState {
         Samples { samples: d.nodes, at }
     }
 
-    /// Keeps the active set and the failed-job count in step with a job entering (`sign` 1)
-    /// or leaving (`sign` -1) the state.
-    fn count_job(&mut self, id: JobId, state: JobState, sign: i32) {
+    /// Keeps the active set and the failed-job count in step with a job leaving the state.
+    fn uncount_job(&mut self, id: JobId, state: JobState) {
         if state.is_failure() {
-            self.jobs_failed = self.jobs_failed.saturating_add_signed(sign);
+            self.jobs_failed = self.jobs_failed.saturating_sub(1);
         }
         if state.is_active() {
-            if sign > 0 {
-                self.active.insert(id);
-            } else {
-                self.active.remove(&id);
-            }
+            self.active.remove(&id);
+        }
+    }
+
+    /// … and with a job entering it.
+    fn count_job(&mut self, job: &Job) {
+        if job.state.is_failure() {
+            self.jobs_failed += 1;
+        }
+        if job.state.is_active() {
+            self.active.insert(job.id, derive::ActiveJob::of(job));
         }
     }
 
@@ -325,10 +335,9 @@ impl ClusterState {
         job.rank = None;
         match self.job_ix.get(&job.id).copied() {
             Some(i) => {
-                let (id, state) = (job.id, job.state);
+                self.uncount_job(self.jobs[i].id, self.jobs[i].state);
+                self.count_job(&job);
                 let old = std::mem::replace(&mut self.jobs[i], job);
-                self.count_job(old.id, old.state, -1);
-                self.count_job(id, state, 1);
                 // Usage accumulates here; a backend that knows better (accounting) sends it.
                 let j = &mut self.jobs[i];
                 if j.gpu_seconds == 0.0 {
@@ -337,7 +346,7 @@ impl ClusterState {
                 }
             }
             None => {
-                self.count_job(job.id, job.state, 1);
+                self.count_job(&job);
                 self.job_ix.insert(job.id, self.jobs.len());
                 self.jobs.push(job);
             }
@@ -347,7 +356,7 @@ impl ClusterState {
     fn remove_job(&mut self, id: JobId) {
         if let Some(i) = self.job_ix.remove(&id) {
             let old = self.jobs.swap_remove(i);
-            self.count_job(old.id, old.state, -1);
+            self.uncount_job(old.id, old.state);
             if let Some(moved) = self.jobs.get(i) {
                 self.job_ix.insert(moved.id, i);
             }
@@ -406,11 +415,11 @@ pub(crate) struct Samples {
 }
 
 /// Applies one node's changes (`None` fields leave the node as it was).
-pub(crate) fn apply_node_sample(node: &mut Node, s: NodeSample) {
+pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
     if let Some(state) = s.state {
         node.state = state;
     }
-    if let Some(reason) = s.reason {
+    if let Some(reason) = s.reason.take() {
         node.reason = reason;
     }
     if let Some(v) = s.gpu_alloc {
@@ -422,10 +431,10 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: NodeSample) {
     if let Some(v) = s.mem_alloc_mib {
         node.mem_alloc_mib = v;
     }
-    if let Some(ports) = s.ports {
+    if let Some(ports) = s.ports.take() {
         node.ports = ports;
     }
-    for (n, g) in s.gpus.into_iter().enumerate() {
+    for (n, g) in s.gpus.iter().enumerate() {
         // GPUs usually come in index order: try the same position first.
         let pos = match node.gpus.get(n) {
             Some(x) if x.index == g.index => Some(n),
