@@ -9,6 +9,16 @@ use gpuplane::tui::app::{Mode, Msg, complete};
 use gpuplane::tui::views::{TableId, ViewId};
 use ratatui::crossterm::event::KeyCode;
 
+/// The names in the Jobs table, in display order.
+fn job_names(a: &mut gpuplane::tui::app::App) -> Vec<String> {
+    a.prepare();
+    a.ui.tables[TableId::Jobs as usize]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].name.to_string())
+        .collect()
+}
+
 #[test]
 fn command_mode_switches_view_and_sets_the_filter() {
     let mut a = app();
@@ -98,19 +108,11 @@ fn sorting_orders_rows_and_reverses() {
     // next column: NAME ascending
     typed(&mut a, ">");
     a.prepare();
-    let names: Vec<String> = a.ui.tables[TableId::Jobs as usize]
-        .rows
-        .iter()
-        .map(|&k| a.state().jobs[k as usize].name.to_string())
-        .collect();
+    let names = job_names(&mut a);
     assert!(names.windows(2).all(|w| w[0] <= w[1]));
     typed(&mut a, "s");
     a.prepare();
-    let names: Vec<String> = a.ui.tables[TableId::Jobs as usize]
-        .rows
-        .iter()
-        .map(|&k| a.state().jobs[k as usize].name.to_string())
-        .collect();
+    let names = job_names(&mut a);
     assert!(names.windows(2).all(|w| w[0] >= w[1]));
 }
 
@@ -242,21 +244,13 @@ fn long_names_sharing_a_prefix_sort_by_the_whole_name_both_ways() {
     a.update(Msg::Update(Update::Delta(Box::new(Delta { at, jobs_upsert: jobs, ..Default::default() }))));
     typed(&mut a, ":jobs experiment-sweep\r>");
     a.prepare();
-    let got: Vec<String> = a.ui.tables[TableId::Jobs as usize]
-        .rows
-        .iter()
-        .map(|&k| a.state().jobs[k as usize].name.to_string())
-        .collect();
+    let got = job_names(&mut a);
     let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     want.sort();
     assert_eq!(got, want);
     typed(&mut a, "s");
     a.prepare();
-    let got: Vec<String> = a.ui.tables[TableId::Jobs as usize]
-        .rows
-        .iter()
-        .map(|&k| a.state().jobs[k as usize].name.to_string())
-        .collect();
+    let got = job_names(&mut a);
     want.reverse();
     assert_eq!(got, want);
 }
