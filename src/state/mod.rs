@@ -219,8 +219,14 @@ impl ClusterState {
         }
     }
 
-    /// Replaces the nodes, keeping each node's and GPU's history by name.
-    fn set_nodes(&mut self, nodes: Vec<Node>) {
+    /// Replaces the nodes, keeping each node's and GPU's history by name, and keeping what
+    /// other sources reported that the new listing leaves empty (see [`merge_node`]).
+    fn set_nodes(&mut self, mut nodes: Vec<Node>) {
+        for n in &mut nodes {
+            if let Some(&o) = self.node_ix.get(&n.name) {
+                merge_node(n, &self.nodes[o]);
+            }
+        }
         let same_layout = nodes.len() == self.nodes.len()
             && nodes.iter().zip(&self.nodes).all(|(a, b)| a.name == b.name && a.gpus.len() == b.gpus.len());
         let old_ix = std::mem::take(&mut self.node_ix);
@@ -405,6 +411,49 @@ impl ClusterState {
 
 #[cfg(test)]
 mod tests;
+
+/// Fills what a node listing leaves empty from the previous record of the same node: a
+/// scheduler lists nodes without GPU telemetry, ports or topology, which other sources
+/// (Prometheus, NVML) report. Job ownership belongs to the listing and is not carried over.
+pub(crate) fn merge_node(new: &mut Node, old: &Node) {
+    if new.ports.is_empty() {
+        new.ports = old.ports.clone();
+    }
+    if new.topology.is_none() {
+        new.topology = old.topology.clone();
+    }
+    if new.driver.is_none() {
+        new.driver = old.driver.clone();
+    }
+    if new.cuda.is_none() {
+        new.cuda = old.cuda.clone();
+    }
+    for g in &mut new.gpus {
+        let Some(o) = old.gpus.iter().find(|o| o.index == g.index) else { continue };
+        macro_rules! keep {
+            ($($f:ident),*) => { $( if g.$f.is_none() { g.$f = o.$f; } )* };
+        }
+        keep!(util, tensor_active, temp_c, power_w, mem_used_mib, xid);
+        if g.ecc == Default::default() {
+            g.ecc = o.ecc;
+        }
+        if g.uuid.is_empty() {
+            g.uuid = o.uuid.clone();
+        }
+        if g.mem_total_mib == 0 {
+            g.mem_total_mib = o.mem_total_mib;
+        }
+        if g.power_limit_w == 0 {
+            g.power_limit_w = o.power_limit_w;
+        }
+        if g.mig.is_empty() {
+            g.mig = o.mig.clone();
+        }
+        if g.job == o.job && g.idle_since.is_none() {
+            g.idle_since = o.idle_since;
+        }
+    }
+}
 
 /// Node samples of a delta and the node each belongs to.
 #[derive(Default)]

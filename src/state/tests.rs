@@ -111,3 +111,28 @@ fn a_source_error_keeps_the_last_success_and_becomes_an_incident() {
         s.incidents.iter().any(|i| i.title.contains("401 token expired") && i.severity == Severity::Critical)
     );
 }
+
+#[test]
+fn a_scheduler_listing_keeps_telemetry_from_other_sources() {
+    let mut s = crate::backend::sim::state_after(SimConfig::default(), 5);
+    let before = s.nodes[1].clone();
+    assert!(before.gpus[0].util.is_some() && !before.ports.is_empty());
+    // What a scheduler knows of the node: no telemetry, ports, topology or UUIDs.
+    let mut bare = before.clone();
+    bare.ports.clear();
+    bare.topology = None;
+    for g in &mut bare.gpus {
+        (g.util, g.temp_c, g.power_w, g.uuid) = (None, None, None, Text::default());
+    }
+    let mut nodes = s.nodes.clone();
+    nodes[1] = bare;
+    s.apply(Update::Inventory {
+        at: s.now,
+        inventory: Box::new(Inventory { nodes: Some(nodes), ..Default::default() }),
+    });
+    let after = &s.nodes[1];
+    assert_eq!(after.gpus[0].util, before.gpus[0].util);
+    assert_eq!(after.gpus[0].uuid, before.gpus[0].uuid);
+    assert_eq!(after.ports.len(), before.ports.len());
+    assert!(after.topology.is_some());
+}
