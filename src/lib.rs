@@ -2,11 +2,13 @@
 //!
 //! Backends → [`backend::Update`] → one [`state::ClusterState`] → pure views.
 
+pub mod audit;
 pub mod backend;
 pub mod cli;
 pub mod config;
 pub mod cost;
 pub mod model;
+pub mod ops;
 pub mod sanitize;
 pub mod state;
 pub mod tui;

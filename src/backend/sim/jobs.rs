@@ -320,6 +320,10 @@ impl JobBook {
             }
             self.running.pop();
             let Some(j) = self.map.get_mut(&id) else { continue };
+            if j.state != JobState::Running {
+                // cancelled while it ran
+                continue;
+            }
             j.state = j.outcome;
             j.end = Some(end);
             j.account(end - j.start.unwrap_or(end));
@@ -405,6 +409,36 @@ impl JobBook {
             keep.push(key);
         }
         self.pending[pool] = keep;
+    }
+
+    /// Cancels a job at an operator's request: a pending job leaves its queue, a running one
+    /// frees its GPUs at once.
+    pub fn cancel_by_operator(&mut self, cluster: &mut Cluster, id: JobId, now: Epoch) -> Result<(), String> {
+        let Some(j) = self.map.get_mut(&id) else { return Err(format!("job {id} does not exist")) };
+        match j.state {
+            JobState::Pending => {
+                let pool = usize::from(j.pool);
+                self.pending[pool].retain(|k| k.2 != id);
+                self.cancel(id, now, Exit::Cancelled);
+                Ok(())
+            }
+            JobState::Running => {
+                j.state = JobState::Cancelled;
+                j.exit = Exit::Cancelled;
+                j.end = Some(now);
+                j.account(now - j.start.unwrap_or(now));
+                let (team, pool, gpus) = (usize::from(j.team), usize::from(j.pool), j.gpus);
+                for &n in j.nodes.iter() {
+                    cluster.release(n, id);
+                }
+                self.teams[team].used -= gpus;
+                self.running_per_pool[pool] -= 1;
+                self.finished.push_back(id);
+                self.dirty.push(id);
+                Ok(())
+            }
+            s => Err(format!("job {id} is {}: there is nothing to cancel", s.label())),
+        }
     }
 
     /// Ends a pending job without it running.

@@ -189,6 +189,10 @@ fn layout(sizes: &[usize; NPOOLS], n: usize) -> Layout {
     l
 }
 
+fn reason_of(text: &str, by: &str, at: Epoch) -> Option<NodeReason> {
+    reason(text.to_string(), by, at)
+}
+
 fn reason(text: String, by: &str, at: Epoch) -> Option<NodeReason> {
     Some(NodeReason { text: Text::from(text), by: Text::from(by), at })
 }
@@ -602,6 +606,56 @@ impl Sim {
         sim
     }
 
+    fn node_ix(&self, name: &str) -> Result<u32, String> {
+        self.cluster
+            .nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| i as u32)
+            .ok_or_else(|| format!("node {name} does not exist"))
+    }
+
+    /// The state of a node by name (for preflight checks and tests).
+    pub fn node_state(&self, name: &str) -> Option<NodeState> {
+        self.node_ix(name).ok().map(|i| self.cluster.nodes[i as usize].state)
+    }
+
+    /// Marks a node unschedulable (Kubernetes-style cordon); running jobs continue.
+    pub fn cordon(&mut self, node: &str, reason: &str, by: &str) -> Result<(), String> {
+        let i = self.node_ix(node)?;
+        let why = reason_of(reason, by, self.now);
+        self.cluster.set_state(i, NodeState::Cordoned, why);
+        Ok(())
+    }
+
+    /// Drains a node: no new work; it becomes drained once its jobs end.
+    pub fn drain(&mut self, node: &str, reason: &str, by: &str) -> Result<(), String> {
+        let i = self.node_ix(node)?;
+        let why = reason_of(reason, by, self.now);
+        if self.cluster.nodes[i as usize].alloc() > 0 {
+            self.cluster.set_state(i, NodeState::Draining, why);
+            if !self.draining.contains(&i) {
+                self.draining.push(i);
+            }
+        } else {
+            self.cluster.set_state(i, NodeState::Drained, why);
+        }
+        Ok(())
+    }
+
+    /// Returns a cordoned, draining, drained, down or maintenance node to service.
+    pub fn resume(&mut self, node: &str) -> Result<(), String> {
+        let i = self.node_ix(node)?;
+        self.draining.retain(|&d| d != i);
+        self.cluster.set_state(i, NodeState::Idle, None);
+        Ok(())
+    }
+
+    /// Cancels a pending or running job.
+    pub fn cancel(&mut self, job: JobId) -> Result<(), String> {
+        self.book.cancel_by_operator(&mut self.cluster, job, self.now)
+    }
+
     pub fn now(&self) -> Epoch {
         self.now
     }
@@ -904,6 +958,18 @@ pub async fn run(
     period: std::time::Duration,
     cancel: tokio_util::sync::CancellationToken,
 ) {
+    run_with_ops(cfg, tx, period, cancel, None).await;
+}
+
+/// [`run`], also taking operator actions: each is applied to the simulated world and answered,
+/// and a tick follows at once so the screen shows the result.
+pub async fn run_with_ops(
+    cfg: SimConfig,
+    tx: tokio::sync::mpsc::Sender<Update>,
+    period: std::time::Duration,
+    cancel: tokio_util::sync::CancellationToken,
+    mut ops: Option<tokio::sync::mpsc::Receiver<crate::ops::SimOp>>,
+) {
     let built = tokio::select! {
         _ = cancel.cancelled() => return,
         s = tokio::task::spawn_blocking(move || {
@@ -931,9 +997,19 @@ pub async fn run(
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     every.tick().await;
     loop {
-        tokio::select! {
+        let op = tokio::select! {
             _ = cancel.cancelled() => return,
-            _ = every.tick() => {}
+            _ = every.tick() => None,
+            op = async { match ops.as_mut() { Some(rx) => rx.recv().await, None => std::future::pending().await } } => {
+                match op {
+                    Some(op) => Some(op),
+                    None => { ops = None; continue; }
+                }
+            }
+        };
+        if let Some(op) = op {
+            let r = sim.apply_op(op.kind, &op.target, &op.reason, &op.by);
+            let _ = op.reply.send(r);
         }
         let ticked = tokio::task::spawn_blocking(move || {
             let u = sim.tick();

@@ -1,0 +1,317 @@
+//! The one road for every write: request → preflight (read-only, capability, target state) →
+//! plan shown for confirmation → audit intent (fail closed) → execute through the owning
+//! backend → audit outcome → result. The TUI and the subcommands both take this road.
+
+mod sim;
+
+pub use sim::{SimExecutor, SimOp, sim_ops_channel};
+
+use crate::audit::{AuditLog, Entry, Phase};
+use crate::model::{JobId, JobState, NodeState, Text};
+use crate::state::ClusterState;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    Cordon,
+    Uncordon,
+    Drain,
+    Resume,
+    Cancel,
+}
+
+impl ActionKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Cordon => "cordon",
+            Self::Uncordon => "uncordon",
+            Self::Drain => "drain",
+            Self::Resume => "resume",
+            Self::Cancel => "cancel",
+        }
+    }
+
+    /// Actions that stop work: they need the target's name (or the count) typed to confirm.
+    pub fn destructive(self) -> bool {
+        matches!(self, Self::Drain | Self::Cancel)
+    }
+
+    pub fn on_jobs(self) -> bool {
+        self == Self::Cancel
+    }
+}
+
+/// What an operator asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpRequest {
+    pub kind: ActionKind,
+    pub targets: Vec<String>,
+    pub reason: String,
+    pub ticket: Option<String>,
+    pub dry_run: bool,
+}
+
+/// A job an action stops or disturbs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Affected {
+    pub job: JobId,
+    pub name: Text,
+    pub user: Text,
+    pub gpus: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub target: String,
+    /// The call that will be made, e.g. `PATCH /api/v1/nodes/gpu-001 {"spec":{"unschedulable":true}}`.
+    pub call: String,
+    pub affected: Vec<Affected>,
+}
+
+/// Exactly what will happen, for the confirmation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub kind: ActionKind,
+    pub steps: Vec<Step>,
+    /// What the operator must type to confirm (the target's name, or the count); `None` when
+    /// a plain yes is enough.
+    pub confirm_word: Option<String>,
+}
+
+impl Plan {
+    pub fn affected_gpus(&self) -> u32 {
+        self.steps.iter().flat_map(|s| &s.affected).map(|a| a.gpus).sum()
+    }
+
+    /// The plan as text (confirmation dialog, `--dry-run`).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in &self.steps {
+            out.push(format!("{} {}: {}", self.kind.label(), s.target, s.call));
+            for a in &s.affected {
+                out.push(format!("    job {} {} ({}), {} GPUs", a.job, a.name, a.user, a.gpus));
+            }
+        }
+        let jobs: usize = self.steps.iter().map(|s| s.affected.len()).sum();
+        out.push(format!(
+            "{} target(s); {} job(s) affected, {} GPUs",
+            self.steps.len(),
+            jobs,
+            self.affected_gpus()
+        ));
+        out
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OpError {
+    #[error("read-only mode: {0} refused (nothing was sent)")]
+    ReadOnly(&'static str),
+    #[error("a reason is required")]
+    NoReason,
+    #[error("nothing to {0}")]
+    NoTargets(&'static str),
+    #[error("{0}")]
+    Target(String),
+    #[error("{backend} cannot {action}: {why}")]
+    Unsupported { backend: String, action: &'static str, why: String },
+    #[error("refused: the audit record could not be written ({0}); nothing was sent")]
+    AuditFailed(String),
+    #[error("confirmation does not match: type {0:?}")]
+    NotConfirmed(String),
+}
+
+/// The result for one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetResult {
+    pub target: String,
+    pub ok: bool,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub op_id: String,
+    pub results: Vec<TargetResult>,
+    pub dry_run: bool,
+    /// Set when the action ran but its outcome record could not be written.
+    pub audit_warning: Option<String>,
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The owning backend's side of a write.
+pub trait Executor: Send {
+    /// `sim`, `slurm`, `kube`.
+    fn backend(&self) -> &str;
+    /// Who the backend knows us as (for the audit log).
+    fn identity(&self) -> Option<String>;
+    /// The call `kind` makes on `target`, as shown in the plan.
+    fn describe(&self, kind: ActionKind, target: &str) -> String;
+    /// Whether this backend can do `kind` at all (e.g. slurmrestd v0.0.38 cannot drain).
+    fn supports(&self, kind: ActionKind) -> Result<(), String>;
+    fn execute<'a>(
+        &'a mut self,
+        kind: ActionKind,
+        target: &'a str,
+        reason: &'a str,
+    ) -> BoxFuture<'a, Result<String, String>>;
+}
+
+/// Preflight: checks the request against the state and builds the plan.
+pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bool) -> Result<Plan, OpError> {
+    if readonly {
+        return Err(OpError::ReadOnly(req.kind.label()));
+    }
+    exec.supports(req.kind).map_err(|why| OpError::Unsupported {
+        backend: exec.backend().to_string(),
+        action: req.kind.label(),
+        why,
+    })?;
+    if req.reason.trim().is_empty() {
+        return Err(OpError::NoReason);
+    }
+    if req.targets.is_empty() {
+        return Err(OpError::NoTargets(req.kind.label()));
+    }
+    let mut steps = Vec::new();
+    for t in &req.targets {
+        let affected = if req.kind.on_jobs() {
+            let id: JobId = t.parse().map_err(|_| OpError::Target(format!("{t:?} is not a job id")))?;
+            let j = s.job(id).ok_or_else(|| OpError::Target(format!("job {id} does not exist")))?;
+            if !j.state.is_active() {
+                return Err(OpError::Target(format!(
+                    "job {id} is {}: there is nothing to cancel",
+                    j.state.label()
+                )));
+            }
+            vec![Affected { job: j.id, name: j.name.clone(), user: j.user.clone(), gpus: j.gpus }]
+        } else {
+            let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
+            let st = n.state;
+            let bad = match req.kind {
+                ActionKind::Cordon if !st.schedulable() => Some("is not schedulable already"),
+                ActionKind::Uncordon if st != NodeState::Cordoned => Some("is not cordoned"),
+                ActionKind::Drain if matches!(st, NodeState::Drained | NodeState::Draining) => {
+                    Some("is draining or drained already")
+                }
+                ActionKind::Resume if st.schedulable() => Some("is in service already"),
+                _ => None,
+            };
+            if let Some(why) = bad {
+                return Err(OpError::Target(format!("node {t} {why} ({})", st.label())));
+            }
+            // Jobs on the node: drained nodes lose them; cordon leaves them running.
+            let mut jobs: BTreeMap<JobId, u32> = BTreeMap::new();
+            if req.kind == ActionKind::Drain {
+                for g in &n.gpus {
+                    if let Some(j) = g.job {
+                        *jobs.entry(j).or_default() += 1;
+                    }
+                }
+            }
+            jobs.into_iter()
+                .filter_map(|(id, gpus)| {
+                    let j = s.job(id)?;
+                    (j.state == JobState::Running).then(|| Affected {
+                        job: id,
+                        name: j.name.clone(),
+                        user: j.user.clone(),
+                        gpus,
+                    })
+                })
+                .collect()
+        };
+        steps.push(Step { target: t.clone(), call: exec.describe(req.kind, t), affected });
+    }
+    let confirm_word = if steps.len() > 1 {
+        Some(steps.len().to_string())
+    } else if req.kind.destructive() {
+        Some(steps[0].target.clone())
+    } else {
+        None
+    };
+    Ok(Plan { kind: req.kind, steps, confirm_word })
+}
+
+/// The audit side of the road.
+#[derive(Debug, Clone)]
+pub struct Ops {
+    pub audit: AuditLog,
+    pub readonly: bool,
+    pub cluster: String,
+    /// The break-glass session tagging every record while it lasts.
+    pub break_glass: Option<String>,
+}
+
+impl Ops {
+    /// Runs a confirmed plan: audit intent, execute each step, audit outcome. `progress` is
+    /// told about each target as it finishes.
+    pub async fn run(
+        &self,
+        req: &OpRequest,
+        plan: &Plan,
+        exec: &mut dyn Executor,
+        mut progress: impl FnMut(&TargetResult) + Send,
+    ) -> Result<Outcome, OpError> {
+        if self.readonly {
+            return Err(OpError::ReadOnly(req.kind.label()));
+        }
+        let op_id = uuid::Uuid::new_v4().to_string();
+        let mut params = BTreeMap::new();
+        params.insert("backend".to_string(), exec.backend().to_string());
+        params.insert("dry_run".to_string(), req.dry_run.to_string());
+        params.insert("affected_gpus".to_string(), plan.affected_gpus().to_string());
+        let mut entry = Entry {
+            identity: exec.identity(),
+            cluster: self.cluster.clone(),
+            action: req.kind.label().to_string(),
+            targets: plan.steps.iter().map(|s| s.target.clone()).collect(),
+            reason: Some(req.reason.clone()),
+            ticket: req.ticket.clone(),
+            params,
+            result: None,
+            error: None,
+            break_glass: self.break_glass.clone(),
+            op_id: op_id.clone(),
+        };
+        // Fail closed: no record, no request.
+        self.audit.append(Phase::Intent, &entry).map_err(|e| OpError::AuditFailed(e.to_string()))?;
+        let mut results = Vec::new();
+        if !req.dry_run {
+            for step in &plan.steps {
+                let r = exec.execute(req.kind, &step.target, &req.reason).await;
+                let tr = match r {
+                    Ok(m) => TargetResult { target: step.target.clone(), ok: true, message: m },
+                    Err(e) => TargetResult { target: step.target.clone(), ok: false, message: e },
+                };
+                progress(&tr);
+                results.push(tr);
+            }
+        }
+        let failed: Vec<String> =
+            results.iter().filter(|r| !r.ok).map(|r| format!("{}: {}", r.target, r.message)).collect();
+        entry.result = Some(
+            match (req.dry_run, failed.len()) {
+                (true, _) => "dry-run",
+                (false, 0) => "ok",
+                (false, n) if n == results.len() => "failed",
+                _ => "partial",
+            }
+            .to_string(),
+        );
+        entry.error = (!failed.is_empty()).then(|| failed.join("; "));
+        let audit_warning = self
+            .audit
+            .append(Phase::Outcome, &entry)
+            .err()
+            .map(|e| format!("the action ran but its outcome could not be audited: {e}"));
+        Ok(Outcome { op_id, results, dry_run: req.dry_run, audit_warning })
+    }
+}
+
+#[cfg(test)]
+mod tests;
