@@ -63,4 +63,74 @@ pub struct Cli {
     /// Exit after drawing this many frames (for measuring time to first frame and memory).
     #[arg(long, value_name = "N")]
     pub exit_after_frames: Option<u64>,
+
+    /// Read-only: every action is refused and nothing is written to the cluster.
+    #[arg(long, global = true, env = "GPUPLANE_READONLY")]
+    pub readonly: bool,
+
+    /// Audit log file (default: $XDG_DATA_HOME/gpuplane/audit.jsonl; may be on a shared filesystem).
+    #[arg(long, global = true, env = "GPUPLANE_AUDIT_LOG", value_name = "PATH")]
+    pub audit_log: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Targets, reason and confirmation of an action run from a script or runbook.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ActionArgs {
+    /// Nodes (or, for cancel, job ids).
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Why (required; recorded in the audit log).
+    #[arg(long, short)]
+    pub reason: String,
+    /// Ticket or incident id.
+    #[arg(long, short)]
+    pub ticket: Option<String>,
+    /// Print the plan and record it, without executing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
+}
+
+/// Subcommands: actions through the same road and audit log as the console, and the audit log.
+/// With no cluster configured, actions act on a freshly generated simulated cluster.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Mark nodes unschedulable (running jobs continue).
+    Cordon(ActionArgs),
+    /// Mark cordoned nodes schedulable again.
+    Uncordon(ActionArgs),
+    /// Drain nodes: no new work; running work ends (Kubernetes: evicted; Slurm: finishes).
+    Drain(ActionArgs),
+    /// Return drained or down nodes to service (Slurm resume).
+    Resume(ActionArgs),
+    /// Cancel jobs.
+    Cancel(ActionArgs),
+    /// The audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain; names the first edited, removed, inserted or reordered record.
+    Verify {
+        /// The log to check (default: the configured audit log).
+        file: Option<PathBuf>,
+    },
+    /// Print the newest records.
+    Tail {
+        /// How many.
+        #[arg(short, default_value_t = 20)]
+        n: usize,
+        /// As JSON Lines, exactly as stored.
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -37,6 +37,8 @@ struct FileConfig {
     user: Option<String>,
     ascii: Option<bool>,
     view: Option<String>,
+    readonly: Option<bool>,
+    audit_log: Option<PathBuf>,
     sim: SimSection,
     prices: Option<PriceCard>,
     thresholds: ThresholdSection,
@@ -61,6 +63,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     pub exit_after_frames: Option<u64>,
     pub no_color: bool,
+    pub readonly: bool,
+    pub audit_log: Option<PathBuf>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -149,6 +153,8 @@ impl Config {
             state_dir,
             exit_after_frames: cli.exit_after_frames,
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            readonly: cli.readonly || file.readonly.unwrap_or(false),
+            audit_log: cli.audit_log.clone().or(file.audit_log),
         };
         (config, warnings)
     }

@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod backend;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod model;

@@ -42,6 +42,12 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     tui::install_hooks()?;
     let (config, mut warnings) = Config::load(&cli);
     let _log = init_logging(&config);
+    if let Some(cmd) = &cli.command {
+        for w in &warnings {
+            eprintln!("gpuplane: warning: {w}");
+        }
+        return Ok(gpuplane::commands::run(cmd, &config));
+    }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         color_eyre::eyre::bail!("gpuplane is an interactive console and needs a terminal (stdin and stdout)");
     }

@@ -193,7 +193,7 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
             let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
             let st = n.state;
             let bad = match req.kind {
-                ActionKind::Cordon if !st.schedulable() => Some("is not schedulable already"),
+                ActionKind::Cordon if !st.schedulable() => Some("is already out of service"),
                 ActionKind::Uncordon if st != NodeState::Cordoned => Some("is not cordoned"),
                 ActionKind::Drain if matches!(st, NodeState::Drained | NodeState::Draining) => {
                     Some("is draining or drained already")

@@ -1,0 +1,167 @@
+//! Subcommands: actions for runbooks and scripts, through the same ops road and audit log as
+//! the console, and the audit log's verify/tail.
+
+use crate::audit::{AuditLog, verify};
+use crate::backend::sim::{Sim, SimConfig};
+use crate::cli::{ActionArgs, AuditCommand, Command};
+use crate::config::Config;
+use crate::ops::{self, ActionKind, OpRequest, Ops, SimExecutor};
+use crate::state::ClusterState;
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+/// The audit log in use: `--audit-log`, else the XDG data dir.
+pub fn audit_log(config: &Config) -> AuditLog {
+    AuditLog::new(config.audit_log.clone().unwrap_or_else(|| {
+        AuditLog::default_path().unwrap_or_else(|| std::path::PathBuf::from("gpuplane-audit.jsonl"))
+    }))
+}
+
+pub fn run(cmd: &Command, config: &Config) -> ExitCode {
+    match cmd {
+        Command::Cordon(a) => action(ActionKind::Cordon, a, config),
+        Command::Uncordon(a) => action(ActionKind::Uncordon, a, config),
+        Command::Drain(a) => action(ActionKind::Drain, a, config),
+        Command::Resume(a) => action(ActionKind::Resume, a, config),
+        Command::Cancel(a) => action(ActionKind::Cancel, a, config),
+        Command::Audit { command } => audit(command, config),
+    }
+}
+
+fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
+    let log = audit_log(config);
+    match cmd {
+        AuditCommand::Verify { file } => {
+            let path = file.clone().unwrap_or(log.path);
+            match verify(&path) {
+                Ok(r) => match r.problem {
+                    None => {
+                        println!("{}: {} records, chain intact", path.display(), r.records);
+                        ExitCode::SUCCESS
+                    }
+                    Some(p) => {
+                        println!(
+                            "{}: TAMPERED: {p} ({} records verified before it)",
+                            path.display(),
+                            r.records
+                        );
+                        ExitCode::from(1)
+                    }
+                },
+                Err(e) => {
+                    eprintln!("gpuplane: cannot read {}: {e}", path.display());
+                    ExitCode::from(2)
+                }
+            }
+        }
+        AuditCommand::Tail { n, json } => match log.tail(*n) {
+            Ok(recs) => {
+                for r in recs {
+                    if *json {
+                        println!("{}", serde_json::to_string(&r).unwrap_or_default());
+                    } else {
+                        println!(
+                            "{} #{} {:<7} {:<8} {} by {}@{}{}{} {}",
+                            r.ts,
+                            r.seq,
+                            format!("{:?}", r.phase).to_lowercase(),
+                            r.action,
+                            r.targets.join(","),
+                            r.os_user,
+                            r.host,
+                            r.reason.map(|x| format!(" reason={x:?}")).unwrap_or_default(),
+                            r.ticket.map(|x| format!(" ticket={x}")).unwrap_or_default(),
+                            r.result.map(|x| format!("-> {x}")).unwrap_or_default(),
+                        );
+                    }
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("gpuplane: {e}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
+    // No cluster configured: a freshly generated simulated cluster, as the console would show.
+    let sim = Sim::new(SimConfig {
+        seed: config.seed,
+        nodes: config.sim_nodes,
+        gpus_per_node: config.sim_gpus,
+        jobs: config.sim_jobs,
+        start: jiff::Timestamp::now().as_second(),
+        tick_s: 2,
+    });
+    let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    for u in sim.initial() {
+        state.apply(u);
+    }
+    let mut exec = SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() };
+    let req = OpRequest {
+        kind,
+        targets: a.targets.clone(),
+        reason: a.reason.clone(),
+        ticket: a.ticket.clone(),
+        dry_run: a.dry_run,
+    };
+    let plan = match ops::plan(&req, &state, &exec, config.readonly) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("cluster {} (SIMULATED)", state.cluster);
+    for l in plan.lines() {
+        println!("  {l}");
+    }
+    if !a.yes && !a.dry_run {
+        let word = plan.confirm_word.clone().unwrap_or_else(|| "yes".into());
+        if !std::io::stdin().is_terminal() {
+            eprintln!("gpuplane: not a terminal: pass --yes to {} without confirmation", kind.label());
+            return ExitCode::from(2);
+        }
+        print!("type {word:?} to {}: ", kind.label());
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim() != word {
+            eprintln!("gpuplane: not confirmed; nothing was done");
+            return ExitCode::from(1);
+        }
+    }
+    let ops = Ops {
+        audit: audit_log(config),
+        readonly: config.readonly,
+        cluster: state.cluster.to_string(),
+        break_glass: None,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = rt.block_on(ops.run(&req, &plan, &mut exec, |t| {
+        println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
+    }));
+    match out {
+        Ok(o) => {
+            if o.dry_run {
+                println!("dry run: nothing was executed (recorded in {})", ops.audit.path.display());
+            }
+            if let Some(w) = o.audit_warning {
+                eprintln!("gpuplane: {w}");
+                return ExitCode::from(3);
+            }
+            if o.results.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
