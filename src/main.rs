@@ -79,6 +79,22 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let exit = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let cancel = CancellationToken::new();
+        // Actions: the console plans with one executor and the ops task runs the other.
+        let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
+        let (ops_tx, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+        let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
+        let remote =
+            || gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx.clone(), user: config.user.clone() };
+        app.planner = Some(Box::new(remote()));
+        app.ops_tx = Some(ops_tx);
+        app.readonly = config.readonly;
+        let ops = gpuplane::ops::Ops {
+            audit: gpuplane::commands::audit_log(&config),
+            readonly: config.readonly,
+            cluster: format!("sim-{}x{}", config.sim_nodes, config.sim_gpus),
+            break_glass: None,
+        };
+        tokio::spawn(gpuplane::ops::worker(ops, Box::new(remote()), ops_rx, ev_tx));
         let sim_cfg = SimConfig {
             seed: config.seed,
             nodes: config.sim_nodes,
@@ -87,8 +103,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             start: jiff::Timestamp::now().as_second(),
             tick_s: config.refresh.as_secs().max(1) as i64,
         };
-        tokio::spawn(sim::run(sim_cfg, tx, config.refresh, cancel.clone()));
-        let exit = tui::run(app, rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
+        tokio::spawn(sim::run_with_ops(sim_cfg, tx, config.refresh, cancel.clone(), Some(sim_ops_rx)));
+        let exit = tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
         cancel.cancel();
         exit
     })?;

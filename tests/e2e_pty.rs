@@ -215,3 +215,46 @@ fn a_broken_theme_file_still_starts_on_defaults_and_says_which_line() {
     c.send("q");
     assert!(c.wait_exit().success());
 }
+
+#[test]
+fn drain_two_marked_nodes_with_a_reason_shows_progress_and_audit_records() {
+    let mut c = spawn(120, 36, &[], &[]);
+    c.wait_for("Incidents");
+    c.send(":nodes state=alloc\r");
+    c.wait_for("</state=alloc>");
+    // mark the first two rows, then drain
+    c.send(" ");
+    c.send(" ");
+    c.send("r");
+    c.wait_for("drain 2 target(s)");
+    c.wait_for("type \"2\" to confirm");
+    c.send("IB link flaps");
+    c.send("\t");
+    c.send("INC-9");
+    c.send("\t");
+    c.send("2");
+    c.send("\r");
+    c.wait_for("drain done: 2/2 succeeded");
+    c.send("\x1b");
+    c.send(":audit\r");
+    c.wait_for(" Audit [");
+    c.wait_for("IB link flaps");
+    let screen = c.screen();
+    assert!(screen.contains("intent") && screen.contains("outcome"), "{screen}");
+    assert!(screen.contains("INC-9"), "{screen}");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    assert!(c.restored());
+}
+
+#[test]
+fn read_only_mode_says_so_and_refuses_actions() {
+    let mut c = spawn(100, 30, &[], &["--readonly"]);
+    c.wait_for("READ-ONLY");
+    c.send(":nodes\r");
+    c.wait_for(" Nodes [");
+    c.send("r");
+    c.wait_for("read-only mode: drain is not available");
+    c.send("q");
+    assert!(c.wait_exit().success());
+}

@@ -90,3 +90,10 @@ fn cost() {
 fn help() {
     snap("help", "?");
 }
+
+#[test]
+fn audit_view_and_confirmation_dialog() {
+    snap("audit_empty", ":audit\r");
+    // drain the first allocated node: the dialog shows the plan, reason, ticket, typed name
+    snap("confirm_drain", ":nodes state=alloc\rr");
+}

@@ -3,8 +3,10 @@
 //! backend → audit outcome → result. The TUI and the subcommands both take this road.
 
 mod sim;
+mod worker;
 
 pub use sim::{SimExecutor, SimOp, sim_ops_channel};
+pub use worker::{AUDIT_VIEW_RECORDS, OpEvent, OpJob, OpMsg, worker};
 
 use crate::audit::{AuditLog, Entry, Phase};
 use crate::model::{JobId, JobState, NodeState, Text};
@@ -161,7 +163,8 @@ pub trait Executor: Send {
     ) -> BoxFuture<'a, Result<String, String>>;
 }
 
-/// Preflight: checks the request against the state and builds the plan.
+/// Preflight: checks the request against the state and builds the plan (the reason is asked
+/// for while the plan is shown, and checked when the plan runs).
 pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bool) -> Result<Plan, OpError> {
     if readonly {
         return Err(OpError::ReadOnly(req.kind.label()));
@@ -171,9 +174,6 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
         action: req.kind.label(),
         why,
     })?;
-    if req.reason.trim().is_empty() {
-        return Err(OpError::NoReason);
-    }
     if req.targets.is_empty() {
         return Err(OpError::NoTargets(req.kind.label()));
     }
@@ -259,6 +259,9 @@ impl Ops {
     ) -> Result<Outcome, OpError> {
         if self.readonly {
             return Err(OpError::ReadOnly(req.kind.label()));
+        }
+        if req.reason.trim().is_empty() {
+            return Err(OpError::NoReason);
         }
         let op_id = uuid::Uuid::new_v4().to_string();
         let mut params = BTreeMap::new();

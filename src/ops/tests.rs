@@ -92,13 +92,20 @@ async fn read_only_mode_blocks_every_action() {
     assert!(ops.audit.read_all().unwrap().is_empty());
 }
 
+#[tokio::test]
+async fn a_reason_is_required() {
+    let (_d, ops, mut exec, s) = setup();
+    let mut r = req(ActionKind::Cordon, &[&busy_node(&s)]);
+    r.reason = "  ".into();
+    let p = plan(&r, &s, &exec, false).unwrap();
+    assert_eq!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::NoReason));
+    assert!(ops.audit.read_all().unwrap().is_empty());
+}
+
 #[test]
-fn preflight_checks_reason_and_target_state() {
+fn preflight_checks_target_state() {
     let (_d, _ops, exec, s) = setup();
     let node = busy_node(&s);
-    let mut r = req(ActionKind::Cordon, &[&node]);
-    r.reason = "  ".into();
-    assert_eq!(plan(&r, &s, &exec, false), Err(OpError::NoReason));
     let r = req(ActionKind::Resume, &[&node]);
     assert!(
         matches!(plan(&r, &s, &exec, false), Err(OpError::Target(m)) if m.contains("in service already"))

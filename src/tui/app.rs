@@ -7,9 +7,13 @@ use super::views::gpus::{WallMetric, WallState};
 use super::views::topology::{TreeId, selected_node};
 use super::views::{TableId, VIEWS, ViewId};
 use super::widgets::Glyphs;
+use super::widgets::table::Marks;
 use super::widgets::table::{Cx, TableState, pack};
+use crate::audit::Record;
 use crate::backend::Update;
 use crate::cost::{self, CostReport};
+use crate::model::Text;
+use crate::ops::{self, ActionKind, Executor, OpEvent, OpJob, OpMsg, OpRequest, Plan};
 use crate::state::ClusterState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_tree_widget::TreeState;
@@ -22,14 +26,39 @@ pub enum Msg {
     /// A second passed (ages in the header move).
     Tick,
     Resize,
+    /// Progress and results of actions, and the audit log, from the ops task.
+    Op(OpEvent),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     Normal,
     Command(String),
     Filter(String),
     Help,
+    /// The confirmation of an action: the plan, and the reason, ticket and typed confirmation.
+    Confirm(Box<Confirm>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirm {
+    pub req: OpRequest,
+    pub plan: Plan,
+    pub reason: String,
+    pub ticket: String,
+    pub typed: String,
+    /// 0 reason, 1 ticket, 2 typed confirmation.
+    pub field: usize,
+    pub error: Option<String>,
+}
+
+/// A time-boxed elevation for incidents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakGlass {
+    pub id: String,
+    pub until: crate::model::Epoch,
+    pub ticket: String,
+    pub reason: String,
 }
 
 /// UI state: which view, selections, filters, modes. Owned by the UI task only.
@@ -84,6 +113,19 @@ pub struct App {
     pub user: String,
     pub cost: CostReport,
     pub config_dir: Option<std::path::PathBuf>,
+    /// Every action is refused; the header says READ-ONLY.
+    pub readonly: bool,
+    /// Plans actions (describe/supports); the ops task holds the executing twin.
+    pub planner: Option<Box<dyn Executor>>,
+    /// Where confirmed plans go (the ops task).
+    pub ops_tx: Option<tokio::sync::mpsc::UnboundedSender<OpMsg>>,
+    pub marks: Marks,
+    pub audit: Vec<Record>,
+    /// Results of the last action, shown until Esc.
+    pub op_panel: Vec<(String, bool)>,
+    pub break_glass: Option<BreakGlass>,
+    /// The real clock (break-glass countdown), set by the loop.
+    pub wall_now: crate::model::Epoch,
 }
 
 impl App {
@@ -98,6 +140,14 @@ impl App {
             user,
             cost: CostReport::default(),
             config_dir: None,
+            readonly: false,
+            planner: None,
+            ops_tx: None,
+            marks: Marks::default(),
+            audit: Vec::new(),
+            op_panel: Vec::new(),
+            break_glass: None,
+            wall_now: 0,
         }
     }
 
@@ -123,7 +173,15 @@ impl App {
                 // While paused the screen does not change, except the header's PAUSED age.
                 !self.ui.paused
             }
-            Msg::Tick | Msg::Resize => true,
+            Msg::Tick => {
+                self.expire_break_glass();
+                true
+            }
+            Msg::Resize => true,
+            Msg::Op(ev) => {
+                self.on_op_event(ev);
+                true
+            }
             Msg::Key(k) => {
                 self.on_key(k);
                 true
@@ -136,6 +194,7 @@ impl App {
             return;
         }
         match self.ui.mode.clone() {
+            Mode::Confirm(c) => self.on_confirm_key(k, *c),
             Mode::Command(buf) => self.on_prompt_key(k, buf, true),
             Mode::Filter(buf) => self.on_prompt_key(k, buf, false),
             Mode::Help => match self.keymap.action(&k) {
@@ -207,6 +266,7 @@ impl App {
             "q" | "quit" | "q!" | "exit" => self.ui.quit = true,
             "help" | "h" => self.ui.mode = Mode::Help,
             "pause" => self.toggle_pause(),
+            "breakglass" | "bg" => self.break_glass_command(&rest),
             "theme" => {
                 let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
                 self.theme = theme;
@@ -352,6 +412,12 @@ impl App {
                     WallMetric::Temp => WallMetric::Util,
                 }
             }
+            Action::Mark => self.toggle_mark(),
+            Action::Cordon => self.start_action(ActionKind::Cordon),
+            Action::Uncordon => self.start_action(ActionKind::Uncordon),
+            Action::Drain => self.start_action(ActionKind::Drain),
+            Action::Resume => self.start_action(ActionKind::Resume),
+            Action::CancelJob => self.start_action(ActionKind::Cancel),
             Action::WindowLonger => {
                 self.ui.cost_window = (self.ui.cost_window + 1).min(cost::WINDOWS.len() - 1)
             }
@@ -398,7 +464,9 @@ impl App {
     }
 
     fn back(&mut self) {
-        if self.ui.detail {
+        if !self.op_panel.is_empty() {
+            self.op_panel.clear();
+        } else if self.ui.detail {
             self.ui.detail = false;
         } else if let Some(t) =
             self.focused_table().filter(|t| !self.ui.tables[*t as usize].filter.is_empty())
@@ -414,7 +482,15 @@ impl App {
 
     /// The drawing context over the shown state.
     pub fn cx(&self) -> Cx<'_> {
-        Cx { s: self.state(), cost: &self.cost, theme: &self.theme, glyphs: self.glyphs, user: &self.user }
+        Cx {
+            s: self.state(),
+            cost: &self.cost,
+            theme: &self.theme,
+            glyphs: self.glyphs,
+            user: &self.user,
+            audit: &self.audit,
+            marked: &self.marks,
+        }
     }
 
     /// Brings the current view's cached rows up to date (filter/sort only when something changed).
@@ -430,7 +506,15 @@ impl App {
                 }
             }
         }
-        let cx = Cx { s, cost: &self.cost, theme: &self.theme, glyphs: self.glyphs, user: &self.user };
+        let cx = Cx {
+            s,
+            cost: &self.cost,
+            theme: &self.theme,
+            glyphs: self.glyphs,
+            user: &self.user,
+            audit: &self.audit,
+            marked: &self.marks,
+        };
         for &id in self.ui.view.meta().tables {
             self.ui.tables[id as usize].refresh(id.source(), &cx);
         }
@@ -458,7 +542,7 @@ impl App {
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = VIEWS.iter().flat_map(|v| v.names.iter().copied()).collect();
-    v.extend(["quit", "help", "pause", "theme"]);
+    v.extend(["quit", "help", "pause", "theme", "breakglass"]);
     v
 }
 
@@ -487,3 +571,250 @@ pub fn complete(buf: &str) -> (String, Vec<&'static str>) {
         }
     }
 }
+
+/// Actions: marks, the confirmation dialog, results from the ops task, break-glass.
+impl App {
+    /// The node or job the selected row stands for in the focused table.
+    fn selected_target(&self) -> Option<(bool, String)> {
+        let t = self.focused_table()?;
+        let key = self.ui.tables[t as usize].selected_key()?;
+        let s = self.state();
+        match t {
+            TableId::Nodes => s.nodes.get(key as usize).map(|n| (false, n.name.to_string())),
+            TableId::Gpus => s.nodes.get((key >> 32) as usize).map(|n| (false, n.name.to_string())),
+            TableId::Fabric => s.nodes.get((key >> 32) as usize).map(|n| (false, n.name.to_string())),
+            TableId::Jobs | TableId::MyJobs => s.jobs.get(key as usize).map(|j| (true, j.id.to_string())),
+            TableId::CostJobs => self
+                .cost
+                .jobs
+                .get(key as usize)
+                .and_then(|c| s.jobs.get(c.index))
+                .map(|j| (true, j.id.to_string())),
+            _ => None,
+        }
+    }
+
+    fn toggle_mark(&mut self) {
+        self.prepare();
+        let Some((job, target)) = self.selected_target() else {
+            self.ui.message = Some(("nothing to mark here (nodes and jobs can be marked)".into(), false));
+            return;
+        };
+        if job {
+            let Ok(id) = target.parse() else { return };
+            if !self.marks.jobs.remove(&id) {
+                self.marks.jobs.insert(id);
+            }
+        } else if !self.marks.nodes.remove(target.as_str()) {
+            self.marks.nodes.insert(Text::from(target));
+        }
+        if let Some(t) = self.focused_table() {
+            self.table(t).move_by(1);
+        }
+    }
+
+    /// Opens the confirmation of `kind` on the marked rows, or on the selected one.
+    pub fn start_action(&mut self, kind: ActionKind) {
+        if self.readonly {
+            self.ui.message = Some((format!("read-only mode: {} is not available", kind.label()), true));
+            return;
+        }
+        if self.planner.is_none() {
+            self.ui.message = Some(("actions are not available: no backend can execute them".into(), true));
+            return;
+        }
+        self.prepare();
+        let Some(planner) = self.planner.as_ref() else { return };
+        let targets: Vec<String> = if kind.on_jobs() {
+            if self.marks.jobs.is_empty() {
+                self.selected_target().filter(|(job, _)| *job).map(|(_, t)| vec![t]).unwrap_or_default()
+            } else {
+                self.marks.jobs.iter().map(|j| j.to_string()).collect()
+            }
+        } else if self.marks.nodes.is_empty() {
+            self.selected_target().filter(|(job, _)| !*job).map(|(_, t)| vec![t]).unwrap_or_default()
+        } else {
+            self.marks.nodes.iter().map(|n| n.to_string()).collect()
+        };
+        if targets.is_empty() {
+            let what = if kind.on_jobs() { "a job (Jobs view)" } else { "a node (Nodes view)" };
+            self.ui.message = Some((format!("select or mark {what} to {}", kind.label()), true));
+            return;
+        }
+        let req = OpRequest { kind, targets, reason: String::new(), ticket: None, dry_run: false };
+        match ops::plan(&req, self.state(), planner.as_ref(), self.readonly) {
+            Ok(plan) => {
+                self.ui.mode = Mode::Confirm(Box::new(Confirm {
+                    req,
+                    plan,
+                    reason: String::new(),
+                    ticket: String::new(),
+                    typed: String::new(),
+                    field: 0,
+                    error: None,
+                }))
+            }
+            Err(e) => self.ui.message = Some((e.to_string(), true)),
+        }
+    }
+
+    fn on_confirm_key(&mut self, k: KeyEvent, mut c: Confirm) {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let fields = if c.plan.confirm_word.is_some() { 3 } else { 2 };
+        let field = match c.field {
+            0 => &mut c.reason,
+            1 => &mut c.ticket,
+            _ => &mut c.typed,
+        };
+        match k.code {
+            KeyCode::Esc => {
+                self.ui.mode = Mode::Normal;
+                self.ui.message =
+                    Some((format!("{} cancelled; nothing was done", c.req.kind.label()), false));
+                return;
+            }
+            KeyCode::Char('c') if ctrl => {
+                self.ui.mode = Mode::Normal;
+                return;
+            }
+            KeyCode::Tab | KeyCode::Down => c.field = (c.field + 1) % fields,
+            KeyCode::BackTab | KeyCode::Up => c.field = (c.field + fields - 1) % fields,
+            KeyCode::Backspace => {
+                field.pop();
+            }
+            KeyCode::Char(ch) if !ctrl => field.push(ch),
+            KeyCode::Enter => {
+                if c.reason.trim().is_empty() {
+                    c.error = Some("a reason is required".into());
+                    c.field = 0;
+                } else if let Some(w) = c.plan.confirm_word.as_ref().filter(|w| c.typed.trim() != w.as_str())
+                {
+                    if c.field < 2 {
+                        c.field = 2;
+                    } else {
+                        c.error = Some(format!("type {w:?} to confirm"));
+                    }
+                } else {
+                    self.submit(c);
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.ui.mode = Mode::Confirm(Box::new(c));
+    }
+
+    fn submit(&mut self, c: Confirm) {
+        self.ui.mode = Mode::Normal;
+        let mut req = c.req;
+        req.reason = c.reason.trim().to_string();
+        req.ticket = Some(c.ticket.trim().to_string()).filter(|t| !t.is_empty());
+        let Some(tx) = self.ops_tx.as_ref() else {
+            self.ui.message = Some(("actions are not available: the ops task is not running".into(), true));
+            return;
+        };
+        self.op_panel =
+            vec![(format!("{} {} target(s): running…", req.kind.label(), req.targets.len()), false)];
+        let job = OpJob { req, plan: c.plan, break_glass: self.break_glass.as_ref().map(|b| b.id.clone()) };
+        if tx.send(OpMsg::Run(job)).is_err() {
+            self.op_panel = vec![("the ops task stopped: nothing was done".into(), true)];
+        }
+        self.marks = Marks::default();
+    }
+
+    fn on_op_event(&mut self, ev: OpEvent) {
+        match ev {
+            OpEvent::Target { kind, result } => self
+                .op_panel
+                .push((format!("{} {}: {}", kind.label(), result.target, result.message), !result.ok)),
+            OpEvent::Done { kind, result } => match result {
+                Ok(o) => {
+                    let ok = o.results.iter().filter(|r| r.ok).count();
+                    self.op_panel.push((
+                        format!(
+                            "{} done: {ok}/{} succeeded (audit op {})",
+                            kind.label(),
+                            o.results.len(),
+                            &o.op_id[..8.min(o.op_id.len())]
+                        ),
+                        ok != o.results.len(),
+                    ));
+                    if let Some(w) = o.audit_warning {
+                        self.op_panel.push((w, true));
+                    }
+                }
+                Err(e) => self.op_panel.push((format!("{}: {e}", kind.label()), true)),
+            },
+            OpEvent::Audit(records) => {
+                self.audit = records;
+                self.ui.tables[TableId::Audit as usize].invalidate();
+            }
+            OpEvent::AuditError(e) => self.ui.message = Some((format!("audit log: {e}"), true)),
+        }
+    }
+
+    /// `:breakglass <ticket> <minutes> <reason…>` starts, `:breakglass end` ends.
+    fn break_glass_command(&mut self, args: &str) {
+        let mut w = args.split_whitespace();
+        match (w.next(), w.next()) {
+            (Some("end" | "off"), _) => {
+                if let Some(b) = self.break_glass.take() {
+                    self.audit_event("break-glass-end", &b, "ended by operator");
+                    self.ui.message = Some(("break-glass ended".into(), false));
+                }
+            }
+            (Some(ticket), Some(mins)) => {
+                let Ok(mins) = mins.parse::<i64>() else {
+                    self.ui.message =
+                        Some(("usage: :breakglass TICKET MINUTES REASON… (or :breakglass end)".into(), true));
+                    return;
+                };
+                let reason = w.collect::<Vec<_>>().join(" ");
+                if reason.is_empty() || !(1..=BREAK_GLASS_MAX_MIN).contains(&mins) {
+                    self.ui.message = Some((
+                        format!("break-glass needs a reason and 1..={BREAK_GLASS_MAX_MIN} minutes"),
+                        true,
+                    ));
+                    return;
+                }
+                let b = BreakGlass {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    until: self.wall_now + mins * 60,
+                    ticket: ticket.to_string(),
+                    reason,
+                };
+                self.audit_event("break-glass-start", &b, &format!("{mins} min"));
+                self.break_glass = Some(b);
+            }
+            _ => {
+                self.ui.message =
+                    Some(("usage: :breakglass TICKET MINUTES REASON… (or :breakglass end)".into(), true))
+            }
+        }
+    }
+
+    fn expire_break_glass(&mut self) {
+        if self.break_glass.as_ref().is_some_and(|b| self.wall_now >= b.until)
+            && let Some(b) = self.break_glass.take()
+        {
+            self.audit_event("break-glass-end", &b, "expired");
+            self.ui.message = Some(("break-glass expired: elevation dropped".into(), true));
+        }
+    }
+
+    /// Break-glass start and end are audited through the ops task's log (as a zero-target
+    /// event), so the UI never writes to disk.
+    fn audit_event(&mut self, action: &str, b: &BreakGlass, note: &str) {
+        if let Some(tx) = &self.ops_tx {
+            let _ = tx.send(OpMsg::Event {
+                action: action.to_string(),
+                session: b.id.clone(),
+                ticket: b.ticket.clone(),
+                reason: format!("{}; {note}", b.reason),
+            });
+        }
+    }
+}
+
+/// The longest break-glass session, in minutes.
+pub const BREAK_GLASS_MAX_MIN: i64 = 240;

@@ -28,9 +28,74 @@ pub fn draw(f: &mut Frame, app: &mut App, wall_now: Epoch) {
     draw_tabs(f, tabs, app);
     draw_body(f, body, app);
     draw_footer(f, footer, app);
-    if app.ui.mode == Mode::Help {
-        draw_help(f, body, app);
+    if !app.op_panel.is_empty() {
+        draw_op_panel(f, body, app);
     }
+    match &app.ui.mode {
+        Mode::Help => draw_help(f, body, app),
+        Mode::Confirm(c) => draw_confirm(f, body, app, c),
+        _ => {}
+    }
+}
+
+/// Results of the last action, at the bottom of the body until Esc.
+fn draw_op_panel(f: &mut Frame, body: Rect, app: &App) {
+    let t = &app.theme;
+    let h = (app.op_panel.len() as u16 + 2).min(body.height / 2).max(3);
+    let r = Rect { x: body.x, y: body.y + body.height - h, width: body.width, height: h };
+    let skip = app.op_panel.len().saturating_sub(h as usize - 2);
+    let lines: Vec<Line> = app
+        .op_panel
+        .iter()
+        .skip(skip)
+        .map(|(l, bad)| Line::styled(safe(l).into_owned(), if *bad { t.crit } else { t.ok }))
+        .collect();
+    f.render_widget(Clear, r);
+    let b =
+        block(app, vec![Span::styled(" last action ", t.title), Span::styled("(esc closes) ", t.dim)], true);
+    f.render_widget(Paragraph::new(lines).block(b), r);
+}
+
+/// The confirmation: exactly what will happen, the reason, the ticket, and the typed word.
+fn draw_confirm(f: &mut Frame, body: Rect, app: &App, c: &super::app::Confirm) {
+    let t = &app.theme;
+    let w = body.width.min(90);
+    let r = Rect { x: body.x + (body.width - w) / 2, y: body.y, width: w, height: body.height };
+    f.render_widget(Clear, r);
+    let mut lines: Vec<Line> = Vec::new();
+    let plan = c.plan.lines();
+    let room = (body.height as usize).saturating_sub(9).max(1);
+    for l in plan.iter().take(room.saturating_sub(1)) {
+        lines.push(Line::styled(safe(l).into_owned(), t.text));
+    }
+    if plan.len() > room.saturating_sub(1) {
+        lines.push(Line::styled(
+            format!("… {} more lines; {}", plan.len() - room + 1, plan.last().cloned().unwrap_or_default()),
+            t.dim,
+        ));
+    }
+    lines.push(Line::raw(""));
+    let field = |n: usize, label: &str, value: &str| {
+        let active = c.field == n;
+        Line::from(vec![
+            Span::styled(format!("{label:<22}"), if active { t.prompt } else { t.dim }),
+            Span::styled(safe(value).into_owned(), t.text),
+            Span::styled(if active { "_" } else { "" }, t.prompt),
+        ])
+    };
+    lines.push(field(0, "reason (required):", &c.reason));
+    lines.push(field(1, "ticket:", &c.ticket));
+    if let Some(word) = &c.plan.confirm_word {
+        lines.push(field(2, &format!("type {word:?} to confirm:"), &c.typed));
+    }
+    if let Some(e) = &c.error {
+        lines.push(Line::styled(e.clone(), t.crit));
+    }
+    lines.push(Line::styled("tab next field · enter run · esc cancel · recorded in the audit log", t.dim));
+    let title = format!(" {} {} target(s) ", c.req.kind.label(), c.plan.steps.len());
+    let b =
+        block(app, vec![Span::styled(title, if c.req.kind.destructive() { t.crit } else { t.title })], true);
+    f.render_widget(Paragraph::new(lines).block(b).wrap(Wrap { trim: false }), r);
 }
 
 fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
@@ -62,6 +127,21 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         left.push(Span::styled("no source yet", t.dim));
     }
     let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
+    if let Some(b) = &app.break_glass {
+        let left_s = (b.until - wall_now).max(0);
+        right.insert(
+            0,
+            Span::styled(
+                format!(" BREAK-GLASS {}:{:02} {} ", left_s / 60, left_s % 60, safe(&b.ticket)),
+                t.badge_paused,
+            ),
+        );
+        right.insert(1, Span::raw(" "));
+    }
+    if app.readonly {
+        right.insert(0, Span::styled(" READ-ONLY ", t.badge_sim));
+        right.insert(1, Span::raw(" "));
+    }
     if app.ui.paused {
         right.push(Span::styled(" PAUSED ", t.badge_paused));
     }
@@ -100,6 +180,7 @@ fn view_action(v: ViewId) -> Action {
         ViewId::Queues => Action::Queues,
         ViewId::Quotas => Action::Quotas,
         ViewId::Cost => Action::Cost,
+        ViewId::Audit => Action::Audit,
     }
 }
 
@@ -140,6 +221,7 @@ fn detail_lines<'a>(cx: &Cx<'a>, id: TableId, key: RowKey, width: u16) -> Vec<Li
         TableId::Queues => views::queues::detail(cx, key, width),
         TableId::Quotas => views::quotas::detail(cx, key, width),
         TableId::CostTeams => views::cost::team_detail(cx, key, width),
+        TableId::Audit => views::audit::detail(cx, key, width),
     }
 }
 

@@ -49,6 +49,13 @@ pub enum Action {
     Queues,
     Quotas,
     Cost,
+    Audit,
+    Mark,
+    Cordon,
+    Uncordon,
+    Drain,
+    Resume,
+    CancelJob,
 }
 
 impl Action {
@@ -88,6 +95,13 @@ impl Action {
             Queues => ("views", "queues"),
             Quotas => ("views", "quotas"),
             Cost => ("views", "cost"),
+            Audit => ("views", "audit log"),
+            Mark => ("actions", "mark / unmark the row for a bulk action"),
+            Cordon => ("actions", "cordon node(s) (confirm, reason, audited)"),
+            Uncordon => ("actions", "uncordon node(s)"),
+            Drain => ("actions", "drain node(s)"),
+            Resume => ("actions", "resume node(s) (Slurm)"),
+            CancelJob => ("actions", "cancel job(s)"),
         }
     }
 
@@ -104,6 +118,7 @@ impl Action {
             Queues => ViewId::Queues,
             Quotas => ViewId::Quotas,
             Cost => ViewId::Cost,
+            Audit => ViewId::Audit,
             _ => return None,
         })
     }

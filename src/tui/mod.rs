@@ -75,6 +75,7 @@ fn wall_now() -> i64 {
 pub async fn run(
     mut app: App,
     mut updates: mpsc::Receiver<Update>,
+    mut op_events: mpsc::UnboundedReceiver<crate::ops::OpEvent>,
     opts: RunOpts,
 ) -> color_eyre::Result<Exit> {
     let started = Instant::now();
@@ -101,6 +102,7 @@ pub async fn run(
         if app.ui.quit {
             break Exit::Quit;
         }
+        app.wall_now = wall_now();
         if dirty {
             // A failed write means the terminal is gone: exit instead of living on.
             if let Err(e) = term.draw(|f| draw::draw(f, &mut app, wall_now())) {
@@ -143,9 +145,15 @@ pub async fn run(
                     std::future::pending::<()>().await;
                 }
             },
+            ev = op_events.recv() => {
+                if let Some(ev) = ev {
+                    dirty |= app.update(Msg::Op(ev));
+                }
+            }
             _ = tick.tick() => {
-                // Only real sources have ages that move on the screen.
-                if !app.state().is_simulated() || app.ui.paused {
+                // Only real sources, pause and break-glass have ages that move on the screen.
+                if !app.state().is_simulated() || app.ui.paused || app.break_glass.is_some() {
+                    app.wall_now = wall_now();
                     dirty |= app.update(Msg::Tick);
                 }
             }

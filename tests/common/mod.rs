@@ -14,7 +14,19 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 /// The fixed simulated cluster every snapshot uses: default size, seed 42, 30 ticks in.
 pub fn app() -> App {
     let state = sim::state_after(SimConfig::default(), 30);
-    App::new(state, Keymap::builtin("default"), Theme::builtin("dark"), Glyphs::UNICODE, "researcher".into())
+    let mut a = App::new(
+        state,
+        Keymap::builtin("default"),
+        Theme::builtin("dark"),
+        Glyphs::UNICODE,
+        "researcher".into(),
+    );
+    // Plans actions against the same simulated cluster (execution happens in the ops task).
+    a.planner = Some(Box::new(gpuplane::ops::SimExecutor::Direct {
+        sim: Box::new(sim::Sim::new(SimConfig::default())),
+        user: "researcher".into(),
+    }));
+    a
 }
 
 /// The same app and the simulator that made it, to keep it ticking.

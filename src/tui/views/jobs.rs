@@ -123,13 +123,18 @@ impl TableSource for JobsTable {
         }
     }
 
+    fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
+        cx.marked.jobs.contains(&job(cx.s, key).id)
+    }
+
     fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
         let j = job(cx.s, key);
         let t = cx.theme;
         let mine = j.user == cx.user;
         let name_style = if mine { t.accent } else { t.text };
+        let id = if cx.marked.jobs.contains(&j.id) { format!("*{}", j.id) } else { j.id.to_string() };
         vec![
-            Span::styled(j.id.to_string(), t.dim),
+            Span::styled(id, t.dim),
             untrusted(&j.name, name_style),
             untrusted(&j.user, name_style),
             untrusted(&j.account, t.dim),

@@ -1,5 +1,6 @@
 //! The view registry: every view is one file plus one line in [`VIEWS`].
 
+pub mod audit;
 pub mod cost;
 pub mod detail;
 pub mod fabric;
@@ -26,6 +27,7 @@ pub enum ViewId {
     Queues,
     Quotas,
     Cost,
+    Audit,
 }
 
 /// Every table in the console; each has its own selection, sort and filter.
@@ -42,10 +44,11 @@ pub enum TableId {
     Quotas,
     CostTeams,
     CostJobs,
+    Audit,
 }
 
 impl TableId {
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
 
     pub fn source(self) -> &'static dyn TableSource {
         match self {
@@ -60,6 +63,7 @@ impl TableId {
             TableId::Quotas => &quotas::QuotasTable,
             TableId::CostTeams => &cost::TeamsTable,
             TableId::CostJobs => &cost::CostJobsTable,
+            TableId::Audit => &audit::AuditTable,
         }
     }
 }
@@ -124,6 +128,7 @@ pub const VIEWS: &[ViewMeta] = &[
         names: &["cost", "costs", "bill"],
         tables: &[TableId::CostTeams, TableId::CostJobs],
     },
+    ViewMeta { id: ViewId::Audit, title: "Audit", names: &["audit", "au", "log"], tables: &[TableId::Audit] },
 ];
 
 impl ViewId {

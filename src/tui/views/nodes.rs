@@ -93,6 +93,10 @@ impl TableSource for NodesTable {
         }
     }
 
+    fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
+        cx.marked.nodes.contains(&node(cx.s, key).name)
+    }
+
     fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
         let n = node(cx.s, key);
         let t = cx.theme;
@@ -100,8 +104,9 @@ impl TableSource for NodesTable {
         let temp = n.max_temp();
         let failed = n.gpus.iter().filter(|g| g.is_failed()).count();
         let gpu_style = if failed > 0 { t.crit } else { t.text };
+        let mark = if cx.marked.nodes.contains(&n.name) { "* " } else { "" };
         vec![
-            untrusted(&n.name, t.text),
+            Span::styled(format!("{mark}{}", super::super::widgets::safe(&n.name)), t.text),
             Span::styled(n.state.label(), state_style(cx, n.state)),
             untrusted(&n.pool, t.dim),
             Span::styled(format!("{}/{}", n.gpu_alloc, n.gpu_slots), gpu_style),

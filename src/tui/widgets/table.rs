@@ -224,6 +224,10 @@ pub trait TableSource {
     fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, col: usize) -> SortKey<'a>;
     /// The cells of one row (already sanitised), one per column.
     fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>>;
+    /// Whether the row is marked for a bulk action.
+    fn marked(&self, _cx: &Cx<'_>, _key: RowKey) -> bool {
+        false
+    }
     /// The column sorted on first, and whether descending.
     fn default_sort(&self) -> (usize, bool) {
         (0, false)
@@ -238,6 +242,17 @@ pub struct Cx<'a> {
     pub theme: &'a Theme,
     pub glyphs: Glyphs,
     pub user: &'a str,
+    /// The newest audit records (Audit view).
+    pub audit: &'a [crate::audit::Record],
+    /// Rows marked for a bulk action.
+    pub marked: &'a Marks,
+}
+
+/// Nodes and jobs marked (space) for a bulk action, by identity so marks survive re-sorting.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    pub nodes: std::collections::BTreeSet<crate::model::Text>,
+    pub jobs: std::collections::BTreeSet<crate::model::JobId>,
 }
 
 /// Selection, scroll, sort, filter and the cached rows of one table.
@@ -445,10 +460,15 @@ pub fn render<S: TableSource + ?Sized>(
     for (n, &key) in st.rows.iter().enumerate().skip(st.offset).take(body_h) {
         let cells = src.cells(cx, key);
         let selected = n == st.selected;
+        let marked = src.marked(cx, key);
         let mut spans = Vec::with_capacity(shown.len() * 2);
         for (&i, &w) in shown.iter().zip(&widths) {
             let cell = cells.get(i).cloned().unwrap_or_default();
-            let style = if selected && focused { t.selected } else { cell.style };
+            let style = match (selected && focused, marked) {
+                (true, _) => t.selected,
+                (false, true) => t.marked,
+                _ => cell.style,
+            };
             spans.push(Span::styled(pad(&cell.content, w, cols[i].right), style));
             spans.push(Span::styled(" ", if selected && focused { t.selected } else { Style::default() }));
         }

@@ -1,0 +1,130 @@
+//! Audit: the newest records of the audit log, as written.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::untrusted;
+use super::detail::kv;
+use crate::audit::{Phase, Record};
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+pub struct AuditTable;
+
+static COLS: [Column; 9] = [
+    col("SEQ", 6).right(),
+    col("TIME", 19),
+    col("PHASE", 7).drop(3),
+    col("ACTION", 8),
+    col("TARGETS", 16),
+    col("USER", 10).drop(2),
+    col("RESULT", 8),
+    col("TICKET", 10).drop(1),
+    col("REASON", 10),
+];
+
+fn rec<'a>(cx: &Cx<'a>, key: RowKey) -> &'a Record {
+    &cx.audit[key as usize]
+}
+
+impl TableSource for AuditTable {
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(0..cx.audit.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let r = rec(cx, key);
+        let mut v: Vec<Cow<'a, str>> =
+            vec![r.action.as_str().into(), r.os_user.as_str().into(), r.targets.join(" ").into()];
+        v.extend(r.reason.as_deref().map(Cow::from));
+        v.extend(r.ticket.as_deref().map(Cow::from));
+        v
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let r = rec(cx, key);
+        Some(match name {
+            "action" => r.action.as_str().into(),
+            "user" => r.os_user.as_str().into(),
+            "result" => r.result.as_deref()?.into(),
+            "ticket" => r.ticket.as_deref()?.into(),
+            "target" | "node" | "job" => r.targets.join(",").into(),
+            "phase" => format!("{:?}", r.phase).to_lowercase().into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let r = rec(cx, key);
+        match c {
+            0 | 1 => SortKey::Int(r.seq as i64),
+            2 => SortKey::Int(r.phase as i64),
+            3 => SortKey::Str(&r.action),
+            4 => SortKey::Str(r.targets.first().map_or("", |t| t.as_str())),
+            5 => SortKey::Str(&r.os_user),
+            6 => SortKey::Str(r.result.as_deref().unwrap_or("")),
+            7 => SortKey::Str(r.ticket.as_deref().unwrap_or("")),
+            _ => SortKey::Str(r.reason.as_deref().unwrap_or("")),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let r = rec(cx, key);
+        let t = cx.theme;
+        let result_style = match r.result.as_deref() {
+            Some("ok") => t.ok,
+            Some("failed") | Some("refused") => t.crit,
+            Some(_) => t.warn,
+            None => t.dim,
+        };
+        vec![
+            Span::styled(r.seq.to_string(), t.dim),
+            Span::styled(r.ts.get(..19).unwrap_or(&r.ts).replace('T', " "), t.dim),
+            Span::styled(
+                format!("{:?}", r.phase).to_lowercase(),
+                if r.phase == Phase::Intent { t.info } else { t.text },
+            ),
+            untrusted(&r.action, t.accent),
+            Span::styled(super::super::widgets::safe(&r.targets.join(",")).into_owned(), t.text),
+            untrusted(&r.os_user, t.text),
+            Span::styled(r.result.clone().unwrap_or_default(), result_style),
+            untrusted(r.ticket.as_deref().unwrap_or(""), t.dim),
+            untrusted(r.reason.as_deref().unwrap_or(""), t.text),
+        ]
+    }
+
+    fn default_sort(&self) -> (usize, bool) {
+        (0, true)
+    }
+}
+
+pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
+    let Some(r) = cx.audit.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let mut out = vec![
+        kv(cx, "record", Span::styled(format!("#{} {:?} {}", r.seq, r.phase, r.ts), t.accent)),
+        kv(cx, "action", untrusted(&r.action, t.text)),
+        kv(
+            cx,
+            "targets",
+            Span::styled(super::super::widgets::safe(&r.targets.join(", ")).into_owned(), t.text),
+        ),
+        kv(cx, "who", Span::styled(format!("{} on {} as {}", r.os_user, r.host, o(&r.identity)), t.text)),
+        kv(cx, "cluster", untrusted(&r.cluster, t.text)),
+        kv(cx, "reason", Span::styled(o(&r.reason), t.text)),
+        kv(cx, "ticket", Span::styled(o(&r.ticket), t.text)),
+        kv(cx, "result", Span::styled(o(&r.result), t.text)),
+        kv(cx, "error", Span::styled(o(&r.error), t.crit)),
+        kv(cx, "breakglass", Span::styled(o(&r.break_glass), t.warn)),
+        kv(cx, "op", Span::styled(r.op_id.clone(), t.dim)),
+        kv(cx, "prev hash", Span::styled(r.prev_hash.clone(), t.dim)),
+        kv(cx, "hash", Span::styled(r.hash.clone(), t.dim)),
+    ];
+    for (k, v) in &r.params {
+        out.push(kv(cx, k, Span::styled(super::super::widgets::safe(v).into_owned(), t.dim)));
+    }
+    out
+}
