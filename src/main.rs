@@ -81,7 +81,16 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             start: jiff::Timestamp::now().as_second(),
             tick_s: config.refresh.as_secs().max(1) as i64,
         };
-        tokio::spawn(sim::run(sim_cfg, tx, config.refresh, cancel.clone()));
+        match config.slurm.clone() {
+            // A configured Slurm cluster replaces the simulator.
+            Some(slurm_cfg) => {
+                let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
+                tokio::spawn(gpuplane::backend::slurm::run(slurm_cfg, tx, refresh_now, cancel.clone()));
+            }
+            None => {
+                tokio::spawn(sim::run(sim_cfg, tx, config.refresh, cancel.clone()));
+            }
+        }
         let exit = tui::run(app, rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
         cancel.cancel();
         exit
