@@ -60,6 +60,33 @@ pub struct Cli {
     #[arg(long, env = "GPUPLANE_SEED", value_name = "N")]
     pub seed: Option<u64>,
 
+    /// Slurm: slurmrestd URL (e.g. http://127.0.0.1:6820). gpuplane then opens on that cluster
+    /// instead of the simulator. The token comes from --slurm-token-cmd, --slurm-token-file or
+    /// $SLURM_JWT (in that order), or the config file's [slurm] section.
+    #[arg(long = "slurm", env = "SLURMRESTD_URL", value_name = "URL")]
+    pub slurm: Option<String>,
+
+    /// Slurm: user name sent as X-SLURM-USER-NAME (optional with tokens that name the user).
+    #[arg(long, env = "SLURM_USER_NAME", value_name = "NAME")]
+    pub slurm_user: Option<String>,
+
+    /// Slurm: file holding the JWT (re-read at every refresh, so a cron job can renew it).
+    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_FILE", value_name = "PATH")]
+    pub slurm_token_file: Option<PathBuf>,
+
+    /// Slurm: command printing a JWT, re-run when the token nears expiry or is refused,
+    /// e.g. "scontrol token lifespan=3600".
+    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_CMD", value_name = "COMMAND")]
+    pub slurm_token_cmd: Option<String>,
+
+    /// Slurm: PEM CA file to trust for an https:// URL (a TLS proxy in front of slurmrestd).
+    #[arg(long, env = "GPUPLANE_SLURM_CA", value_name = "PATH")]
+    pub slurm_ca: Option<PathBuf>,
+
+    /// Slurm: time between refreshes (default 10s; jittered).
+    #[arg(long, env = "GPUPLANE_SLURM_REFRESH", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub slurm_refresh: Option<Duration>,
+
     /// Exit after drawing this many frames (for measuring time to first frame and memory).
     #[arg(long, value_name = "N")]
     pub exit_after_frames: Option<u64>,

@@ -1,5 +1,6 @@
 //! Configuration: built-in defaults < config file < environment < flags.
 
+use crate::backend::slurm::{ApiVersion, ClientConfig, SlurmConfig, TokenSource};
 use crate::cli::Cli;
 use crate::model::PriceCard;
 use crate::state::Thresholds;
@@ -27,6 +28,20 @@ struct ThresholdSection {
     flap_count: Option<u32>,
 }
 
+/// `[slurm]`: a Slurm cluster through slurmrestd.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct SlurmSection {
+    url: Option<String>,
+    user: Option<String>,
+    token_file: Option<PathBuf>,
+    token_cmd: Option<String>,
+    ca_file: Option<PathBuf>,
+    refresh: Option<String>,
+    /// Pin an API version (`v0.0.42`) instead of negotiating.
+    version: Option<String>,
+}
+
 /// The config file as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -42,6 +57,7 @@ struct FileConfig {
     sim: SimSection,
     prices: Option<PriceCard>,
     thresholds: ThresholdSection,
+    slurm: SlurmSection,
 }
 
 /// The resolved configuration.
@@ -65,6 +81,8 @@ pub struct Config {
     pub no_color: bool,
     pub readonly: bool,
     pub audit_log: Option<PathBuf>,
+    /// Set when a slurmrestd URL is configured: the Slurm backend replaces the simulator.
+    pub slurm: Option<SlurmConfig>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -136,6 +154,8 @@ impl Config {
             .or_else(|| std::env::var("USER").ok())
             .or_else(|| std::env::var("LOGNAME").ok())
             .unwrap_or_else(|| "unknown".into());
+        let env_jwt = std::env::var("SLURM_JWT").ok().filter(|t| !t.trim().is_empty());
+        let slurm = slurm_config(cli, &file.slurm, env_jwt, &mut warnings);
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -155,9 +175,60 @@ impl Config {
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             readonly: cli.readonly || file.readonly.unwrap_or(false),
             audit_log: cli.audit_log.clone().or(file.audit_log),
+            slurm,
         };
         (config, warnings)
     }
+}
+
+/// The Slurm settings: flags and environment over the `[slurm]` section. `None` without a URL.
+fn slurm_config(
+    cli: &Cli,
+    file: &SlurmSection,
+    env_jwt: Option<String>,
+    warnings: &mut Vec<String>,
+) -> Option<SlurmConfig> {
+    let url = cli.slurm.clone().or_else(|| file.url.clone()).filter(|u| !u.trim().is_empty())?;
+    let token = if let Some(c) = &cli.slurm_token_cmd {
+        TokenSource::Command(c.clone())
+    } else if let Some(f) = &cli.slurm_token_file {
+        TokenSource::File(f.clone())
+    } else if let Some(t) = env_jwt {
+        TokenSource::Static(t)
+    } else if let Some(c) = &file.token_cmd {
+        TokenSource::Command(c.clone())
+    } else if let Some(f) = &file.token_file {
+        TokenSource::File(f.clone())
+    } else {
+        TokenSource::Static(String::new())
+    };
+    let version = file.version.as_deref().and_then(|v| {
+        let parsed = ApiVersion::parse(v);
+        if parsed.is_none() {
+            warnings.push(format!(
+                "config: slurm.version = {v:?} is not one of v0.0.43, v0.0.42, v0.0.41, v0.0.40, v0.0.38"
+            ));
+        }
+        parsed
+    });
+    let mut cfg = SlurmConfig::new(ClientConfig {
+        url,
+        user: cli.slurm_user.clone().or_else(|| file.user.clone()),
+        token,
+        ca_file: cli.slurm_ca.clone().or_else(|| file.ca_file.clone()),
+        timeout: Duration::from_secs(30),
+        version,
+    });
+    let refresh = cli.slurm_refresh.or_else(|| {
+        let r = file.refresh.as_deref()?;
+        humantime::parse_duration(r)
+            .map_err(|e| warnings.push(format!("config: slurm.refresh = {r:?}: {e}")))
+            .ok()
+    });
+    if let Some(r) = refresh {
+        cfg.refresh = r.max(Duration::from_secs(1));
+    }
+    Some(cfg)
 }
 
 #[cfg(test)]
@@ -202,6 +273,32 @@ mod tests {
         let (c, w) = with_file("refresh = \"soon\"\n");
         assert_eq!(c.refresh, Duration::from_secs(2));
         assert!(w[0].contains("refresh"), "{w:?}");
+    }
+
+    #[test]
+    fn slurm_section_selects_the_slurm_backend_and_flags_win() {
+        let text = "[slurm]\nurl = \"http://127.0.0.1:6820\"\nuser = \"alice\"\ntoken_cmd = \"scontrol token\"\nrefresh = \"30s\"\n";
+        let file: FileConfig = toml::from_str(text).unwrap();
+        let mut w = Vec::new();
+        let s = slurm_config(&Cli::default(), &file.slurm, None, &mut w).expect("slurm configured");
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.client.url, "http://127.0.0.1:6820");
+        assert_eq!(s.client.user.as_deref(), Some("alice"));
+        assert_eq!(s.client.token, TokenSource::Command("scontrol token".into()));
+        assert_eq!(s.refresh, Duration::from_secs(30));
+        // $SLURM_JWT beats the file, flags beat both
+        let s = slurm_config(&Cli::default(), &file.slurm, Some("jwt".into()), &mut w).unwrap();
+        assert_eq!(s.client.token, TokenSource::Static("jwt".into()));
+        let (c, _) = Config::load(&Cli {
+            slurm: Some("http://h:1".into()),
+            slurm_token_file: Some("/t".into()),
+            ..Cli::default()
+        });
+        let s = c.slurm.expect("slurm from the flag");
+        assert_eq!((s.client.url.as_str(), &s.client.token), ("http://h:1", &TokenSource::File("/t".into())));
+        assert_eq!(s.refresh, Duration::from_secs(10));
+        let (c, _) = with_file("theme = \"dark\"\n");
+        assert!(c.slurm.is_none());
     }
 
     #[test]

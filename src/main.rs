@@ -79,31 +79,52 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let exit = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let cancel = CancellationToken::new();
-        // Actions: the console plans with one executor and the ops task runs the other.
-        let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
         let (ops_tx, ops_rx) = tokio::sync::mpsc::unbounded_channel();
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
-        let remote =
-            || gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx.clone(), user: config.user.clone() };
-        app.planner = Some(Box::new(remote()));
-        app.ops_tx = Some(ops_tx);
         app.readonly = config.readonly;
-        let ops = gpuplane::ops::Ops {
+        let ops = |cluster: String| gpuplane::ops::Ops {
             audit: gpuplane::commands::audit_log(&config),
             readonly: config.readonly,
-            cluster: format!("sim-{}x{}", config.sim_nodes, config.sim_gpus),
+            cluster,
             break_glass: None,
         };
-        tokio::spawn(gpuplane::ops::worker(ops, Box::new(remote()), ops_rx, ev_tx));
-        let sim_cfg = SimConfig {
-            seed: config.seed,
-            nodes: config.sim_nodes,
-            gpus_per_node: config.sim_gpus,
-            jobs: config.sim_jobs,
-            start: jiff::Timestamp::now().as_second(),
-            tick_s: config.refresh.as_secs().max(1) as i64,
-        };
-        tokio::spawn(sim::run_with_ops(sim_cfg, tx, config.refresh, cancel.clone(), Some(sim_ops_rx)));
+        match config.slurm.clone() {
+            // A configured Slurm cluster replaces the simulator.
+            Some(slurm_cfg) => {
+                let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
+                // Actions on Slurm are not wired into the console yet: the ops road has no Slurm
+                // executor, so the console says so instead of pretending.
+                tokio::spawn(gpuplane::backend::slurm::run(slurm_cfg, tx, refresh_now, cancel.clone()));
+                drop((ops_rx, ev_tx));
+            }
+            None => {
+                // Actions: the console plans with one executor and the ops task runs the other.
+                let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
+                let remote = || gpuplane::ops::SimExecutor::Remote {
+                    tx: sim_ops_tx.clone(),
+                    user: config.user.clone(),
+                };
+                app.planner = Some(Box::new(remote()));
+                app.ops_tx = Some(ops_tx);
+                let cluster = format!("sim-{}x{}", config.sim_nodes, config.sim_gpus);
+                tokio::spawn(gpuplane::ops::worker(ops(cluster), Box::new(remote()), ops_rx, ev_tx));
+                let sim_cfg = SimConfig {
+                    seed: config.seed,
+                    nodes: config.sim_nodes,
+                    gpus_per_node: config.sim_gpus,
+                    jobs: config.sim_jobs,
+                    start: jiff::Timestamp::now().as_second(),
+                    tick_s: config.refresh.as_secs().max(1) as i64,
+                };
+                tokio::spawn(sim::run_with_ops(
+                    sim_cfg,
+                    tx,
+                    config.refresh,
+                    cancel.clone(),
+                    Some(sim_ops_rx),
+                ));
+            }
+        }
         let exit = tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
         cancel.cancel();
         exit

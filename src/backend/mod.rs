@@ -2,6 +2,7 @@
 //! sent on a channel. No backend knows about widgets.
 
 pub mod sim;
+pub mod slurm;
 
 use crate::model::{
     EccCounts, Epoch, FabricPort, Filesystem, Job, JobId, Node, NodeReason, NodeState, Queue, Quota, Text,

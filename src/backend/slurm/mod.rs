@@ -1,0 +1,239 @@
+//! The Slurm backend: reads slurmrestd (and slurmdbd through it) and feeds the same
+//! [`Update`]s the simulator does.
+//!
+//! * [`client`]: HTTP, token, version negotiation (newest → oldest), error bodies.
+//! * [`v0038`] and [`v0040`]: one translation layer per version family; [`db`] for slurmdbd
+//!   records; [`wire`] holds the lenient JSON types they share; [`text`] parses hostlists and
+//!   GRES/TRES strings; [`map`] turns normalised records into the domain model.
+//! * [`poll`]: the polite refresh loop ([`run`]).
+//! * [`ops`]: writes (drain, resume, cancel, submit).
+
+pub mod client;
+pub mod db;
+pub mod error;
+pub mod map;
+pub mod ops;
+pub mod poll;
+pub mod text;
+pub mod token;
+pub mod v0038;
+pub mod v0040;
+pub mod wire;
+
+pub use client::{ApiVersion, Client, ClientConfig};
+pub use error::SlurmError;
+pub use ops::SubmitSpec;
+pub use poll::{Poller, run};
+pub use token::TokenSource;
+
+use crate::model::{Job, JobId, JobState, Node, Queue, Quota, Text};
+use map::GpuAlloc;
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+/// The source name in the header.
+pub const SOURCE: &str = "slurm";
+
+/// Everything the Slurm backend needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlurmConfig {
+    pub client: ClientConfig,
+    /// Time between refreshes (default 10 s; jittered ±10 %).
+    pub refresh: Duration,
+    /// Fetch the full job list at least every this many refreshes even when the light
+    /// listing says nothing changed (priorities and estimated starts move too).
+    pub full_jobs_every: u32,
+    /// How often to read accounting (associations, QOS, job history).
+    pub accounting_every: Duration,
+    /// How far back job history goes.
+    pub history: Duration,
+}
+
+impl SlurmConfig {
+    pub fn new(client: ClientConfig) -> Self {
+        SlurmConfig {
+            client,
+            refresh: Duration::from_secs(10),
+            full_jobs_every: 6,
+            accounting_every: Duration::from_secs(60),
+            history: Duration::from_secs(7 * 86_400),
+        }
+    }
+}
+
+/// A parsed collection and the server's `last_update` stamp (v0.0.40+).
+#[derive(Debug, Clone)]
+pub struct Parsed<T> {
+    pub data: T,
+    pub last_update: Option<i64>,
+}
+
+/// Jobs of one `jobs` response, with the GPUs they hold and each job's QOS (parallel to
+/// `jobs`; the domain `Job` has no QOS field).
+#[derive(Debug, Clone, Default)]
+pub struct JobsOut {
+    pub jobs: Vec<Job>,
+    pub allocs: Vec<GpuAlloc>,
+    pub qos: Vec<Text>,
+}
+
+/// Whose GPU limit a [`Limit`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitScope {
+    /// An account association's GrpTRES.
+    Account,
+    /// A QOS's GrpTRES.
+    Qos,
+}
+
+/// A GPU limit (`GrpTRES=gres/gpu=N`) from slurmdbd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    pub scope: LimitScope,
+    pub name: Text,
+    pub gpus: u32,
+}
+
+/// Finished jobs from slurmdbd.
+pub type DbJobs = Vec<Job>;
+
+/// Parsing by version family, with the endpoint named in errors.
+pub mod parse {
+    use super::*;
+
+    fn malformed(endpoint: &str, e: serde_json::Error) -> SlurmError {
+        SlurmError::Malformed { endpoint: endpoint.to_string(), detail: e.to_string() }
+    }
+
+    pub fn nodes(v: ApiVersion, body: &[u8]) -> Result<Parsed<Vec<Node>>, SlurmError> {
+        let r = if v.is_legacy() { v0038::nodes(body) } else { v0040::nodes(body) };
+        r.map_err(|e| malformed(&v.ctld("nodes"), e))
+    }
+
+    pub fn partitions(v: ApiVersion, body: &[u8]) -> Result<Parsed<Vec<Queue>>, SlurmError> {
+        let r = if v.is_legacy() { v0038::partitions(body) } else { v0040::partitions(body) };
+        r.map_err(|e| malformed(&v.ctld("partitions"), e))
+    }
+
+    pub fn jobs(v: ApiVersion, body: &[u8]) -> Result<Parsed<JobsOut>, SlurmError> {
+        let r = if v.is_legacy() { v0038::jobs(body) } else { v0040::jobs(body) };
+        r.map_err(|e| malformed(&v.ctld("jobs"), e))
+    }
+
+    pub fn job_states(v: ApiVersion, body: &[u8]) -> Result<Vec<(JobId, JobState)>, SlurmError> {
+        v0040::job_states(body).map_err(|e| malformed(&v.ctld("jobs/state"), e))
+    }
+
+    pub fn associations(v: ApiVersion, body: &[u8]) -> Result<Vec<Limit>, SlurmError> {
+        db::associations(body).map_err(|e| malformed(&v.db("associations"), e))
+    }
+
+    pub fn qos(v: ApiVersion, body: &[u8]) -> Result<Vec<Limit>, SlurmError> {
+        db::qos(body).map_err(|e| malformed(&v.db("qos"), e))
+    }
+
+    pub fn db_jobs(v: ApiVersion, body: &[u8]) -> Result<DbJobs, SlurmError> {
+        db::db_jobs(body).map_err(|e| malformed(&v.db("jobs"), e))
+    }
+}
+
+/// Marks which job holds each GPU (from the jobs' `gres_detail`); GPUs not listed are free.
+pub fn assign_gpus(nodes: &mut [Node], allocs: &[GpuAlloc]) {
+    let ix: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+    let mut held: Vec<(usize, u32, JobId)> = Vec::new();
+    for a in allocs {
+        if let Some(&i) = ix.get(a.node.as_str()) {
+            held.extend(a.idx.iter().map(|&g| (i, g, a.job)));
+        }
+    }
+    for n in nodes.iter_mut() {
+        for g in &mut n.gpus {
+            g.job = None;
+        }
+    }
+    for (i, g, job) in held {
+        if let Some(gpu) = nodes[i].gpus.iter_mut().find(|x| u32::from(x.index) == g) {
+            gpu.job = Some(job);
+        }
+    }
+}
+
+/// A partition's GPUs: the configured GPUs of its nodes.
+pub fn queue_gpus(queues: &mut [Queue], nodes: &[Node]) {
+    let mut by: HashMap<&str, u32> = HashMap::new();
+    for n in nodes {
+        for p in n.pool.split(',').filter(|p| !p.is_empty()) {
+            *by.entry(p).or_default() += n.gpu_slots;
+        }
+    }
+    for q in queues {
+        q.gpus = by.get(q.name.as_str()).copied().unwrap_or(0);
+    }
+}
+
+/// The jobs slurmctld knows plus the finished ones only accounting still remembers. A job in
+/// both keeps slurmctld's record and takes accounting's GPU time.
+pub fn merge_jobs(mut live: Vec<Job>, history: &[Job], nodes: &[Node]) -> Vec<Job> {
+    let hist: HashMap<JobId, &Job> = history.iter().map(|j| (j.id, j)).collect();
+    let seen: HashSet<JobId> = live.iter().map(|j| j.id).collect();
+    for j in &mut live {
+        if let Some(h) = hist.get(&j.id)
+            && !j.state.is_active()
+            && h.gpu_seconds > 0.0
+        {
+            j.gpu_seconds = h.gpu_seconds;
+        }
+    }
+    live.extend(history.iter().filter(|j| !seen.contains(&j.id) && !j.state.is_active()).cloned());
+    // Cost needs a GPU model: take it from the job's first node when the job did not name one.
+    let model: HashMap<&str, &Text> =
+        nodes.iter().filter_map(|n| n.gpus.first().map(|g| (n.name.as_str(), &g.model))).collect();
+    for j in &mut live {
+        if j.gpu_model.is_none()
+            && let Some(m) = j.nodes.first().and_then(|n| model.get(n.as_str()))
+            && !m.is_empty()
+        {
+            j.gpu_model = Some((*m).clone());
+        }
+    }
+    live
+}
+
+/// Quotas from GPU limits, with use from the live jobs. `qos` is parallel to `jobs` (may be
+/// shorter: missing entries count as no QOS).
+pub fn quotas(limits: &[Limit], jobs: &[Job], qos: &[Text]) -> Vec<Quota> {
+    let mut out: Vec<Quota> = limits
+        .iter()
+        .map(|l| {
+            let mut q = Quota {
+                team: match l.scope {
+                    LimitScope::Account => l.name.clone(),
+                    LimitScope::Qos => format!("qos:{}", l.name).into(),
+                },
+                gpu_quota: l.gpus,
+                gpu_used: 0,
+                borrowed: 0,
+                lendable: 0,
+                gpu_pending: 0,
+            };
+            for (i, j) in jobs.iter().enumerate() {
+                let hit = match l.scope {
+                    LimitScope::Account => j.account == l.name,
+                    LimitScope::Qos => qos.get(i).is_some_and(|q| *q == l.name),
+                };
+                if !hit {
+                    continue;
+                }
+                match j.state {
+                    JobState::Running | JobState::Completing => q.gpu_used += j.gpus,
+                    JobState::Pending => q.gpu_pending += j.gpus,
+                    _ => {}
+                }
+            }
+            // GrpTRES is a hard cap in Slurm: nothing is borrowed or lent.
+            q
+        })
+        .collect();
+    out.sort_by(|a, b| a.team.cmp(&b.team));
+    out
+}

@@ -1,0 +1,491 @@
+//! Live tests against the two real Slurm releases that scripts/test starts on 127.0.0.1:
+//! Slurm 22.05 (REST v0.0.38, with slurmdbd + MariaDB) and Slurm 24.11 (REST v0.0.40–42, in a
+//! Debian 13 chroot). What gpuplane shows must equal what Slurm's own CLI says.
+
+mod common;
+mod slurm_support;
+
+use gpuplane::backend::slurm::{ApiVersion, SOURCE, SlurmError, SubmitSpec, run};
+use gpuplane::backend::{SourceStatus, Update};
+use gpuplane::model::{JobState, NodeState};
+use gpuplane::state::ClusterState;
+use slurm_support::{Cluster, read, refresh_into, slurm22, slurm24};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+const TOKEN_MSG: &str = "token expired or invalid: mint a new one with `scontrol token`";
+
+/// sinfo's compact state → gpuplane's.
+fn sinfo_state(s: &str) -> NodeState {
+    match s.trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']) {
+        // `plnd`: idle, but planned by backfill for a pending job
+        "idle" | "plnd" => NodeState::Idle,
+        "mix" => NodeState::Mixed,
+        "alloc" | "comp" => NodeState::Allocated,
+        "drain" => NodeState::Drained,
+        "drng" => NodeState::Draining,
+        "down" | "fail" | "inval" | "err" => NodeState::Down,
+        "maint" => NodeState::Maintenance,
+        _ => NodeState::Unknown,
+    }
+}
+
+/// Compares the model with sinfo/squeue; `Err` describes the first difference.
+async fn compare(c: &Cluster) -> Result<(), String> {
+    let s = read(c).await;
+    // ---- nodes: sinfo -N lists a node once per partition
+    let mut cli_nodes: BTreeMap<String, (NodeState, BTreeSet<String>, u32, u64, String)> = BTreeMap::new();
+    for l in c.cli(&["sinfo", "-N", "-h", "-o", "%N|%t|%R|%c|%m|%G"]).lines() {
+        let f: Vec<&str> = l.split('|').collect();
+        let e = cli_nodes.entry(f[0].to_string()).or_insert_with(|| {
+            (
+                sinfo_state(f[1]),
+                BTreeSet::new(),
+                f[3].parse().unwrap_or(0),
+                f[4].parse().unwrap_or(0),
+                f[5].to_string(),
+            )
+        });
+        e.1.insert(f[2].to_string());
+    }
+    let ours: BTreeSet<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
+    let theirs: BTreeSet<&str> = cli_nodes.keys().map(|k| k.as_str()).collect();
+    if ours != theirs {
+        return Err(format!("node names differ: {ours:?} vs sinfo {theirs:?}"));
+    }
+    for n in &s.nodes {
+        let (st, parts, cpus, mem, gres) = &cli_nodes[n.name.as_str()];
+        let pool: BTreeSet<String> = n.pool.split(',').map(String::from).collect();
+        let want_gpus: u32 =
+            gres.split(':').nth(2).and_then(|x| x.split('(').next()?.parse().ok()).unwrap_or(0);
+        if n.state != *st || pool != *parts || n.cpus_total != *cpus || n.mem_total_mib != *mem {
+            return Err(format!(
+                "{}: ours {:?} {:?} {} cpus {} MiB, sinfo {st:?} {parts:?} {cpus} {mem}",
+                n.name, n.state, pool, n.cpus_total, n.mem_total_mib
+            ));
+        }
+        if n.gpu_slots != want_gpus || n.gpus.len() != want_gpus as usize {
+            return Err(format!("{}: {} GPUs, sinfo gres {gres}", n.name, n.gpu_slots));
+        }
+    }
+    // ---- partitions
+    for l in c.cli(&["sinfo", "-h", "-o", "%R|%a|%D|%l"]).lines() {
+        let f: Vec<&str> = l.split('|').collect();
+        let q = s.queues.iter().find(|q| q.name == f[0]).ok_or(format!("partition {} missing", f[0]))?;
+        let max = match f[3] {
+            "infinite" => None,
+            t => {
+                let p: Vec<i64> = t.split(':').map(|x| x.parse().unwrap_or(0)).collect();
+                Some(p[0] * 3600 + p.get(1).unwrap_or(&0) * 60)
+            }
+        };
+        let nodes: u32 = f[2].parse().unwrap_or(0);
+        if q.up != (f[1] == "up") || q.nodes != nodes || q.max_time_s != max {
+            return Err(format!("partition {}: ours {:?}, sinfo {l}", f[0], q));
+        }
+    }
+    // ---- jobs (squeue shows what slurmctld still holds; the model may add accounting history)
+    let out = c.cli(&["squeue", "-h", "-t", "all", "-o", "%i|%T|%r|%P|%u|%Q|%N|%j"]);
+    for l in out.lines() {
+        let f: Vec<&str> = l.splitn(8, '|').collect();
+        let id: u64 = f[0].parse().map_err(|_| format!("bad squeue line {l}"))?;
+        let j = s.job(id).ok_or(format!("job {id} missing"))?;
+        let state = j.state.label();
+        let cli_state = match f[1] {
+            "CANCELLED" | "COMPLETED" | "FAILED" | "PENDING" | "RUNNING" | "TIMEOUT" | "COMPLETING" => f[1],
+            "NODE_FAIL" => "NODE_FAIL",
+            other => other,
+        };
+        let nodes: Vec<String> = j.nodes.iter().map(|n| n.to_string()).collect();
+        let cli_nodes: Vec<String> = if f[6].is_empty() || j.state == JobState::Pending {
+            Vec::new()
+        } else {
+            gpuplane::backend::slurm::text::expand_hostlist(f[6]).iter().map(|t| t.to_string()).collect()
+        };
+        // squeue prints slurmctld's free-text description instead of the reason code when the
+        // scheduler left one ("Nodes required for job are DOWN, ..."): codes have no spaces.
+        let reason_ok =
+            j.state != JobState::Pending || j.pending_reason.as_deref() == Some(f[2]) || f[2].contains(' ');
+        if state != cli_state
+            || !reason_ok
+            || j.queue != f[3]
+            || j.user != f[4]
+            || j.priority.to_string() != f[5]
+            || (j.state.is_active() && nodes != cli_nodes)
+            || j.name != f[7]
+        {
+            return Err(format!("job {id}: ours {j:?}\nsqueue {l}"));
+        }
+    }
+    Ok(())
+}
+
+async fn matches_the_cli(c: &Cluster) {
+    let mut last = String::new();
+    // The scheduler may move between our read and squeue's: a few tries.
+    for _ in 0..5 {
+        match compare(c).await {
+            Ok(()) => return,
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    panic!("{}: model differs from the CLI: {last}", c.name);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_model_equals_sinfo_and_squeue() {
+    let (c, _g) = slurm22().await;
+    matches_the_cli(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_model_equals_sinfo_and_squeue() {
+    let (c, _g) = slurm24().await;
+    matches_the_cli(&c).await;
+}
+
+/// Versions negotiated newest → oldest: 22.05 serves v0.0.38 only, 24.11 up to v0.0.42.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_are_negotiated() {
+    let (c22, _g) = slurm22().await;
+    let mut p = c22.poller();
+    assert_eq!(p.client.negotiate().await.unwrap(), ApiVersion::V0038);
+    assert_eq!(p.client.release.as_deref(), Some("22.05.8"));
+    let (c24, _g2) = slurm24().await;
+    let mut p = c24.poller();
+    assert_eq!(p.client.negotiate().await.unwrap(), ApiVersion::V0042);
+    assert!(p.client.release.as_deref().unwrap_or("").starts_with("24.11"), "{:?}", p.client.release);
+}
+
+/// Pending jobs are ranked per partition in Slurm's priority order (squeue --sort=-p,i).
+async fn positions_follow_priority(c: &Cluster) {
+    let s = read(c).await;
+    for part in ["train", "infer"] {
+        let cli: Vec<u64> = c
+            .cli(&["squeue", "-h", "-t", "PD", "-p", part, "--sort=-p,i", "-o", "%i"])
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        let mut ours: Vec<(u32, u64)> = s
+            .jobs
+            .iter()
+            .filter(|j| j.state == JobState::Pending && j.queue == part)
+            .map(|j| (j.rank.expect("pending jobs have a rank"), j.id))
+            .collect();
+        ours.sort();
+        let ours: Vec<u64> = ours.into_iter().map(|(_, id)| id).collect();
+        assert_eq!(ours, cli, "{}: {part}: positions", c.name);
+    }
+    // the workload's three train jobs: pend-high (300) before pend-mid (200) before pend-low (100)
+    let rank = |name: &str| {
+        s.jobs.iter().find(|j| j.name == name && j.state == JobState::Pending).and_then(|j| j.rank)
+    };
+    let (h, m, l) = (rank("pend-high"), rank("pend-mid"), rank("pend-low"));
+    assert!(h.is_some() && h < m && m < l, "{}: ranks high {h:?} mid {m:?} low {l:?}", c.name);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_positions_follow_priority() {
+    let (c, _g) = slurm22().await;
+    positions_follow_priority(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_positions_follow_priority() {
+    let (c, _g) = slurm24().await;
+    positions_follow_priority(&c).await;
+}
+
+fn scontrol_node(c: &Cluster, node: &str) -> String {
+    c.cli(&["scontrol", "-o", "show", "node", node])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_drain_and_resume_over_rest() {
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node = s
+        .nodes
+        .iter()
+        .find(|n| n.state == NodeState::Idle && n.pool == "train")
+        .expect("an idle node")
+        .name
+        .clone();
+    let mut admin = c.admin_client();
+    let reason = "gpuplane test: XID 79 on GPU3 (OPS-1)";
+    admin.drain(&node, reason, None).await.expect("drain");
+    let sc = scontrol_node(&c, &node);
+    assert!(sc.contains("DRAIN") && sc.contains(&format!("Reason={reason}")), "{sc}");
+    let s = read(&c).await;
+    let n = s.node(&node).unwrap();
+    assert_eq!(n.state, NodeState::Drained, "{node}");
+    let r = n.reason.as_ref().expect("reason");
+    assert_eq!((r.text.as_str(), r.by.as_str()), (reason, "slurm"));
+    assert!(r.at > 0);
+    admin.resume(&node).await.expect("resume");
+    // slurmctld re-pings a resumed node; it reads IDLE+NOT_RESPONDING for a moment.
+    let mut last = None;
+    for _ in 0..40 {
+        let s = read(&c).await;
+        let n = s.node(&node).unwrap().clone();
+        if n.state == NodeState::Idle && n.reason.is_none() && !scontrol_node(&c, &node).contains("DRAIN") {
+            return;
+        }
+        last = Some(n.state);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} did not come back to idle: {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_drain_needs_a_reason_and_an_operator() {
+    let (c, _g) = slurm24().await;
+    let mut user = gpuplane::backend::slurm::Client::new(&c.config(&c.jwt).client).unwrap();
+    let e = user.drain("h100-12", " ", None).await.unwrap_err();
+    assert!(e.to_string().contains("reason is required"), "{e}");
+    let e = user.drain("h100-12", "test", None).await.unwrap_err();
+    assert!(e.to_string().contains("Invalid user id"), "an ordinary user may not drain: {e}");
+    assert!(!scontrol_node(&c, "h100-12").contains("Reason=test"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_says_clearly_it_cannot_drain_over_rest() {
+    let (c, _g) = slurm22().await;
+    let mut client = c.admin_client();
+    let e = client.drain("gpu-005", "maintenance", None).await.unwrap_err();
+    assert!(matches!(e, SlurmError::Unsupported(_)), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.contains("cannot drain") && msg.contains("scontrol update nodename=gpu-005"), "{msg}");
+    assert!(client.resume("gpu-005").await.unwrap_err().to_string().contains("v0.0.38"));
+}
+
+async fn submit_and_cancel(c: &Cluster) {
+    let mut client = gpuplane::backend::slurm::Client::new(&c.config(&c.jwt).client).unwrap();
+    let spec = SubmitSpec {
+        name: "gpuplane-submit-test".into(),
+        partition: Some("infer".into()),
+        script: "#!/bin/bash\nsleep 300\n".into(),
+        nodes: 1,
+        gpus_per_node: 1,
+        time_limit_min: Some(5),
+        cwd: c.cwd.clone(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        comment: Some("from gpuplane".into()),
+        hold: true,
+        ..Default::default()
+    };
+    let id = client.submit(&spec).await.expect("submit");
+    let sq = c.cli(&["squeue", "-h", "-j", &id.to_string(), "-o", "%T|%j|%r|%b"]);
+    assert!(sq.starts_with("PENDING|gpuplane-submit-test|JobHeldUser|"), "{}: {sq}", c.name);
+    assert!(sq.contains("gpu:1"), "{sq}");
+    let s = read(c).await;
+    let j = s.job(id).expect("submitted job in the model");
+    assert_eq!((j.state, j.gpus, j.pending_reason.as_deref()), (JobState::Pending, 1, Some("JobHeldUser")));
+    client.cancel(id).await.expect("cancel");
+    let sq = c.cli(&["squeue", "-h", "-t", "all", "-j", &id.to_string(), "-o", "%T"]);
+    assert_eq!(sq.trim(), "CANCELLED", "{}", c.name);
+    if c.name == "22.05" {
+        // 24.11 answers 200 for an unknown id; 22.05 says so.
+        let e = client.cancel(999_999).await.unwrap_err();
+        assert!(e.to_string().contains("Invalid job id"), "{e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_submit_and_cancel() {
+    let (c, _g) = slurm22().await;
+    submit_and_cancel(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_submit_and_cancel() {
+    let (c, _g) = slurm24().await;
+    submit_and_cancel(&c).await;
+}
+
+async fn invalid_token(c: &Cluster) {
+    // A forged token (the server must refuse it) and an expired one (refused before sending).
+    let expired = "eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjEwMCwic3VuIjoicm9vdCJ9.c2ln";
+    for tok in ["not.a.valid-token", expired] {
+        let mut p = gpuplane::backend::slurm::Poller::new(c.config(tok)).unwrap();
+        let mut s = ClusterState::new(Default::default(), Default::default());
+        let e = refresh_into(&mut p, &mut s).await.unwrap_err();
+        assert!(e.is_auth(), "{}: {e:?}", c.name);
+        assert!(e.to_string().starts_with("slurmrestd: ") && e.to_string().ends_with(TOKEN_MSG), "{e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_invalid_token_is_explained() {
+    let (c, _g) = slurm22().await;
+    invalid_token(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_invalid_token_is_explained() {
+    let (c, _g) = slurm24().await;
+    invalid_token(&c).await;
+}
+
+/// The backend task against a live cluster: data first, then the token goes bad and later the
+/// server goes away; the task keeps running, the state keeps the last data and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_task_survives_a_bad_token_and_a_stopped_slurmrestd() {
+    let (c, _g) = slurm24().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tok = dir.path().join("token");
+    std::fs::write(&tok, &c.jwt).unwrap();
+    let mut cfg = c.config("");
+    cfg.client.token = gpuplane::backend::slurm::TokenSource::File(tok.clone());
+    cfg.refresh = Duration::from_millis(300);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let now = std::sync::Arc::new(tokio::sync::Notify::new());
+    let task = tokio::spawn(run(cfg, tx, now.clone(), cancel.clone()));
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let status = |s: &ClusterState| s.sources.iter().find(|x| x.name == SOURCE).cloned();
+    async fn until(
+        rx: &mut tokio::sync::mpsc::Receiver<Update>,
+        s: &mut ClusterState,
+        f: impl Fn(&ClusterState, &SourceStatus) -> bool,
+    ) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let u =
+                tokio::time::timeout_at(deadline, rx.recv()).await.expect("timed out").expect("channel open");
+            s.apply(u);
+            if let Some(st) = s.sources.iter().find(|x| x.name == SOURCE).cloned()
+                && f(s, &st)
+            {
+                return;
+            }
+        }
+    }
+    until(&mut rx, &mut s, |s, st| {
+        !s.jobs.is_empty()
+            && st.error.is_none()
+            && st.detail.as_deref().is_some_and(|d| d.starts_with("v0.0.42"))
+    })
+    .await;
+    let (nodes, jobs) = (s.nodes.len(), s.jobs.len());
+    assert!(!s.is_simulated());
+    std::fs::write(&tok, "not.a.valid-token").unwrap();
+    now.notify_one();
+    until(&mut rx, &mut s, |_, st| st.error.as_deref().is_some_and(|e| e.ends_with(TOKEN_MSG))).await;
+    assert_eq!((s.nodes.len(), s.jobs.len()), (nodes, jobs), "last good data kept");
+    assert!(status(&s).unwrap().ok_at.is_some(), "the last success is kept for the stale age");
+    assert!(!task.is_finished());
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_slurmrestd_is_reported_and_retried() {
+    // A port that was just open and is now closed: what a stopped slurmrestd looks like.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    drop(l);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut cfg = gpuplane::backend::slurm::SlurmConfig::new(gpuplane::backend::slurm::ClientConfig {
+        url: url.clone(),
+        user: None,
+        token: gpuplane::backend::slurm::TokenSource::Static("x.y.z".into()),
+        ca_file: None,
+        timeout: Duration::from_secs(5),
+        version: None,
+    });
+    cfg.refresh = Duration::from_millis(100);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(run(cfg, tx, Default::default(), cancel.clone()));
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        let u = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.unwrap().unwrap();
+        if let Update::Status(SourceStatus { error: Some(e), .. }) = u {
+            errors.push(e);
+        }
+    }
+    assert!(errors[0].contains(&format!("slurmrestd unreachable at {url}")), "{}", errors[0]);
+    assert!(errors[0].contains("is slurmrestd running?"), "{}", errors[0]);
+    assert!(!task.is_finished(), "the backend keeps retrying");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+/// Accounting through slurmdbd: the GPU-capped QOS becomes a quota with its use, and finished
+/// jobs carry their GPU time for the Cost view.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_accounting_gives_quotas_and_gpu_hours() {
+    let (c, _g) = slurm22().await;
+    let s = read(&c).await;
+    let q = s.quotas.iter().find(|q| q.team == "qos:gpu-capped").expect("QOS gpu-capped quota");
+    assert_eq!(q.gpu_quota, 16);
+    let done =
+        s.jobs.iter().find(|j| j.name == "done-2s" && j.state == JobState::Completed).expect("done-2s");
+    assert_eq!(done.gpus, 2);
+    assert!(done.gpu_seconds >= 2.0 * 2.0, "accounting gives elapsed × GPUs: {}", done.gpu_seconds);
+    let failed = s.jobs.iter().find(|j| j.name == "done-fail").expect("done-fail");
+    assert_eq!(failed.state, JobState::Failed);
+    assert_eq!(failed.exit_reason.as_deref(), Some("exit 3 (NonZeroExitCode)"));
+    let report = gpuplane::cost::report(&s, 86_400);
+    assert!(
+        report.teams.iter().any(|t| t.failed_gpu_hours > 0.0),
+        "failed jobs burn GPU-hours: {:?}",
+        report.teams
+    );
+}
+
+/// The job with escape sequences and unicode in its name and comment: stored as Slurm sent it,
+/// drawn without a single escape character.
+async fn hostile_job_is_sanitised(c: &Cluster) {
+    let s = read(c).await;
+    let j = s.jobs.iter().find(|j| j.name.starts_with("evil")).expect("hostile job").clone();
+    assert!(j.name.contains('\u{1b}'), "the model keeps Slurm's bytes");
+    let mut app = gpuplane::tui::app::App::new(
+        s,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "root".into(),
+    );
+    app.run_command("jobs");
+    let screen = common::render(&mut app, 200, 40);
+    assert!(screen.contains("evilRED"), "{}: the name is shown, minus its escapes:\n{screen}", c.name);
+    assert_eq!(gpuplane::sanitize::sanitize(&j.name), "evilRED ünïcødé 漢字 🚀", "unicode survives");
+    assert!(!screen.chars().any(|ch| ch.is_control() && ch != '\n'), "no control character on screen");
+    assert!(!screen.contains("pwned"), "OSC payloads are dropped, not shown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_hostile_job_is_sanitised_on_screen() {
+    let (c, _g) = slurm22().await;
+    hostile_job_is_sanitised(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_hostile_job_is_sanitised_on_screen() {
+    let (c, _g) = slurm24().await;
+    hostile_job_is_sanitised(&c).await;
+}
+
+/// Requests per refresh do not grow with the cluster: 3 when nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_per_refresh_are_constant() {
+    for (c, _g) in [slurm22().await, slurm24().await] {
+        let mut p = c.poller();
+        let mut s = ClusterState::new(Default::default(), Default::default());
+        refresh_into(&mut p, &mut s).await.unwrap();
+        let first = p.client.requests;
+        refresh_into(&mut p, &mut s).await.unwrap();
+        let second = p.client.requests - first;
+        assert!(second <= 4, "{}: {second} requests in a quiet refresh", c.name);
+        assert!(
+            s.nodes.len() >= 16 && s.jobs.len() >= 10,
+            "{}: {} nodes {} jobs",
+            c.name,
+            s.nodes.len(),
+            s.jobs.len()
+        );
+    }
+}
