@@ -254,10 +254,13 @@ impl Client {
     /// GET a collection. `Ok(None)` for 304 (nothing changed since `update_time`).
     pub async fn get(&mut self, path: &str, query: &[(&str, String)]) -> Result<Option<Bytes>, SlurmError> {
         let mut a = self.send(reqwest::Method::GET, path, query, None).await?;
-        if self.ambiguous_500(&a) && query.iter().any(|(k, _)| *k == "update_time") {
-            // 22.05 sometimes answers an incremental fetch (`update_time`) with a bare
-            // "Unspecified error" (seen in the live tests right after jobs were submitted and
-            // cancelled). A full fetch answers properly; a refused token fails that too.
+        let incremental = query.iter().any(|(k, _)| *k == "update_time");
+        if incremental && (a.status >= 500 || self.ambiguous_500(&a)) {
+            // An incremental fetch (`update_time`) can fail where a full one succeeds: seen on
+            // both releases in the live tests, e.g. 24.11's `nodes/` answering 500 "Unable to
+            // query partitions: Unspecified error" when nodes changed but partitions did not,
+            // and 22.05 answering a bare "Unspecified error". A full fetch answers properly;
+            // a refused token or a broken server fails that too.
             let full: Vec<(&str, String)> =
                 query.iter().filter(|(k, _)| *k != "update_time").cloned().collect();
             a = self.send(reqwest::Method::GET, path, &full, None).await?;
