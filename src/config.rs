@@ -40,6 +40,7 @@ struct FileConfig {
     sim: SimSection,
     prices: Option<PriceCard>,
     thresholds: ThresholdSection,
+    prometheus: Option<crate::backend::prom::PromSection>,
 }
 
 /// The resolved configuration.
@@ -61,6 +62,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     pub exit_after_frames: Option<u64>,
     pub no_color: bool,
+    /// `[prometheus]`, `--prometheus URL` or `PROMETHEUS_URL`.
+    pub prometheus: Option<crate::backend::prom::PromConfig>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -132,6 +135,11 @@ impl Config {
             .or_else(|| std::env::var("USER").ok())
             .or_else(|| std::env::var("LOGNAME").ok())
             .unwrap_or_else(|| "unknown".into());
+        let prometheus = crate::backend::prom::PromConfig::resolve(
+            cli.prometheus.as_deref(),
+            file.prometheus.as_ref(),
+            &mut warnings,
+        );
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -149,6 +157,7 @@ impl Config {
             state_dir,
             exit_after_frames: cli.exit_after_frames,
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            prometheus,
         };
         (config, warnings)
     }

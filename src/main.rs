@@ -81,7 +81,14 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             start: jiff::Timestamp::now().as_second(),
             tick_s: config.refresh.as_secs().max(1) as i64,
         };
-        tokio::spawn(sim::run(sim_cfg, tx, config.refresh, cancel.clone()));
+        // Prometheus telemetry; alone, it discovers the nodes (with a scheduler: discover_nodes = false).
+        let prom = config.prometheus.clone().map(|mut p| {
+            p.discover_nodes = true;
+            tokio::spawn(gpuplane::backend::prom::run(p, tx.clone(), cancel.clone()))
+        });
+        if prom.is_none() {
+            tokio::spawn(sim::run(sim_cfg, tx, config.refresh, cancel.clone()));
+        }
         let exit = tui::run(app, rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
         cancel.cancel();
         exit
