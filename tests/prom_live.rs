@@ -143,7 +143,6 @@ async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
         assert_eq!(i.action, xid_info(code).action);
         assert_eq!(i.node.as_deref(), Some(host.as_str()));
     }
-    assert_eq!(incident(&s, "gpu-005/gpu2", "XID").title, format!("XID 43 {} (×2)", xid_info(43).name));
     // It has been 43 since t_end-2700 s on GPU 3: dated from the XID window, not from now.
     let since = incident(&s, "gpu-005/gpu3", "XID").since.unwrap();
     assert!(s.now - since >= 2600, "XID dated {} s ago", s.now - since);
@@ -166,7 +165,7 @@ async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
 
     // The flapping IB port.
     let flaps = one(&url, "round(increase(node_infiniband_link_downed_total{instance=\"gpu-010:9100\",device=\"mlx5_3\"}[3600s]))").await;
-    assert!(flaps >= 3.0);
+    assert!(flaps >= 3.0, "the flaps are older than the window: restart Prometheus (scripts/test does)");
     incident(&s, "gpu-010/mlx5_3/1", &format!("IB port flapping: {flaps} state changes"));
     let p = s.node("gpu-010").unwrap().ports.iter().find(|p| p.name == "mlx5_3/1").unwrap().clone();
     let downed =
