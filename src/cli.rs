@@ -44,6 +44,11 @@ pub struct Cli {
     #[arg(long, env = "GPUPLANE_VIEW", value_name = "VIEW")]
     pub view: Option<String>,
 
+    /// Prometheus (or Thanos/Mimir/Cortex) query URL for GPU, fabric and storage telemetry.
+    /// Alone, nodes and GPUs are discovered from its series; more in [prometheus] of the config.
+    #[arg(long, env = "PROMETHEUS_URL", value_name = "URL")]
+    pub prometheus: Option<String>,
+
     /// Simulator: number of nodes.
     #[arg(long, env = "GPUPLANE_SIM_NODES", value_name = "N")]
     pub sim_nodes: Option<usize>,

@@ -58,6 +58,7 @@ struct FileConfig {
     prices: Option<PriceCard>,
     thresholds: ThresholdSection,
     slurm: SlurmSection,
+    prometheus: Option<crate::backend::prom::PromSection>,
 }
 
 /// The resolved configuration.
@@ -83,6 +84,8 @@ pub struct Config {
     pub audit_log: Option<PathBuf>,
     /// Set when a slurmrestd URL is configured: the Slurm backend replaces the simulator.
     pub slurm: Option<SlurmConfig>,
+    /// `[prometheus]`, `--prometheus URL` or `PROMETHEUS_URL`.
+    pub prometheus: Option<crate::backend::prom::PromConfig>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -156,6 +159,11 @@ impl Config {
             .unwrap_or_else(|| "unknown".into());
         let env_jwt = std::env::var("SLURM_JWT").ok().filter(|t| !t.trim().is_empty());
         let slurm = slurm_config(cli, &file.slurm, env_jwt, &mut warnings);
+        let prometheus = crate::backend::prom::PromConfig::resolve(
+            cli.prometheus.as_deref(),
+            file.prometheus.as_ref(),
+            &mut warnings,
+        );
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -176,6 +184,7 @@ impl Config {
             readonly: cli.readonly || file.readonly.unwrap_or(false),
             audit_log: cli.audit_log.clone().or(file.audit_log),
             slurm,
+            prometheus,
         };
         (config, warnings)
     }

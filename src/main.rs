@@ -88,6 +88,11 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             cluster,
             break_glass: None,
         };
+        // Prometheus telemetry; alone, it discovers the nodes; with a scheduler it joins its nodes.
+        if let Some(mut p) = config.prometheus.clone() {
+            p.discover_nodes = config.slurm.is_none();
+            tokio::spawn(gpuplane::backend::prom::run(p, tx.clone(), cancel.clone()));
+        }
         match config.slurm.clone() {
             // A configured Slurm cluster replaces the simulator.
             Some(slurm_cfg) => {
@@ -97,6 +102,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 tokio::spawn(gpuplane::backend::slurm::run(slurm_cfg, tx, refresh_now, cancel.clone()));
                 drop((ops_rx, ev_tx));
             }
+            // Prometheus alone (a DCGM-only fleet): no scheduler, so no actions.
+            None if config.prometheus.is_some() => drop((tx, ops_rx, ev_tx)),
             None => {
                 // Actions: the console plans with one executor and the ops task runs the other.
                 let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();

@@ -1,0 +1,575 @@
+//! Query answers → model: per-node GPU samples, fabric ports and the storage list of one refresh,
+//! and (Prometheus alone) the node inventory discovered from the series.
+//!
+//! Series are joined by the mapped host name (see [`HostMap`](super::config::HostMap)) and the
+//! GPU index or `device/port`. Sparse families (filtered `> 0` server-side) count as zero for
+//! every GPU/port the dense families reported.
+
+use super::api::{Point, Results, Series};
+use super::config::PromConfig;
+use super::queries::Family;
+use crate::backend::{GpuSample, GpuSamples, NodeSample};
+use crate::model::{
+    EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, Node, NodeState,
+    PortState, StorageKind, Text, XidEvent,
+};
+use crate::sanitize::sanitize;
+use std::collections::{BTreeMap, HashMap};
+
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Who holds a GPU, from dcgm-exporter's allocation labels.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Alloc {
+    Slurm(JobId),
+    Pod { namespace: Text, pod: Text },
+}
+
+impl Alloc {
+    /// Slurm job ids are numbers; a pod gets a stable FNV-1a hash of `namespace/pod` with the top
+    /// bit set, so it never collides with a Slurm id.
+    pub fn id(&self) -> JobId {
+        match self {
+            Alloc::Slurm(id) => *id,
+            Alloc::Pod { namespace, pod } => {
+                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+                for b in namespace.bytes().chain([b'/']).chain(pod.bytes()) {
+                    h ^= u64::from(b);
+                    h = h.wrapping_mul(0x0100_0000_01b3);
+                }
+                h | (1 << 63)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct GpuAcc {
+    s: GpuSample,
+    seen_util: bool,
+    sbe: Option<u32>,
+    dbe: Option<u32>,
+    xid: Option<u16>,
+    xid_count: Option<u32>,
+    alloc: Option<Alloc>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PortAcc {
+    name: Text,
+    state: Option<f64>,
+    rate: Option<f64>,
+    symbol: u64,
+    rcv: u64,
+    xmit: u64,
+    downed: u64,
+    flaps: u32,
+    rx_mbps: f64,
+    tx_mbps: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeAcc {
+    name: Text,
+    gpus: smallvec::SmallVec<[GpuAcc; 8]>,
+    ports: Vec<PortAcc>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct FsAcc {
+    host: Option<Text>,
+    mount: Text,
+    fstype: Text,
+    device: Text,
+    size: Option<f64>,
+    avail: Option<f64>,
+}
+
+/// What the backend remembers between refreshes: when each XID code was first seen, when
+/// each allocation was first seen, and the jobs it reported (Prometheus alone).
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    pub xid_first: Map<(Text, u8), (u16, Epoch)>,
+    pub alloc_first: Map<JobId, Epoch>,
+    pub jobs: BTreeMap<JobId, Job>,
+}
+
+/// One refresh's answers, joined by node.
+#[derive(Debug, Default)]
+pub struct Refresh {
+    nodes: Vec<NodeAcc>,
+    ix: Map<Text, u32>,
+    fs: Vec<FsAcc>,
+    ok: u64,
+}
+
+/// What a refresh turns into.
+#[derive(Debug, Default)]
+pub struct Mapped {
+    pub samples: Vec<NodeSample>,
+    pub storage: Option<Vec<Filesystem>>,
+    pub jobs_upsert: Vec<Job>,
+    pub jobs_remove: Vec<JobId>,
+}
+
+fn bit(f: Family) -> u64 {
+    1 << (f as u32)
+}
+
+fn clamp_u8(v: f64, max: f64) -> Option<u8> {
+    (v.is_finite() && v >= 0.0).then(|| v.round().min(max) as u8)
+}
+
+fn clamp_u32(v: f64) -> Option<u32> {
+    (v.is_finite() && v >= 0.0).then(|| v.round().min(f64::from(u32::MAX)) as u32)
+}
+
+fn clamp_u64(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 { v.round().min(u64::MAX as f64) as u64 } else { 0 }
+}
+
+fn text(s: &str) -> Text {
+    Text::from(sanitize(s).as_ref())
+}
+
+impl Refresh {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks a family as answered (even when its answer is empty).
+    pub fn answered(&mut self, f: Family) {
+        self.ok |= bit(f);
+    }
+
+    pub fn has(&self, f: Family) -> bool {
+        self.ok & bit(f) != 0
+    }
+
+    fn node(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.ix.get(name) {
+            return i;
+        }
+        let i = self.nodes.len() as u32;
+        let name = text(name);
+        self.nodes.push(NodeAcc { name: name.clone(), ..NodeAcc::default() });
+        self.ix.insert(name, i);
+        i
+    }
+
+    /// Adds an instant query's answer (each series' newest sample).
+    pub fn add(&mut self, cfg: &PromConfig, f: Family, r: &Results<'_>) {
+        self.add_points(cfg, f, r.iter().filter_map(|s| Some((s, s.last()?))));
+    }
+
+    /// Adds one sample per series (an instant answer, or one step of a range answer).
+    pub fn add_points<'r, 'a: 'r>(
+        &mut self,
+        cfg: &PromConfig,
+        f: Family,
+        series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
+    ) {
+        self.answered(f);
+        match f {
+            Family::FsSize | Family::FsAvail => {
+                for (s, p) in series {
+                    self.add_fs(cfg, f, &s, p.v);
+                }
+            }
+            _ if f.is_gpu() => self.add_gpu(cfg, f, series),
+            _ => self.add_ports(cfg, f, series),
+        }
+    }
+
+    fn add_gpu<'r, 'a: 'r>(
+        &mut self,
+        cfg: &PromConfig,
+        f: Family,
+        series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
+    ) {
+        let l = &cfg.labels;
+        let mut cache: Map<&'r str, u32> = Map::default();
+        let mut last: Option<(&'r str, u32)> = None;
+        for (s, p) in series {
+            if !p.v.is_finite() {
+                continue;
+            }
+            let Some(host) = s.first_label(&l.gpu_host) else { continue };
+            let Some(idx) = s.label(&l.gpu).and_then(|g| g.parse::<u8>().ok()) else { continue };
+            let ni = match last {
+                Some((h, i)) if h == host => i,
+                _ => {
+                    let i = match cache.get(host) {
+                        Some(&i) => i,
+                        None => {
+                            let i = self.node(&cfg.host_map.map(host));
+                            cache.insert(host, i);
+                            i
+                        }
+                    };
+                    last = Some((host, i));
+                    i
+                }
+            };
+            let node = &mut self.nodes[ni as usize];
+            let k = match node.gpus.iter().position(|g| g.s.index == idx) {
+                Some(k) => k,
+                None => {
+                    node.gpus.push(GpuAcc {
+                        s: GpuSample { index: idx, ..GpuSample::default() },
+                        ..GpuAcc::default()
+                    });
+                    node.gpus.len() - 1
+                }
+            };
+            let g = &mut node.gpus[k];
+            let v = p.v;
+            match f {
+                Family::GpuUtil => {
+                    g.s.util = clamp_u8(v, 100.0);
+                    g.seen_util = true;
+                    let alloc = match (s.label(&l.hpc_job), s.label(&l.pod)) {
+                        (Some(j), _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
+                        (None, Some(pod)) => Some(Alloc::Pod {
+                            namespace: text(s.label(&l.namespace).unwrap_or("")),
+                            pod: text(pod),
+                        }),
+                        _ => None,
+                    };
+                    // Two series for one GPU (a pod label changing): the allocated one wins.
+                    if alloc.is_some() || g.alloc.is_none() {
+                        g.alloc = alloc;
+                    }
+                }
+                Family::TensorActive => g.s.tensor_active = clamp_u8(v, 100.0),
+                // dcgm-exporter reports a huge sentinel where a sensor is missing.
+                Family::GpuTemp => g.s.temp_c = clamp_u8(v, 254.0).filter(|_| v < 1000.0),
+                Family::Power => {
+                    g.s.power_w = (v.is_finite() && v >= 0.0).then(|| v.round().min(65535.0) as u16)
+                }
+                Family::FbUsed => g.s.mem_used_mib = clamp_u32(v),
+                Family::XidLast => g.xid = (1.0..=65535.0).contains(&v).then_some(v as u16),
+                Family::XidCount => g.xid_count = clamp_u32(v),
+                Family::EccSbe => g.sbe = clamp_u32(v),
+                Family::EccDbe => g.dbe = clamp_u32(v),
+                _ => {}
+            }
+        }
+    }
+
+    fn add_ports<'r, 'a: 'r>(
+        &mut self,
+        cfg: &PromConfig,
+        f: Family,
+        series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
+    ) {
+        let mut cache: Map<&'r str, u32> = Map::default();
+        for (s, p) in series {
+            if !p.v.is_finite() {
+                continue;
+            }
+            let Some(host) = s.first_label(&cfg.labels.node_host) else { continue };
+            let (Some(dev), port) = (s.label("device"), s.label("port").unwrap_or("1")) else { continue };
+            let ni = match cache.get(host) {
+                Some(&i) => i,
+                None => {
+                    let i = self.node(&cfg.host_map.map(host));
+                    cache.insert(host, i);
+                    i
+                }
+            };
+            let node = &mut self.nodes[ni as usize];
+            let name_len = dev.len() + 1 + port.len();
+            let k = match node
+                .ports
+                .iter()
+                .position(|x| x.name.len() == name_len && x.name.starts_with(dev) && x.name.ends_with(port))
+            {
+                Some(k) => k,
+                None => {
+                    node.ports.push(PortAcc { name: text(&format!("{dev}/{port}")), ..PortAcc::default() });
+                    node.ports.len() - 1
+                }
+            };
+            let x = &mut node.ports[k];
+            let v = p.v;
+            match f {
+                Family::IbState => x.state = Some(v),
+                Family::IbRate => x.rate = Some(v),
+                Family::IbSymbol => x.symbol = clamp_u64(v),
+                Family::IbRcvErrors => x.rcv = clamp_u64(v),
+                Family::IbXmitDiscards => x.xmit = clamp_u64(v),
+                Family::IbLinkDowned => x.downed = clamp_u64(v),
+                Family::IbFlaps => x.flaps = clamp_u32(v).unwrap_or(0),
+                Family::IbRx => x.rx_mbps = v.max(0.0),
+                Family::IbTx => x.tx_mbps = v.max(0.0),
+                _ => {}
+            }
+        }
+    }
+
+    fn add_fs(&mut self, cfg: &PromConfig, f: Family, s: &Series<'_, '_>, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        let host = s.first_label(&cfg.labels.node_host).map(|h| text(&cfg.host_map.map(h)));
+        let mount = text(s.label("mountpoint").unwrap_or("?"));
+        let k = match self.fs.iter().position(|x| x.host == host && x.mount == mount) {
+            Some(k) => k,
+            None => {
+                self.fs.push(FsAcc {
+                    host,
+                    mount,
+                    fstype: text(s.label("fstype").unwrap_or("")),
+                    device: text(s.label("device").unwrap_or("")),
+                    ..FsAcc::default()
+                });
+                self.fs.len() - 1
+            }
+        };
+        match f {
+            Family::FsSize => self.fs[k].size = Some(v),
+            _ => self.fs[k].avail = Some(v),
+        }
+    }
+
+    /// The delta's content. `discover` (Prometheus alone) also sets GPU ownership, node state
+    /// and allocation, and the jobs made from the allocation labels.
+    pub fn finish(self, at: Epoch, discover: bool, mem: &mut Memory) -> Mapped {
+        let util_ok = self.has(Family::GpuUtil);
+        let ecc_ok = self.has(Family::EccSbe) && self.has(Family::EccDbe);
+        let ports_ok = self.has(Family::IbState) || self.has(Family::IbRate);
+        let xid_ok = self.has(Family::XidLast);
+        let fs_ok = self.has(Family::FsSize) && self.has(Family::FsAvail);
+        let mut allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)> = BTreeMap::new();
+        let mut samples = Vec::with_capacity(self.nodes.len());
+        let mut xid_seen: Map<(Text, u8), ()> = Map::default();
+        for mut n in self.nodes {
+            n.gpus.sort_unstable_by_key(|g| g.s.index);
+            let mut gpus = GpuSamples::new();
+            let mut alloc_count = 0u32;
+            let any_util = n.gpus.iter().any(|g| g.seen_util);
+            for g in n.gpus {
+                let mut s = g.s;
+                if ecc_ok {
+                    s.ecc = Some(EccCounts { sbe: g.sbe.unwrap_or(0), dbe: g.dbe.unwrap_or(0) });
+                }
+                if let Some(code) = g.xid {
+                    let key = (n.name.clone(), s.index);
+                    let first = match mem.xid_first.get(&key) {
+                        Some(&(c, t)) if c == code => t,
+                        _ => at,
+                    };
+                    mem.xid_first.insert(key.clone(), (code, first));
+                    xid_seen.insert(key, ());
+                    s.xid = Some(XidEvent { code, at: first, count: g.xid_count.unwrap_or(1).max(1) });
+                }
+                if discover && util_ok && g.seen_util {
+                    s.job = Some(g.alloc.as_ref().map(Alloc::id));
+                    if let Some(a) = g.alloc {
+                        alloc_count += 1;
+                        let e = allocs.entry(a.id()).or_insert_with(|| (a, Vec::new(), 0));
+                        if e.1.last() != Some(&n.name) {
+                            e.1.push(n.name.clone());
+                        }
+                        e.2 += 1;
+                    }
+                }
+                gpus.push(s);
+            }
+            let mut sample = NodeSample { node: n.name, gpus, ..NodeSample::default() };
+            if discover && util_ok {
+                let total = sample.gpus.iter().filter(|g| g.util.is_some()).count() as u32;
+                sample.gpu_alloc = Some(alloc_count);
+                sample.state = Some(match (any_util, alloc_count) {
+                    (false, _) => NodeState::Unknown,
+                    (true, 0) => NodeState::Idle,
+                    (true, a) if a >= total => NodeState::Allocated,
+                    _ => NodeState::Mixed,
+                });
+            }
+            if ports_ok && !n.ports.is_empty() {
+                n.ports.sort_by(|a, b| a.name.cmp(&b.name));
+                sample.ports = Some(n.ports.into_iter().map(port_of).collect());
+            }
+            samples.push(sample);
+        }
+        if xid_ok {
+            mem.xid_first.retain(|k, _| xid_seen.contains_key(k));
+        }
+        samples.sort_unstable_by(|a, b| a.node.cmp(&b.node));
+        let storage = fs_ok.then(|| {
+            let mut v: Vec<Filesystem> = self.fs.into_iter().filter_map(fs_of).collect();
+            v.sort_by(|a, b| a.name.cmp(&b.name));
+            v
+        });
+        let (jobs_upsert, jobs_remove) =
+            if discover && util_ok { jobs_of(allocs, at, mem) } else { (Vec::new(), Vec::new()) };
+        Mapped { samples, storage, jobs_upsert, jobs_remove }
+    }
+}
+
+fn port_of(p: PortAcc) -> FabricPort {
+    let state = match p.state.map(|v| v as i64) {
+        Some(4) | Some(5) => PortState::Active,
+        Some(3) => PortState::Armed,
+        Some(2) => PortState::Init,
+        Some(1) => PortState::Down,
+        _ => PortState::Unknown,
+    };
+    FabricPort {
+        name: p.name,
+        kind: FabricKind::InfiniBand,
+        state,
+        rate_gbps: p.rate.map_or(0, |r| (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32),
+        symbol_errors: p.symbol,
+        rcv_errors: p.rcv,
+        xmit_discards: p.xmit,
+        link_downed: p.downed,
+        flaps: p.flaps,
+        rx_gbps: (p.rx_mbps / 1000.0) as f32,
+        tx_gbps: (p.tx_mbps / 1000.0) as f32,
+    }
+}
+
+fn fs_of(f: FsAcc) -> Option<Filesystem> {
+    let size = f.size?;
+    let avail = f.avail.unwrap_or(size);
+    let kind = match f.fstype.as_str() {
+        "lustre" => StorageKind::Lustre,
+        t if t.starts_with("nfs") => StorageKind::Nfs,
+        "wekafs" => StorageKind::Weka,
+        _ if f.host.is_some() => StorageKind::LocalNvme,
+        _ => StorageKind::Volume,
+    };
+    let (name, purpose) = match &f.host {
+        Some(h) => (Text::from(format!("{h}:{}", f.mount)), Text::from(format!("local disk of {h}"))),
+        None => {
+            // `10.40.0.11@o2ib:/ckptfs` -> `ckptfs`; `server:/export/data` -> `data`.
+            let tail = f.device.rsplit(['/', ':']).find(|s| !s.is_empty()).unwrap_or(&f.mount);
+            (Text::from(tail), Text::from("shared"))
+        }
+    };
+    Some(Filesystem {
+        name,
+        kind,
+        mount: f.mount,
+        purpose,
+        capacity_bytes: clamp_u64(size),
+        used_bytes: clamp_u64(size - avail),
+        read_bps: 0.0,
+        write_bps: 0.0,
+        ckpt_write_s: None,
+        ckpt_restore_s: None,
+    })
+}
+
+/// Jobs made from allocation labels (Prometheus alone): one per Slurm job id or per pod.
+fn jobs_of(
+    allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)>,
+    at: Epoch,
+    mem: &mut Memory,
+) -> (Vec<Job>, Vec<JobId>) {
+    let mut upsert = Vec::new();
+    for (id, (a, nodes, gpus)) in &allocs {
+        let start = *mem.alloc_first.entry(*id).or_insert(at);
+        let (name, account) = match a {
+            Alloc::Slurm(j) => (Text::from(format!("slurm job {j}")), Text::default()),
+            Alloc::Pod { namespace, pod } => (pod.clone(), namespace.clone()),
+        };
+        let job = Job {
+            id: *id,
+            name,
+            user: Text::default(),
+            account,
+            queue: Text::default(),
+            state: JobState::Running,
+            pending_reason: None,
+            priority: 0,
+            submit: start,
+            start: Some(start),
+            end: None,
+            est_start: None,
+            gpus: *gpus,
+            gpu_model: None,
+            nodes: nodes.clone(),
+            exit_reason: None,
+            retries: 0,
+            position: None,
+            rank: None,
+            gpu_seconds: 0.0,
+            useful_gpu_seconds: 0.0,
+        };
+        if mem.jobs.get(id) != Some(&job) {
+            mem.jobs.insert(*id, job.clone());
+            upsert.push(job);
+        }
+    }
+    let gone: Vec<JobId> = mem.jobs.keys().filter(|id| !allocs.contains_key(id)).copied().collect();
+    for id in &gone {
+        mem.jobs.remove(id);
+        mem.alloc_first.remove(id);
+    }
+    (upsert, gone)
+}
+
+/// Nodes and GPUs discovered from the discovery query (Prometheus alone), sorted by name.
+pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
+    let l = &cfg.labels;
+    let mut nodes: BTreeMap<Text, Node> = BTreeMap::new();
+    for s in r.iter() {
+        let Some(host) = s.first_label(&l.gpu_host) else { continue };
+        let Some(idx) = s.label(&l.gpu).and_then(|g| g.parse::<u8>().ok()) else { continue };
+        let name = text(&cfg.host_map.map(host));
+        let node = nodes.entry(name.clone()).or_insert_with(|| Node {
+            name,
+            state: NodeState::Idle,
+            reason: None,
+            pool: l.pool.as_ref().and_then(|p| s.label(p)).map(text).unwrap_or_default(),
+            labels: BTreeMap::new(),
+            cpus_total: 0,
+            cpus_alloc: 0,
+            mem_total_mib: 0,
+            mem_alloc_mib: 0,
+            gpu_slots: 0,
+            gpu_alloc: 0,
+            gpus: Vec::new(),
+            topology: None,
+            ports: Vec::new(),
+            driver: s.label("DCGM_FI_DRIVER_VERSION").map(text),
+            cuda: None,
+        });
+        if node.gpus.iter().any(|g| g.index == idx) {
+            continue;
+        }
+        let mem_total = s.last().map(|p| p.v).and_then(clamp_u32).unwrap_or(0);
+        node.gpus.push(Gpu {
+            index: idx,
+            uuid: s.first_label(&l.uuid).map(text).unwrap_or_default(),
+            model: s.first_label(&l.model).map(text).unwrap_or_default(),
+            mem_total_mib: mem_total,
+            mem_used_mib: None,
+            util: None,
+            tensor_active: None,
+            temp_c: None,
+            power_w: None,
+            power_limit_w: 0,
+            ecc: EccCounts::default(),
+            xid: None,
+            mig: Vec::new(),
+            job: None,
+            idle_since: None,
+        });
+    }
+    nodes
+        .into_values()
+        .map(|mut n| {
+            n.gpus.sort_by_key(|g| g.index);
+            n.gpu_slots = n.gpus.len() as u32;
+            if let Some(m) = n.gpus.first().map(|g| g.model.clone()) {
+                n.labels.insert(Text::from("nvidia.com/gpu.product"), m);
+            }
+            n
+        })
+        .collect()
+}

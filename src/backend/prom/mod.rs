@@ -1,0 +1,450 @@
+//! Prometheus telemetry: GPU (dcgm-exporter), fabric and storage (node_exporter) health from
+//! any Prometheus-compatible query API (Prometheus, Thanos, Mimir, Cortex).
+//!
+//! The backend is a tokio task that sends [`Update`]s; nothing here runs on the UI task.
+//! Each refresh (default 15 s, jittered ±10 %) sends the same [`queries::REFRESH`] queries —
+//! 20, one per metric family for the whole cluster, whatever its size — concurrently, parses
+//! and joins the answers off the async threads, and sends one [`Update::Delta`] (`source:
+//! "prom"`) with a [`NodeSample`](crate::backend::NodeSample) per node, plus the storage list.
+//!
+//! * **Prometheus alone** (`discover_nodes`): nodes and GPUs are discovered from the series
+//!   (one query at start and every 20 refreshes, or sooner when an unknown host shows up) and
+//!   sent as an [`Update::Inventory`] before the deltas; GPU ownership, node allocation and
+//!   jobs come from dcgm-exporter's `pod`/`namespace` and `hpc_job` labels.
+//! * **With a scheduler**: only deltas; telemetry joins the scheduler's nodes by name (map
+//!   host labels to node names with `[prometheus.host_map]`), and ownership stays the
+//!   scheduler's.
+//! * **History**: at start, the last `backfill` minutes of GPU utilisation and temperature
+//!   come from one `query_range` each and are replayed as deltas, so sparklines and the
+//!   allocated-but-idle timer start filled; the XID window is read once to date each GPU's
+//!   current XID. After that the state's own history rings fill from the deltas (querying
+//!   ranges only for what is on screen needs a UI→backend request path that does not exist yet).
+//! * **Health**: every outcome is an [`Update::Status`]: unreachable, slow, 5xx or refused
+//!   credentials say so with the age of the last data, and retry with exponential backoff and
+//!   jitter; the API's own errors (`bad_data`, `execution`) and warnings are shown verbatim, and
+//!   a refresh where some families failed still delivers the others (partial data).
+
+pub mod api;
+pub mod client;
+pub mod config;
+pub mod map;
+pub mod queries;
+
+pub use client::{PromClient, PromError};
+pub use config::{PromConfig, PromSection};
+
+use crate::backend::{Delta, Inventory, SourceStatus, Update};
+use crate::model::{Epoch, Text};
+use client::Body;
+use map::{Mapped, Memory, Refresh};
+use queries::{BACKFILL, Family, REFRESH};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::Sender;
+use tokio_util::sync::CancellationToken;
+
+/// The source name in the header.
+pub const SOURCE: &str = "prom";
+
+/// Refreshes between two discovery queries (Prometheus alone).
+const REDISCOVER_EVERY: u32 = 20;
+
+/// Longest wait between retries.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+fn now() -> Epoch {
+    jiff::Timestamp::now().as_second()
+}
+
+/// `d` ± 10 %.
+fn jitter(d: Duration) -> Duration {
+    d.mul_f64(0.9 + fastrand::f64() * 0.2)
+}
+
+/// The wait after `failures` consecutive failed refreshes: doubling from the refresh period up
+/// to five minutes, with jitter.
+pub fn backoff(refresh: Duration, failures: u32) -> Duration {
+    let base = refresh.max(Duration::from_secs(1)).saturating_mul(1 << failures.min(10));
+    jitter(base.min(MAX_BACKOFF))
+}
+
+/// How old the last data is, for an error message.
+pub fn age_text(ok_at: Option<Epoch>, now: Epoch) -> String {
+    match ok_at {
+        Some(t) => format!("last data {} s ago", (now - t).max(0)),
+        None => "no data yet".into(),
+    }
+}
+
+/// The answers of one refresh, parsed and joined: what the delta carries, plus problems
+/// (failed families, verbatim) and the server's warnings.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub mapped: Mapped,
+    /// `family: error`, one per family that failed.
+    pub failed: Vec<(Family, PromError)>,
+    pub warnings: Vec<String>,
+}
+
+/// Parses and joins one refresh's bodies (CPU work: run it off the async threads).
+pub fn map_refresh(
+    cfg: &PromConfig,
+    bodies: &[(Family, Result<Body, PromError>)],
+    at: Epoch,
+    mem: &mut Memory,
+) -> Outcome {
+    let mut r = Refresh::new();
+    let mut out = Outcome::default();
+    for (f, body) in bodies {
+        let parsed = body.as_ref().map_err(Clone::clone).and_then(Body::parse);
+        match parsed {
+            Ok(resp) => {
+                r.add(cfg, *f, &resp.results);
+                for w in resp.warnings.iter().chain(&resp.infos) {
+                    if !out.warnings.contains(w) {
+                        out.warnings.push(w.clone());
+                    }
+                }
+            }
+            Err(e) => out.failed.push((*f, e)),
+        }
+    }
+    out.mapped = r.finish(at, cfg.discover_nodes, mem);
+    out
+}
+
+impl Outcome {
+    /// Everything went wrong in the same way a server that is down does.
+    pub fn unreachable(&self) -> Option<&PromError> {
+        let first = &self.failed.first()?.1;
+        (self.failed.len() == REFRESH.len() && first.is_unreachable()).then_some(first)
+    }
+
+    /// The status text for partial data and warnings (`None` when all is well).
+    pub fn problems(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.failed.is_empty() {
+            let list: Vec<String> = self.failed.iter().map(|(f, e)| format!("{}: {e}", f.name())).collect();
+            parts.push(format!(
+                "partial data, {} of {} queries failed: {}",
+                self.failed.len(),
+                REFRESH.len(),
+                list.join("; ")
+            ));
+        }
+        if !self.warnings.is_empty() {
+            parts.push(format!("warning: {}", self.warnings.join("; ")));
+        }
+        (!parts.is_empty()).then(|| format!("prometheus: {}", parts.join(" — ")))
+    }
+}
+
+/// The backend task: runs until `cancel`.
+pub async fn run(cfg: PromConfig, tx: Sender<Update>, cancel: CancellationToken) {
+    let mut b = Backend::new(cfg, tx, cancel.clone());
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = b.main() => {}
+    }
+}
+
+struct Backend {
+    cfg: Arc<PromConfig>,
+    tx: Sender<Update>,
+    cancel: CancellationToken,
+    ok_at: Option<Epoch>,
+    version: Option<Text>,
+    mem: Memory,
+    known: HashSet<Text>,
+    /// Discovered nodes not sent yet: the first inventory goes out dated at the backfill's start,
+    /// so that replayed history is not older than the state's clock.
+    pending: Option<Vec<crate::model::Node>>,
+}
+
+impl Backend {
+    fn new(cfg: PromConfig, tx: Sender<Update>, cancel: CancellationToken) -> Self {
+        Self {
+            cfg: Arc::new(cfg),
+            tx,
+            cancel,
+            ok_at: None,
+            version: None,
+            mem: Memory::default(),
+            known: HashSet::new(),
+            pending: None,
+        }
+    }
+
+    async fn send(&self, u: Update) -> bool {
+        tokio::select! {
+            _ = self.cancel.cancelled() => false,
+            r = self.tx.send(u) => r.is_ok(),
+        }
+    }
+
+    async fn status(&self, error: Option<String>, ok_at: Option<Epoch>) -> bool {
+        self.send(Update::Status(SourceStatus {
+            name: Text::const_new(SOURCE),
+            simulated: false,
+            ok_at,
+            error,
+            detail: self.version.clone(),
+        }))
+        .await
+    }
+
+    async fn fail(&self, e: &PromError) -> bool {
+        let msg = format!("prometheus: {e} ({})", age_text(self.ok_at, now()));
+        tracing::warn!("{msg}");
+        self.status(Some(msg), None).await
+    }
+
+    async fn main(&mut self) {
+        let client = match PromClient::new(&self.cfg) {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail(&e).await;
+                return;
+            }
+        };
+        if !self.status(None, None).await {
+            return;
+        }
+        let mut failures = 0u32;
+        let mut since_discovery = u32::MAX;
+        let mut backfilled = false;
+        loop {
+            if self.cfg.discover_nodes && since_discovery >= REDISCOVER_EVERY {
+                match self.discover(&client).await {
+                    Ok(()) => since_discovery = 0,
+                    Err(e) => {
+                        failures += 1;
+                        if !self.fail(&e).await {
+                            return;
+                        }
+                        tokio::time::sleep(backoff(self.cfg.refresh, failures)).await;
+                        continue;
+                    }
+                }
+            }
+            if self.version.is_none() {
+                self.version = client.version().await.map(Text::from);
+            }
+            if !backfilled {
+                backfilled = true;
+                if let Err(e) = self.backfill(&client).await {
+                    tracing::warn!("prometheus: history backfill skipped: {e}");
+                }
+            }
+            if !self.send_inventory(now()).await {
+                return;
+            }
+            let (ok, unknown) = match self.refresh(&client).await {
+                Some(x) => x,
+                None => return,
+            };
+            since_discovery = since_discovery.saturating_add(1);
+            if unknown && self.cfg.discover_nodes {
+                since_discovery = REDISCOVER_EVERY;
+            }
+            failures = if ok { 0 } else { failures + 1 };
+            let wait = if ok { jitter(self.cfg.refresh) } else { backoff(self.cfg.refresh, failures) };
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One discovery query → an Inventory with the nodes and GPUs found.
+    async fn discover(&mut self, client: &PromClient) -> Result<(), PromError> {
+        let body = client.query(&queries::discovery(&self.cfg), None).await?;
+        let cfg = self.cfg.clone();
+        let nodes = tokio::task::spawn_blocking(move || {
+            let resp = body.parse()?;
+            Ok::<_, PromError>(map::discover(&cfg, &resp.results))
+        })
+        .await
+        .map_err(|e| PromError::Decode { url: client.url().into(), detail: e.to_string() })??;
+        self.known = nodes.iter().map(|n| n.name.clone()).collect();
+        self.ok_at = Some(now());
+        self.pending = Some(nodes);
+        Ok(())
+    }
+
+    async fn send_inventory(&mut self, at: Epoch) -> bool {
+        let Some(nodes) = self.pending.take() else { return true };
+        let inventory =
+            Inventory { source: Text::const_new(SOURCE), nodes: Some(nodes), ..Inventory::default() };
+        self.send(Update::Inventory { at, inventory: Box::new(inventory) }).await
+    }
+
+    /// History at start: one `query_range` per [`BACKFILL`] family, replayed as deltas.
+    async fn backfill(&mut self, client: &PromClient) -> Result<(), PromError> {
+        let span = self.cfg.backfill.as_secs();
+        if span == 0 {
+            return Ok(());
+        }
+        // One point per refresh period, but no more points than the state keeps.
+        let max_points = crate::state::history::HISTORY_LEN as f64 - 2.0;
+        let step = (self.cfg.refresh.as_secs().max(1) as f64).max((span as f64 / max_points).ceil());
+        let end = now() as f64;
+        let start = end - span as f64;
+        let window = self.cfg.window.as_secs() as f64;
+        let mut bodies = Vec::new();
+        for f in BACKFILL {
+            let q = queries::promql(&self.cfg, *f);
+            let body = match f {
+                // Only to date the current XIDs: the whole window, coarse steps.
+                Family::XidLast => client.query_range(&q, end - window, end, 60.0).await?,
+                _ => client.query_range(&q, start, end - step, step).await?,
+            };
+            bodies.push((*f, body));
+        }
+        if !self.send_inventory(start as Epoch).await {
+            return Ok(());
+        }
+        let cfg = self.cfg.clone();
+        let mut mem = std::mem::take(&mut self.mem);
+        let steps = tokio::task::spawn_blocking(move || {
+            let deltas = replay(&cfg, &bodies, start, end - step, step, &mut mem);
+            (deltas, mem)
+        })
+        .await;
+        let (deltas, mem) =
+            steps.map_err(|e| PromError::Decode { url: client.url().into(), detail: e.to_string() })?;
+        self.mem = mem;
+        let deltas = deltas?;
+        for d in deltas {
+            if !self.send(Update::Delta(Box::new(d))).await {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One refresh. `None`: the console is gone. `Some((ok, unknown hosts seen))`.
+    async fn refresh(&mut self, client: &PromClient) -> Option<(bool, bool)> {
+        let at = now();
+        let t = at as f64;
+        let futures = REFRESH.iter().map(|f| {
+            let q = queries::promql(&self.cfg, *f);
+            async move { (*f, client.query(&q, Some(t)).await) }
+        });
+        let bodies: Vec<(Family, Result<Body, PromError>)> = futures::future::join_all(futures).await;
+        let cfg = self.cfg.clone();
+        let mut mem = std::mem::take(&mut self.mem);
+        let joined = tokio::task::spawn_blocking(move || {
+            let out = map_refresh(&cfg, &bodies, at, &mut mem);
+            (out, mem)
+        })
+        .await;
+        let Ok((out, mem)) = joined else {
+            return Some((false, false));
+        };
+        self.mem = mem;
+        if let Some(e) = out.unreachable() {
+            return self.fail(e).await.then_some((false, false));
+        }
+        let unknown =
+            self.cfg.discover_nodes && out.mapped.samples.iter().any(|s| !self.known.contains(&s.node));
+        let problems = out.problems();
+        if let Some(p) = &problems {
+            tracing::warn!("{p}");
+        }
+        let m = out.mapped;
+        let delta = Delta {
+            source: Text::const_new(SOURCE),
+            at,
+            nodes: m.samples,
+            jobs_upsert: m.jobs_upsert,
+            jobs_remove: m.jobs_remove,
+            quotas: None,
+            storage: m.storage,
+        };
+        self.ok_at = Some(at);
+        if !self.send(Update::Delta(Box::new(delta))).await {
+            return None;
+        }
+        if !self.status(problems, Some(at)).await {
+            return None;
+        }
+        Some((true, unknown))
+    }
+}
+
+/// Range answers → one delta per step, oldest first.
+pub fn replay(
+    cfg: &PromConfig,
+    bodies: &[(Family, Body)],
+    start: f64,
+    end: f64,
+    step: f64,
+    mem: &mut Memory,
+) -> Result<Vec<Delta>, PromError> {
+    let parsed: Vec<(Family, api::Response<'_>)> =
+        bodies.iter().map(|(f, b)| b.parse().map(|r| (*f, r))).collect::<Result<_, _>>()?;
+    // Date each GPU's current XID: the start of the newest run of the same code.
+    for (f, r) in &parsed {
+        if *f != Family::XidLast {
+            continue;
+        }
+        for s in r.results.iter() {
+            let (Some(host), Some(idx)) = (
+                s.first_label(&cfg.labels.gpu_host),
+                s.label(&cfg.labels.gpu).and_then(|g| g.parse::<u8>().ok()),
+            ) else {
+                continue;
+            };
+            let Some(last) = s.last() else { continue };
+            let mut first = last.t;
+            for p in s.points.iter().rev() {
+                if p.v != last.v {
+                    break;
+                }
+                first = p.t;
+            }
+            let key = (Text::from(cfg.host_map.map(host).as_ref()), idx);
+            mem.xid_first.insert(key, (last.v as u16, first as Epoch));
+        }
+    }
+    let n = (((end - start) / step).round().max(0.0) as usize) + 1;
+    let mut cursors: Vec<Vec<usize>> = parsed.iter().map(|(_, r)| vec![0; r.results.len()]).collect();
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        let t = start + k as f64 * step;
+        let mut r = Refresh::new();
+        for ((f, resp), cur) in parsed.iter().zip(&mut cursors) {
+            if *f == Family::XidLast {
+                continue;
+            }
+            let pts = resp.results.iter().zip(cur.iter_mut()).filter_map(|(s, c)| {
+                while let Some(p) = s.points.get(*c) {
+                    if p.t < t - step / 2.0 {
+                        *c += 1;
+                        continue;
+                    }
+                    if p.t <= t + step / 2.0 {
+                        *c += 1;
+                        return Some((s, *p));
+                    }
+                    break;
+                }
+                None
+            });
+            r.add_points(cfg, *f, pts);
+        }
+        let m = r.finish(t as Epoch, cfg.discover_nodes, mem);
+        if m.samples.is_empty() {
+            continue;
+        }
+        out.push(Delta {
+            source: Text::const_new(SOURCE),
+            at: t as Epoch,
+            nodes: m.samples,
+            jobs_upsert: m.jobs_upsert,
+            jobs_remove: m.jobs_remove,
+            quotas: None,
+            storage: None,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,388 @@
+//! The Prometheus backend against a real Prometheus 2.42 (started by scripts/test, see
+//! scripts/prometheus/) holding 2 h of a synthetic 16-node H100 cluster with planted anomalies.
+//! Each anomaly must surface as the right incident on the right node/GPU, with the figures a
+//! direct PromQL query of the same server gives.
+
+use gpuplane::backend::prom::{self, PromClient, PromConfig};
+use gpuplane::backend::{NodeSample, Update};
+use gpuplane::model::{EccCounts, Gpu, Node, NodeState, xid_info};
+use gpuplane::state::{ClusterState, Incident};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+fn url() -> String {
+    match std::env::var("GPUPLANE_TEST_PROM_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => panic!(
+            "GPUPLANE_TEST_PROM_URL is not set: these tests need the real Prometheus that the test command starts — run scripts/test"
+        ),
+    }
+}
+
+fn cfg(url: &str) -> PromConfig {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut c = PromConfig::new(url);
+    c.refresh = Duration::from_secs(1);
+    c
+}
+
+/// Direct PromQL: `(labels, value)` of each series.
+async fn query(url: &str, q: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+    let c = PromClient::new(&cfg(url)).unwrap();
+    let body = c.query(q, None).await.unwrap_or_else(|e| panic!("{q}: {e}"));
+    let r = body.parse().unwrap();
+    r.results
+        .iter()
+        .map(|s| {
+            let l = s.labels.iter().map(|(k, v)| (k.0.to_string(), v.0.to_string())).collect();
+            (l, s.last().unwrap().v)
+        })
+        .collect()
+}
+
+async fn one(url: &str, q: &str) -> f64 {
+    let v = query(url, q).await;
+    assert_eq!(v.len(), 1, "{q}: {v:?}");
+    v[0].1
+}
+
+/// Runs the backend into `state` until `done` says so (or panics after `secs`).
+async fn drive(
+    cfg: PromConfig,
+    state: &mut ClusterState,
+    secs: u64,
+    mut done: impl FnMut(&Update, &ClusterState) -> bool,
+) -> Vec<Update> {
+    let (tx, mut rx) = mpsc::channel(1024);
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(prom::run(cfg, tx, cancel.clone()));
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let u = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no expected update within {secs} s; got {} updates: {:?}",
+                    seen.len(),
+                    last_status(&seen)
+                )
+            })
+            .expect("the backend stopped");
+        state.apply(u.clone());
+        let stop = done(&u, state);
+        seen.push(u);
+        if stop {
+            break;
+        }
+    }
+    cancel.cancel();
+    let _ = task.await;
+    seen
+}
+
+fn last_status(seen: &[Update]) -> Option<&gpuplane::backend::SourceStatus> {
+    seen.iter().rev().find_map(|u| match u {
+        Update::Status(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Until the first live refresh has been applied (its status follows the delta).
+fn first_refresh(u: &Update, _: &ClusterState) -> bool {
+    matches!(u, Update::Status(s) if s.ok_at.is_some())
+}
+
+fn incident<'a>(s: &'a ClusterState, subject: &str, title_start: &str) -> &'a Incident {
+    s.incidents.iter().find(|i| i.subject == subject && i.title.starts_with(title_start)).unwrap_or_else(
+        || {
+            let all: Vec<_> = s.incidents.iter().map(|i| format!("{} | {}", i.subject, i.title)).collect();
+            panic!("no incident {subject:?} {title_start:?} in {all:#?}")
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
+    let url = url();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let updates = drive(cfg(&url), &mut s, 90, first_refresh).await;
+
+    // Prometheus alone: the inventory came first, then history, then the live refresh.
+    assert!(matches!(
+        updates.iter().find(|u| !matches!(u, Update::Status(_))),
+        Some(Update::Inventory { .. })
+    ));
+    assert_eq!(s.nodes.len(), 16);
+    assert!(s.nodes.iter().all(|n| n.gpus.len() == 8 && n.gpu_model() == "NVIDIA H100 80GB HBM3"));
+    let uuid = query(&url, "DCGM_FI_DEV_GPU_UTIL{Hostname=\"gpu-003\",gpu=\"5\"}").await;
+    assert_eq!(s.node("gpu-003").unwrap().gpus[5].uuid, uuid[0].0["UUID"]);
+    let src = s.sources.iter().find(|x| x.name == "prom").unwrap();
+    assert_eq!((src.error.as_deref(), src.detail.as_deref()), (None, Some("2.42.0+ds")));
+    assert!(!s.is_simulated());
+
+    // History from query_range: the sparkline is filled before the first live refresh.
+    let n8 = s.node_index("gpu-008").unwrap();
+    let hist = s.gpu_temp_history(n8, 4, 120);
+    assert!(hist.len() >= 55, "{} points", hist.len());
+
+    // XID burst on gpu-005 GPUs 0-3, and the ECC GPU's XID 94.
+    let counts =
+        query(&url, "count by (Hostname, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[3600s]) != 0)").await;
+    let latest = query(&url, "DCGM_FI_DEV_XID_ERRORS != 0").await;
+    assert_eq!(latest.len(), 5, "{latest:?}");
+    for (labels, code) in &latest {
+        let (host, gpu) = (&labels["Hostname"], &labels["gpu"]);
+        let count = counts.iter().find(|(l, _)| &l["Hostname"] == host && &l["gpu"] == gpu).unwrap().1;
+        let code = *code as u16;
+        let subject = format!("{host}/gpu{gpu}");
+        let i = incident(&s, &subject, &format!("XID {code} "));
+        assert_eq!(i.title, format!("XID {code} {} (×{count})", xid_info(code).name));
+        assert_eq!(i.action, xid_info(code).action);
+        assert_eq!(i.node.as_deref(), Some(host.as_str()));
+    }
+    // It has been 43 since t_end-2700 s on GPU 3: dated from the XID window, not from now.
+    let since = incident(&s, "gpu-005/gpu3", "XID").since.unwrap();
+    assert!(s.now - since >= 2600, "XID dated {} s ago", s.now - since);
+
+    // ECC double-bit errors on gpu-011 GPU 6.
+    let dbe = one(&url, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{Hostname=\"gpu-011\",gpu=\"6\"}").await;
+    let i = incident(&s, "gpu-011/gpu6", &format!("{dbe} double-bit ECC errors"));
+    assert_eq!(i.severity, gpuplane::state::Severity::Critical);
+    let sbe = one(&url, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{Hostname=\"gpu-011\",gpu=\"6\"}").await;
+    let g = &s.node("gpu-011").unwrap().gpus[6];
+    assert!((f64::from(g.ecc.sbe) - sbe).abs() <= 2.0, "sbe {} vs {sbe}", g.ecc.sbe);
+    assert_eq!(g.ecc.dbe as f64, dbe);
+
+    // The hot GPU.
+    let t = one(&url, "DCGM_FI_DEV_GPU_TEMP{Hostname=\"gpu-008\",gpu=\"4\"}").await;
+    let i = incident(&s, "gpu-008/gpu4", "GPU hot: ");
+    let shown: f64 = i.title.trim_start_matches("GPU hot: ").trim_end_matches("°C").parse().unwrap();
+    assert!((shown - t).abs() <= 2.0, "{} vs {t}", i.title);
+    assert_eq!(s.incidents.iter().filter(|i| i.title.starts_with("GPU hot")).count(), 1);
+
+    // The flapping IB port.
+    let flaps = one(&url, "round(increase(node_infiniband_link_downed_total{instance=\"gpu-010:9100\",device=\"mlx5_3\"}[3600s]))").await;
+    assert!(flaps >= 3.0, "the flaps are older than the window: restart Prometheus (scripts/test does)");
+    incident(&s, "gpu-010/mlx5_3/1", &format!("IB port flapping: {flaps} state changes"));
+    let p = s.node("gpu-010").unwrap().ports.iter().find(|p| p.name == "mlx5_3/1").unwrap().clone();
+    let downed =
+        one(&url, "node_infiniband_link_downed_total{instance=\"gpu-010:9100\",device=\"mlx5_3\"}").await;
+    assert_eq!(p.link_downed as f64, downed);
+    assert_eq!(p.rate_gbps, 400);
+    assert_eq!(s.node("gpu-001").unwrap().ports.len(), 8);
+
+    // Allocated but idle: the notebook pod on gpu-006 and Slurm job 48377 on gpu-013, with $/h.
+    let idle = query(&url, "count by (Hostname) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{pod!=\"\"}[10m]) < 5 or avg_over_time(DCGM_FI_DEV_GPU_UTIL{hpc_job!=\"\"}[10m]) < 5)").await;
+    let price = s.prices.price("NVIDIA H100 80GB HBM3");
+    assert_eq!(idle.len(), 2, "{idle:?}");
+    for (labels, n) in idle {
+        let host = &labels["Hostname"];
+        let i = s
+            .incidents
+            .iter()
+            .find(|i| i.node.as_deref() == Some(host.as_str()) && i.title.contains("allocated GPUs idle"))
+            .unwrap_or_else(|| panic!("no idle incident on {host}: {:#?}", s.incidents));
+        assert!(i.title.starts_with(&format!("{n} allocated GPUs idle")), "{}", i.title);
+        assert_eq!(i.cost_per_hour, Some(n * price));
+    }
+    assert_eq!(s.job(48377).map(|j| j.gpus), Some(2));
+
+    // The nearly full local disk.
+    let ratio = one(&url, "node_filesystem_avail_bytes{instance=\"gpu-003:9100\",mountpoint=\"/raid\"} / node_filesystem_size_bytes{instance=\"gpu-003:9100\",mountpoint=\"/raid\"}").await;
+    let pct = ((1.0 - ratio) * 100.0).floor();
+    let i = incident(&s, "gpu-003:/raid", "/raid ");
+    assert_eq!(i.title, format!("/raid {pct}% full"));
+    let lustre = s.storage.iter().find(|f| f.mount == "/mnt/checkpoints").expect("shared lustre listed");
+    assert_eq!(
+        lustre.capacity_bytes as f64,
+        one(&url, "max(node_filesystem_size_bytes{mountpoint=\"/mnt/checkpoints\"})").await
+    );
+
+    // Deterministic telemetry: the idle notebook's framebuffer.
+    let fb = one(&url, "DCGM_FI_DEV_FB_USED{Hostname=\"gpu-006\",gpu=\"0\"}").await;
+    assert_eq!(s.node("gpu-006").unwrap().gpus[0].mem_used_mib, Some(fb as u32));
+    // No incident on a healthy node.
+    assert!(!s.incidents.iter().any(|i| i.node.as_deref() == Some("gpu-016")), "{:#?}", s.incidents);
+}
+
+fn scheduler_nodes() -> Vec<Node> {
+    (1..=17u64)
+        .map(|i| Node {
+            name: if i == 17 { "login-1".into() } else { format!("node-{i:03}").into() },
+            state: NodeState::Allocated,
+            reason: None,
+            pool: "batch".into(),
+            labels: BTreeMap::new(),
+            cpus_total: 224,
+            cpus_alloc: 0,
+            mem_total_mib: 2_000_000,
+            mem_alloc_mib: 0,
+            gpu_slots: 8,
+            gpu_alloc: 8,
+            gpus: (0..8)
+                .map(|k| Gpu {
+                    index: k,
+                    uuid: "".into(),
+                    model: "H100".into(),
+                    mem_total_mib: 81559,
+                    mem_used_mib: None,
+                    util: None,
+                    tensor_active: None,
+                    temp_c: None,
+                    power_w: None,
+                    power_limit_w: 700,
+                    ecc: EccCounts::default(),
+                    xid: None,
+                    mig: Vec::new(),
+                    job: Some(1000 + i),
+                    idle_since: None,
+                })
+                .collect(),
+            topology: None,
+            ports: Vec::new(),
+            driver: None,
+            cuda: None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_joins_the_schedulers_nodes() {
+    let url = url();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    s.apply(Update::Inventory {
+        at: 1,
+        inventory: Box::new(gpuplane::backend::Inventory {
+            source: "slurm".into(),
+            nodes: Some(scheduler_nodes()),
+            ..Default::default()
+        }),
+    });
+    let mut c = cfg(&url);
+    c.discover_nodes = false;
+    c.host_map.regex = Some(regex::Regex::new(r"^gpu-(\d+)$").unwrap());
+    c.host_map.replace = Some("node-$1".into());
+    let updates = drive(c, &mut s, 90, first_refresh).await;
+    assert!(!updates.iter().any(|u| matches!(u, Update::Inventory { .. })), "no inventory with a scheduler");
+    assert_eq!(s.nodes.len(), 17, "the scheduler's nodes, no more");
+    let t = one(&url, "DCGM_FI_DEV_GPU_TEMP{Hostname=\"gpu-008\",gpu=\"4\"}").await;
+    let n = s.node("node-008").unwrap();
+    assert!((f64::from(n.gpus[4].temp_c.unwrap()) - t).abs() <= 2.0);
+    assert_eq!(n.state, NodeState::Allocated, "the scheduler owns the state");
+    assert!(n.gpus.iter().all(|g| g.job == Some(1008)), "and the GPU ownership");
+    assert_eq!(s.node("node-010").unwrap().ports.len(), 8);
+    incident(&s, "node-005/gpu0", "XID 43");
+    let login = s.node("login-1").unwrap();
+    assert!(login.gpus.iter().all(|g| g.util.is_none()) && login.ports.is_empty());
+    // Every delta sample named a node the scheduler knows.
+    let names: Vec<&NodeSample> = updates
+        .iter()
+        .filter_map(|u| if let Update::Delta(d) = u { Some(d.nodes.iter()) } else { None })
+        .flatten()
+        .collect();
+    assert!(
+        names.iter().all(|x| s.node(&x.node).is_some()),
+        "unmapped: {:?}",
+        names.iter().find(|x| s.node(&x.node).is_none()).map(|x| &x.node)
+    );
+}
+
+/// A TCP proxy to Prometheus that can be stopped (listener and live connections closed).
+async fn proxy(target: String) -> (String, CancellationToken) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", l.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let st = stop.clone();
+    let target = target.trim_start_matches("http://").to_string();
+    tokio::spawn(async move {
+        loop {
+            let (mut inbound, _) = tokio::select! {
+                _ = st.cancelled() => return,
+                a = l.accept() => match a { Ok(x) => x, Err(_) => return },
+            };
+            let (st, target) = (st.clone(), target.clone());
+            tokio::spawn(async move {
+                let Ok(mut out) = tokio::net::TcpStream::connect(&target).await else { return };
+                tokio::select! {
+                    _ = st.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut out) => {}
+                }
+            });
+        }
+    });
+    (addr, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_prometheus_is_reported_with_the_age_of_the_last_data() {
+    let url = url();
+    let (purl, stop) = proxy(url.clone()).await;
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let mut c = cfg(&purl);
+    c.backfill = Duration::ZERO;
+    let mut stopped = false;
+    let updates = drive(c, &mut s, 90, |u, st| {
+        if !stopped && first_refresh(u, st) {
+            stop.cancel();
+            stopped = true;
+        }
+        matches!(u, Update::Status(x) if x.error.is_some())
+    })
+    .await;
+    let err = last_status(&updates).unwrap().error.clone().unwrap();
+    let prefix = format!("prometheus: connection refused at {purl} — is it running? (last data ");
+    assert!(err.starts_with(&prefix) && err.ends_with(" s ago)"), "{err}");
+    // The console keeps the data, says how stale it is, and lists the outage as an incident.
+    let src = s.sources.iter().find(|x| x.name == "prom").unwrap();
+    assert!(src.ok_at.is_some());
+    assert_eq!(s.nodes.len(), 16);
+    assert!(s.node("gpu-008").unwrap().gpus[4].temp_c.is_some());
+    let i = incident(&s, "prom", "prometheus: connection refused");
+    assert_eq!(i.severity, gpuplane::state::Severity::Critical);
+    let mut app = gpuplane::tui::app::App::new(
+        s,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "ops".into(),
+    );
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
+    let wall = app.state().now;
+    term.draw(|f| gpuplane::tui::draw::draw(f, &mut app, wall)).unwrap();
+    let screen = format!("{}", term.backend());
+    assert!(screen.contains("prom stale"), "{screen}");
+
+    // Never up at all: a closed port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed = format!("http://127.0.0.1:{port}");
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let updates =
+        drive(cfg(&closed), &mut s, 30, |u, _| matches!(u, Update::Status(x) if x.error.is_some())).await;
+    assert_eq!(
+        last_status(&updates).unwrap().error.as_deref(),
+        Some(format!("prometheus: connection refused at {closed} — is it running? (no data yet)").as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promql_syntax_error_is_shown_verbatim_and_the_rest_still_arrives() {
+    let url = url();
+    let mut c = cfg(&url);
+    c.backfill = Duration::ZERO;
+    c.metrics.ib_state = "node_infiniband_state_id{".into();
+    let q = prom::queries::promql(&c, prom::queries::Family::IbState);
+    let direct = PromClient::new(&c).unwrap().query(&q, None).await.unwrap_err();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let updates = drive(c, &mut s, 90, first_refresh).await;
+    let err = last_status(&updates).unwrap().error.clone().expect("the failed family is reported");
+    assert!(direct.to_string().starts_with("bad_data: invalid parameter \"query\": "), "{direct}");
+    assert!(err.contains(&format!("ib_state: {direct}")), "{err}\nvs {direct}");
+    assert!(err.starts_with("prometheus: partial data, 1 of 20 queries failed: "), "{err}");
+    // The other families arrived: GPU telemetry, and ports from their rate family.
+    assert!(s.node("gpu-008").unwrap().gpus[4].temp_c.is_some());
+    assert_eq!(s.node("gpu-010").unwrap().ports.len(), 8);
+    incident(&s, "gpu-005/gpu0", "XID 43");
+}
