@@ -97,10 +97,27 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             // A configured Slurm cluster replaces the simulator.
             Some(slurm_cfg) => {
                 let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
-                // Actions on Slurm are not wired into the console yet: the ops road has no Slurm
-                // executor, so the console says so instead of pretending.
+                // Actions go to slurmrestd through the ops task (drain, resume, cancel).
+                match (
+                    gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client),
+                    gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client),
+                ) {
+                    (Ok(planner), Ok(exec)) => {
+                        app.planner = Some(Box::new(planner));
+                        app.ops_tx = Some(ops_tx);
+                        tokio::spawn(gpuplane::ops::worker(
+                            ops(slurm_cfg.client.url.clone()),
+                            Box::new(exec),
+                            ops_rx,
+                            ev_tx,
+                        ));
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!("actions unavailable: {e}");
+                        drop((ops_rx, ev_tx));
+                    }
+                }
                 tokio::spawn(gpuplane::backend::slurm::run(slurm_cfg, tx, refresh_now, cancel.clone()));
-                drop((ops_rx, ev_tx));
             }
             // Prometheus alone (a DCGM-only fleet): no scheduler, so no actions.
             None if config.prometheus.is_some() => drop((tx, ops_rx, ev_tx)),

@@ -3,9 +3,11 @@
 //! backend → audit outcome → result. The TUI and the subcommands both take this road.
 
 mod sim;
+mod slurm;
 mod worker;
 
 pub use sim::{SimExecutor, SimOp, sim_ops_channel};
+pub use slurm::SlurmExecutor;
 pub use worker::{AUDIT_VIEW_RECORDS, OpEvent, OpJob, OpMsg, worker};
 
 use crate::audit::{AuditLog, Entry, Phase};

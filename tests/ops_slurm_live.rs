@@ -1,0 +1,90 @@
+//! The ops road against the real slurmrestd of the test command: writes are audited before
+//! they are sent, and refused (nothing sent) when the audit record cannot be written.
+
+mod common;
+mod slurm_support;
+
+use gpuplane::audit::{AuditLog, Phase, verify};
+use gpuplane::model::NodeState;
+use gpuplane::ops::{ActionKind, OpError, OpRequest, Ops, SlurmExecutor, plan};
+use slurm_support::{read, slurm22, slurm24};
+use std::time::Duration;
+
+fn req(kind: ActionKind, target: &str) -> OpRequest {
+    OpRequest {
+        kind,
+        targets: vec![target.into()],
+        reason: "gpuplane ops test (OPS-2)".into(),
+        ticket: Some("OPS-2".into()),
+        dry_run: false,
+    }
+}
+
+fn ops(path: std::path::PathBuf) -> Ops {
+    Ops { audit: AuditLog::new(path), readonly: false, cluster: "slurm24".into(), break_glass: None }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_drain_and_resume_through_the_audited_road() {
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node = s.nodes.iter().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let mut admin_cfg = c.config(&c.admin_jwt).client;
+    admin_cfg.user = None;
+    let mut exec = SlurmExecutor::new(&admin_cfg).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ops = ops(dir.path().join("audit.jsonl"));
+
+    // Fail closed: an unwritable audit log refuses, and slurmctld never hears of it.
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    let broken = Ops { audit: AuditLog::new(dir.path().join("f").join("audit.jsonl")), ..ops.clone() };
+    let r = req(ActionKind::Drain, &node);
+    let p = plan(&r, &s, &exec, false).unwrap();
+    let e = broken.run(&r, &p, &mut exec, |_| {}).await.unwrap_err();
+    assert!(matches!(e, OpError::AuditFailed(_)), "{e}");
+    let sc = c.cli(&["scontrol", "-o", "show", "node", &node]);
+    assert!(!sc.contains("DRAIN"), "nothing was sent: {sc}");
+
+    // Through the road: intent, drain, outcome.
+    let out = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    assert!(out.results[0].ok, "{out:?}");
+    let sc = c.cli(&["scontrol", "-o", "show", "node", &node]);
+    assert!(sc.contains("DRAIN") && sc.contains("gpuplane ops test"), "{sc}");
+    let recs = ops.audit.read_all().unwrap();
+    assert_eq!(recs.iter().map(|r| r.phase).collect::<Vec<_>>(), vec![Phase::Intent, Phase::Outcome]);
+    assert_eq!(recs[1].result.as_deref(), Some("ok"));
+    assert!(!std::fs::read_to_string(&ops.audit.path).unwrap().contains(&c.admin_jwt), "no token in the log");
+
+    // Resume.
+    let s = read(&c).await;
+    let r = req(ActionKind::Resume, &node);
+    let p = plan(&r, &s, &exec, false).unwrap();
+    ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    for _ in 0..40 {
+        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
+            assert!(verify(&ops.audit.path).unwrap().problem.is_none());
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} still drained after resume");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm_has_no_cordon_and_22_05_cannot_drain_over_rest() {
+    let (c, _g) = slurm22().await;
+    let s = read(&c).await;
+    let node = s.nodes[0].name.to_string();
+    let mut exec = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
+    let e = plan(&req(ActionKind::Cordon, &node), &s, &exec, false).unwrap_err();
+    assert!(e.to_string().contains("drain the node instead"), "{e}");
+    // 22.05 (v0.0.38) has no node update over REST: the road records the failure and says how.
+    let dir = tempfile::tempdir().unwrap();
+    let ops = ops(dir.path().join("audit.jsonl"));
+    let r = req(ActionKind::Drain, &node);
+    let p = plan(&r, &s, &exec, false).unwrap();
+    let out = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    assert!(!out.results[0].ok);
+    assert!(out.results[0].message.contains("scontrol update"), "{}", out.results[0].message);
+    assert_eq!(ops.audit.read_all().unwrap()[1].result.as_deref(), Some("failed"));
+}
