@@ -97,6 +97,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             // A configured Slurm cluster replaces the simulator.
             Some(slurm_cfg) => {
                 let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
+                app.refresh_now.push(refresh_now.clone());
                 // Actions go to slurmrestd through the ops task (drain, resume, cancel).
                 match (
                     gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client),

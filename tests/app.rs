@@ -254,3 +254,17 @@ fn long_names_sharing_a_prefix_sort_by_the_whole_name_both_ways() {
     want.reverse();
     assert_eq!(got, want);
 }
+
+#[test]
+fn ctrl_r_asks_polling_backends_to_refresh_now() {
+    use futures::FutureExt;
+    let mut a = app();
+    let n = std::sync::Arc::new(tokio::sync::Notify::new());
+    a.refresh_now.push(n.clone());
+    assert!(n.notified().now_or_never().is_none(), "no permit before the key");
+    a.update(Msg::Key(ratatui::crossterm::event::KeyEvent::new(
+        KeyCode::Char('r'),
+        ratatui::crossterm::event::KeyModifiers::CONTROL,
+    )));
+    assert!(n.notified().now_or_never().is_some(), "the key left a permit for the backend");
+}

@@ -126,6 +126,8 @@ pub struct App {
     pub break_glass: Option<BreakGlass>,
     /// The real clock (break-glass countdown), set by the loop.
     pub wall_now: crate::model::Epoch,
+    /// Asks polling backends for an immediate refresh.
+    pub refresh_now: Vec<std::sync::Arc<tokio::sync::Notify>>,
 }
 
 impl App {
@@ -148,6 +150,7 @@ impl App {
             op_panel: Vec::new(),
             break_glass: None,
             wall_now: 0,
+            refresh_now: Vec::new(),
         }
     }
 
@@ -413,6 +416,15 @@ impl App {
                 }
             }
             Action::Mark => self.toggle_mark(),
+            Action::Refresh => {
+                if self.refresh_now.is_empty() {
+                    self.ui.message =
+                        Some(("nothing to refresh: the simulator updates on its own".into(), false));
+                } else {
+                    self.refresh_now.iter().for_each(|n| n.notify_one());
+                    self.ui.message = Some(("refreshing…".into(), false));
+                }
+            }
             Action::Cordon => self.start_action(ActionKind::Cordon),
             Action::Uncordon => self.start_action(ActionKind::Uncordon),
             Action::Drain => self.start_action(ActionKind::Drain),

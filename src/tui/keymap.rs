@@ -56,6 +56,7 @@ pub enum Action {
     Drain,
     Resume,
     CancelJob,
+    Refresh,
 }
 
 impl Action {
@@ -102,6 +103,7 @@ impl Action {
             Drain => ("actions", "drain node(s)"),
             Resume => ("actions", "resume node(s) (Slurm)"),
             CancelJob => ("actions", "cancel job(s)"),
+            Refresh => ("general", "refresh now (backends that poll)"),
         }
     }
 
