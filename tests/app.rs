@@ -268,3 +268,38 @@ fn ctrl_r_asks_polling_backends_to_refresh_now() {
     )));
     assert!(n.notified().now_or_never().is_some(), "the key left a permit for the backend");
 }
+
+#[test]
+fn break_glass_is_time_boxed_audited_and_tags_actions_until_it_expires() {
+    use gpuplane::ops::OpMsg;
+    let mut a = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    a.wall_now = 1_000_000;
+    typed(&mut a, ":breakglass INC-42 30 GPU node on fire\r");
+    let b = a.break_glass.clone().expect("session started");
+    assert_eq!((b.until, b.ticket.as_str()), (1_000_000 + 1800, "INC-42"));
+    assert!(matches!(rx.try_recv(), Ok(OpMsg::Event { action, .. }) if action == "break-glass-start"));
+    assert!(render(&mut a, 120, 30).contains("BREAK-GLASS 30:00 INC-42"));
+    // an action during the session carries its id
+    typed(&mut a, ":nodes state=alloc\rc");
+    typed(&mut a, "reason\r");
+    match rx.try_recv() {
+        Ok(OpMsg::Run(job)) => assert_eq!(job.break_glass.as_deref(), Some(b.id.as_str())),
+        other => panic!("expected the cordon: {other:?}"),
+    }
+    // expiry drops the elevation and is audited
+    a.wall_now += 1800;
+    a.update(Msg::Tick);
+    assert!(a.break_glass.is_none());
+    assert!(matches!(rx.try_recv(), Ok(OpMsg::Event { action, .. }) if action == "break-glass-end"));
+    typed(&mut a, "\x1b:nodes state=alloc\rc");
+    typed(&mut a, "reason\r");
+    match rx.try_recv() {
+        Ok(OpMsg::Run(job)) => assert_eq!(job.break_glass, None, "no elevation after expiry"),
+        other => panic!("expected the cordon: {other:?}"),
+    }
+    // limits
+    typed(&mut a, ":breakglass INC-1 9999 too long\r");
+    assert!(a.break_glass.is_none());
+}

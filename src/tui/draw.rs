@@ -128,7 +128,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     }
     let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
     if let Some(b) = &app.break_glass {
-        let left_s = (b.until - wall_now).max(0);
+        let left_s = (b.until - app.wall_now).max(0);
         right.insert(
             0,
             Span::styled(
