@@ -173,6 +173,8 @@ pub fn bytes(b: u64) -> String {
 
 /// Bytes per second in decimal units, `2.3GB/s`.
 pub fn rate(bps: f64) -> String {
+    // (an empty f64 sum is -0.0)
+    let bps = bps.max(0.0);
     let (v, u) = if bps >= 1e9 {
         (bps / 1e9, "GB/s")
     } else if bps >= 1e6 {
