@@ -40,6 +40,17 @@ struct SlurmSection {
     refresh: Option<String>,
     /// Pin an API version (`v0.0.42`) instead of negotiating.
     version: Option<String>,
+    /// Break-glass: the privileged token writes use while a session lasts (file or command).
+    break_glass_token_file: Option<PathBuf>,
+    break_glass_token_cmd: Option<String>,
+    break_glass_user: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct BreakGlassSection {
+    default_minutes: Option<i64>,
+    max_minutes: Option<i64>,
 }
 
 /// The config file as written.
@@ -54,6 +65,7 @@ struct FileConfig {
     view: Option<String>,
     readonly: Option<bool>,
     audit_log: Option<PathBuf>,
+    break_glass: BreakGlassSection,
     sim: SimSection,
     prices: Option<PriceCard>,
     thresholds: ThresholdSection,
@@ -84,6 +96,11 @@ pub struct Config {
     pub audit_log: Option<PathBuf>,
     /// Set when a slurmrestd URL is configured: the Slurm backend replaces the simulator.
     pub slurm: Option<SlurmConfig>,
+    /// The Slurm client configuration writes use during break-glass (a privileged token).
+    pub slurm_break_glass: Option<ClientConfig>,
+    /// Break-glass session length when none is given, and the longest allowed (minutes).
+    pub break_glass_default_min: i64,
+    pub break_glass_max_min: i64,
     /// `[prometheus]`, `--prometheus URL` or `PROMETHEUS_URL`.
     pub prometheus: Option<crate::backend::prom::PromConfig>,
 }
@@ -159,6 +176,19 @@ impl Config {
             .unwrap_or_else(|| "unknown".into());
         let env_jwt = std::env::var("SLURM_JWT").ok().filter(|t| !t.trim().is_empty());
         let slurm = slurm_config(cli, &file.slurm, env_jwt, &mut warnings);
+        let bg_token = file
+            .slurm
+            .break_glass_token_cmd
+            .clone()
+            .map(TokenSource::Command)
+            .or_else(|| file.slurm.break_glass_token_file.clone().map(TokenSource::File));
+        let slurm_break_glass = slurm.as_ref().zip(bg_token).map(|(s, token)| ClientConfig {
+            token,
+            user: file.slurm.break_glass_user.clone().or_else(|| s.client.user.clone()),
+            ..s.client.clone()
+        });
+        let bg_max = file.break_glass.max_minutes.unwrap_or(240).clamp(1, 24 * 60);
+        let bg_default = file.break_glass.default_minutes.unwrap_or(30).clamp(1, bg_max);
         let prometheus = crate::backend::prom::PromConfig::resolve(
             cli.prometheus.as_deref(),
             file.prometheus.as_ref(),
@@ -184,6 +214,9 @@ impl Config {
             readonly: cli.readonly || file.readonly.unwrap_or(false),
             audit_log: cli.audit_log.clone().or(file.audit_log),
             slurm,
+            slurm_break_glass,
+            break_glass_default_min: bg_default,
+            break_glass_max_min: bg_max,
             prometheus,
         };
         (config, warnings)

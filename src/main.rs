@@ -82,6 +82,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         let (ops_tx, ops_rx) = tokio::sync::mpsc::unbounded_channel();
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
         app.readonly = config.readonly;
+        app.break_glass_limits = (config.break_glass_default_min, config.break_glass_max_min);
         let ops = |cluster: String| gpuplane::ops::Ops {
             audit: gpuplane::commands::audit_log(&config),
             readonly: config.readonly,
@@ -99,10 +100,13 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
                 app.refresh_now.push(refresh_now.clone());
                 // Actions go to slurmrestd through the ops task (drain, resume, cancel).
-                match (
-                    gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client),
-                    gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client),
-                ) {
+                let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client).and_then(|e| {
+                    match &config.slurm_break_glass {
+                        Some(bg) => e.with_break_glass(bg),
+                        None => Ok(e),
+                    }
+                });
+                match (gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client), exec) {
                     (Ok(planner), Ok(exec)) => {
                         app.planner = Some(Box::new(planner));
                         app.ops_tx = Some(ops_tx);

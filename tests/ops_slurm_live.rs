@@ -88,3 +88,62 @@ async fn slurm_has_no_cordon_and_22_05_cannot_drain_over_rest() {
     assert!(out.results[0].message.contains("scontrol update"), "{}", out.results[0].message);
     assert_eq!(ops.audit.read_all().unwrap()[1].result.as_deref(), Some("failed"));
 }
+
+/// Break-glass on Slurm switches writes to the privileged token only while the session lasts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session() {
+    use gpuplane::ops::{Executor, OpEvent, OpJob, OpMsg, worker};
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node =
+        s.nodes.iter().rev().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let user_cfg = c.config(&c.jwt).client;
+    let mut admin_cfg = c.config(&c.admin_jwt).client;
+    admin_cfg.user = None;
+    let exec = SlurmExecutor::new(&user_cfg).unwrap().with_break_glass(&admin_cfg).unwrap();
+    assert!(exec.identity().unwrap().starts_with("slurm:"));
+    let dir = tempfile::tempdir().unwrap();
+    let ops = ops(dir.path().join("audit.jsonl"));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(worker(ops.clone(), Box::new(exec), rx, ev_tx));
+    let planner = SlurmExecutor::new(&user_cfg).unwrap();
+    let run = |kind, session: Option<&str>, s: &gpuplane::state::ClusterState| {
+        let r = req(kind, &node);
+        let plan = plan(&r, s, &planner, false).unwrap();
+        OpMsg::Run(OpJob { req: r, plan, break_glass: session.map(String::from) })
+    };
+    let mut done = async || loop {
+        match ev_rx.recv().await.expect("ops task alive") {
+            OpEvent::Done { result, .. } => return result.unwrap(),
+            _ => continue,
+        }
+    };
+    // No session: the ordinary user may not drain.
+    tx.send(run(ActionKind::Drain, None, &s)).unwrap();
+    let out = done().await;
+    assert!(!out.results[0].ok, "{out:?}");
+    assert!(!c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
+    // During a session the privileged token drains; the records carry the session.
+    tx.send(run(ActionKind::Drain, Some("bg-1"), &s)).unwrap();
+    let out = done().await;
+    assert!(out.results[0].ok, "{out:?}");
+    assert!(c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
+    // After the session the elevation is gone: resume as the ordinary user fails.
+    let drained = read(&c).await;
+    tx.send(run(ActionKind::Resume, None, &drained)).unwrap();
+    assert!(!done().await.results[0].ok);
+    tx.send(run(ActionKind::Resume, Some("bg-1"), &drained)).unwrap();
+    assert!(done().await.results[0].ok);
+    let recs = ops.audit.read_all().unwrap();
+    let tagged: Vec<_> = recs.iter().map(|r| r.break_glass.as_deref()).collect();
+    assert_eq!(tagged, vec![None, None, Some("bg-1"), Some("bg-1"), None, None, Some("bg-1"), Some("bg-1")]);
+    assert!(recs[2].identity.as_deref().unwrap().contains("break-glass token"), "{:?}", recs[2].identity);
+    for _ in 0..40 {
+        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} still drained");
+}

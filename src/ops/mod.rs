@@ -163,6 +163,9 @@ pub trait Executor: Send {
         target: &'a str,
         reason: &'a str,
     ) -> BoxFuture<'a, Result<String, String>>;
+    /// Switches to (or back from) the break-glass credentials for the next writes. Backends
+    /// without an elevated identity ignore it.
+    fn elevate(&mut self, _on: bool) {}
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked

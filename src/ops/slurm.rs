@@ -7,11 +7,32 @@ use crate::backend::slurm::{Client, ClientConfig};
 pub struct SlurmExecutor {
     client: Client,
     user: Option<String>,
+    /// The privileged token source used during break-glass (e.g. an operator token).
+    privileged: Option<(Client, Option<String>)>,
+    elevated: bool,
 }
 
 impl SlurmExecutor {
     pub fn new(cfg: &ClientConfig) -> Result<Self, String> {
-        Ok(SlurmExecutor { client: Client::new(cfg).map_err(|e| e.to_string())?, user: cfg.user.clone() })
+        Ok(SlurmExecutor {
+            client: Client::new(cfg).map_err(|e| e.to_string())?,
+            user: cfg.user.clone(),
+            privileged: None,
+            elevated: false,
+        })
+    }
+
+    /// Writes during break-glass go through this configuration (same URL, a privileged token).
+    pub fn with_break_glass(mut self, cfg: &ClientConfig) -> Result<Self, String> {
+        self.privileged = Some((Client::new(cfg).map_err(|e| e.to_string())?, cfg.user.clone()));
+        Ok(self)
+    }
+
+    fn active(&mut self) -> (&mut Client, Option<String>) {
+        match (&mut self.privileged, self.elevated) {
+            (Some((c, u)), true) => (c, u.clone()),
+            _ => (&mut self.client, self.user.clone()),
+        }
     }
 }
 
@@ -21,7 +42,15 @@ impl Executor for SlurmExecutor {
     }
 
     fn identity(&self) -> Option<String> {
-        Some(format!("slurm:{}", self.user.as_deref().unwrap_or("(token user)")))
+        let (user, how) = match (&self.privileged, self.elevated) {
+            (Some((_, u)), true) => (u.as_deref(), " (break-glass token)"),
+            _ => (self.user.as_deref(), ""),
+        };
+        Some(format!("slurm:{}{how}", user.unwrap_or("(token user)")))
+    }
+
+    fn elevate(&mut self, on: bool) {
+        self.elevated = on && self.privileged.is_some();
     }
 
     fn describe(&self, kind: ActionKind, target: &str) -> String {
@@ -52,18 +81,18 @@ impl Executor for SlurmExecutor {
         reason: &'a str,
     ) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
+            self.supports(kind)?;
+            let (client, user) = self.active();
             let r = match kind {
-                ActionKind::Drain => self
-                    .client
-                    .drain(target, reason, self.user.as_deref())
-                    .await
-                    .map(|_| format!("{target} draining")),
-                ActionKind::Resume => self.client.resume(target).await.map(|_| format!("{target} resumed")),
+                ActionKind::Drain => {
+                    client.drain(target, reason, user.as_deref()).await.map(|_| format!("{target} draining"))
+                }
+                ActionKind::Resume => client.resume(target).await.map(|_| format!("{target} resumed")),
                 ActionKind::Cancel => {
                     let id = target.parse().map_err(|_| format!("{target:?} is not a job id"))?;
-                    self.client.cancel(id).await.map(|_| format!("job {id} cancelled"))
+                    client.cancel(id).await.map(|_| format!("job {id} cancelled"))
                 }
-                ActionKind::Cordon | ActionKind::Uncordon => return Err(self.supports(kind).unwrap_err()),
+                ActionKind::Cordon | ActionKind::Uncordon => return Err("not supported by Slurm".into()),
             };
             r.map_err(|e| e.to_string())
         })

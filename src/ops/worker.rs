@@ -84,6 +84,8 @@ pub async fn worker(
             }
         };
         ops.break_glass = job.break_glass.clone();
+        // Elevated only while a break-glass session lasts; dropped for every other write.
+        exec.elevate(job.break_glass.is_some());
         let kind = job.req.kind;
         let ev = events.clone();
         let result = ops

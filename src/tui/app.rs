@@ -128,6 +128,8 @@ pub struct App {
     pub wall_now: crate::model::Epoch,
     /// Asks polling backends for an immediate refresh.
     pub refresh_now: Vec<std::sync::Arc<tokio::sync::Notify>>,
+    /// Break-glass session length when none is given, and the longest allowed (minutes).
+    pub break_glass_limits: (i64, i64),
 }
 
 impl App {
@@ -151,6 +153,7 @@ impl App {
             break_glass: None,
             wall_now: 0,
             refresh_now: Vec::new(),
+            break_glass_limits: (30, BREAK_GLASS_MAX_MIN),
         }
     }
 
@@ -765,44 +768,43 @@ impl App {
         }
     }
 
-    /// `:breakglass <ticket> <minutes> <reason…>` starts, `:breakglass end` ends.
+    /// `:breakglass TICKET [MINUTES] REASON…` starts a session, `:breakglass end` ends it.
     fn break_glass_command(&mut self, args: &str) {
-        let mut w = args.split_whitespace();
-        match (w.next(), w.next()) {
-            (Some("end" | "off"), _) => {
-                if let Some(b) = self.break_glass.take() {
-                    self.audit_event("break-glass-end", &b, "ended by operator");
-                    self.ui.message = Some(("break-glass ended".into(), false));
-                }
+        let usage = "usage: :breakglass TICKET [MINUTES] REASON… (or :breakglass end)";
+        let mut w = args.split_whitespace().peekable();
+        let Some(first) = w.next() else {
+            self.ui.message = Some((usage.into(), true));
+            return;
+        };
+        if matches!(first, "end" | "off") {
+            if let Some(b) = self.break_glass.take() {
+                self.audit_event("break-glass-end", &b, "ended by operator");
+                self.ui.message = Some(("break-glass ended".into(), false));
             }
-            (Some(ticket), Some(mins)) => {
-                let Ok(mins) = mins.parse::<i64>() else {
-                    self.ui.message =
-                        Some(("usage: :breakglass TICKET MINUTES REASON… (or :breakglass end)".into(), true));
-                    return;
-                };
-                let reason = w.collect::<Vec<_>>().join(" ");
-                if reason.is_empty() || !(1..=BREAK_GLASS_MAX_MIN).contains(&mins) {
-                    self.ui.message = Some((
-                        format!("break-glass needs a reason and 1..={BREAK_GLASS_MAX_MIN} minutes"),
-                        true,
-                    ));
-                    return;
-                }
-                let b = BreakGlass {
-                    id: uuid::Uuid::new_v4().to_string(),
-                    until: self.wall_now + mins * 60,
-                    ticket: ticket.to_string(),
-                    reason,
-                };
-                self.audit_event("break-glass-start", &b, &format!("{mins} min"));
-                self.break_glass = Some(b);
-            }
-            _ => {
-                self.ui.message =
-                    Some(("usage: :breakglass TICKET MINUTES REASON… (or :breakglass end)".into(), true))
-            }
+            return;
         }
+        let (default_min, max_min) = self.break_glass_limits;
+        let mins = match w.peek().and_then(|m| m.parse::<i64>().ok()) {
+            Some(m) => {
+                w.next();
+                m
+            }
+            None => default_min,
+        };
+        let reason = w.collect::<Vec<_>>().join(" ");
+        if reason.is_empty() || !(1..=max_min).contains(&mins) {
+            self.ui.message =
+                Some((format!("{usage}; a reason and 1..={max_min} minutes are required"), true));
+            return;
+        }
+        let b = BreakGlass {
+            id: uuid::Uuid::new_v4().to_string(),
+            until: self.wall_now + mins * 60,
+            ticket: first.to_string(),
+            reason,
+        };
+        self.audit_event("break-glass-start", &b, &format!("{mins} min"));
+        self.break_glass = Some(b);
     }
 
     fn expire_break_glass(&mut self) {
