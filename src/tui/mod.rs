@@ -98,6 +98,8 @@ pub async fn run(
     let mut int_sig = signal(SignalKind::interrupt())?;
     let mut dirty = true;
     let mut frames = 0u64;
+    // Closed channels are no longer polled (a closed receiver answers at once, forever).
+    let (mut updates_open, mut ops_open) = (true, true);
     let exit = loop {
         if app.ui.quit {
             break Exit::Quit;
@@ -132,7 +134,7 @@ pub async fn run(
                 }
                 None => break Exit::HungUp,
             },
-            u = updates.recv() => match u {
+            u = updates.recv(), if updates_open => match u {
                 Some(u) => {
                     dirty |= app.update(Msg::Update(u));
                     // Apply whatever else is queued before drawing once.
@@ -140,16 +142,13 @@ pub async fn run(
                         dirty |= app.update(Msg::Update(u));
                     }
                 }
-                None => {
-                    // Every backend is gone; keep showing the last data.
-                    std::future::pending::<()>().await;
-                }
+                // Every backend is gone: keep showing the last data, keep reading keys.
+                None => updates_open = false,
             },
-            ev = op_events.recv() => {
-                if let Some(ev) = ev {
-                    dirty |= app.update(Msg::Op(ev));
-                }
-            }
+            ev = op_events.recv(), if ops_open => match ev {
+                Some(ev) => dirty |= app.update(Msg::Op(ev)),
+                None => ops_open = false,
+            },
             _ = tick.tick() => {
                 // Only real sources, pause and break-glass have ages that move on the screen.
                 if !app.state().is_simulated() || app.ui.paused || app.break_glass.is_some() {
