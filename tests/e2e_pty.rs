@@ -258,3 +258,25 @@ fn read_only_mode_says_so_and_refuses_actions() {
     c.send("q");
     assert!(c.wait_exit().success());
 }
+
+/// With Prometheus alone (no ops task) and the server unreachable, the console neither spins
+/// nor stops reading keys.
+#[test]
+fn an_unreachable_source_neither_spins_nor_freezes_the_console() {
+    let mut c = spawn(100, 30, &[], &["--prometheus", "http://127.0.0.1:9"]);
+    c.wait_for("prom");
+    let pid = c.child.process_id().expect("pid");
+    let cpu = || -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    };
+    let before = cpu();
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu() - before;
+    assert!(used < 50, "{used} ticks of CPU in 2 s: the loop spins");
+    c.send(":nodes\r");
+    c.wait_for(" Nodes [");
+    c.send("q");
+    assert!(c.wait_exit().success());
+}
