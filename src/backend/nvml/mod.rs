@@ -229,7 +229,8 @@ fn mem_total_mib() -> Option<u64> {
 }
 
 /// Runs the local source until `cancel`: opens NVML (on the blocking pool), announces the
-/// node, then reads it every `interval`.
+/// node, then reads it every `interval`. Unavailable, it sends its notice (when asked for)
+/// and waits for `cancel` holding `tx`.
 pub async fn run(cfg: NvmlConfig, tx: Sender<Update>, cancel: CancellationToken) {
     let open_cfg = cfg.clone();
     let opened = tokio::task::spawn_blocking(move || {
@@ -246,10 +247,14 @@ pub async fn run(cfg: NvmlConfig, tx: Sender<Update>, cancel: CancellationToken)
             if cfg.explicit {
                 let _ = tx.send(Update::Status(status(None, Some(e.to_string()), None))).await;
             }
+            // Keep the channel open until shutdown: alone, this task may be the console's only
+            // source, and the console stops reading keys once every source has hung up.
+            cancel.cancelled().await;
             return;
         }
         Err(e) => {
             tracing::warn!("nvml: the reader stopped: {e}");
+            cancel.cancelled().await;
             return;
         }
     };
@@ -297,6 +302,7 @@ pub async fn run(cfg: NvmlConfig, tx: Sender<Update>, cancel: CancellationToken)
             tracing::warn!("nvml: a read panicked; the local source stops");
             let _ =
                 tx.send(Update::Status(status(detail, Some("nvml: the reader stopped".into()), None))).await;
+            cancel.cancelled().await;
             return;
         };
         reader = r;
