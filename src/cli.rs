@@ -49,6 +49,11 @@ pub struct Cli {
     #[arg(long, env = "PROMETHEUS_URL", value_name = "URL")]
     pub prometheus: Option<String>,
 
+    /// This host's GPUs through NVML (libnvidia-ml.so.1), instead of the simulator; with --slurm
+    /// or --prometheus they join that cluster's node of this host's name (done anyway when NVML loads).
+    #[arg(long, env = "GPUPLANE_LOCAL")]
+    pub local: bool,
+
     /// Simulator: number of nodes.
     #[arg(long, env = "GPUPLANE_SIM_NODES", value_name = "N")]
     pub sim_nodes: Option<usize>,

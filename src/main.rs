@@ -94,6 +94,17 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             p.discover_nodes = config.slurm.is_none();
             tokio::spawn(gpuplane::backend::prom::run(p, tx.clone(), cancel.clone()));
         }
+        // This host's GPUs through NVML: asked for with --local, or joined to a configured
+        // cluster when NVML loads (silently nothing on hosts without the driver).
+        let cluster_configured = config.slurm.is_some() || config.prometheus.is_some();
+        if cli.local || cluster_configured {
+            let nvml = gpuplane::backend::nvml::NvmlConfig {
+                explicit: cli.local,
+                join: cluster_configured,
+                ..Default::default()
+            };
+            tokio::spawn(gpuplane::backend::nvml::run(nvml, tx.clone(), cancel.clone()));
+        }
         match config.slurm.clone() {
             // A configured Slurm cluster replaces the simulator.
             Some(slurm_cfg) => {
@@ -125,7 +136,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 tokio::spawn(gpuplane::backend::slurm::run(slurm_cfg, tx, refresh_now, cancel.clone()));
             }
             // Prometheus alone (a DCGM-only fleet): no scheduler, so no actions.
-            None if config.prometheus.is_some() => drop((tx, ops_rx, ev_tx)),
+            None if config.prometheus.is_some() || cli.local => drop((tx, ops_rx, ev_tx)),
             None => {
                 // Actions: the console plans with one executor and the ops task runs the other.
                 let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
