@@ -166,6 +166,36 @@ fn the_model_equals_the_script() {
     let mig: Vec<&str> = node.gpus[2].mig.iter().map(|m| m.profile.as_str()).collect();
     assert_eq!(mig, vec!["3g.40gb", "1g.10gb"]);
     assert_eq!(node.gpus[3].power_limit_w, 700);
+    // The owners reach the model, per GPU, and the node's detail pane shows them.
+    let owners: Vec<(u8, u32, &str)> =
+        node.gpus.iter().flat_map(|g| &g.processes).map(|p| (p.gpu, p.pid, p.owner.as_str())).collect();
+    assert_eq!(
+        owners,
+        vec![(0, 4242, "pod 8f6a1c2e"), (2, 4444, "session-1.scope"), (5, 4343, "slurm 4343.0")]
+    );
+    let mut state = gpuplane::state::ClusterState::default();
+    state.apply(gpuplane::backend::Update::Inventory {
+        at: s.at,
+        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
+    });
+    let mut app = gpuplane::tui::app::App::new(
+        state,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "alice".into(),
+    );
+    app.run_command("nodes");
+    app.prepare();
+    app.ui.detail = true;
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 60)).unwrap();
+    let now = s.at;
+    term.draw(|f| gpuplane::tui::draw::draw(f, &mut app, now)).unwrap();
+    let screen: String = term.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+    assert!(screen.contains("GPU processes and their owners"), "detail pane");
+    assert!(
+        screen.contains("slurm 4343.0") && screen.contains("pod 8f6a1c2e") && screen.contains("torchrun")
+    );
 }
 
 #[test]

@@ -239,6 +239,7 @@ fn scheduler_nodes() -> Vec<Node> {
                     mig: Vec::new(),
                     job: Some(1000 + i),
                     idle_since: None,
+                    processes: Vec::new(),
                 })
                 .collect(),
             topology: None,

@@ -26,6 +26,19 @@ pub struct MigSlice {
     pub job: Option<JobId>,
 }
 
+/// A process running on a GPU and who owns it (Kubernetes pod, Slurm job/step, or the cgroup).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GpuProc {
+    /// The GPU's index on its node.
+    pub gpu: u8,
+    pub pid: u32,
+    pub user: Option<Text>,
+    pub command: Option<Text>,
+    pub mem_mib: Option<u64>,
+    /// `pod 1b2c3d4e`, `slurm 4242.0`, a cgroup name, or `-`.
+    pub owner: Text,
+}
+
 /// A GPU. Telemetry fields are `None` when no source reports them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Gpu {
@@ -46,6 +59,8 @@ pub struct Gpu {
     pub mig: Vec<MigSlice>,
     /// The job that holds this GPU.
     pub job: Option<JobId>,
+    /// Processes on the GPU (local NVML only).
+    pub processes: Vec<GpuProc>,
     /// Since when an allocated GPU has been below the idle threshold (derived by the state).
     #[serde(skip)]
     pub idle_since: Option<Epoch>,

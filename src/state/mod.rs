@@ -449,6 +449,9 @@ pub(crate) fn merge_node(new: &mut Node, old: &Node) {
         if g.mig.is_empty() {
             g.mig = o.mig.clone();
         }
+        if g.processes.is_empty() {
+            g.processes = o.processes.clone();
+        }
         if g.job == o.job && g.idle_since.is_none() {
             g.idle_since = o.idle_since;
         }
@@ -482,6 +485,11 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
     }
     if let Some(ports) = s.ports.take() {
         node.ports = ports;
+    }
+    if let Some(procs) = s.processes.take() {
+        for g in &mut node.gpus {
+            g.processes = procs.iter().filter(|p| p.gpu == g.index).cloned().collect();
+        }
     }
     for (n, g) in s.gpus.iter().enumerate() {
         // GPUs usually come in index order: try the same position first.

@@ -21,7 +21,7 @@ pub use read::{
 };
 
 use crate::backend::{Delta, GpuSample, Inventory, NodeSample, SourceStatus, Update};
-use crate::model::{Gpu, MigSlice, Node, NodeState, Text, XidEvent};
+use crate::model::{Gpu, GpuProc, MigSlice, Node, NodeState, Text, XidEvent};
 use nvml_wrapper::error::NvmlError;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -143,6 +143,7 @@ pub fn node_of(s: &LocalSnapshot) -> Node {
             mig: g.mig.iter().map(|m| MigSlice { profile: m.profile.clone(), job: None }).collect(),
             job: None,
             idle_since: None,
+            processes: g.processes.iter().map(proc_of).collect(),
         })
         .collect();
     let busy = s.gpus.iter().filter(|g| !g.processes.is_empty()).count() as u32;
@@ -195,7 +196,20 @@ pub fn sample_of(s: &LocalSnapshot) -> NodeSample {
                 job: None,
             })
             .collect(),
+        processes: Some(s.gpus.iter().flat_map(|g| g.processes.iter().map(proc_of)).collect()),
         ..Default::default()
+    }
+}
+
+/// A GPU process in the model's terms: who runs it and who owns it.
+fn proc_of(p: &GpuProcess) -> GpuProc {
+    GpuProc {
+        gpu: p.gpu,
+        pid: p.pid,
+        user: p.user.clone().or_else(|| p.uid.map(|u| Text::from(format!("uid {u}")))),
+        command: p.comm.clone(),
+        mem_mib: p.used_mib,
+        owner: Text::from(p.owner.label()),
     }
 }
 

@@ -559,6 +559,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             mig: Vec::new(),
             job: None,
             idle_since: None,
+            processes: Vec::new(),
         });
     }
     nodes

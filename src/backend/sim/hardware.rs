@@ -493,6 +493,7 @@ impl Cluster {
                     mig,
                     job: (g.job != 0).then_some(g.job),
                     idle_since: None,
+                    processes: Vec::new(),
                 }
             })
             .collect();

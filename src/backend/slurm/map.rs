@@ -216,6 +216,7 @@ fn new_gpu(index: u8, model: Text) -> Gpu {
         mig: Vec::new(),
         job: None,
         idle_since: None,
+        processes: Vec::new(),
     }
 }
 

@@ -158,6 +158,12 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         ));
         out.push(kv(cx, "action", Span::styled(info.action, t.warn)));
     }
+    if !g.processes.is_empty() {
+        out.push(section(cx, "processes"));
+        for p in &g.processes {
+            out.push(super::nodes::proc_line(cx, p, false));
+        }
+    }
     for m in &g.mig {
         out.push(kv(
             cx,

@@ -200,6 +200,13 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         }
         out.push(Line::from(spans));
     }
+    let procs: Vec<_> = n.gpus.iter().flat_map(|g| &g.processes).collect();
+    if !procs.is_empty() {
+        out.push(section(cx, "GPU processes and their owners"));
+        for p in procs {
+            out.push(proc_line(cx, p, true));
+        }
+    }
     if !n.ports.is_empty() {
         out.push(section(cx, "fabric"));
         for p in &n.ports {
@@ -221,4 +228,22 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         }
     }
     out
+}
+
+/// `gpu3  12345 alice  python  2048 MiB  slurm 4242.0`
+pub fn proc_line<'a>(cx: &Cx<'a>, p: &crate::model::GpuProc, with_gpu: bool) -> Line<'a> {
+    let t = cx.theme;
+    let safe = super::super::widgets::safe;
+    let mut spans = Vec::new();
+    if with_gpu {
+        spans.push(Span::styled(format!("  gpu{:<2} ", p.gpu), t.dim));
+    } else {
+        spans.push(Span::raw("  "));
+    }
+    spans.push(Span::styled(format!("{:>7} ", p.pid), t.dim));
+    spans.push(Span::styled(format!("{:<10} ", safe(p.user.as_deref().unwrap_or("-"))), t.text));
+    spans.push(Span::styled(format!("{:<16} ", safe(p.command.as_deref().unwrap_or("-"))), t.text));
+    spans.push(Span::styled(format!("{:>6} MiB  ", p.mem_mib.map_or("-".into(), |m| m.to_string())), t.dim));
+    spans.push(Span::styled(safe(&p.owner).into_owned(), t.accent));
+    Line::from(spans)
 }
