@@ -100,6 +100,7 @@ pub async fn run(
     let mut frames = 0u64;
     // Closed channels are no longer polled (a closed receiver answers at once, forever).
     let (mut updates_open, mut ops_open) = (true, true);
+    let mut seen_jobs = false;
     let exit = loop {
         if app.ui.quit {
             break Exit::Quit;
@@ -111,12 +112,21 @@ pub async fn run(
                 tracing::warn!("terminal write failed, exiting: {e}");
                 break Exit::HungUp;
             }
-            // Frames count once there is data to show (the first one may say "connecting").
-            if app.state().generation > 0 {
+            // Frames count once there is data to show: nodes (a usable first screen); the first
+            // frame with jobs is logged too (the complete Jobs view).
+            if !app.state().nodes.is_empty() {
                 frames += 1;
                 if frames == 1 {
                     tracing::info!(ms = started.elapsed().as_millis() as u64, "first frame with data");
                 }
+            }
+            if !seen_jobs && !app.state().jobs.is_empty() {
+                seen_jobs = true;
+                tracing::info!(
+                    ms = started.elapsed().as_millis() as u64,
+                    jobs = app.state().jobs.len(),
+                    "first frame with jobs"
+                );
             }
             dirty = false;
             if opts.exit_after_frames.is_some_and(|n| frames >= n) {
