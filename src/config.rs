@@ -269,6 +269,8 @@ fn slurm_config(
     });
     if let Some(r) = refresh {
         cfg.refresh = r.max(Duration::from_secs(1));
+        // Keep the full job list at one per 5 minutes whatever the refresh.
+        cfg.full_jobs_every = (300 / cfg.refresh.as_secs().max(1)).max(1) as u32;
     }
     Some(cfg)
 }
