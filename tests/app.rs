@@ -303,3 +303,22 @@ fn break_glass_is_time_boxed_audited_and_tags_actions_until_it_expires() {
     typed(&mut a, ":breakglass INC-1 9999 too long\r");
     assert!(a.break_glass.is_none());
 }
+
+#[test]
+fn ctrl_d_in_the_confirmation_makes_it_a_dry_run() {
+    use gpuplane::ops::OpMsg;
+    let mut a = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    typed(&mut a, ":nodes state=alloc\rc");
+    a.update(Msg::Key(ratatui::crossterm::event::KeyEvent::new(
+        KeyCode::Char('d'),
+        ratatui::crossterm::event::KeyModifiers::CONTROL,
+    )));
+    assert!(render(&mut a, 100, 30).contains("DRY RUN cordon"));
+    typed(&mut a, "check the plan\r");
+    match rx.try_recv() {
+        Ok(OpMsg::Run(job)) => assert!(job.req.dry_run),
+        other => panic!("expected a dry run: {other:?}"),
+    }
+}

@@ -692,6 +692,8 @@ impl App {
                 self.ui.mode = Mode::Normal;
                 return;
             }
+            // Dry run: audit the plan, execute nothing.
+            KeyCode::Char('d') if ctrl => c.req.dry_run = !c.req.dry_run,
             KeyCode::Tab | KeyCode::Down => c.field = (c.field + 1) % fields,
             KeyCode::BackTab | KeyCode::Up => c.field = (c.field + fields - 1) % fields,
             KeyCode::Backspace => {
@@ -743,6 +745,10 @@ impl App {
                 .op_panel
                 .push((format!("{} {}: {}", kind.label(), result.target, result.message), !result.ok)),
             OpEvent::Done { kind, result } => match result {
+                Ok(o) if o.dry_run => self.op_panel.push((
+                    format!("{} dry run recorded in the audit log; nothing was executed", kind.label()),
+                    false,
+                )),
                 Ok(o) => {
                     let ok = o.results.iter().filter(|r| r.ok).count();
                     self.op_panel.push((

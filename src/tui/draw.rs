@@ -91,8 +91,12 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &App, c: &super::app::Confirm) {
     if let Some(e) = &c.error {
         lines.push(Line::styled(e.clone(), t.crit));
     }
-    lines.push(Line::styled("tab next field · enter run · esc cancel · recorded in the audit log", t.dim));
-    let title = format!(" {} {} target(s) ", c.req.kind.label(), c.plan.steps.len());
+    lines.push(Line::styled(
+        "tab next field · enter run · ^d dry run · esc cancel · recorded in the audit log",
+        t.dim,
+    ));
+    let dry = if c.req.dry_run { "DRY RUN " } else { "" };
+    let title = format!(" {dry}{} {} target(s) ", c.req.kind.label(), c.plan.steps.len());
     let b =
         block(app, vec![Span::styled(title, if c.req.kind.destructive() { t.crit } else { t.title })], true);
     f.render_widget(Paragraph::new(lines).block(b).wrap(Wrap { trim: false }), r);
