@@ -223,6 +223,34 @@ fn a_gpu_lost_mid_run_is_marked_and_polling_continues() {
     }
 }
 
+#[test]
+fn a_critical_xid_event_reaches_the_model_and_becomes_an_incident() {
+    let root = fake_proc();
+    // GPU 6's event set delivers one XID 79 event.
+    let lib = fake_lib("xid-event", &["-DFAKE_NVML_XID_DEFAULT=\"6:79\""]);
+    let mut r = Reader::open(&config(lib, root.path())).expect("fake NVML opens");
+    let s = r.read();
+    assert_eq!(s.gpus[6].xid.map(|x| (x.0, x.2)), Some((79, 1)));
+    assert!(s.gpus.iter().enumerate().all(|(i, g)| i == 6 || g.xid.is_none()));
+    // The event is taken once; later reads keep the GPU's newest XID.
+    let s = r.read();
+    assert_eq!(s.gpus[6].xid.map(|x| (x.0, x.2)), Some((79, 1)));
+    let sample = nvml::sample_of(&s);
+    assert_eq!(sample.gpus[6].xid.map(|x| x.code), Some(79));
+    let node = nvml::node_of(&s);
+    assert!(node.gpus[6].is_failed(), "XID 79 is fatal");
+    let mut state = gpuplane::state::ClusterState::default();
+    state.apply(gpuplane::backend::Update::Inventory {
+        at: s.at,
+        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
+    });
+    assert!(
+        state.incidents.iter().any(|i| i.title.starts_with("XID 79") && i.subject.ends_with("/gpu6")),
+        "{:?}",
+        state.incidents
+    );
+}
+
 #[tokio::test]
 async fn the_task_announces_the_node_then_streams_deltas_and_reports_a_lost_gpu() {
     let root = fake_proc();

@@ -173,8 +173,13 @@ pub fn node_of(s: &LocalSnapshot) -> Node {
     }
 }
 
+/// A lost GPU reads as XID 79; otherwise the newest XID event, if any.
 fn lost_xid(g: &LocalGpu, at: i64) -> Option<XidEvent> {
-    g.lost.as_ref().map(|_| XidEvent { code: LOST_XID, at, count: 1 })
+    match (&g.lost, g.xid) {
+        (Some(_), _) => Some(XidEvent { code: LOST_XID, at, count: 1 }),
+        (None, Some((code, at, count))) => Some(XidEvent { code, at, count }),
+        (None, None) => None,
+    }
 }
 
 /// Telemetry for this host (joined to another source, and every tick after the inventory).

@@ -101,6 +101,8 @@ pub struct LocalGpu {
     pub processes: Vec<GpuProcess>,
     /// Why the GPU is unusable (NVML answered `GpuLost` or failed outright), when it is.
     pub lost: Option<String>,
+    /// The newest critical XID from the event set: (code, when, how many seen).
+    pub xid: Option<(u16, i64, u32)>,
 }
 
 /// One read of the local node.
@@ -170,7 +172,13 @@ struct Fixed {
 
 /// An open NVML session on the local node.
 pub struct Reader {
-    nvml: Nvml,
+    /// Leaked once per session so the XID event set (which borrows it) can live beside it.
+    nvml: &'static Nvml,
+    /// Critical XID events: one set per GPU that supports them (a failed registration
+    /// consumes its set, so they are not shared).
+    events: Vec<nvml_wrapper::EventSet<'static>>,
+    /// The newest XID per GPU: (code, when, how many seen).
+    xids: HashMap<u32, (u16, i64, u32)>,
     host: Text,
     fixed: Vec<Fixed>,
     topology: Arc<Topology>,
@@ -199,6 +207,7 @@ impl Reader {
             None => Nvml::init(),
         }
         .map_err(|e| Unavailable::from_init(&e, cfg.lib_path.as_deref()))?;
+        let nvml: &'static Nvml = Box::leak(Box::new(nvml));
         let n = nvml.device_count().map_err(|e| Unavailable::Failed(e.to_string()))?;
         if n == 0 {
             return Err(Unavailable::NoDevices);
@@ -280,8 +289,11 @@ impl Reader {
         let topology = Arc::new(Topology { matrix, nics: vec![], cpu_affinity, numa });
         let users = std::fs::read_to_string(&cfg.passwd).map(|s| owner::passwd_names(&s)).unwrap_or_default();
         let host = cfg.node_name.clone().map_or_else(super::short_hostname, Text::from);
+        let events = xid_events(nvml, n);
         Ok(Self {
             nvml,
+            events,
+            xids: HashMap::new(),
             host,
             fixed,
             topology,
@@ -305,6 +317,7 @@ impl Reader {
     /// set and its telemetry `None`.
     pub fn read(&mut self) -> LocalSnapshot {
         let t0 = std::time::Instant::now();
+        self.drain_xids();
         let mut gpus = Vec::with_capacity(self.fixed.len());
         let mut seen = Vec::new();
         for i in 0..self.fixed.len() {
@@ -320,6 +333,24 @@ impl Reader {
             gpus,
             topology: self.topology.clone(),
             read_us: t0.elapsed().as_micros() as u64,
+        }
+    }
+
+    /// Takes every XID event queued since the last read (never waits).
+    fn drain_xids(&mut self) {
+        let now = jiff::Timestamp::now().as_second();
+        for set in &self.events {
+            for _ in 0..1024 {
+                let Ok(ev) = set.wait(0) else { break };
+                let (Ok(idx), Some(nvml_wrapper::enums::event::XidError::Value(code))) =
+                    (ev.device.index(), ev.event_data)
+                else {
+                    continue;
+                };
+                let code = code.min(u64::from(u16::MAX)) as u16;
+                let e = self.xids.entry(idx).or_insert((code, now, 0));
+                *e = (code, now, e.2 + 1);
+            }
         }
     }
 
@@ -352,6 +383,7 @@ impl Reader {
             nvlinks: vec![],
             processes: vec![],
             lost: None,
+            xid: self.xids.get(&(i as u32)).copied(),
         };
         let mut h = Health::default();
         let Some(d) = h.ok(self.nvml.device_by_index(i as u32)) else {
@@ -475,4 +507,16 @@ impl LocalSnapshot {
     pub fn link(&self, i: usize, j: usize) -> Option<LinkKind> {
         self.topology.matrix.get(i)?.get(j).copied()
     }
+}
+
+/// One event set per GPU that supports critical XID events (none where the driver does not).
+fn xid_events(nvml: &'static Nvml, n: u32) -> Vec<nvml_wrapper::EventSet<'static>> {
+    use nvml_wrapper::bitmasks::event::EventTypes;
+    (0..n)
+        .filter_map(|i| {
+            let dev = nvml.device_by_index(i).ok()?;
+            let set = nvml.create_event_set().ok()?;
+            dev.register_events(EventTypes::CRITICAL_XID_ERROR, set).ok()
+        })
+        .collect()
 }
