@@ -48,6 +48,8 @@ fn config(lib: PathBuf, root: &Path) -> NvmlConfig {
         node_name: Some("gpu-node-07".into()),
         proc_root: root.join("proc"),
         passwd: root.join("passwd"),
+        // No NICs in the scripted node: never the host's own /sys.
+        sys_root: root.join("sys"),
         interval: Duration::from_millis(20),
         ..Default::default()
     }

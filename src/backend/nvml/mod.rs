@@ -50,6 +50,8 @@ pub struct NvmlConfig {
     pub node_name: Option<String>,
     pub proc_root: PathBuf,
     pub passwd: PathBuf,
+    /// Where sysfs is (NIC ↔ GPU affinity from the PCI tree).
+    pub sys_root: PathBuf,
 }
 
 impl Default for NvmlConfig {
@@ -62,6 +64,7 @@ impl Default for NvmlConfig {
             node_name: None,
             proc_root: PathBuf::from("/proc"),
             passwd: PathBuf::from("/etc/passwd"),
+            sys_root: PathBuf::from("/sys"),
         }
     }
 }

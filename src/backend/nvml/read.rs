@@ -286,7 +286,9 @@ impl Reader {
         let numa =
             if numa.iter().all(Option::is_some) { numa.into_iter().flatten().collect() } else { vec![] };
         drop(devs);
-        let topology = Arc::new(Topology { matrix, nics: vec![], cpu_affinity, numa });
+        let bus_ids: Vec<Text> = fixed.iter().map(|f| f.bus_id.clone()).collect();
+        let nics = topo::nics_from_sysfs(&cfg.sys_root, &bus_ids);
+        let topology = Arc::new(Topology { matrix, nics, cpu_affinity, numa });
         let users = std::fs::read_to_string(&cfg.passwd).map(|s| owner::passwd_names(&s)).unwrap_or_default();
         let host = cfg.node_name.clone().map_or_else(super::short_hostname, Text::from);
         let events = xid_events(nvml, n);

@@ -140,6 +140,61 @@ pub fn cpu_list(words: &[u64]) -> String {
     out
 }
 
+/// The PCI path of a device under `<sys>/devices` (`["pci0000:17", "0000:17:00.0", …]`) and its
+/// NUMA node, following the sysfs links.
+fn pci_path(dev: &std::path::Path) -> Option<(Vec<String>, Option<i32>)> {
+    let real = std::fs::canonicalize(dev).ok()?;
+    let comps: Vec<String> =
+        real.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let start = comps.iter().position(|c| c.starts_with("pci"))?;
+    let numa = std::fs::read_to_string(real.join("numa_node")).ok().and_then(|s| s.trim().parse().ok());
+    Some((comps[start..].to_vec(), numa))
+}
+
+/// `00000000:18:00.0` (NVML) → `0000:18:00.0` (sysfs).
+fn sysfs_bus_id(bus_id: &str) -> String {
+    let lower = bus_id.to_ascii_lowercase();
+    match lower.split_once(':') {
+        Some((dom, rest)) if dom.len() > 4 => format!("{}:{rest}", &dom[dom.len() - 4..]),
+        _ => lower,
+    }
+}
+
+/// How a NIC reaches a GPU through the PCI tree, in `nvidia-smi topo -m` terms: the same
+/// bridge → PIX, more bridges under one host bridge → PXB, only the host bridge in common →
+/// PHB, another host bridge on the same NUMA node → NODE, another NUMA node → SYS.
+fn pci_link(a: &(Vec<String>, Option<i32>), b: &(Vec<String>, Option<i32>)) -> LinkKind {
+    let common = a.0.iter().zip(&b.0).take_while(|(x, y)| x == y).count();
+    if common == 0 {
+        return if a.1.is_some() && a.1 == b.1 { LinkKind::Node } else { LinkKind::Sys };
+    }
+    // Components past the root complex that both share: the bridges in common.
+    match common {
+        1 => LinkKind::Phb,
+        _ if a.0.len() == common + 1 && b.0.len() == common + 1 => LinkKind::Pix,
+        _ => LinkKind::Pxb,
+    }
+}
+
+/// The InfiniBand/RoCE adapters under `<sys>/class/infiniband` and their link to each GPU.
+pub fn nics_from_sysfs(sys: &std::path::Path, gpu_bus_ids: &[crate::model::Text]) -> Vec<crate::model::Nic> {
+    let Ok(dir) = std::fs::read_dir(sys.join("class/infiniband")) else { return Vec::new() };
+    let gpus: Vec<Option<(Vec<String>, Option<i32>)>> =
+        gpu_bus_ids.iter().map(|b| pci_path(&sys.join("bus/pci/devices").join(sysfs_bus_id(b)))).collect();
+    let mut nics: Vec<crate::model::Nic> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let nic = pci_path(&e.path().join("device"))?;
+            let to_gpu =
+                gpus.iter().map(|g| g.as_ref().map_or(LinkKind::Sys, |g| pci_link(&nic, g))).collect();
+            Some(crate::model::Nic { name: crate::model::Text::from(name), to_gpu })
+        })
+        .collect();
+    nics.sort_by(|a, b| a.name.cmp(&b.name));
+    nics
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +223,45 @@ mod tests {
         assert_eq!(bus_key("00000000:B7:00.0"), bus_key("0000:b7:00.0"));
         assert_eq!(bus_key("07:00.0"), Some((0, 7, 0, 0)));
         assert_eq!(bus_key("garbage"), None);
+    }
+
+    #[test]
+    fn nic_affinity_from_a_sysfs_tree() {
+        let sys = tempfile::tempdir().unwrap();
+        let root = sys.path();
+        // Two root complexes on two NUMA nodes; GPU0 and mlx5_0 behind one switch, GPU1 behind
+        // another switch of the same root complex, GPU2 on the other socket.
+        let devices = [
+            ("pci0000:17/0000:17:00.0/0000:18:00.0", 0),
+            ("pci0000:17/0000:17:00.0/0000:19:00.0", 0),
+            ("pci0000:17/0000:17:01.0/0000:1a:00.0/0000:1b:00.0", 0),
+            ("pci0000:97/0000:97:00.0/0000:98:00.0", 1),
+        ];
+        for (p, numa) in devices {
+            let d = root.join("devices").join(p);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("numa_node"), format!("{numa}\n")).unwrap();
+        }
+        let link = |target: &str, at: std::path::PathBuf| {
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(root.join("devices").join(target), at).unwrap();
+        };
+        link("pci0000:17/0000:17:00.0/0000:18:00.0", root.join("bus/pci/devices/0000:18:00.0"));
+        link("pci0000:17/0000:17:01.0/0000:1a:00.0/0000:1b:00.0", root.join("bus/pci/devices/0000:1b:00.0"));
+        link("pci0000:97/0000:97:00.0/0000:98:00.0", root.join("bus/pci/devices/0000:98:00.0"));
+        std::fs::create_dir_all(root.join("class/infiniband/mlx5_0")).unwrap();
+        link("pci0000:17/0000:17:00.0/0000:19:00.0", root.join("class/infiniband/mlx5_0/device"));
+        let gpus = [
+            "00000000:18:00.0".into(),
+            "00000000:1B:00.0".into(),
+            "00000000:98:00.0".into(),
+            "00000000:ff:00.0".into(),
+        ];
+        let nics = nics_from_sysfs(root, &gpus);
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].name, "mlx5_0");
+        assert_eq!(nics[0].to_gpu, vec![LinkKind::Pix, LinkKind::Phb, LinkKind::Sys, LinkKind::Sys]);
+        assert!(nics_from_sysfs(&root.join("nowhere"), &gpus).is_empty());
     }
 
     #[test]
