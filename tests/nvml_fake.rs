@@ -312,6 +312,9 @@ async fn joined_to_a_scheduler_it_sends_only_deltas_for_this_host() {
                 assert_eq!(d.nodes[0].node, "gpu-node-07");
                 assert_eq!(d.nodes[0].gpus.len(), 8);
                 assert_eq!(d.nodes[0].gpus[5].ecc, Some(EccCounts { sbe: 7, dbe: 2 }));
+                // The topology joins the scheduler's node, which has none of its own.
+                let t = d.nodes[0].topology.as_ref().expect("topology in joined mode");
+                assert_eq!(t.matrix.len(), 8);
                 deltas += 1;
             }
         }

@@ -68,6 +68,8 @@ pub struct NodeSample {
     pub mem_alloc_mib: Option<u64>,
     /// Inline for up to 8 GPUs: a delta for 10,000 nodes is one allocation, not 10,000.
     pub gpus: GpuSamples,
+    /// Replaces the node's GPU topology when present (local NVML joined to a scheduler).
+    pub topology: Option<std::sync::Arc<crate::model::Topology>>,
     /// Replaces the processes of the node's GPUs when present.
     pub processes: Option<Vec<crate::model::GpuProc>>,
     /// Replaces the node's ports when present.

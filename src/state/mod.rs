@@ -486,6 +486,9 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
     if let Some(ports) = s.ports.take() {
         node.ports = ports;
     }
+    if let Some(t) = s.topology.take() {
+        node.topology = Some(t);
+    }
     if let Some(procs) = s.processes.take() {
         for g in &mut node.gpus {
             g.processes = procs.iter().filter(|p| p.gpu == g.index).cloned().collect();

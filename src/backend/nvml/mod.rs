@@ -205,6 +205,8 @@ pub fn sample_of(s: &LocalSnapshot) -> NodeSample {
             })
             .collect(),
         processes: Some(s.gpus.iter().flat_map(|g| g.processes.iter().map(proc_of)).collect()),
+        // The scheduler's listing has no topology: NVML's joins it (an Arc, cheap per tick).
+        topology: Some(s.topology.clone()),
         ..Default::default()
     }
 }

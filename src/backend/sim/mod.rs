@@ -916,6 +916,7 @@ impl Sim {
                 cpus_alloc: alloc.map(|a| a * cpus_per_gpu[p]),
                 mem_alloc_mib: alloc.map(|a| u64::from(a) * mem_per_gpu[p]),
                 gpus: samples,
+                topology: None,
                 processes: None,
                 ports,
             });
