@@ -73,24 +73,24 @@ pub struct Cli {
     /// Slurm: slurmrestd URL (e.g. http://127.0.0.1:6820). gpuplane then opens on that cluster
     /// instead of the simulator. The token comes from --slurm-token-cmd, --slurm-token-file or
     /// $SLURM_JWT (in that order), or the config file's [slurm] section.
-    #[arg(long = "slurm", env = "SLURMRESTD_URL", value_name = "URL")]
+    #[arg(long = "slurm", env = "SLURMRESTD_URL", value_name = "URL", global = true)]
     pub slurm: Option<String>,
 
     /// Slurm: user name sent as X-SLURM-USER-NAME (optional with tokens that name the user).
-    #[arg(long, env = "SLURM_USER_NAME", value_name = "NAME")]
+    #[arg(long, env = "SLURM_USER_NAME", value_name = "NAME", global = true)]
     pub slurm_user: Option<String>,
 
     /// Slurm: file holding the JWT (re-read at every refresh, so a cron job can renew it).
-    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_FILE", value_name = "PATH")]
+    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_FILE", value_name = "PATH", global = true)]
     pub slurm_token_file: Option<PathBuf>,
 
     /// Slurm: command printing a JWT, re-run when the token nears expiry or is refused,
     /// e.g. "scontrol token lifespan=3600".
-    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_CMD", value_name = "COMMAND")]
+    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_CMD", value_name = "COMMAND", global = true)]
     pub slurm_token_cmd: Option<String>,
 
     /// Slurm: PEM CA file to trust for an https:// URL (a TLS proxy in front of slurmrestd).
-    #[arg(long, env = "GPUPLANE_SLURM_CA", value_name = "PATH")]
+    #[arg(long, env = "GPUPLANE_SLURM_CA", value_name = "PATH", global = true)]
     pub slurm_ca: Option<PathBuf>,
 
     /// Slurm: time between refreshes (default 10s; jittered).

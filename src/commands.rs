@@ -5,7 +5,7 @@ use crate::audit::{AuditLog, verify};
 use crate::backend::sim::{Sim, SimConfig};
 use crate::cli::{ActionArgs, AuditCommand, Command};
 use crate::config::Config;
-use crate::ops::{self, ActionKind, OpRequest, Ops, SimExecutor};
+use crate::ops::{self, ActionKind, Executor, OpRequest, Ops, SimExecutor};
 use crate::state::ClusterState;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -85,8 +85,23 @@ fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
     }
 }
 
-fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
-    // No cluster configured: a freshly generated simulated cluster, as the console would show.
+/// The cluster an action acts on: the configured Slurm cluster (read once), else a freshly
+/// generated simulated one.
+async fn target_cluster(config: &Config) -> Result<(ClusterState, Box<dyn Executor>, String), String> {
+    let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    if let Some(slurm) = &config.slurm {
+        let mut poller = crate::backend::slurm::Poller::new(slurm.clone()).map_err(|e| e.to_string())?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+        let r = poller.refresh(&tx).await;
+        drop(tx);
+        while let Some(u) = rx.recv().await {
+            state.apply(u);
+        }
+        r.map_err(|e| e.to_string())?;
+        let exec = crate::ops::SlurmExecutor::new(&slurm.client)?;
+        let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
+        return Ok((state, Box::new(exec), label));
+    }
     let sim = Sim::new(SimConfig {
         seed: config.seed,
         nodes: config.sim_nodes,
@@ -95,11 +110,28 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         start: jiff::Timestamp::now().as_second(),
         tick_s: 2,
     });
-    let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     for u in sim.initial() {
         state.apply(u);
     }
-    let mut exec = SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() };
+    let label = format!("{} (SIMULATED)", state.cluster);
+    Ok((state, Box::new(SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() }), label))
+}
+
+fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (state, mut exec, label) = match rt.block_on(target_cluster(config)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gpuplane: cannot read the cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let req = OpRequest {
         kind,
         targets: a.targets.clone(),
@@ -107,14 +139,14 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         ticket: a.ticket.clone(),
         dry_run: a.dry_run,
     };
-    let plan = match ops::plan(&req, &state, &exec, config.readonly) {
+    let plan = match ops::plan(&req, &state, exec.as_ref(), config.readonly) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("gpuplane: {e}");
             return ExitCode::from(2);
         }
     };
-    println!("cluster {} (SIMULATED)", state.cluster);
+    println!("cluster {label}");
     for l in plan.lines() {
         println!("  {l}");
     }
@@ -138,14 +170,7 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         cluster: state.cluster.to_string(),
         break_glass: None,
     };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let out = rt.block_on(ops.run(&req, &plan, &mut exec, |t| {
+    let out = rt.block_on(ops.run(&req, &plan, exec.as_mut(), |t| {
         println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
     }));
     match out {

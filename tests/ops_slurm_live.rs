@@ -147,3 +147,45 @@ async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session()
     }
     panic!("{node} still drained");
 }
+
+/// The subcommands act on the configured Slurm cluster (not the simulator), audited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_drain_and_resume_from_the_command_line() {
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node = s.nodes.iter().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+            .args(args)
+            .args(["--slurm", &c.url, "--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("SLURM_JWT", &c.admin_jwt)
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env_remove("SLURMRESTD_URL")
+            .env_remove("SLURM_USER_NAME")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (rc, out, err) = run(&["drain", &node, "--reason", "gpuplane cli test", "--ticket", "OPS-3"]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert!(out.contains("(Slurm, ") && !out.contains("SIMULATED"), "{out}");
+    assert!(c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
+    let (rc, out, err) = run(&["resume", &node, "--reason", "done"]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert_eq!(verify(&log).unwrap().records, 4);
+    for _ in 0..40 {
+        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} still drained");
+}
