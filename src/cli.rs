@@ -147,11 +147,43 @@ pub enum Command {
     Resume(ActionArgs),
     /// Cancel jobs.
     Cancel(ActionArgs),
+    /// Print a resource once, from the same backends as the console, for scripts and tickets.
+    Get {
+        resource: Resource,
+        /// table (the console's columns), wide (every column), json (stable field names), csv.
+        #[arg(short, long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+        /// The console's filter: text, key=value (labels too), key==exact, !negate.
+        #[arg(long, default_value = "")]
+        filter: String,
+    },
     /// The audit log.
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Resource {
+    Nodes,
+    Gpus,
+    Jobs,
+    Queues,
+    Quotas,
+    Cost,
+    Fabric,
+    Storage,
+    Incidents,
+    Audit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Wide,
+    Json,
+    Csv,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

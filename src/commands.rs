@@ -25,6 +25,7 @@ pub fn run(cmd: &Command, config: &Config) -> ExitCode {
         Command::Resume(a) => action(ActionKind::Resume, a, config),
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
+        Command::Get { resource, output, filter } => crate::get::run(*resource, *output, filter, config),
     }
 }
 
@@ -87,7 +88,9 @@ fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
 
 /// The cluster an action acts on: the configured Slurm cluster (read once), else a freshly
 /// generated simulated one.
-async fn target_cluster(config: &Config) -> Result<(ClusterState, Box<dyn Executor>, String), String> {
+pub(crate) async fn target_cluster(
+    config: &Config,
+) -> Result<(ClusterState, Box<dyn Executor>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     if let Some(slurm) = &config.slurm {
         let mut poller = crate::backend::slurm::Poller::new(slurm.clone()).map_err(|e| e.to_string())?;

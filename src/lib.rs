@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod cost;
+pub mod get;
 pub mod model;
 pub mod ops;
 pub mod sanitize;

@@ -1,0 +1,196 @@
+//! `gpuplane get RESOURCE -o table|wide|json|csv [--filter F]`: the console's tables, read
+//! once from the same backends, for scripts and tickets. Tables and CSV use the console's
+//! columns (text already sanitised); JSON uses the model's field names.
+
+use crate::cli::{Output, Resource};
+use crate::commands::{audit_log, target_cluster};
+use crate::config::Config;
+use crate::tui::theme::Theme;
+use crate::tui::views::TableId;
+use crate::tui::widgets::Glyphs;
+use crate::tui::widgets::table::{Cx, Marks, RowKey, TableState, unpack};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+
+fn table_of(r: Resource) -> TableId {
+    match r {
+        Resource::Nodes => TableId::Nodes,
+        Resource::Gpus => TableId::Gpus,
+        Resource::Jobs => TableId::Jobs,
+        Resource::Queues => TableId::Queues,
+        Resource::Quotas => TableId::Quotas,
+        Resource::Cost => TableId::CostJobs,
+        Resource::Fabric => TableId::Fabric,
+        Resource::Storage => TableId::Storage,
+        Resource::Incidents => TableId::Incidents,
+        Resource::Audit => TableId::Audit,
+    }
+}
+
+/// One row as JSON, with the model's field names.
+fn json_row(r: Resource, cx: &Cx<'_>, key: RowKey) -> Value {
+    let s = cx.s;
+    let v = |x: &dyn erased::Ser| x.to_value();
+    match r {
+        Resource::Nodes => v(&s.nodes[key as usize]),
+        Resource::Gpus => {
+            let (n, g) = unpack(key);
+            json!({"node": s.nodes[n].name, "gpu": s.nodes[n].gpus[g]})
+        }
+        Resource::Jobs => v(&s.jobs[key as usize]),
+        Resource::Queues => {
+            let q = &s.queues[key as usize];
+            let stats = s.queue_stats.iter().find(|x| x.name == q.name);
+            json!({"queue": q, "stats": stats})
+        }
+        Resource::Quotas => v(&s.quotas[key as usize]),
+        Resource::Cost => {
+            let c = &cx.cost.jobs[key as usize];
+            let j = &s.jobs[c.index];
+            json!({"id": j.id, "name": j.name, "user": j.user, "account": j.account, "state": j.state,
+                   "gpu_hours": c.gpu_hours, "cost": c.cost, "idle_cost": c.idle_cost,
+                   "currency": cx.cost.currency, "window_s": cx.cost.window_s})
+        }
+        Resource::Fabric => {
+            let (n, p) = unpack(key);
+            json!({"node": s.nodes[n].name, "port": s.nodes[n].ports[p]})
+        }
+        Resource::Storage => v(&s.storage[key as usize]),
+        Resource::Incidents => v(&s.incidents[key as usize]),
+        Resource::Audit => v(&cx.audit[key as usize]),
+    }
+}
+
+mod erased {
+    /// Serialises any model type to a JSON value.
+    pub trait Ser {
+        fn to_value(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_value(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        }
+    }
+}
+
+pub fn run(resource: Resource, output: Output, filter: &str, config: &Config) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (state, _, _) = match rt.block_on(target_cluster(config)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gpuplane: cannot read the cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let audit = if resource == Resource::Audit {
+        match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("gpuplane: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let cost = crate::cost::report(&state, 86_400);
+    let theme = Theme::builtin("monochrome");
+    let marks = Marks::default();
+    let cx = Cx {
+        s: &state,
+        cost: &cost,
+        theme: &theme,
+        glyphs: Glyphs::ASCII,
+        user: &config.user,
+        audit: &audit,
+        marked: &marks,
+    };
+    let id = table_of(resource);
+    let src = id.source();
+    let mut st = TableState::default();
+    st.set_filter(filter);
+    st.refresh(src, &cx);
+    let cols = src.columns();
+    let shown: Vec<usize> = (0..cols.len())
+        .filter(|&i| !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2))
+        .collect();
+    let rows: Vec<Vec<String>> = st
+        .rows
+        .iter()
+        .map(|&k| {
+            let cells = src.cells(&cx, k);
+            shown.iter().map(|&i| cells.get(i).map(|c| c.content.to_string()).unwrap_or_default()).collect()
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let written = match output {
+        Output::Json => {
+            let v: Vec<Value> = st.rows.iter().map(|&k| json_row(resource, &cx, k)).collect();
+            serde_json::to_writer_pretty(&mut out, &v)
+                .map_err(|e| std::io::Error::new(e.io_error_kind().unwrap_or(std::io::ErrorKind::Other), e))
+                .and_then(|_| writeln!(out))
+        }
+        Output::Csv => {
+            let mut w = csv::Writer::from_writer(out);
+            let r = w
+                .write_record(shown.iter().map(|&i| cols[i].name))
+                .and_then(|_| rows.iter().try_for_each(|r| w.write_record(r)))
+                .and_then(|_| w.flush().map_err(csv::Error::from));
+            r.map_err(|e| match e.into_kind() {
+                csv::ErrorKind::Io(io) => io,
+                other => std::io::Error::other(format!("{other:?}")),
+            })
+        }
+        Output::Table | Output::Wide => {
+            let widths: Vec<usize> = shown
+                .iter()
+                .enumerate()
+                .map(|(n, &i)| {
+                    rows.iter()
+                        .map(|r| unicode_width::UnicodeWidthStr::width(r[n].as_str()))
+                        .max()
+                        .unwrap_or(0)
+                        .max(cols[i].name.len())
+                })
+                .collect();
+            let line = |cells: Vec<&str>| {
+                let mut l = String::new();
+                for (n, c) in cells.iter().enumerate() {
+                    let pad = widths[n].saturating_sub(unicode_width::UnicodeWidthStr::width(*c));
+                    if cols[shown[n]].right {
+                        l.push_str(&" ".repeat(pad));
+                        l.push_str(c);
+                    } else {
+                        l.push_str(c);
+                        l.push_str(&" ".repeat(pad));
+                    }
+                    l.push_str("  ");
+                }
+                l.trim_end().to_string()
+            };
+            let mut r = writeln!(out, "{}", line(shown.iter().map(|&i| cols[i].name).collect()));
+            for row in &rows {
+                if r.is_ok() {
+                    r = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
+                }
+            }
+            r
+        }
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`| head`) is not an error worth a message.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
