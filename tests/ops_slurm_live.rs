@@ -189,3 +189,26 @@ async fn slurm24_drain_and_resume_from_the_command_line() {
     }
     panic!("{node} still drained");
 }
+
+/// `gpuplane get` reads the configured Slurm cluster: the same nodes and jobs as the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_get_lists_what_the_backend_reads() {
+    let (c, _g) = slurm22().await;
+    let s = read(&c).await;
+    let dir = tempfile::tempdir().unwrap();
+    for (what, n) in [("nodes", s.nodes.len()), ("jobs", s.jobs.len())] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+            .args(["get", what, "-o", "json", "--slurm", &c.url])
+            .args(c.user.iter().flat_map(|u| ["--slurm-user", u.as_str()]))
+            .env("SLURM_JWT", &c.jwt)
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env_remove("SLURMRESTD_URL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), n, "{what}");
+    }
+}
