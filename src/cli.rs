@@ -157,6 +157,10 @@ pub enum Command {
         #[arg(long, default_value = "")]
         filter: String,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff), generated from this command line's definition.
+    Man,
     /// The audit log.
     Audit {
         #[command(subcommand)]

@@ -26,6 +26,22 @@ pub fn run(cmd: &Command, config: &Config) -> ExitCode {
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Get { resource, output, filter } => crate::get::run(*resource, *output, filter, config),
+        Command::Completions { shell } => {
+            let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man => {
+            let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+            match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("gpuplane: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 

@@ -69,3 +69,24 @@ fn filters_and_stable_json_fields() {
         serde_json::from_str(&get(&["nodes", "--filter", "state=down", "-o", "json"])).unwrap();
     assert!(nodes.as_array().unwrap().iter().all(|n| n["state"] == "down"));
 }
+
+fn run(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuplane")).args(args).output().expect("run gpuplane");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        let c = run(&["completions", shell]);
+        for word in ["drain", "cordon", "get", "audit", "readonly", "slurm"] {
+            assert!(c.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let man = run(&["man"]);
+    assert!(man.starts_with(".ie") && man.contains(".TH gpuplane 1"), "roff");
+    for word in ["drain", "audit", "\\-\\-readonly", "SIMULATED"] {
+        assert!(man.contains(word), "man page lacks {word}");
+    }
+}
