@@ -61,6 +61,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
+    let (user_commands, errs) =
+        gpuplane::tui::usercmd::UserCommands::load(config.config_dir.as_deref(), &app.keymap);
+    app.user_commands = user_commands;
+    warnings.extend(errs.into_iter().map(|e| e.to_string()));
     if let Some(v) = &config.view {
         app.run_command(v);
         if ViewId::by_name(v).is_none() {

@@ -322,3 +322,45 @@ fn ctrl_d_in_the_confirmation_makes_it_a_dry_run() {
         other => panic!("expected a dry run: {other:?}"),
     }
 }
+
+#[test]
+fn the_mine_alias_lists_the_current_users_jobs() {
+    let mut a = app();
+    typed(&mut a, ":mine\r");
+    assert_eq!(a.ui.view, ViewId::Jobs);
+    a.prepare();
+    let t = &a.ui.tables[TableId::Jobs as usize];
+    assert_eq!(t.filter.raw, "user==researcher");
+    assert!(!t.rows.is_empty() && t.rows.iter().all(|&k| a.state().jobs[k as usize].user == "researcher"));
+}
+
+#[test]
+fn user_hotkeys_and_aliases_from_the_config_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hotkeys.toml"),
+        "[aliases]\ndown = \"nodes state=down\"\n\n[[hotkeys]]\nkey = \"ctrl-g\"\ncommand = \"gpus\"\ndescription = \"GPU table\"\n\n[[hotkeys]]\nkey = \"j\"\ncommand = \"jobs\"\n",
+    )
+    .unwrap();
+    let mut a = app();
+    let (uc, errs) = gpuplane::tui::usercmd::UserCommands::load(Some(dir.path()), &a.keymap);
+    assert_eq!(errs.len(), 1, "j is the keymap's: {errs:?}");
+    assert!(errs[0].message.contains("already bound"));
+    a.user_commands = uc;
+    typed(&mut a, ":down\r");
+    assert_eq!(a.ui.view, ViewId::Nodes);
+    assert_eq!(a.ui.tables[TableId::Nodes as usize].filter.raw, "state=down");
+    a.update(Msg::Key(ratatui::crossterm::event::KeyEvent::new(
+        KeyCode::Char('g'),
+        ratatui::crossterm::event::KeyModifiers::CONTROL,
+    )));
+    assert_eq!(a.ui.view, ViewId::Gpus);
+    typed(&mut a, "?");
+    let screen = render(&mut a, 120, 200);
+    assert!(screen.contains(":down") && screen.contains("GPU table"), "{screen}");
+    // A broken file names the line; the built-in alias stays.
+    std::fs::write(dir.path().join("hotkeys.toml"), "[aliases]\nx = 3\n").unwrap();
+    let (uc, errs) = gpuplane::tui::usercmd::UserCommands::load(Some(dir.path()), &a.keymap);
+    assert!(errs[0].message.starts_with("line 2"), "{errs:?}");
+    assert!(uc.aliases.contains_key("mine"));
+}

@@ -130,6 +130,8 @@ pub struct App {
     pub refresh_now: Vec<std::sync::Arc<tokio::sync::Notify>>,
     /// Break-glass session length when none is given, and the longest allowed (minutes).
     pub break_glass_limits: (i64, i64),
+    /// User aliases and hotkeys.
+    pub user_commands: super::usercmd::UserCommands,
 }
 
 impl App {
@@ -154,6 +156,7 @@ impl App {
             wall_now: 0,
             refresh_now: Vec::new(),
             break_glass_limits: (30, BREAK_GLASS_MAX_MIN),
+            user_commands: Default::default(),
         }
     }
 
@@ -213,6 +216,8 @@ impl App {
                 self.ui.message = None;
                 if let Some(a) = self.keymap.action(&k) {
                     self.act(a);
+                } else if let Some(cmd) = self.user_commands.hotkey(&k).map(|h| h.command.clone()) {
+                    self.run_command(&cmd);
                 }
             }
         }
@@ -268,6 +273,17 @@ impl App {
         let mut words = cmd.split_whitespace();
         let Some(head) = words.next() else { return };
         let rest = words.collect::<Vec<_>>().join(" ");
+        // Aliases expand once (an alias naming an alias is not followed).
+        if let Some(expanded) = self.user_commands.expand(head, &rest, &self.user) {
+            return self.run_builtin(&expanded);
+        }
+        self.run_builtin(cmd);
+    }
+
+    fn run_builtin(&mut self, cmd: &str) {
+        let mut words = cmd.split_whitespace();
+        let Some(head) = words.next() else { return };
+        let rest = words.collect::<Vec<_>>().join(" ");
         match head {
             "q" | "quit" | "q!" | "exit" => self.ui.quit = true,
             "help" | "h" => self.ui.mode = Mode::Help,
@@ -281,9 +297,6 @@ impl App {
             name => match ViewId::by_name(name) {
                 Some(v) => {
                     self.goto(v);
-                    if name == "mine" {
-                        self.ui.focus = 1;
-                    }
                     if name == "wall" || name == "heatmap" {
                         self.ui.wall = true;
                     }

@@ -452,6 +452,24 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         Span::styled(format!("  :{:<13}", "theme NAME"), t.key),
         Span::styled("dark, light, high-contrast, monochrome", t.text),
     ]));
+    if !app.user_commands.aliases.is_empty() {
+        out.push(Line::styled("aliases (<config>/hotkeys.toml)", t.title));
+        for (name, cmd) in &app.user_commands.aliases {
+            out.push(Line::from(vec![
+                Span::styled(format!("  :{name:<13}"), t.key),
+                Span::styled(safe(cmd).into_owned(), t.text),
+            ]));
+        }
+    }
+    if !app.user_commands.hotkeys.is_empty() {
+        out.push(Line::styled("hotkeys (<config>/hotkeys.toml)", t.title));
+        for h in &app.user_commands.hotkeys {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<14}", h.key.label()), t.key),
+                Span::styled(safe(&h.description).into_owned(), t.text),
+            ]));
+        }
+    }
     out.push(Line::styled("filters: text, key=value (labels too), key==exact, !negate", t.dim));
     out
 }

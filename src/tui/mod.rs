@@ -7,6 +7,7 @@ pub mod datafile;
 pub mod draw;
 pub mod keymap;
 pub mod theme;
+pub mod usercmd;
 pub mod views;
 pub mod widgets;
 

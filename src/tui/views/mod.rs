@@ -113,7 +113,7 @@ pub const VIEWS: &[ViewMeta] = &[
     ViewMeta {
         id: ViewId::Queues,
         title: "Queues",
-        names: &["queues", "queue", "qu", "partitions", "mine"],
+        names: &["queues", "queue", "qu", "partitions"],
         tables: &[TableId::Queues, TableId::MyJobs],
     },
     ViewMeta {
