@@ -11,6 +11,7 @@ pub mod cost;
 pub mod get;
 pub mod model;
 pub mod ops;
+pub mod plugins;
 pub mod sanitize;
 pub mod state;
 pub mod tui;
