@@ -65,6 +65,9 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         gpuplane::tui::usercmd::UserCommands::load(config.config_dir.as_deref(), &app.keymap);
     app.user_commands = user_commands;
     warnings.extend(errs.into_iter().map(|e| e.to_string()));
+    let (plugins, errs) = gpuplane::plugins::load(config.config_dir.as_deref(), config.readonly);
+    app.plugins = plugins;
+    warnings.extend(errs.into_iter().map(|e| e.to_string()));
     if let Some(v) = &config.view {
         app.run_command(v);
         if ViewId::by_name(v).is_none() {

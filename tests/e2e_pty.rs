@@ -280,3 +280,38 @@ fn an_unreachable_source_neither_spins_nor_freezes_the_console() {
     c.send("q");
     assert!(c.wait_exit().success());
 }
+
+/// A background plugin's output lands in a pane; a foreground plugin gets the terminal and
+/// the console comes back after it.
+#[test]
+fn plugins_run_in_the_background_and_in_the_foreground() {
+    let home = tempfile::tempdir().unwrap();
+    let plugins = home.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::write(
+        plugins.join("whereami.toml"),
+        "name = \"whereami\"\nshortcut = \"ctrl-t\"\nscopes = [\"nodes\"]\ncommand = \"printf\"\nargs = [\"plugin-saw %s as %s\", \"$NODE\", \"$USER\"]\nbackground = true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        plugins.join("fg.toml"),
+        "name = \"fg\"\nshortcut = \"ctrl-u\"\nscopes = [\"nodes\"]\ncommand = \"sh\"\nargs = [\"-c\", \"echo FOREGROUND-PLUGIN; sleep 1\"]\n",
+    )
+    .unwrap();
+    let cfg = home.path().join("config.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let mut c = spawn(120, 30, &[], &["--config", cfg.to_str().unwrap()]);
+    c.wait_for("Incidents");
+    c.send(":nodes\r");
+    c.wait_for(" Nodes [");
+    c.send("\x14"); // ctrl-t
+    c.wait_for("plugin-saw gpu-001 as researcher");
+    c.send("\x1b");
+    c.send("\x15"); // ctrl-u
+    c.wait_for("FOREGROUND-PLUGIN");
+    c.wait_for("plugin fg finished");
+    c.wait_for(" Nodes [");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    assert!(c.restored());
+}

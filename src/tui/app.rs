@@ -132,6 +132,20 @@ pub struct App {
     pub break_glass_limits: (i64, i64),
     /// User aliases and hotkeys.
     pub user_commands: super::usercmd::UserCommands,
+    pub plugins: Vec<crate::plugins::Plugin>,
+    /// A plugin to run, taken by the loop (it owns the terminal and the runtime).
+    pub pending_plugin: Option<PluginRun>,
+    /// A plugin waiting for its confirming second press.
+    armed_plugin: Option<String>,
+}
+
+/// A plugin invocation: the program, its argv, and whether it runs in the background.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginRun {
+    pub name: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub background: bool,
 }
 
 impl App {
@@ -157,6 +171,9 @@ impl App {
             refresh_now: Vec::new(),
             break_glass_limits: (30, BREAK_GLASS_MAX_MIN),
             user_commands: Default::default(),
+            plugins: Vec::new(),
+            pending_plugin: None,
+            armed_plugin: None,
         }
     }
 
@@ -218,6 +235,8 @@ impl App {
                     self.act(a);
                 } else if let Some(cmd) = self.user_commands.hotkey(&k).map(|h| h.command.clone()) {
                     self.run_command(&cmd);
+                } else {
+                    self.plugin_key(&k);
                 }
             }
         }
@@ -851,3 +870,110 @@ impl App {
 
 /// The longest break-glass session, in minutes.
 pub const BREAK_GLASS_MAX_MIN: i64 = 240;
+
+/// Plugins: the shortcut of a plugin in scope builds its variables from the selection.
+impl App {
+    fn view_scope(&self) -> &'static str {
+        match self.ui.view {
+            ViewId::Nodes => "nodes",
+            ViewId::Gpus => "gpus",
+            ViewId::Jobs => "jobs",
+            ViewId::Queues => "queues",
+            ViewId::Fabric => "fabric",
+            ViewId::Storage => "storage",
+            ViewId::Quotas => "quotas",
+            ViewId::Cost => "cost",
+            ViewId::Topology => "topology",
+            ViewId::Overview => "overview",
+            ViewId::Audit => "audit",
+        }
+    }
+
+    /// The variables a plugin sees for the current selection.
+    pub fn plugin_vars(&mut self) -> std::collections::BTreeMap<String, String> {
+        self.prepare();
+        let mut v = std::collections::BTreeMap::new();
+        v.insert("USER".to_string(), self.user.clone());
+        v.insert("CLUSTER".to_string(), self.state().cluster.to_string());
+        v.insert("CONTEXT".to_string(), self.state().cluster.to_string());
+        let Some(t) = self.focused_table() else { return v };
+        let Some(key) = self.ui.tables[t as usize].selected_key() else { return v };
+        let s = self.state();
+        let node = match t {
+            TableId::Nodes => s.nodes.get(key as usize),
+            TableId::Gpus | TableId::Fabric => s.nodes.get((key >> 32) as usize),
+            _ => None,
+        };
+        if let Some(n) = node {
+            v.insert("NODE".into(), n.name.to_string());
+        }
+        if t == TableId::Gpus
+            && let Some(g) = node.and_then(|n| n.gpus.get((key & 0xffff_ffff) as usize))
+        {
+            v.insert("GPU".into(), g.index.to_string());
+            v.insert("GPU_UUID".into(), g.uuid.to_string());
+        }
+        if let Some(j) =
+            matches!(t, TableId::Jobs | TableId::MyJobs).then(|| s.jobs.get(key as usize)).flatten()
+        {
+            v.insert("JOB".into(), j.id.to_string());
+            v.insert("ACCOUNT".into(), j.account.to_string());
+            v.insert("NAMESPACE".into(), j.account.to_string());
+            v.insert("JOB_USER".into(), j.user.to_string());
+        }
+        let nodes: Vec<String> = self.marks.nodes.iter().map(|n| n.to_string()).collect();
+        v.insert(
+            "NODES".into(),
+            if nodes.is_empty() { v.get("NODE").cloned().unwrap_or_default() } else { nodes.join(",") },
+        );
+        // Every column of the selected row, as the table shows it.
+        let cx = self.cx();
+        let src = t.source();
+        let cells = src.cells(&cx, key);
+        for (c, cell) in src.columns().iter().zip(cells) {
+            if !c.name.is_empty() {
+                v.insert(
+                    format!("COL_{}", c.name.replace(['-', '/', ' ', '%', '$'], "_")),
+                    cell.content.to_string(),
+                );
+            }
+        }
+        v
+    }
+
+    fn plugin_key(&mut self, k: &KeyEvent) {
+        let key = super::keymap::Key::from_event(k);
+        let scope = self.view_scope();
+        let Some(p) = self
+            .plugins
+            .iter()
+            .find(|p| p.applies_to(scope) && super::keymap::Key::parse(&p.shortcut).is_ok_and(|s| s == key))
+            .cloned()
+        else {
+            return;
+        };
+        if p.dangerous && self.readonly {
+            return;
+        }
+        if p.confirm && self.armed_plugin.as_deref() != Some(p.name.as_str()) {
+            self.armed_plugin = Some(p.name.clone());
+            self.ui.message = Some((format!("press {} again to run plugin {:?}", p.shortcut, p.name), false));
+            return;
+        }
+        self.armed_plugin = None;
+        let vars = self.plugin_vars();
+        let (program, args) = p.argv(&vars);
+        if p.dangerous
+            && let Some(tx) = &self.ops_tx
+        {
+            // Audited like an action: who ran what, on what.
+            let _ = tx.send(OpMsg::Event {
+                action: format!("plugin {}", p.name),
+                session: self.break_glass.as_ref().map(|b| b.id.clone()).unwrap_or_default(),
+                ticket: String::new(),
+                reason: format!("{program} {}", args.join(" ")),
+            });
+        }
+        self.pending_plugin = Some(PluginRun { name: p.name, program, args, background: p.background });
+    }
+}

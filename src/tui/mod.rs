@@ -72,6 +72,29 @@ fn wall_now() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
+/// Runs a background plugin and sends back its output (the last 200 lines, sanitised on screen).
+async fn run_background(run: app::PluginRun, tx: mpsc::UnboundedSender<Vec<(String, bool)>>) {
+    let out = tokio::process::Command::new(&run.program)
+        .args(&run.args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await;
+    let lines = match out {
+        Ok(o) => {
+            let mut v: Vec<(String, bool)> =
+                vec![(format!("plugin {}: {}", run.name, o.status), !o.status.success())];
+            let text =
+                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            let all: Vec<&str> = text.lines().collect();
+            v.extend(all[all.len().saturating_sub(200)..].iter().map(|l| (l.to_string(), false)));
+            v
+        }
+        Err(e) => vec![(format!("plugin {}: {}: {e}", run.name, run.program), true)],
+    };
+    let _ = tx.send(lines);
+}
+
 /// Runs the console until the user quits, the terminal goes away or a signal arrives.
 pub async fn run(
     mut app: App,
@@ -101,12 +124,41 @@ pub async fn run(
     let mut frames = 0u64;
     // Closed channels are no longer polled (a closed receiver answers at once, forever).
     let (mut updates_open, mut ops_open) = (true, true);
+    // Background plugins report their output here.
+    let (plugin_tx, mut plugin_rx) = mpsc::unbounded_channel::<Vec<(String, bool)>>();
     let mut seen_jobs = false;
     let exit = loop {
         if app.ui.quit {
             break Exit::Quit;
         }
         app.wall_now = wall_now();
+        if let Some(run) = app.pending_plugin.take() {
+            if run.background {
+                let tx = plugin_tx.clone();
+                tokio::spawn(run_background(run, tx));
+                app.op_panel = vec![("plugin running…".into(), false)];
+            } else {
+                // Foreground: hand the terminal over, take it back after.
+                drop(events);
+                restore_terminal();
+                let status = std::process::Command::new(&run.program).args(&run.args).status();
+                terminal::enable_raw_mode()?;
+                execute!(
+                    io::stdout(),
+                    terminal::EnterAlternateScreen,
+                    cursor::Hide,
+                    terminal::Clear(terminal::ClearType::All)
+                )?;
+                term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+                events = EventStream::new();
+                app.ui.message = Some(match status {
+                    Ok(s) if s.success() => (format!("plugin {} finished", run.name), false),
+                    Ok(s) => (format!("plugin {} exited with {s}", run.name), true),
+                    Err(e) => (format!("plugin {}: {}: {e}", run.name, run.program), true),
+                });
+            }
+            dirty = true;
+        }
         if dirty {
             // A failed write means the terminal is gone: exit instead of living on.
             if let Err(e) = term.draw(|f| draw::draw(f, &mut app, wall_now())) {
@@ -156,6 +208,12 @@ pub async fn run(
                 // Every backend is gone: keep showing the last data, keep reading keys.
                 None => updates_open = false,
             },
+            out = plugin_rx.recv() => {
+                if let Some(lines) = out {
+                    app.op_panel = lines;
+                    dirty = true;
+                }
+            }
             ev = op_events.recv(), if ops_open => match ev {
                 Some(ev) => dirty |= app.update(Msg::Op(ev)),
                 None => ops_open = false,
