@@ -121,12 +121,17 @@ pub(crate) async fn target_cluster(
         let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
         return Ok((state, Box::new(exec), label));
     }
+    // GPUPLANE_SIM_START pins the simulated clock (reproducible output for tests and docs).
+    let start = std::env::var("GPUPLANE_SIM_START")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| jiff::Timestamp::now().as_second());
     let sim = Sim::new(SimConfig {
         seed: config.seed,
         nodes: config.sim_nodes,
         gpus_per_node: config.sim_gpus,
         jobs: config.sim_jobs,
-        start: jiff::Timestamp::now().as_second(),
+        start,
         tick_s: 2,
     });
     for u in sim.initial() {

@@ -90,3 +90,32 @@ fn completions_and_man_page_come_from_the_cli_definition() {
         assert!(man.contains(word), "man page lacks {word}");
     }
 }
+
+/// The simulator pinned to a fixed clock gives byte-identical output: snapshots of every
+/// resource as a table and as CSV.
+#[test]
+fn get_output_snapshots() {
+    let pinned = |args: &[&str]| -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+            .arg("get")
+            .args(args)
+            .env("GPUPLANE_SIM_START", "1767225600")
+            .env("USER", "researcher")
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env_remove("SLURMRESTD_URL")
+            .env_remove("PROMETHEUS_URL")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for r in ["nodes", "gpus", "jobs", "queues", "quotas", "cost", "fabric", "storage", "incidents"] {
+        let table = pinned(&[r]);
+        assert_eq!(table, pinned(&[r]), "{r}: deterministic");
+        insta::assert_snapshot!(format!("get_{r}_table"), table);
+        insta::assert_snapshot!(format!("get_{r}_csv"), pinned(&[r, "-o", "csv"]));
+    }
+}

@@ -17,6 +17,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("scontrol-job", include_str!("../../plugins/scontrol-job.toml")),
     ("kubectl-describe-node", include_str!("../../plugins/kubectl-describe-node.toml")),
     ("grafana", include_str!("../../plugins/grafana.toml")),
+    ("copy-osc52", include_str!("../../plugins/copy-osc52.toml")),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -86,3 +86,13 @@ fn shipped_examples_load_and_dangerous_ones_hide_in_read_only_mode() {
     let (ro, _) = load(Some(dir.path()), true);
     assert!(!ro.iter().any(|p| p.name == "reboot"), "dangerous plugins are hidden in read-only mode");
 }
+
+#[test]
+fn the_osc52_example_emits_the_escape_with_the_value_base64_encoded() {
+    let (all, _) = load(None, false);
+    let p = all.iter().find(|p| p.name == "copy-osc52").unwrap();
+    let (prog, args) = p.argv(&vars("gpu-001"));
+    let out = std::process::Command::new(prog).args(&args).output().unwrap();
+    // "gpu-001" in base64 is "Z3B1LTAwMQ=="
+    assert_eq!(out.stdout, b"\x1b]52;c;Z3B1LTAwMQ==\x07");
+}
