@@ -147,7 +147,9 @@ impl TableSource for JobsTable {
             Span::styled(j.priority.to_string(), t.dim),
             match (&j.pending_reason, &j.exit_reason) {
                 (Some(r), _) if j.state == JobState::Pending => untrusted(r, t.warn),
-                (_, Some(e)) => untrusted(e, if j.state.is_failure() { t.crit } else { t.dim }),
+                (_, Some(e)) if !j.state.is_active() => {
+                    untrusted(e, if j.state.is_failure() { t.crit } else { t.dim })
+                }
                 _ => Span::raw(""),
             },
         ]
@@ -224,7 +226,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         "nodes",
         Span::styled(j.nodes.iter().map(|n| safe(n).into_owned()).collect::<Vec<_>>().join(","), t.text),
     ));
-    if let Some(e) = &j.exit_reason {
+    if let Some(e) = j.exit_reason.as_ref().filter(|_| !j.state.is_active()) {
         out.push(kv(cx, "exit", untrusted(e, if j.state.is_failure() { t.crit } else { t.text })));
     }
     if j.retries > 0 {
