@@ -460,7 +460,9 @@ impl JobBook {
         let user = catalog::USERS[usize::from(j.user)];
         let spec = &POOLS[usize::from(j.pool)];
         let nodes = j.nodes.iter().chain(j.req_node.iter().filter(|_| j.nodes.is_empty()));
+        // The planned ending is known ahead; a job reports it only once it has ended.
         let exit = match j.exit {
+            _ if j.state.is_active() => None,
             Exit::None => None,
             Exit::Code1 => Some(Text::const_new("exit code 1")),
             Exit::Oom => Some(Text::const_new("OOM")),
