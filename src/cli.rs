@@ -46,7 +46,7 @@ pub struct Cli {
 
     /// Prometheus (or Thanos/Mimir/Cortex) query URL for GPU, fabric and storage telemetry.
     /// Alone, nodes and GPUs are discovered from its series; more in [prometheus] of the config.
-    #[arg(long, env = "PROMETHEUS_URL", value_name = "URL")]
+    #[arg(long, env = "PROMETHEUS_URL", value_name = "URL", global = true)]
     pub prometheus: Option<String>,
 
     /// This host's GPUs through NVML (libnvidia-ml.so.1), instead of the simulator; with --slurm

@@ -102,11 +102,46 @@ fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
     }
 }
 
-/// The cluster an action acts on: the configured Slurm cluster (read once), else a freshly
-/// generated simulated one.
+/// Joins one Prometheus refresh into `state` (discovering the nodes when no scheduler listed
+/// them). An unreachable or failing Prometheus is an error.
+async fn prom_once(config: &Config, state: &mut ClusterState) -> Result<(), String> {
+    let Some(p) = &config.prometheus else { return Ok(()) };
+    let mut p = p.clone();
+    p.discover_nodes = state.nodes.is_empty();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(crate::backend::prom::run(p, tx, cancel.clone()));
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    let result = loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(u)) => {
+                let status = match &u {
+                    crate::backend::Update::Status(s) => Some((s.ok_at.is_some(), s.error.clone())),
+                    _ => None,
+                };
+                state.apply(u);
+                match status {
+                    // The first status after a live refresh carries its time.
+                    Some((true, None)) => break Ok(()),
+                    Some((_, Some(e))) => break Err(e),
+                    _ => {}
+                }
+            }
+            Ok(None) => break Err("prometheus: the backend stopped".into()),
+            Err(_) => break Err("prometheus: no answer within 60 s".into()),
+        }
+    };
+    cancel.cancel();
+    let _ = task.await;
+    result
+}
+
+/// The cluster a command acts on: the configured Slurm cluster (read once; Prometheus telemetry
+/// joined when configured), Prometheus alone (no executor: it cannot act), else a freshly
+/// generated simulated cluster.
 pub(crate) async fn target_cluster(
     config: &Config,
-) -> Result<(ClusterState, Box<dyn Executor>, String), String> {
+) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     if let Some(slurm) = &config.slurm {
         let mut poller = crate::backend::slurm::Poller::new(slurm.clone()).map_err(|e| e.to_string())?;
@@ -117,9 +152,14 @@ pub(crate) async fn target_cluster(
             state.apply(u);
         }
         r.map_err(|e| e.to_string())?;
+        prom_once(config, &mut state).await?;
         let exec = crate::ops::SlurmExecutor::new(&slurm.client)?;
         let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
-        return Ok((state, Box::new(exec), label));
+        return Ok((state, Some(Box::new(exec)), label));
+    }
+    if config.prometheus.is_some() {
+        prom_once(config, &mut state).await?;
+        return Ok((state, None, "Prometheus (telemetry only)".into()));
     }
     // GPUPLANE_SIM_START pins the simulated clock (reproducible output for tests and docs).
     let start = std::env::var("GPUPLANE_SIM_START")
@@ -138,7 +178,7 @@ pub(crate) async fn target_cluster(
         state.apply(u);
     }
     let label = format!("{} (SIMULATED)", state.cluster);
-    Ok((state, Box::new(SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() }), label))
+    Ok((state, Some(Box::new(SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() })), label))
 }
 
 fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
@@ -149,12 +189,16 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (state, mut exec, label) = match rt.block_on(target_cluster(config)) {
+    let (state, exec, label) = match rt.block_on(target_cluster(config)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gpuplane: cannot read the cluster: {e}");
             return ExitCode::from(2);
         }
+    };
+    let Some(mut exec) = exec else {
+        eprintln!("gpuplane: {label} cannot {}: configure a scheduler (--slurm)", kind.label());
+        return ExitCode::from(2);
     };
     let req = OpRequest {
         kind,

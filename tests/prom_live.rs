@@ -387,3 +387,41 @@ async fn a_promql_syntax_error_is_shown_verbatim_and_the_rest_still_arrives() {
     assert_eq!(s.node("gpu-010").unwrap().ports.len(), 8);
     incident(&s, "gpu-005/gpu0", "XID 43");
 }
+
+/// `gpuplane get` on a Prometheus-only set-up: the discovered nodes and the incidents.
+#[test]
+fn get_reads_prometheus_alone() {
+    let url = url();
+    let dir = tempfile::tempdir().unwrap();
+    let get = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+            .arg("get")
+            .args(args)
+            .args(["--prometheus", &url])
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env_remove("SLURMRESTD_URL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let nodes: serde_json::Value = serde_json::from_str(&get(&["nodes", "-o", "json"])).unwrap();
+    assert_eq!(nodes.as_array().unwrap().len(), 16);
+    let incidents = get(&["incidents", "-o", "csv"]);
+    assert!(incidents.contains("double-bit ECC") || incidents.contains("XID"), "{incidents}");
+    assert!(incidents.contains("flapping"), "{incidents}");
+    // A closed port: exit status 2 and the reason.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+        .args(["get", "nodes", "--prometheus", "http://127.0.0.1:9"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("prometheus"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
