@@ -364,3 +364,52 @@ fn user_hotkeys_and_aliases_from_the_config_dir() {
     assert!(errs[0].message.starts_with("line 2"), "{errs:?}");
     assert!(uc.aliases.contains_key("mine"));
 }
+
+#[test]
+fn dangerous_plugins_are_audited_and_hidden_in_read_only_mode() {
+    use gpuplane::ops::OpMsg;
+    let plugin = gpuplane::plugins::Plugin {
+        name: "power-cycle".into(),
+        shortcut: "ctrl-x".into(),
+        scopes: vec!["nodes".into()],
+        command: "ipmitool".into(),
+        args: vec!["-H".into(), "$NODE-bmc".into(), "power".into(), "cycle".into()],
+        confirm: true,
+        background: true,
+        dangerous: true,
+        shell: false,
+        description: String::new(),
+    };
+    let ctrl_b = || {
+        Msg::Key(ratatui::crossterm::event::KeyEvent::new(
+            KeyCode::Char('x'),
+            ratatui::crossterm::event::KeyModifiers::CONTROL,
+        ))
+    };
+    let mut a = app();
+    a.plugins = vec![plugin.clone()];
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    typed(&mut a, ":nodes\r");
+    a.update(ctrl_b());
+    assert!(a.pending_plugin.is_none(), "confirm: the first press only arms it");
+    assert!(a.ui.message.as_ref().unwrap().0.contains("again"));
+    a.update(ctrl_b());
+    let run = a.pending_plugin.take().expect("runs on the second press");
+    assert_eq!((run.program.as_str(), run.args[1].as_str()), ("ipmitool", "gpu-001-bmc"));
+    match rx.try_recv() {
+        Ok(OpMsg::Event { action, reason, .. }) => {
+            assert_eq!(action, "plugin power-cycle");
+            assert!(reason.contains("gpu-001-bmc"));
+        }
+        other => panic!("a dangerous plugin is audited: {other:?}"),
+    }
+    // Read-only: the shortcut does nothing.
+    let mut ro = app();
+    ro.plugins = vec![plugin];
+    ro.readonly = true;
+    typed(&mut ro, ":nodes\r");
+    ro.update(ctrl_b());
+    ro.update(ctrl_b());
+    assert!(ro.pending_plugin.is_none());
+}

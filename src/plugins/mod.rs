@@ -123,6 +123,15 @@ pub fn load(
     let (mut out, mut errors): (Vec<Plugin>, Vec<_>) = (Vec::new(), Vec::new());
     for (_, (file, text)) in files {
         match crate::tui::datafile::parse::<Plugin>(&file, &text) {
+            Ok(p) if crate::tui::keymap::Key::parse(&p.shortcut).is_err() => {
+                errors.push(crate::tui::datafile::DataFileError {
+                    file,
+                    message: format!(
+                        "shortcut {:?} is not a key (e.g. \"ctrl-n\", \"S\", \"f5\")",
+                        p.shortcut
+                    ),
+                })
+            }
             Ok(p) if readonly && p.dangerous => {}
             Ok(p) if out.iter().any(|o: &Plugin| o.shortcut == p.shortcut) => {
                 errors.push(crate::tui::datafile::DataFileError {

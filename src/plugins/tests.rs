@@ -66,6 +66,17 @@ fn shipped_examples_load_and_dangerous_ones_hide_in_read_only_mode() {
     assert!(errs.is_empty(), "{errs:?}");
     assert_eq!(all.len(), EMBEDDED.len());
     assert!(all.iter().any(|p| p.name == "ssh" && p.applies_to("nodes") && !p.applies_to("jobs")));
+    // Every shipped shortcut is a key, and none collides with the default keymap.
+    let keymap = crate::tui::keymap::Keymap::builtin("default");
+    for p in &all {
+        let k = crate::tui::keymap::Key::parse(&p.shortcut).unwrap();
+        assert!(
+            !keymap.bindings().any(|(_, keys)| keys.contains(&k)),
+            "{} shortcut {} is the keymap's",
+            p.name,
+            p.shortcut
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
     std::fs::write(
