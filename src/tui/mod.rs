@@ -138,8 +138,8 @@ pub async fn run(
                 tokio::spawn(run_background(run, tx));
                 app.op_panel = vec![("plugin running…".into(), false)];
             } else {
-                // Foreground: hand the terminal over, take it back after.
-                drop(events);
+                // Foreground: hand the terminal over, take it back after. (The event stream stays:
+                // it is not polled while the plugin runs.)
                 restore_terminal();
                 let status = std::process::Command::new(&run.program).args(&run.args).status();
                 terminal::enable_raw_mode()?;
@@ -150,7 +150,6 @@ pub async fn run(
                     terminal::Clear(terminal::ClearType::All)
                 )?;
                 term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-                events = EventStream::new();
                 app.ui.message = Some(match status {
                     Ok(s) if s.success() => (format!("plugin {} finished", run.name), false),
                     Ok(s) => (format!("plugin {} exited with {s}", run.name), true),
