@@ -173,7 +173,11 @@ pub(super) const USERS: [&str; 12] = [
 ];
 
 pub(super) fn user_index(name: &str) -> u8 {
-    USERS.iter().position(|u| *u == name).expect("known user") as u8
+    // Only called with the simulator's own names; an unknown one falls back
+    // to the first user rather than stopping the console.
+    let i = USERS.iter().position(|u| *u == name);
+    debug_assert!(i.is_some(), "unknown simulated user {name}");
+    i.unwrap_or(0) as u8
 }
 
 /// A kind of job a team submits.
@@ -284,5 +288,7 @@ pub(super) fn job_kind(tpl: u16) -> (&'static str, usize) {
 }
 
 pub(super) fn named(name: &str) -> u16 {
-    (TEMPLATES.len() + NAMED.iter().position(|(n, _)| *n == name).expect("named job")) as u16
+    let i = NAMED.iter().position(|(n, _)| *n == name);
+    debug_assert!(i.is_some(), "unknown named job {name}");
+    (TEMPLATES.len() + i.unwrap_or(0)) as u16
 }
