@@ -1,19 +1,10 @@
 //! `gpuplane get`: every resource in every format from the simulator, parsed back.
 
-use std::process::Command;
+mod common;
 
 fn get(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuplane"))
-        .arg("get")
-        .args(args)
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env_remove("SLURMRESTD_URL")
-        .env_remove("PROMETHEUS_URL")
-        .output()
-        .expect("run gpuplane");
+    let out = common::gpuplane_cmd(dir.path()).arg("get").args(args).output().expect("run gpuplane");
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8")
 }
@@ -71,7 +62,8 @@ fn filters_and_stable_json_fields() {
 }
 
 fn run(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuplane")).args(args).output().expect("run gpuplane");
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpuplane_cmd(dir.path()).args(args).output().expect("run gpuplane");
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf-8")
 }
@@ -97,16 +89,11 @@ fn completions_and_man_page_come_from_the_cli_definition() {
 fn get_output_snapshots() {
     let pinned = |args: &[&str]| -> String {
         let dir = tempfile::tempdir().unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+        let out = common::gpuplane_cmd(dir.path())
             .arg("get")
             .args(args)
             .env("GPUPLANE_SIM_START", "1767225600")
             .env("USER", "researcher")
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
-            .env_remove("SLURMRESTD_URL")
-            .env_remove("PROMETHEUS_URL")
             .output()
             .unwrap();
         assert!(out.status.success());

@@ -20,6 +20,17 @@ fn req(kind: ActionKind, target: &str) -> OpRequest {
     }
 }
 
+/// Slurm applies a resume asynchronously: wait (up to 20 s) until the node has lost DRAIN.
+async fn wait_undrained(c: &slurm_support::Cluster, node: &str) {
+    for _ in 0..40 {
+        if !c.cli(&["scontrol", "-o", "show", "node", node]).contains("DRAIN") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} still drained after resume");
+}
+
 fn ops(path: std::path::PathBuf) -> Ops {
     Ops { audit: AuditLog::new(path), readonly: false, cluster: "slurm24".into(), break_glass: None }
 }
@@ -60,14 +71,8 @@ async fn slurm24_drain_and_resume_through_the_audited_road() {
     let r = req(ActionKind::Resume, &node);
     let p = plan(&r, &s, &exec, false).unwrap();
     ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
-    for _ in 0..40 {
-        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
-            assert!(verify(&ops.audit.path).unwrap().problem.is_none());
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("{node} still drained after resume");
+    wait_undrained(&c, &node).await;
+    assert!(verify(&ops.audit.path).unwrap().problem.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,13 +144,7 @@ async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session()
     let tagged: Vec<_> = recs.iter().map(|r| r.break_glass.as_deref()).collect();
     assert_eq!(tagged, vec![None, None, Some("bg-1"), Some("bg-1"), None, None, Some("bg-1"), Some("bg-1")]);
     assert!(recs[2].identity.as_deref().unwrap().contains("break-glass token"), "{:?}", recs[2].identity);
-    for _ in 0..40 {
-        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("{node} still drained");
+    wait_undrained(&c, &node).await;
 }
 
 /// The subcommands act on the configured Slurm cluster (not the simulator), audited.
@@ -157,15 +156,10 @@ async fn slurm24_drain_and_resume_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+        let out = common::gpuplane_cmd(dir.path())
             .args(args)
             .args(["--slurm", &c.url, "--audit-log", log.to_str().unwrap(), "--yes"])
             .env("SLURM_JWT", &c.admin_jwt)
-            .env("HOME", dir.path())
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .env_remove("SLURMRESTD_URL")
-            .env_remove("SLURM_USER_NAME")
             .output()
             .unwrap();
         (
@@ -181,13 +175,7 @@ async fn slurm24_drain_and_resume_from_the_command_line() {
     let (rc, out, err) = run(&["resume", &node, "--reason", "done"]);
     assert_eq!(rc, Some(0), "{out}{err}");
     assert_eq!(verify(&log).unwrap().records, 4);
-    for _ in 0..40 {
-        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("{node} still drained");
+    wait_undrained(&c, &node).await;
 }
 
 /// `gpuplane get` reads the configured Slurm cluster: the same nodes and jobs as the backend.
@@ -197,14 +185,10 @@ async fn slurm22_get_lists_what_the_backend_reads() {
     let s = read(&c).await;
     let dir = tempfile::tempdir().unwrap();
     for (what, n) in [("nodes", s.nodes.len()), ("jobs", s.jobs.len())] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+        let out = common::gpuplane_cmd(dir.path())
             .args(["get", what, "-o", "json", "--slurm", &c.url])
             .args(c.user.iter().flat_map(|u| ["--slurm-user", u.as_str()]))
             .env("SLURM_JWT", &c.jwt)
-            .env("HOME", dir.path())
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .env_remove("SLURMRESTD_URL")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -3,6 +3,8 @@
 //! Each anomaly must surface as the right incident on the right node/GPU, with the figures a
 //! direct PromQL query of the same server gives.
 
+mod common;
+
 use gpuplane::backend::prom::{self, PromClient, PromConfig};
 use gpuplane::backend::{NodeSample, Update};
 use gpuplane::model::{EccCounts, Gpu, Node, NodeState, xid_info};
@@ -394,14 +396,10 @@ fn get_reads_prometheus_alone() {
     let url = url();
     let dir = tempfile::tempdir().unwrap();
     let get = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+        let out = common::gpuplane_cmd(dir.path())
             .arg("get")
             .args(args)
             .args(["--prometheus", &url])
-            .env("HOME", dir.path())
-            .env("XDG_CONFIG_HOME", dir.path().join("config"))
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .env_remove("SLURMRESTD_URL")
             .output()
             .unwrap();
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));

@@ -80,3 +80,18 @@ pub fn typed(app: &mut App, s: &str) {
         key(app, code);
     }
 }
+
+/// The real binary with its own home, config, data and state folders under `home`, and no
+/// cluster taken from the caller's environment (tests pass the cluster they mean).
+pub fn gpuplane_cmd(home: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"));
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env_remove("SLURMRESTD_URL")
+        .env_remove("SLURM_USER_NAME")
+        .env_remove("SLURM_JWT")
+        .env_remove("PROMETHEUS_URL");
+    cmd
+}
