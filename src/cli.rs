@@ -54,6 +54,20 @@ pub struct Cli {
     #[arg(long, env = "GPUPLANE_LOCAL")]
     pub local: bool,
 
+    /// Kubernetes: use the kubeconfig's current context ($KUBECONFIG, else ~/.kube/config, else
+    /// the in-cluster service account) instead of the simulator. Implied by --context,
+    /// --kubeconfig, $KUBECONFIG or a [kube] section in the config.
+    #[arg(long, env = "GPUPLANE_KUBE", global = true)]
+    pub kube: bool,
+
+    /// Kubernetes: the kubeconfig file to read.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubernetes: the kubeconfig context to open (switch inside the console with :ctx NAME).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub context: Option<String>,
+
     /// Simulator: number of nodes.
     #[arg(long, env = "GPUPLANE_SIM_NODES", value_name = "N")]
     pub sim_nodes: Option<usize>,

@@ -136,6 +136,45 @@ async fn prom_once(config: &Config, state: &mut ClusterState) -> Result<(), Stri
     result
 }
 
+/// Watches the Kubernetes context until every kind has listed once, applies that to `state`,
+/// and keeps the connection (and its permission answers) for the executor.
+async fn kube_once(
+    k: &crate::backend::kube::KubeConfig,
+    state: &mut ClusterState,
+) -> Result<crate::backend::kube::Shared, String> {
+    use crate::backend::Update;
+    let shared = crate::backend::kube::Shared::default();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+    let (_ctx_tx, ctx_rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(crate::backend::kube::run(k.clone(), shared.clone(), tx, ctx_rx, cancel.clone()));
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    let result = loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(u)) => {
+                let complete = matches!(&u, Update::Inventory { inventory, .. }
+                    if inventory.jobs.is_some() && inventory.queues.is_some() && inventory.quotas.is_some());
+                let failed = match &u {
+                    Update::Status(s) if shared.connection().is_none() => s.error.clone(),
+                    _ => None,
+                };
+                state.apply(u);
+                if complete {
+                    break Ok(());
+                }
+                if let Some(e) = failed {
+                    break Err(format!("kubernetes: {e}"));
+                }
+            }
+            Ok(None) => break Err("kubernetes: the backend stopped".into()),
+            Err(_) => break Err("kubernetes: the cluster did not list within 60 s".into()),
+        }
+    };
+    cancel.cancel();
+    let _ = task.await;
+    result.map(|_| shared)
+}
+
 /// The cluster a command acts on: the configured Slurm cluster (read once; Prometheus telemetry
 /// joined when configured), Prometheus alone (no executor: it cannot act), else a freshly
 /// generated simulated cluster.
@@ -155,6 +194,13 @@ pub(crate) async fn target_cluster(
         prom_once(config, &mut state).await?;
         let exec = crate::ops::SlurmExecutor::new(&slurm.client)?;
         let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
+        return Ok((state, Some(Box::new(exec)), label));
+    }
+    if let Some(k) = &config.kube {
+        let shared = kube_once(k, &mut state).await?;
+        prom_once(config, &mut state).await?;
+        let exec = crate::ops::KubeExecutor::new(shared, k.clone());
+        let label = format!("{} (Kubernetes)", state.cluster);
         return Ok((state, Some(Box::new(exec)), label));
     }
     if config.prometheus.is_some() {

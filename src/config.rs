@@ -46,6 +46,24 @@ struct SlurmSection {
     break_glass_user: Option<String>,
 }
 
+/// `[kube]`: a Kubernetes cluster through a kubeconfig context.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct KubeSection {
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    /// Contexts where every write is refused.
+    readonly_contexts: Vec<String>,
+    team_label: Option<String>,
+    pool_labels: Option<Vec<String>>,
+    user_labels: Option<Vec<String>>,
+    drain_timeout: Option<String>,
+    drain_grace_seconds: Option<i64>,
+    drain_delete_emptydir: Option<bool>,
+    break_glass_user: Option<String>,
+    break_glass_groups: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct BreakGlassSection {
@@ -70,6 +88,7 @@ struct FileConfig {
     prices: Option<PriceCard>,
     thresholds: ThresholdSection,
     slurm: SlurmSection,
+    kube: Option<KubeSection>,
     prometheus: Option<crate::backend::prom::PromSection>,
 }
 
@@ -103,6 +122,9 @@ pub struct Config {
     pub break_glass_max_min: i64,
     /// `[prometheus]`, `--prometheus URL` or `PROMETHEUS_URL`.
     pub prometheus: Option<crate::backend::prom::PromConfig>,
+    /// Set when Kubernetes is asked for (`--kube`, `--context`, `--kubeconfig`, `$KUBECONFIG`
+    /// or `[kube]`) and no Slurm URL is configured.
+    pub kube: Option<crate::backend::kube::KubeConfig>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -194,6 +216,7 @@ impl Config {
             file.prometheus.as_ref(),
             &mut warnings,
         );
+        let kube = if slurm.is_some() { None } else { kube_config(cli, file.kube.as_ref(), &mut warnings) };
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -218,9 +241,49 @@ impl Config {
             break_glass_default_min: bg_default,
             break_glass_max_min: bg_max,
             prometheus,
+            kube,
         };
         (config, warnings)
     }
+}
+
+/// The Kubernetes settings; `None` unless Kubernetes is asked for.
+fn kube_config(
+    cli: &Cli,
+    file: Option<&KubeSection>,
+    warnings: &mut Vec<String>,
+) -> Option<crate::backend::kube::KubeConfig> {
+    let env = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
+    if !(cli.kube || cli.context.is_some() || cli.kubeconfig.is_some() || env || file.is_some()) {
+        return None;
+    }
+    let f = file.cloned().unwrap_or_default();
+    let mut k = crate::backend::kube::KubeConfig {
+        kubeconfig: cli.kubeconfig.clone().or(f.kubeconfig),
+        context: cli.context.clone().or(f.context),
+        readonly_contexts: f.readonly_contexts,
+        drain_grace_s: f.drain_grace_seconds,
+        drain_delete_emptydir: f.drain_delete_emptydir.unwrap_or(false),
+        break_glass_user: f.break_glass_user,
+        break_glass_groups: f.break_glass_groups,
+        ..Default::default()
+    };
+    if let Some(t) = f.team_label {
+        k.mapping.team_label = t;
+    }
+    if let Some(p) = f.pool_labels {
+        k.mapping.pool_labels = p;
+    }
+    if let Some(u) = f.user_labels {
+        k.mapping.user_labels = u;
+    }
+    if let Some(d) = f.drain_timeout.as_deref() {
+        match humantime::parse_duration(d) {
+            Ok(d) => k.drain_timeout = d,
+            Err(e) => warnings.push(format!("config: kube.drain_timeout = {d:?}: {e}")),
+        }
+    }
+    Some(k)
 }
 
 /// The Slurm settings: flags and environment over the `[slurm]` section. `None` without a URL.

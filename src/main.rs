@@ -98,12 +98,13 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         };
         // Prometheus telemetry; alone, it discovers the nodes; with a scheduler it joins its nodes.
         if let Some(mut p) = config.prometheus.clone() {
-            p.discover_nodes = config.slurm.is_none();
+            p.discover_nodes = config.slurm.is_none() && config.kube.is_none();
             tokio::spawn(gpuplane::backend::prom::run(p, tx.clone(), cancel.clone()));
         }
         // This host's GPUs through NVML: asked for with --local, or joined to a configured
         // cluster when NVML loads (silently nothing on hosts without the driver).
-        let cluster_configured = config.slurm.is_some() || config.prometheus.is_some();
+        let cluster_configured =
+            config.slurm.is_some() || config.prometheus.is_some() || config.kube.is_some();
         if cli.local || cluster_configured {
             let nvml = gpuplane::backend::nvml::NvmlConfig {
                 explicit: cli.local,
@@ -113,6 +114,32 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             tokio::spawn(gpuplane::backend::nvml::run(nvml, tx.clone(), cancel.clone()));
         }
         match config.slurm.clone() {
+            // A Kubernetes context: watched, and written through the same connection.
+            None if config.kube.is_some() => {
+                let kube_cfg = config.kube.clone().unwrap_or_default();
+                let shared = gpuplane::backend::kube::Shared::default();
+                let (ctx_tx, ctx_rx) = tokio::sync::mpsc::unbounded_channel();
+                let names = gpuplane::backend::kube::contexts(&kube_cfg);
+                let initial = kube_cfg.context.clone();
+                app.readonly = config.readonly
+                    || initial.as_ref().is_some_and(|c| kube_cfg.readonly_contexts.contains(c));
+                app.kube_ctx = Some(gpuplane::tui::app::KubeContexts {
+                    tx: ctx_tx,
+                    names,
+                    readonly: kube_cfg.readonly_contexts.clone(),
+                    readonly_all: config.readonly,
+                });
+                app.planner =
+                    Some(Box::new(gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone())));
+                app.ops_tx = Some(ops_tx);
+                tokio::spawn(gpuplane::ops::worker(
+                    ops(format!("kube:{}", initial.as_deref().unwrap_or("current-context"))),
+                    Box::new(gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone())),
+                    ops_rx,
+                    ev_tx,
+                ));
+                tokio::spawn(gpuplane::backend::kube::run(kube_cfg, shared, tx, ctx_rx, cancel.clone()));
+            }
             // A configured Slurm cluster replaces the simulator.
             Some(slurm_cfg) => {
                 let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());

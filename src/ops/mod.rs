@@ -2,10 +2,12 @@
 //! plan shown for confirmation → audit intent (fail closed) → execute through the owning
 //! backend → audit outcome → result. The TUI and the subcommands both take this road.
 
+mod kube;
 mod sim;
 mod slurm;
 mod worker;
 
+pub use kube::{KubeExecutor, PodVerdict, drain_filter};
 pub use sim::{SimExecutor, SimOp, sim_ops_channel};
 pub use slurm::SlurmExecutor;
 pub use worker::{AUDIT_VIEW_RECORDS, OpEvent, OpJob, OpMsg, worker};

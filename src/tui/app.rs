@@ -137,6 +137,17 @@ pub struct App {
     pub pending_plugin: Option<PluginRun>,
     /// A plugin waiting for its confirming second press.
     armed_plugin: Option<String>,
+    /// Kubernetes context switching (`:ctx`), when the Kubernetes backend runs.
+    pub kube_ctx: Option<KubeContexts>,
+}
+
+/// The kubeconfig's contexts and where a switch request goes.
+pub struct KubeContexts {
+    pub tx: tokio::sync::mpsc::UnboundedSender<String>,
+    pub names: Vec<String>,
+    /// Contexts the configuration makes read-only, and whether the whole console is.
+    pub readonly: Vec<String>,
+    pub readonly_all: bool,
 }
 
 /// A plugin invocation: the program, its argv, and whether it runs in the background.
@@ -174,6 +185,7 @@ impl App {
             plugins: Vec::new(),
             pending_plugin: None,
             armed_plugin: None,
+            kube_ctx: None,
         }
     }
 
@@ -308,6 +320,7 @@ impl App {
             "help" | "h" => self.ui.mode = Mode::Help,
             "pause" => self.toggle_pause(),
             "breakglass" | "bg" => self.break_glass_command(&rest),
+            "ctx" | "context" => self.context_command(&rest),
             "theme" => {
                 let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
                 self.theme = theme;
@@ -329,6 +342,32 @@ impl App {
                 }
             },
         }
+    }
+
+    /// `:ctx` lists the kubeconfig's contexts; `:ctx NAME` switches to one (the watches
+    /// restart there; a read-only context refuses every action).
+    fn context_command(&mut self, rest: &str) {
+        let Some(k) = &self.kube_ctx else {
+            self.ui.message =
+                Some(("contexts are a Kubernetes notion: start with --kube or --context".into(), true));
+            return;
+        };
+        let name = rest.trim();
+        if name.is_empty() {
+            self.ui.message = Some((format!("contexts: {}", k.names.join(", ")), false));
+            return;
+        }
+        if !k.names.iter().any(|n| n == name) {
+            self.ui.message = Some((format!("no context {name:?} (known: {})", k.names.join(", ")), true));
+            return;
+        }
+        if k.tx.send(name.to_string()).is_err() {
+            self.ui.message = Some(("the Kubernetes backend has stopped".into(), true));
+            return;
+        }
+        self.readonly = k.readonly_all || k.readonly.iter().any(|r| r == name);
+        self.marks = Default::default();
+        self.ui.message = Some((format!("switching to context {name}…"), false));
     }
 
     pub fn goto(&mut self, v: ViewId) {
@@ -589,7 +628,7 @@ impl App {
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = VIEWS.iter().flat_map(|v| v.names.iter().copied()).collect();
-    v.extend(["quit", "help", "pause", "theme", "breakglass"]);
+    v.extend(["quit", "help", "pause", "theme", "breakglass", "ctx"]);
     v
 }
 

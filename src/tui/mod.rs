@@ -127,6 +127,10 @@ pub async fn run(
     // Background plugins report their output here.
     let (plugin_tx, mut plugin_rx) = mpsc::unbounded_channel::<Vec<(String, bool)>>();
     let mut seen_jobs = false;
+    // Key-to-frame latency: from a key's arrival to the end of the frame that shows its effect
+    // (summarised in the log at exit; benchmarks read it there).
+    let mut key_at: Option<Instant> = None;
+    let mut key_ms: Vec<f64> = Vec::new();
     let exit = loop {
         if app.ui.quit {
             break Exit::Quit;
@@ -180,6 +184,9 @@ pub async fn run(
                     "first frame with jobs"
                 );
             }
+            if let Some(k) = key_at.take() {
+                key_ms.push(k.elapsed().as_secs_f64() * 1000.0);
+            }
             dirty = false;
             if opts.exit_after_frames.is_some_and(|n| frames >= n) {
                 break Exit::FramesDone;
@@ -187,7 +194,10 @@ pub async fn run(
         }
         tokio::select! {
             ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) => dirty |= app.update(Msg::Key(k)),
+                Some(Ok(Event::Key(k))) => {
+                    key_at.get_or_insert_with(Instant::now);
+                    dirty |= app.update(Msg::Key(k));
+                }
                 Some(Ok(Event::Resize(..))) => dirty |= app.update(Msg::Resize),
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {
@@ -231,5 +241,16 @@ pub async fn run(
     };
     drop(term);
     restore_terminal();
+    if !key_ms.is_empty() {
+        key_ms.sort_by(f64::total_cmp);
+        let q = |p: f64| key_ms[((key_ms.len() - 1) as f64 * p).round() as usize];
+        tracing::info!(
+            keys = key_ms.len(),
+            p50_ms = format!("{:.1}", q(0.5)),
+            p99_ms = format!("{:.1}", q(0.99)),
+            max_ms = format!("{:.1}", q(1.0)),
+            "key to frame"
+        );
+    }
     Ok(exit)
 }

@@ -1,0 +1,917 @@
+//! The watched objects → the domain model. Pure functions over the [`Store`], so the mapping
+//! is tested without a server.
+
+use super::kueue::{ClusterQueue, LocalQueue, Pending, WlState, Workload};
+use super::slim::{self, SlimEvent, SlimNode, SlimPod, SlimQuota};
+use crate::model::{
+    Epoch, Gpu, Job, JobId, JobState, MigSlice, Node, NodeReason, NodeState, Queue, QueueKind, Quota, Text,
+};
+use crate::sanitize::sanitize;
+use std::collections::{BTreeMap, HashMap};
+
+/// How the cluster's labels map onto the console's notions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapping {
+    /// Node labels naming the pool, first present wins.
+    pub pool_labels: Vec<String>,
+    /// Namespace label naming the team (the namespace itself when absent).
+    pub team_label: String,
+    /// Pod labels naming the user who launched the work (the namespace when absent).
+    pub user_labels: Vec<String>,
+}
+
+impl Default for Mapping {
+    fn default() -> Self {
+        Mapping {
+            pool_labels: [
+                "gpuplane.io/pool",
+                "cloud.google.com/gke-nodepool",
+                "eks.amazonaws.com/nodegroup",
+                "karpenter.sh/nodepool",
+                "kubernetes.azure.com/agentpool",
+                "node.kubernetes.io/instance-type",
+            ]
+            .map(String::from)
+            .to_vec(),
+            team_label: "gpuplane.io/team".into(),
+            user_labels: ["gpuplane.io/user", "user", "owner"].map(String::from).to_vec(),
+        }
+    }
+}
+
+/// What the watches have seen, trimmed. Pods are kept only when they ask for GPUs.
+#[derive(Debug, Default)]
+pub struct Store {
+    pub nodes: HashMap<String, SlimNode>,
+    /// `namespace/name` → pod.
+    pub pods: HashMap<String, SlimPod>,
+    /// Namespace → its team label value.
+    pub teams: HashMap<String, Option<String>>,
+    /// `namespace/name` → quota.
+    pub quotas: HashMap<String, SlimQuota>,
+    /// Node → its latest Warning event (reason, message, when).
+    pub node_events: HashMap<String, (String, String, Epoch)>,
+    pub cluster_queues: HashMap<String, ClusterQueue>,
+    /// `namespace/name` → local queue.
+    pub local_queues: HashMap<String, LocalQueue>,
+    /// `namespace/name` → workload.
+    pub workloads: HashMap<String, Workload>,
+    /// `namespace/name` of a workload → its pending positions (visibility API).
+    pub positions: HashMap<String, Pending>,
+    /// The namespace label that names a team.
+    pub team_label: String,
+}
+
+pub fn key(ns: Option<&str>, name: Option<&str>) -> String {
+    format!("{}/{}", ns.unwrap_or(""), name.unwrap_or(""))
+}
+
+fn epoch(t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> Epoch {
+    t.map_or(0, |t| t.0.as_second())
+}
+
+fn text(s: &str) -> Text {
+    sanitize(s).as_ref().into()
+}
+
+impl Store {
+    /// Keeps a pod only when it asks for GPUs (a pod that stops asking is dropped).
+    pub fn put_pod(&mut self, p: SlimPod) {
+        let k = key(p.metadata.namespace.as_deref(), p.metadata.name.as_deref());
+        if p.gpus() > 0 {
+            self.pods.insert(k, p);
+        } else {
+            self.pods.remove(&k);
+        }
+    }
+
+    pub fn put_event(&mut self, e: &SlimEvent) {
+        if e.involved_object.kind.as_deref() != Some("Node") || e.type_.as_deref() != Some("Warning") {
+            return;
+        }
+        let Some(node) = e.involved_object.name.clone() else { return };
+        let at = e
+            .last_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second())
+            .or_else(|| {
+                e.event_time
+                    .as_ref()
+                    .and_then(|v| v.as_str())
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                    .map(|t| t.as_second())
+            })
+            .unwrap_or_else(|| epoch(e.metadata.creation_timestamp.as_ref()));
+        let newer = self.node_events.get(&node).is_none_or(|(_, _, t)| at >= *t);
+        if newer {
+            self.node_events.insert(
+                node,
+                (e.reason.clone().unwrap_or_default(), e.message.clone().unwrap_or_default(), at),
+            );
+        }
+    }
+
+    fn team(&self, ns: &str) -> Text {
+        match self.teams.get(ns) {
+            Some(Some(t)) => text(t),
+            _ => text(ns),
+        }
+    }
+}
+
+/// The physical GPUs of a node: the GFD count label, else the device plugin's capacity divided
+/// by the sharing replicas.
+fn physical_gpus(n: &SlimNode) -> u32 {
+    let labels = n.metadata.labels.as_ref();
+    let label = |k: &str| labels.and_then(|l| l.get(k));
+    if let Some(c) = label("nvidia.com/gpu.count").map(|v| slim::quantity_count(v)).filter(|c| *c > 0) {
+        return c;
+    }
+    let cap = n
+        .status
+        .capacity
+        .get("nvidia.com/gpu")
+        .or_else(|| n.status.capacity.get("nvidia.com/gpu.shared"))
+        .map_or(0, |v| slim::quantity_count(v));
+    let replicas = label("nvidia.com/gpu.replicas").map_or(1, |v| slim::quantity_count(v).max(1));
+    cap / replicas
+}
+
+/// GPUs the device plugin reports unhealthy (capacity − allocatable).
+pub fn unhealthy_gpus(n: &SlimNode) -> u32 {
+    let get = |m: &slim::Resources| m.get("nvidia.com/gpu").map_or(0, |v| slim::quantity_count(v));
+    get(&n.status.capacity).saturating_sub(get(&n.status.allocatable))
+}
+
+fn node_ready(n: &SlimNode) -> Option<&slim::Condition> {
+    n.status.conditions.iter().find(|c| c.type_ == "Ready")
+}
+
+/// Builds one node, with its GPUs assigned to the jobs of the pods on it (in creation order:
+/// the API does not say which device a pod holds; Prometheus' pod labels do, when joined).
+pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping) -> Node {
+    let labels = n.metadata.labels.clone().unwrap_or_default();
+    let name = n.metadata.name.clone().unwrap_or_default();
+    let count = physical_gpus(n);
+    let product = labels.get("nvidia.com/gpu.product").map(|s| text(s)).unwrap_or_default();
+    let mem = labels.get("nvidia.com/gpu.memory").map_or(0, |v| slim::quantity_count(v));
+    let mut gpus: Vec<Gpu> = (0..count.min(64))
+        .map(|i| Gpu {
+            index: i as u8,
+            uuid: Text::default(),
+            model: product.clone(),
+            mem_total_mib: mem,
+            mem_used_mib: None,
+            util: None,
+            tensor_active: None,
+            temp_c: None,
+            power_w: None,
+            power_limit_w: 0,
+            ecc: Default::default(),
+            xid: None,
+            mig: Vec::new(),
+            job: None,
+            processes: Vec::new(),
+            idle_since: None,
+        })
+        .collect();
+    // MIG (mixed strategy): the slices the device plugin advertises, spread over the GPUs.
+    let mut slot = 0usize;
+    for (res, q) in &n.status.capacity {
+        let Some(profile) = res.strip_prefix("nvidia.com/mig-") else { continue };
+        for _ in 0..slim::quantity_count(q) {
+            if gpus.is_empty() {
+                break;
+            }
+            let g = slot % gpus.len();
+            gpus[g].mig.push(MigSlice { profile: profile.into(), job: None });
+            slot += 1;
+        }
+    }
+    let (mut cpus_alloc, mut mem_alloc) = (0u64, 0u64);
+    let mut next = 0usize;
+    for (p, job) in pods {
+        if p.terminal() {
+            continue;
+        }
+        cpus_alloc += p.request("cpu");
+        mem_alloc += p.request("memory");
+        for c in &p.spec.containers {
+            let r = if c.resources.requests.keys().any(|k| slim::is_gpu_resource(k)) {
+                &c.resources.requests
+            } else {
+                &c.resources.limits
+            };
+            for (res, q) in r {
+                let want = slim::quantity_count(q);
+                if let Some(profile) = res.strip_prefix("nvidia.com/mig-") {
+                    let mut left = want;
+                    for s in gpus.iter_mut().flat_map(|g| g.mig.iter_mut()) {
+                        if left == 0 {
+                            break;
+                        }
+                        if s.job.is_none() && s.profile == profile {
+                            s.job = Some(*job);
+                            left -= 1;
+                        }
+                    }
+                } else if slim::is_gpu_resource(res) {
+                    for _ in 0..want {
+                        while next < gpus.len() && gpus[next].job.is_some() {
+                            next += 1;
+                        }
+                        if let Some(g) = gpus.get_mut(next) {
+                            g.job = Some(*job);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for g in &mut gpus {
+        if g.job.is_none() {
+            g.job = g.mig.iter().find_map(|s| s.job);
+        }
+    }
+    let gpu_alloc = gpus.iter().filter(|g| g.job.is_some()).count() as u32;
+    let ready = node_ready(n);
+    let not_ready = ready.is_none_or(|c| c.status != "True")
+        || n.spec.taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable");
+    let ann = n.metadata.annotations.clone().unwrap_or_default();
+    let state = if not_ready {
+        NodeState::Down
+    } else if n.spec.unschedulable {
+        NodeState::Cordoned
+    } else if gpu_alloc == 0 {
+        NodeState::Idle
+    } else if gpu_alloc >= count {
+        NodeState::Allocated
+    } else {
+        NodeState::Mixed
+    };
+    let reason = node_reason(n, state, &ann, store.node_events.get(&name), ready);
+    let pool = m
+        .pool_labels
+        .iter()
+        .find_map(|k| labels.get(k))
+        .map(|s| text(s))
+        .unwrap_or_else(|| Text::from("default"));
+    let keep: BTreeMap<Text, Text> = labels
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("nvidia.com/")
+                || m.pool_labels.contains(k)
+                || k.starts_with("topology.kubernetes.io/")
+                || k.as_str() == "node.kubernetes.io/instance-type"
+        })
+        .map(|(k, v)| (text(k), text(v)))
+        .collect();
+    let label = |k: &str| labels.get(k).map(|s| text(s));
+    let driver = label("nvidia.com/cuda.driver-version.full").or_else(|| {
+        let p = ["major", "minor", "rev"].map(|x| labels.get(&format!("nvidia.com/cuda.driver.{x}")));
+        match p {
+            [Some(a), Some(b), Some(c)] => Some(text(&format!("{a}.{b}.{c}"))),
+            _ => None,
+        }
+    });
+    let cuda = label("nvidia.com/cuda.runtime-version.full").or_else(|| {
+        match (labels.get("nvidia.com/cuda.runtime.major"), labels.get("nvidia.com/cuda.runtime.minor")) {
+            (Some(a), Some(b)) => Some(text(&format!("{a}.{b}"))),
+            _ => None,
+        }
+    });
+    Node {
+        name: text(&name),
+        state,
+        reason,
+        pool,
+        labels: keep,
+        cpus_total: (n.status.allocatable.get("cpu").map_or(0, |v| slim::cpu_millis(v)) / 1000) as u32,
+        cpus_alloc: (cpus_alloc / 1000) as u32,
+        mem_total_mib: n.status.allocatable.get("memory").map_or(0, |v| slim::bytes(v) >> 20),
+        mem_alloc_mib: mem_alloc,
+        gpu_slots: count,
+        gpu_alloc,
+        gpus,
+        topology: None,
+        ports: Vec::new(),
+        driver,
+        cuda,
+    }
+}
+
+fn node_reason(
+    n: &SlimNode,
+    state: NodeState,
+    ann: &BTreeMap<String, String>,
+    event: Option<&(String, String, Epoch)>,
+    ready: Option<&slim::Condition>,
+) -> Option<NodeReason> {
+    let r = |t: String, by: &str, at: Epoch| Some(NodeReason { text: text(&t), by: text(by), at });
+    match state {
+        NodeState::Down => {
+            let (why, at) = match ready {
+                Some(c) => (
+                    format!(
+                        "NotReady: {}",
+                        c.message
+                            .as_deref()
+                            .or(c.reason.as_deref())
+                            .unwrap_or("the kubelet stopped posting status")
+                    ),
+                    epoch(c.last_transition_time.as_ref()),
+                ),
+                None => ("NotReady: no Ready condition".to_string(), 0),
+            };
+            r(why, "kubelet", at)
+        }
+        NodeState::Cordoned => {
+            let taint_at = n
+                .spec
+                .taints
+                .iter()
+                .find(|t| t.key == "node.kubernetes.io/unschedulable")
+                .and_then(|t| t.time_added.as_ref())
+                .map_or(0, |t| t.0.as_second());
+            match ann.get("gpuplane.io/reason") {
+                Some(why) => r(
+                    why.clone(),
+                    ann.get("gpuplane.io/by").map_or("-", String::as_str),
+                    ann.get("gpuplane.io/at").and_then(|s| s.parse().ok()).unwrap_or(taint_at),
+                ),
+                None => r("cordoned (spec.unschedulable)".into(), "-", taint_at),
+            }
+        }
+        _ => {
+            let bad = unhealthy_gpus(n);
+            if bad > 0 {
+                return r(
+                    format!("{bad} GPU(s) unhealthy: the device plugin reports allocatable below capacity"),
+                    "device-plugin",
+                    0,
+                );
+            }
+            let taint = n.spec.taints.iter().find(|t| {
+                (t.effect == "NoSchedule" || t.effect == "NoExecute")
+                    && !t.key.starts_with("nvidia.com/")
+                    && t.key != "node.kubernetes.io/unschedulable"
+            });
+            if let Some(t) = taint {
+                return r(
+                    format!("taint {}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect),
+                    "-",
+                    t.time_added.as_ref().map_or(0, |t| t.0.as_second()),
+                );
+            }
+            event.and_then(|(reason, msg, at)| r(format!("event {reason}: {msg}"), "event", *at))
+        }
+    }
+}
+
+/// The object that owns a pod's work, as the console groups it: (kind, name).
+pub fn owner_of(p: &SlimPod) -> (String, String) {
+    let labels = p.metadata.labels.as_ref();
+    let label = |k: &str| labels.and_then(|l| l.get(k)).cloned();
+    if let Some(js) = label("jobset.sigs.k8s.io/jobset-name") {
+        return ("JobSet".into(), js);
+    }
+    if let Some(lws) = label("leaderworkerset.sigs.k8s.io/name") {
+        return ("LeaderWorkerSet".into(), lws);
+    }
+    if let (Some(kind), Some(name)) =
+        (label("ray.io/originated-from-crd"), label("ray.io/originated-from-cr-name"))
+    {
+        return (kind, name);
+    }
+    let ctrl = p
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|o| o.iter().find(|r| r.controller == Some(true)).or_else(|| o.first()));
+    match ctrl {
+        Some(r) if r.kind == "ReplicaSet" => match label("pod-template-hash") {
+            Some(h) => match r.name.strip_suffix(&format!("-{h}")) {
+                Some(d) => ("Deployment".into(), d.to_string()),
+                None => ("ReplicaSet".into(), r.name.clone()),
+            },
+            None => ("ReplicaSet".into(), r.name.clone()),
+        },
+        Some(r) => (r.kind.clone(), r.name.clone()),
+        None => ("Pod".into(), p.metadata.name.clone().unwrap_or_default()),
+    }
+}
+
+/// A stable id for `namespace/kind/name`: FNV-1a with the top bit set (never a Slurm id).
+pub fn job_id(ns: &str, kind: &str, name: &str) -> JobId {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in ns.bytes().chain([b'/']).chain(kind.bytes()).chain([b'/']).chain(name.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h | (1 << 63)
+}
+
+/// Work grouped by owner: the pods of a Job/JobSet/… and its Kueue workload.
+#[derive(Default)]
+struct Group<'a> {
+    ns: &'a str,
+    kind: String,
+    name: String,
+    pods: Vec<&'a SlimPod>,
+    workload: Option<&'a Workload>,
+}
+
+/// Everything the backend reports, from the store.
+pub struct Built {
+    pub nodes: Vec<Node>,
+    pub jobs: Vec<Job>,
+    pub queues: Vec<Queue>,
+    pub quotas: Vec<Quota>,
+    /// Job id → (namespace, owner kind, owner name), for actions on jobs.
+    pub owners: HashMap<JobId, (String, String, String)>,
+}
+
+pub fn build(store: &Store, m: &Mapping) -> Built {
+    // Group pods and workloads by owner.
+    let mut groups: HashMap<(String, String, String), Group> = HashMap::new();
+    for p in store.pods.values() {
+        let ns = p.metadata.namespace.as_deref().unwrap_or("");
+        let (kind, name) = owner_of(p);
+        let g = groups.entry((ns.to_string(), kind.clone(), name.clone())).or_insert_with(|| Group {
+            ns,
+            kind,
+            name,
+            ..Default::default()
+        });
+        g.pods.push(p);
+    }
+    for w in store.workloads.values() {
+        let (kind, name) = w.owner.clone().unwrap_or_else(|| ("Workload".into(), w.name.clone()));
+        let g = groups.entry((w.namespace.clone(), kind.clone(), name.clone())).or_insert_with(|| Group {
+            ns: &w.namespace,
+            kind,
+            name,
+            ..Default::default()
+        });
+        g.workload = Some(w);
+    }
+    let lq_to_cq: HashMap<String, &str> = store
+        .local_queues
+        .values()
+        .map(|l| (key(Some(&l.namespace), Some(&l.name)), l.cluster_queue.as_str()))
+        .collect();
+    let mut jobs = Vec::with_capacity(groups.len());
+    let mut pod_job: HashMap<*const SlimPod, JobId> = HashMap::with_capacity(store.pods.len());
+    let mut cq_pending: HashMap<String, u32> = HashMap::new();
+    let mut owners = HashMap::with_capacity(groups.len());
+    for g in groups.values() {
+        let id = job_id(g.ns, &g.kind, &g.name);
+        owners.insert(id, (g.ns.to_string(), g.kind.clone(), g.name.clone()));
+        for p in &g.pods {
+            pod_job.insert(*p as *const SlimPod, id);
+        }
+        let j = job(g, id, store, m, &lq_to_cq);
+        if j.state == JobState::Pending && !j.queue.is_empty() {
+            *cq_pending.entry(j.queue.to_string()).or_default() += j.gpus;
+        }
+        jobs.push(j);
+    }
+    jobs.sort_by_key(|j| j.id);
+    // Pods per node, in creation order, for GPU assignment.
+    let mut by_node: HashMap<&str, Vec<(&SlimPod, JobId)>> = HashMap::new();
+    for p in store.pods.values() {
+        if let Some(n) = p.spec.node_name.as_deref() {
+            by_node
+                .entry(n)
+                .or_default()
+                .push((p, pod_job.get(&(p as *const SlimPod)).copied().unwrap_or(0)));
+        }
+    }
+    for v in by_node.values_mut() {
+        v.sort_by(|a, b| {
+            (epoch(a.0.metadata.creation_timestamp.as_ref()), &a.0.metadata.name)
+                .cmp(&(epoch(b.0.metadata.creation_timestamp.as_ref()), &b.0.metadata.name))
+        });
+    }
+    let mut nodes: Vec<Node> = store
+        .nodes
+        .values()
+        .map(|n| {
+            let name = n.metadata.name.as_deref().unwrap_or("");
+            node(n, by_node.get(name).map_or(&[][..], Vec::as_slice), store, m)
+        })
+        .collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    // A job's GPU model: its first node's.
+    let model: HashMap<&str, &Text> =
+        nodes.iter().filter_map(|n| n.gpus.first().map(|g| (n.name.as_str(), &g.model))).collect();
+    for j in &mut jobs {
+        if let Some(m) = j.nodes.first().and_then(|n| model.get(n.as_str())).filter(|m| !m.is_empty()) {
+            j.gpu_model = Some((*m).clone());
+        }
+    }
+    let mut queues: Vec<Queue> = store
+        .cluster_queues
+        .values()
+        .map(|c| Queue {
+            name: text(&c.name),
+            kind: QueueKind::ClusterQueue,
+            parent: c.cohort.as_deref().map(text),
+            up: c.active,
+            nodes: 0,
+            gpus: c.nominal,
+            max_time_s: None,
+        })
+        .chain(store.local_queues.values().map(|l| Queue {
+            name: text(&key(Some(&l.namespace), Some(&l.name))),
+            kind: QueueKind::LocalQueue,
+            parent: Some(text(&l.cluster_queue)),
+            up: l.active,
+            nodes: 0,
+            gpus: 0,
+            max_time_s: None,
+        }))
+        .collect();
+    queues.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    let mut quotas: Vec<Quota> = store
+        .cluster_queues
+        .values()
+        .map(|c| Quota {
+            team: text(&c.name),
+            gpu_quota: c.nominal,
+            gpu_used: c.used,
+            borrowed: c.borrowed,
+            lendable: c.lending_limit.unwrap_or(c.nominal).min(c.nominal),
+            gpu_pending: cq_pending.get(&c.name).copied().unwrap_or(0),
+        })
+        .collect();
+    // ResourceQuotas, summed per team (a team may span namespaces).
+    let mut rq: BTreeMap<Text, (u32, u32)> = BTreeMap::new();
+    for q in store.quotas.values() {
+        if let Some((hard, used)) = q.gpus() {
+            let e = rq.entry(store.team(q.metadata.namespace.as_deref().unwrap_or(""))).or_default();
+            e.0 += hard;
+            e.1 += used;
+        }
+    }
+    for (team, (hard, used)) in rq {
+        if quotas.iter().any(|q| q.team == team) {
+            continue;
+        }
+        quotas.push(Quota {
+            team,
+            gpu_quota: hard,
+            gpu_used: used,
+            borrowed: 0,
+            lendable: 0,
+            gpu_pending: 0,
+        });
+    }
+    quotas.sort_by(|a, b| a.team.cmp(&b.team));
+    Built { nodes, jobs, queues, quotas, owners }
+}
+
+fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<String, &str>) -> Job {
+    let live: Vec<&&SlimPod> = g.pods.iter().filter(|p| !p.terminal()).collect();
+    let phase = |ph: &str| g.pods.iter().filter(|p| p.phase() == ph).count();
+    let (running, pending, failed, succeeded) =
+        (phase("Running"), phase("Pending"), phase("Failed"), phase("Succeeded"));
+    let w = g.workload;
+    let state = if running > 0 {
+        JobState::Running
+    } else if pending > 0 {
+        JobState::Pending
+    } else if let Some(w) = w.filter(|_| g.pods.is_empty()) {
+        match w.state {
+            WlState::Succeeded => JobState::Completed,
+            WlState::Failed => JobState::Failed,
+            WlState::Evicted => JobState::Preempted,
+            _ => JobState::Pending,
+        }
+    } else if failed > 0 {
+        JobState::Failed
+    } else if succeeded > 0 {
+        JobState::Completed
+    } else {
+        JobState::Pending
+    };
+    let first = g.pods.first();
+    let label = |k: &str| first.and_then(|p| p.metadata.labels.as_ref()).and_then(|l| l.get(k));
+    let user = m.user_labels.iter().find_map(|k| label(k)).map_or_else(|| text(g.ns), |u| text(u));
+    let lq = w
+        .map(|w| w.queue.clone())
+        .filter(|q| !q.is_empty())
+        .or_else(|| label("kueue.x-k8s.io/queue-name").cloned());
+    let queue = match (&lq, w.and_then(|w| w.cluster_queue.clone())) {
+        (_, Some(cq)) => text(&cq),
+        (Some(lq), None) => lq_to_cq.get(&key(Some(g.ns), Some(lq))).map_or_else(|| text(lq), |cq| text(cq)),
+        (None, None) => Text::default(),
+    };
+    let pod_gpus: u32 = live.iter().map(|p| p.gpus()).sum();
+    let gpus = if pod_gpus > 0 { pod_gpus } else { w.map_or(0, |w| w.gpus) };
+    let mut nodes: Vec<Text> = live.iter().filter_map(|p| p.spec.node_name.as_deref()).map(text).collect();
+    nodes.sort();
+    nodes.dedup();
+    let submit = g
+        .pods
+        .iter()
+        .map(|p| epoch(p.metadata.creation_timestamp.as_ref()))
+        .chain(w.map(|w| w.created))
+        .filter(|t| *t > 0)
+        .min()
+        .unwrap_or(0);
+    let start = g
+        .pods
+        .iter()
+        .filter(|p| p.phase() != "Pending")
+        .filter_map(|p| p.status.start_time.as_ref())
+        .map(|t| t.0.as_second())
+        .min();
+    let end = (!state.is_active())
+        .then(|| {
+            g.pods
+                .iter()
+                .flat_map(|p| &p.status.container_statuses)
+                .filter_map(|c| c.state.terminated.as_ref()?.finished_at.as_ref())
+                .map(|t| t.0.as_second())
+                .max()
+        })
+        .flatten();
+    let waiting = g
+        .pods
+        .iter()
+        .flat_map(|p| &p.status.container_statuses)
+        .filter_map(|c| c.state.waiting.as_ref()?.reason.clone())
+        .find(|r| r != "ContainerCreating" && r != "PodInitializing");
+    let unschedulable = g.pods.iter().find_map(|p| {
+        let c = p.status.conditions.iter().find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+        Some(format!(
+            "{}: {}",
+            c.reason.as_deref().unwrap_or("Unschedulable"),
+            c.message.as_deref().unwrap_or("no node fits")
+        ))
+    });
+    let pending_reason = if state == JobState::Pending {
+        match w {
+            Some(w) if g.pods.is_empty() => {
+                Some(match (w.state, w.reason.as_deref(), w.message.as_deref()) {
+                    (WlState::Reserved, _, _) => "QuotaReserved".to_string(),
+                    (_, Some("Inadmissible"), _) => "Inadmissible".into(),
+                    (_, _, Some(msg)) if msg.contains("insufficient unused quota") => {
+                        format!("InsufficientQuota: {msg}")
+                    }
+                    (_, _, Some(msg)) => msg.to_string(),
+                    (_, Some(r), None) => r.to_string(),
+                    _ => "WaitingForScheduling".into(),
+                })
+            }
+            _ => waiting.clone().or(unschedulable),
+        }
+    } else {
+        None
+    };
+    let exit_reason = g
+        .pods
+        .iter()
+        .flat_map(|p| &p.status.container_statuses)
+        .filter_map(|c| c.state.terminated.as_ref())
+        .find(|t| t.exit_code != 0)
+        .map(|t| format!("{} (exit {})", t.reason.as_deref().unwrap_or("Error"), t.exit_code))
+        .or_else(|| if state == JobState::Running { waiting } else { None })
+        .or_else(|| w.filter(|w| w.state == WlState::Evicted).and_then(|w| w.reason.clone()));
+    let position = w
+        .and_then(|w| store.positions.get(&key(Some(&w.namespace), Some(&w.name))))
+        .map(|p| p.in_cluster_queue + 1);
+    let priority =
+        g.pods.iter().filter_map(|p| p.spec.priority).chain(w.map(|w| w.priority)).max().unwrap_or(0).max(0)
+            as u32;
+    Job {
+        id,
+        name: text(&g.name),
+        user,
+        account: store.team(g.ns),
+        queue,
+        state,
+        pending_reason: pending_reason.map(|r| text(&r)),
+        priority,
+        submit,
+        start: if state == JobState::Pending { None } else { start },
+        end,
+        est_start: None,
+        gpus,
+        gpu_model: None,
+        nodes,
+        exit_reason: exit_reason.map(|r| text(&r)),
+        retries: g.pods.iter().flat_map(|p| &p.status.container_statuses).map(|c| c.restart_count).sum(),
+        position: if state == JobState::Pending { position } else { None },
+        rank: None,
+        gpu_seconds: 0.0,
+        useful_gpu_seconds: 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node_obj(v: serde_json::Value) -> SlimNode {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn pod_obj(v: serde_json::Value) -> SlimPod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn gpu_node(name: &str) -> serde_json::Value {
+        json!({"metadata": {"name": name, "labels": {
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+                "nvidia.com/gpu.memory": "81559", "nvidia.com/cuda.driver-version.full": "550.107.02",
+                "nvidia.com/cuda.runtime-version.full": "12.5", "gpuplane.io/pool": "h100", "irrelevant": "x"}},
+            "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+            "status": {"capacity": {"nvidia.com/gpu": "8", "cpu": "224", "memory": "2Ti"},
+                       "allocatable": {"nvidia.com/gpu": "8", "cpu": "220", "memory": "1900Gi"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}})
+    }
+
+    fn gpu_pod(
+        ns: &str,
+        name: &str,
+        node: Option<&str>,
+        gpus: u32,
+        owner: (&str, &str),
+        phase: &str,
+    ) -> serde_json::Value {
+        json!({"metadata": {"name": name, "namespace": ns, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"pod-template-hash": "abc12"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": owner.0, "name": owner.1, "uid": "u", "controller": true}]},
+            "spec": {"nodeName": node, "priority": 100, "containers": [{"resources": {"requests": {"nvidia.com/gpu": gpus.to_string(), "cpu": "8"}}}]},
+            "status": {"phase": phase, "startTime": "2026-01-01T00:01:00Z"}})
+    }
+
+    #[test]
+    fn nodes_gpus_and_jobs_from_pods() {
+        let mut s = Store::default();
+        s.nodes.insert("n1".into(), node_obj(gpu_node("n1")));
+        s.put_pod(pod_obj(gpu_pod("team-a", "train-0", Some("n1"), 4, ("Job", "train"), "Running")));
+        s.put_pod(pod_obj(gpu_pod("team-a", "train-1", Some("n1"), 2, ("Job", "train"), "Running")));
+        s.put_pod(pod_obj(gpu_pod(
+            "serve",
+            "llm-abc12-xyz",
+            Some("n1"),
+            1,
+            ("ReplicaSet", "llm-abc12"),
+            "Running",
+        )));
+        // A pod without GPUs never enters the store.
+        s.put_pod(pod_obj(gpu_pod("team-a", "cpu-only", Some("n1"), 0, ("Job", "etl"), "Running")));
+        s.teams.insert("team-a".into(), Some("vision".into()));
+        let b = build(&s, &Mapping::default());
+        assert_eq!(s.pods.len(), 3);
+        let n = &b.nodes[0];
+        assert_eq!((n.gpu_slots, n.gpu_alloc, n.state), (8, 7, NodeState::Mixed));
+        assert_eq!(n.pool, "h100");
+        assert_eq!(n.driver.as_deref(), Some("550.107.02"));
+        assert_eq!(n.cuda.as_deref(), Some("12.5"));
+        assert_eq!(n.gpus[0].mem_total_mib, 81559);
+        assert_eq!((n.cpus_total, n.cpus_alloc), (220, 24));
+        assert!(!n.labels.contains_key("irrelevant"));
+        assert_eq!(b.jobs.len(), 2);
+        let train = b.jobs.iter().find(|j| j.name == "train").unwrap();
+        assert_eq!((train.gpus, train.state, train.account.as_str()), (6, JobState::Running, "vision"));
+        assert_eq!(train.nodes, vec![Text::from("n1")]);
+        assert_eq!(train.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+        let llm = b.jobs.iter().find(|j| j.name == "llm").unwrap();
+        assert_eq!(llm.account, "serve");
+        assert_eq!(n.gpus.iter().filter(|g| g.job == Some(train.id)).count(), 6);
+        assert_eq!(n.gpus.iter().filter(|g| g.job == Some(llm.id)).count(), 1);
+    }
+
+    #[test]
+    fn node_states_and_reasons() {
+        let mut down = gpu_node("d");
+        down["status"]["conditions"] = json!([{"type": "Ready", "status": "False", "message": "Kubelet stopped posting node status.", "lastTransitionTime": "2026-01-01T00:00:00Z"}]);
+        let mut cordoned = gpu_node("c");
+        cordoned["spec"]["unschedulable"] = json!(true);
+        cordoned["metadata"]["annotations"] = json!({"gpuplane.io/reason": "XID 79 on GPU3", "gpuplane.io/by": "alice", "gpuplane.io/at": "1767225600"});
+        let mut sick = gpu_node("s");
+        sick["status"]["allocatable"]["nvidia.com/gpu"] = json!("6");
+        let s = Store::default();
+        let m = Mapping::default();
+        let d = node(&node_obj(down), &[], &s, &m);
+        assert_eq!(d.state, NodeState::Down);
+        assert!(d.reason.unwrap().text.contains("Kubelet stopped"));
+        let c = node(&node_obj(cordoned), &[], &s, &m);
+        assert_eq!(c.state, NodeState::Cordoned);
+        let r = c.reason.unwrap();
+        assert_eq!((r.text.as_str(), r.by.as_str(), r.at), ("XID 79 on GPU3", "alice", 1_767_225_600));
+        let k = node(&node_obj(sick), &[], &s, &m);
+        assert_eq!(k.state, NodeState::Idle);
+        assert!(k.reason.unwrap().text.starts_with("2 GPU(s) unhealthy"));
+    }
+
+    #[test]
+    fn mig_and_shared_nodes() {
+        let mut mig = gpu_node("m");
+        mig["status"]["capacity"] = json!({"nvidia.com/mig-1g.10gb": "14", "nvidia.com/mig-3g.40gb": "2"});
+        mig["metadata"]["labels"]["nvidia.com/gpu.count"] = json!("2");
+        let mut p = gpu_pod("a", "mig-pod", Some("m"), 0, ("Job", "small"), "Running");
+        p["spec"]["containers"] = json!([{"resources": {"limits": {"nvidia.com/mig-1g.10gb": "3"}}}]);
+        let mut s = Store::default();
+        s.put_pod(pod_obj(p));
+        s.nodes.insert("m".into(), node_obj(mig));
+        let b = build(&s, &Mapping::default());
+        let n = &b.nodes[0];
+        assert_eq!(n.gpus.len(), 2);
+        assert_eq!(n.gpus.iter().map(|g| g.mig.len()).sum::<usize>(), 16);
+        assert_eq!(n.gpus.iter().flat_map(|g| &g.mig).filter(|s| s.job.is_some()).count(), 3);
+        assert_eq!(b.jobs[0].gpus, 3);
+
+        let mut shared = gpu_node("sh");
+        shared["metadata"]["labels"].as_object_mut().unwrap().remove("nvidia.com/gpu.count");
+        shared["metadata"]["labels"]["nvidia.com/gpu.replicas"] = json!("10");
+        shared["status"]["capacity"]["nvidia.com/gpu"] = json!("80");
+        assert_eq!(physical_gpus(&node_obj(shared)), 8);
+    }
+
+    #[test]
+    fn owners_group_pods_like_an_operator_would() {
+        let mut js = gpu_pod("a", "p", None, 1, ("Job", "trainer-workers-0"), "Pending");
+        js["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] = json!("trainer");
+        assert_eq!(owner_of(&pod_obj(js)), ("JobSet".into(), "trainer".into()));
+        let dep = gpu_pod("a", "p", None, 1, ("ReplicaSet", "vllm-abc12"), "Running");
+        assert_eq!(owner_of(&pod_obj(dep)), ("Deployment".into(), "vllm".into()));
+        let pt = gpu_pod("a", "p", None, 1, ("PyTorchJob", "bert"), "Running");
+        assert_eq!(owner_of(&pod_obj(pt)), ("PyTorchJob".into(), "bert".into()));
+        let mut bare = gpu_pod("a", "lonely", None, 1, ("Job", "x"), "Running");
+        bare["metadata"]["ownerReferences"] = json!([]);
+        assert_eq!(owner_of(&pod_obj(bare)), ("Pod".into(), "lonely".into()));
+        assert_ne!(job_id("a", "Job", "x"), job_id("b", "Job", "x"));
+        assert!(job_id("a", "Job", "x") >= 1 << 63);
+    }
+
+    #[test]
+    fn kueue_workloads_become_queued_jobs_with_positions() {
+        let mut s = Store::default();
+        s.cluster_queues.insert(
+            "research".into(),
+            ClusterQueue {
+                name: "research".into(),
+                nominal: 64,
+                used: 60,
+                lending_limit: Some(16),
+                active: true,
+                ..Default::default()
+            },
+        );
+        s.local_queues.insert(
+            "team-a/lq".into(),
+            LocalQueue {
+                namespace: "team-a".into(),
+                name: "lq".into(),
+                cluster_queue: "research".into(),
+                active: true,
+            },
+        );
+        let wl = |name: &str, owner: &str| {
+            Workload {
+            namespace: "team-a".into(),
+            name: name.into(),
+            queue: "lq".into(),
+            owner: Some(("Job".into(), owner.into())),
+            priority: 5,
+            gpus: 8,
+            state: WlState::Pending,
+            reason: Some("Pending".into()),
+            message: Some("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, 4 more needed".into()),
+            cluster_queue: None,
+            created: 100,
+        }
+        };
+        s.workloads.insert("team-a/w1".into(), wl("w1", "big"));
+        s.positions.insert(
+            "team-a/w1".into(),
+            Pending { namespace: "team-a".into(), name: "w1".into(), in_cluster_queue: 2, in_local_queue: 0 },
+        );
+        let b = build(&s, &Mapping::default());
+        let j = &b.jobs[0];
+        assert_eq!(
+            (j.state, j.gpus, j.queue.as_str(), j.position),
+            (JobState::Pending, 8, "research", Some(3))
+        );
+        assert!(j.pending_reason.as_deref().unwrap().starts_with("InsufficientQuota"));
+        assert_eq!(b.queues.len(), 2);
+        assert_eq!(b.queues[0].kind, QueueKind::ClusterQueue);
+        let q = &b.quotas[0];
+        assert_eq!((q.gpu_quota, q.gpu_used, q.lendable, q.gpu_pending), (64, 60, 16, 8));
+    }
+
+    #[test]
+    fn hostile_text_is_cleaned() {
+        let mut s = Store::default();
+        let p = gpu_pod("a", "p", Some("n1"), 1, ("Job", "evil\u{1b}]0;pwned\u{7}job"), "Running");
+        s.put_pod(pod_obj(p));
+        let b = build(&s, &Mapping::default());
+        assert!(!b.jobs[0].name.contains('\u{1b}'));
+    }
+}

@@ -1,0 +1,455 @@
+//! Trimmed Kubernetes objects. Each type deserialises only the fields the console uses straight
+//! from the wire (managed fields, env, volumes, most annotations are skipped by serde without
+//! being allocated), so memory grows with what is shown, not with full objects. Each one is a
+//! `kube::Resource` of its own, so the runtime's watcher lists and watches it directly.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use serde::{Deserialize, Deserializer};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// Metadata as it comes from the server, without `managedFields` and with only the annotations
+/// a filter keeps.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct WireMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    creation_timestamp: Option<Time>,
+    deletion_timestamp: Option<Time>,
+    labels: Option<BTreeMap<String, String>>,
+    annotations: Option<BTreeMap<String, String>>,
+    owner_references: Option<Vec<OwnerReference>>,
+}
+
+impl WireMeta {
+    fn into_meta(self, keep_annotation: fn(&str) -> bool) -> ObjectMeta {
+        let annotations =
+            self.annotations.map(|a| a.into_iter().filter(|(k, _)| keep_annotation(k)).collect());
+        ObjectMeta {
+            name: self.name,
+            namespace: self.namespace,
+            uid: self.uid,
+            resource_version: self.resource_version,
+            creation_timestamp: self.creation_timestamp,
+            deletion_timestamp: self.deletion_timestamp,
+            labels: self.labels,
+            annotations,
+            owner_references: self.owner_references,
+            ..Default::default()
+        }
+    }
+}
+
+/// Annotations gpuplane writes (who cordoned, why) and the static-pod marker.
+pub fn ours(key: &str) -> bool {
+    key.starts_with("gpuplane.io/") || key == MIRROR_ANNOTATION
+}
+
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+fn meta_ours<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    Ok(WireMeta::deserialize(d)?.into_meta(ours))
+}
+
+fn meta_none<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    Ok(WireMeta::deserialize(d)?.into_meta(|_| false))
+}
+
+/// Quantities the console reads: GPUs (`nvidia.com/*`), CPU and memory.
+pub type Resources = BTreeMap<String, String>;
+
+fn gpu_cpu_mem<'de, D: Deserializer<'de>>(d: D) -> Result<Resources, D::Error> {
+    let all: Option<BTreeMap<String, serde_json::Value>> = Option::deserialize(d)?;
+    Ok(all
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("nvidia.com/") || k == "cpu" || k == "memory")
+        .map(|(k, v)| {
+            let s = match v {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, s)
+        })
+        .collect())
+}
+
+macro_rules! resource {
+    ($ty:ident, $kind:literal, $group:literal, $version:literal, $plural:literal, $scope:ty) => {
+        impl kube::Resource for $ty {
+            type DynamicType = ();
+            type Scope = $scope;
+
+            fn kind(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed($kind)
+            }
+            fn group(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed($group)
+            }
+            fn version(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed($version)
+            }
+            fn plural(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed($plural)
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
+// ------------------------------------------------------------------------------------ nodes
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SlimNode {
+    #[serde(deserialize_with = "meta_ours")]
+    pub metadata: ObjectMeta,
+    pub spec: NodeSpec,
+    pub status: NodeStatus,
+}
+resource!(SlimNode, "Node", "", "v1", "nodes", k8s_openapi::ClusterResourceScope);
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSpec {
+    pub unschedulable: bool,
+    pub taints: Vec<Taint>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Taint {
+    pub key: String,
+    pub value: Option<String>,
+    pub effect: String,
+    pub time_added: Option<Time>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeStatus {
+    #[serde(deserialize_with = "gpu_cpu_mem")]
+    pub capacity: Resources,
+    #[serde(deserialize_with = "gpu_cpu_mem")]
+    pub allocatable: Resources,
+    pub conditions: Vec<Condition>,
+    pub node_info: NodeInfo,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeInfo {
+    pub kubelet_version: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition_time: Option<Time>,
+}
+
+// ------------------------------------------------------------------------------------- pods
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SlimPod {
+    #[serde(deserialize_with = "meta_ours")]
+    pub metadata: ObjectMeta,
+    pub spec: PodSpec,
+    pub status: PodStatus,
+}
+resource!(SlimPod, "Pod", "", "v1", "pods", k8s_openapi::NamespaceResourceScope);
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSpec {
+    pub node_name: Option<String>,
+    pub priority: Option<i32>,
+    pub containers: Vec<Container>,
+    pub volumes: Vec<Volume>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Container {
+    pub resources: ContainerResources,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ContainerResources {
+    #[serde(deserialize_with = "gpu_cpu_mem")]
+    pub requests: Resources,
+    #[serde(deserialize_with = "gpu_cpu_mem")]
+    pub limits: Resources,
+}
+
+/// Only whether the pod has node-local storage (drain refuses those without a flag).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Volume {
+    pub empty_dir: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodStatus {
+    pub phase: Option<String>,
+    pub reason: Option<String>,
+    pub start_time: Option<Time>,
+    pub conditions: Vec<Condition>,
+    pub container_statuses: Vec<ContainerStatus>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerStatus {
+    pub restart_count: u32,
+    pub state: ContainerState,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ContainerState {
+    pub waiting: Option<Reasoned>,
+    pub terminated: Option<Terminated>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Reasoned {
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Terminated {
+    pub reason: Option<String>,
+    pub exit_code: i32,
+    pub finished_at: Option<Time>,
+}
+
+impl SlimPod {
+    /// GPUs this pod asks for: `nvidia.com/gpu`, shared and MIG resources (requests, or
+    /// limits when only those are set — extended resources must have both equal).
+    pub fn gpus(&self) -> u32 {
+        self.spec
+            .containers
+            .iter()
+            .map(|c| {
+                let r = if c.resources.requests.keys().any(|k| is_gpu_resource(k)) {
+                    &c.resources.requests
+                } else {
+                    &c.resources.limits
+                };
+                r.iter().filter(|(k, _)| is_gpu_resource(k)).map(|(_, v)| quantity_count(v)).sum::<u32>()
+            })
+            .sum()
+    }
+
+    /// Sum of a plain resource's requests (CPU in millicores, memory in MiB).
+    pub fn request(&self, key: &str) -> u64 {
+        self.spec
+            .containers
+            .iter()
+            .filter_map(|c| c.resources.requests.get(key))
+            .map(|v| if key == "cpu" { cpu_millis(v) } else { bytes(v) / (1 << 20) })
+            .sum()
+    }
+
+    pub fn phase(&self) -> &str {
+        self.status.phase.as_deref().unwrap_or("Pending")
+    }
+
+    /// Finished pods hold nothing.
+    pub fn terminal(&self) -> bool {
+        matches!(self.phase(), "Succeeded" | "Failed")
+    }
+}
+
+/// `nvidia.com/gpu`, `nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb`.
+pub fn is_gpu_resource(key: &str) -> bool {
+    key == "nvidia.com/gpu" || key == "nvidia.com/gpu.shared" || key.starts_with("nvidia.com/mig-")
+}
+
+/// A whole-number quantity (`"8"`); anything unreadable counts 0.
+pub fn quantity_count(q: &str) -> u32 {
+    q.trim().parse::<u32>().unwrap_or(0)
+}
+
+/// CPU quantity (`"2"`, `"500m"`, `"1.5"`) in millicores.
+pub fn cpu_millis(q: &str) -> u64 {
+    let q = q.trim();
+    if let Some(m) = q.strip_suffix('m') {
+        return m.parse().unwrap_or(0);
+    }
+    q.parse::<f64>().map(|v| (v * 1000.0).max(0.0) as u64).unwrap_or(0)
+}
+
+/// Memory quantity (`"64Gi"`, `"1500M"`, `"1024"`) in bytes.
+pub fn bytes(q: &str) -> u64 {
+    let q = q.trim();
+    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+    let (num, unit) = q.split_at(split);
+    let n: f64 = num.parse().unwrap_or(0.0);
+    let mult: f64 = match unit {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0f64.powi(4),
+        "Pi" => 1024.0f64.powi(5),
+        _ => 0.0,
+    };
+    (n * mult).max(0.0) as u64
+}
+
+// ------------------------------------------------------------------------------- namespaces
+
+/// Only the labels (a configurable one names the team).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SlimNamespace {
+    #[serde(deserialize_with = "meta_none")]
+    pub metadata: ObjectMeta,
+}
+resource!(SlimNamespace, "Namespace", "", "v1", "namespaces", k8s_openapi::ClusterResourceScope);
+
+// --------------------------------------------------------------------------- resource quotas
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SlimQuota {
+    #[serde(deserialize_with = "meta_none")]
+    pub metadata: ObjectMeta,
+    pub status: QuotaStatus,
+}
+resource!(SlimQuota, "ResourceQuota", "", "v1", "resourcequotas", k8s_openapi::NamespaceResourceScope);
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct QuotaStatus {
+    #[serde(deserialize_with = "gpu_quota")]
+    pub hard: Resources,
+    #[serde(deserialize_with = "gpu_quota")]
+    pub used: Resources,
+}
+
+fn gpu_quota<'de, D: Deserializer<'de>>(d: D) -> Result<Resources, D::Error> {
+    let all: Option<BTreeMap<String, String>> = Option::deserialize(d)?;
+    Ok(all
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k.strip_prefix("requests.").is_some_and(is_gpu_resource))
+        .collect())
+}
+
+impl SlimQuota {
+    /// (hard, used) GPUs over every GPU resource the quota names.
+    pub fn gpus(&self) -> Option<(u32, u32)> {
+        if self.status.hard.is_empty() {
+            return None;
+        }
+        let sum = |m: &Resources| m.values().map(|v| quantity_count(v)).sum::<u32>();
+        Some((sum(&self.status.hard), sum(&self.status.used)))
+    }
+}
+
+// ------------------------------------------------------------------------------ node events
+
+/// A core/v1 Event about a node (watched with `involvedObject.kind=Node`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SlimEvent {
+    #[serde(deserialize_with = "meta_none")]
+    pub metadata: ObjectMeta,
+    pub involved_object: InvolvedObject,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
+    pub last_timestamp: Option<Time>,
+    pub event_time: Option<serde_json::Value>,
+    pub count: Option<u32>,
+}
+resource!(SlimEvent, "Event", "", "v1", "events", k8s_openapi::NamespaceResourceScope);
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct InvolvedObject {
+    pub kind: Option<String>,
+    pub name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_keeps_what_is_used_and_drops_the_rest() {
+        let pod: SlimPod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
+                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{…}",
+                                "kubernetes.io/config.mirror": "abc"},
+                "labels": {"app": "x"}},
+            "spec": {"nodeName": "n1", "containers": [
+                {"name": "a", "env": [{"name": "X", "value": "1"}],
+                 "resources": {"requests": {"nvidia.com/gpu": "4", "cpu": "500m", "memory": "2Gi",
+                                            "ephemeral-storage": "1Gi"}}},
+                {"name": "b", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 2}}}],
+                "volumes": [{"name": "scratch", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "c"}}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap();
+        assert_eq!(pod.gpus(), 6);
+        assert_eq!(pod.request("cpu"), 500);
+        assert_eq!(pod.request("memory"), 2048);
+        assert_eq!(pod.metadata.annotations.as_ref().unwrap().len(), 1);
+        assert!(pod.metadata.managed_fields.is_none());
+        assert!(!pod.spec.containers[0].resources.requests.contains_key("ephemeral-storage"));
+        assert_eq!(pod.spec.volumes.iter().filter(|v| v.empty_dir.is_some()).count(), 1);
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(cpu_millis("2"), 2000);
+        assert_eq!(cpu_millis("250m"), 250);
+        assert_eq!(cpu_millis("1.5"), 1500);
+        assert_eq!(bytes("64Gi"), 64 << 30);
+        assert_eq!(bytes("1500M"), 1_500_000_000);
+        assert_eq!(bytes("junk"), 0);
+        assert_eq!(quantity_count("8"), 8);
+        assert_eq!(quantity_count("x"), 0);
+    }
+
+    #[test]
+    fn quota_counts_only_gpu_requests() {
+        let q: SlimQuota = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gpu", "namespace": "team-a"},
+            "status": {"hard": {"requests.nvidia.com/gpu": "16", "pods": "100", "limits.nvidia.com/gpu": "16"},
+                       "used": {"requests.nvidia.com/gpu": "12"}}
+        }))
+        .unwrap();
+        assert_eq!(q.gpus(), Some((16, 12)));
+    }
+}
