@@ -445,14 +445,26 @@ pub fn build(store: &Store, m: &Mapping) -> Built {
         });
         g.pods.push(p);
     }
+    // A workload names the object Kueue manages; its pods may be grouped under a higher owner
+    // (a JobSet's child Job): follow the pods' direct controllers to find their group.
+    let mut direct: HashMap<(&str, &str, &str), (String, String, String)> = HashMap::new();
+    for p in store.pods.values() {
+        let ns = p.metadata.namespace.as_deref().unwrap_or("");
+        if let Some(r) =
+            p.metadata.owner_references.as_ref().and_then(|o| o.iter().find(|r| r.controller == Some(true)))
+        {
+            let (kind, name) = owner_of(p);
+            direct.insert((ns, r.kind.as_str(), r.name.as_str()), (ns.to_string(), kind, name));
+        }
+    }
     for w in store.workloads.values() {
         let (kind, name) = w.owner.clone().unwrap_or_else(|| ("Workload".into(), w.name.clone()));
-        let g = groups.entry((w.namespace.clone(), kind.clone(), name.clone())).or_insert_with(|| Group {
-            ns: &w.namespace,
-            kind,
-            name,
-            ..Default::default()
-        });
+        let gk = direct
+            .get(&(w.namespace.as_str(), kind.as_str(), name.as_str()))
+            .cloned()
+            .unwrap_or_else(|| (w.namespace.clone(), kind.clone(), name.clone()));
+        let g =
+            groups.entry(gk).or_insert_with(|| Group { ns: &w.namespace, kind, name, ..Default::default() });
         g.workload = Some(w);
     }
     let lq_to_cq: HashMap<String, &str> = store
@@ -656,6 +668,7 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
             Some(w) if g.pods.is_empty() => {
                 Some(match (w.state, w.reason.as_deref(), w.message.as_deref()) {
                     (WlState::Reserved, _, _) => "QuotaReserved".to_string(),
+                    (WlState::Admitted, _, _) => "admitted by Kueue, pods starting".to_string(),
                     (_, Some("Inadmissible"), _) => "Inadmissible".into(),
                     (_, _, Some(msg)) if msg.contains("insufficient unused quota") => {
                         format!("InsufficientQuota: {msg}")
@@ -904,6 +917,36 @@ mod tests {
         assert_eq!(b.queues[0].kind, QueueKind::ClusterQueue);
         let q = &b.quotas[0];
         assert_eq!((q.gpu_quota, q.gpu_used, q.lendable, q.gpu_pending), (64, 60, 16, 8));
+    }
+
+    #[test]
+    fn a_workload_joins_the_pods_of_the_job_it_manages() {
+        let mut s = Store::default();
+        let mut p = gpu_pod("a", "w-0", Some("n1"), 4, ("Job", "trainer-workers-0"), "Running");
+        p["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] = json!("trainer");
+        s.put_pod(pod_obj(p));
+        s.workloads.insert(
+            "a/wl".into(),
+            Workload {
+                namespace: "a".into(),
+                name: "wl".into(),
+                queue: "lq".into(),
+                owner: Some(("Job".into(), "trainer-workers-0".into())),
+                priority: 0,
+                gpus: 4,
+                state: WlState::Admitted,
+                reason: None,
+                message: None,
+                cluster_queue: Some("cq".into()),
+                created: 1,
+            },
+        );
+        let b = build(&s, &Mapping::default());
+        assert_eq!(b.jobs.len(), 1);
+        assert_eq!(
+            (b.jobs[0].name.as_str(), b.jobs[0].queue.as_str(), b.jobs[0].state),
+            ("trainer", "cq", JobState::Running)
+        );
     }
 
     #[test]
