@@ -25,6 +25,7 @@ pub fn run(cmd: &Command, config: &Config) -> ExitCode {
         Command::Resume(a) => action(ActionKind::Resume, a, config),
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
+        Command::Acceptance { command } => crate::acceptance::cli::run(command, config),
         Command::Get { resource, output, filter } => crate::get::run(*resource, *output, filter, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();

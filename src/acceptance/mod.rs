@@ -1,9 +1,11 @@
 //! Acceptance tests: rerun NCCL `all_reduce_perf` on chosen nodes, read what it printed, keep
 //! every run, and judge it against a baseline and against the fleet.
 
+pub mod cli;
 pub mod config;
 pub mod judge;
 pub mod parse;
+pub mod report;
 pub mod store;
 
 pub use config::{AcceptanceConfig, JudgeConfig, Template};
