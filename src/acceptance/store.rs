@@ -10,7 +10,9 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 /// Which nodes one job tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// One job per node: its GPUs and NVLink/NVSwitch.
