@@ -184,6 +184,10 @@ pub enum AcceptanceCommand {
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
         output: Output,
     },
+    /// Submit the acceptance test to nodes through the audited ops road, wait for it, then
+    /// parse, record and judge the output. Exit 0: every run passed; 1: a run degraded or
+    /// failed; 2: nothing was submitted.
+    Run(AcceptanceRunArgs),
 }
 
 #[derive(Debug, Clone, clap::Args)]

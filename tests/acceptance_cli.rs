@@ -65,3 +65,45 @@ fn get_acceptance_with_an_empty_store() {
     let (_, out, _) = run(dir.path(), &["get", "acceptance", "-o", "json"]);
     assert_eq!(out.trim(), "[]");
 }
+
+/// On the simulator the whole road runs: plan, audit intent, submit, collect, parse, record,
+/// judge, audit outcome with the job ids; then `get acceptance` lists the runs.
+#[test]
+fn run_on_the_simulator_records_judges_and_audits() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rc, out, err) = run(
+        dir.path(),
+        &["acceptance", "run", "gpu-001", "gpu-002", "--mode", "pairs", "--reason", "after repair", "--yes"],
+    );
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert!(
+        out.contains("acceptance gpu-001,gpu-002: sim: run `all_reduce_perf -b 8 -e 8G -f 2 -g 8`"),
+        "{out}"
+    );
+    assert!(out.contains("PASS job sim-"), "{out}");
+    let (_, json, _) = run(dir.path(), &["get", "acceptance", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let runs = v.as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["nodes"], serde_json::json!(["gpu-001", "gpu-002"]));
+    assert_eq!(runs[0]["mode"], "pairs");
+    assert_eq!(runs[0]["judgement"]["verdict"], "pass");
+    assert_eq!(runs[0]["result"]["devices"].as_array().unwrap().len(), 16);
+    let job = runs[0]["job_id"].as_str().unwrap().to_string();
+    let (_, csv_text, _) = run(dir.path(), &["get", "acceptance", "-o", "csv"]);
+    assert_eq!(csv_text.lines().count(), 2, "{csv_text}");
+    assert!(csv_text.contains(&job));
+    let (_, tail, _) = run(dir.path(), &["audit", "tail", "--json"]);
+    let recs: Vec<serde_json::Value> = tail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(recs.len(), 2);
+    assert_eq!((recs[0]["phase"].as_str(), recs[1]["phase"].as_str()), (Some("intent"), Some("outcome")));
+    assert_eq!(recs[1]["params"]["jobs"], format!("gpu-001,gpu-002={job}"));
+    assert_eq!(recs[1]["params"]["mode"], "pairs");
+    // Three nodes cannot pair: nothing is submitted.
+    let (rc, _, err) = run(
+        dir.path(),
+        &["acceptance", "run", "gpu-001", "gpu-002", "gpu-003", "--mode", "pairs", "-r", "x", "--yes"],
+    );
+    assert_eq!(rc, Some(2));
+    assert!(err.contains("even number"), "{err}");
+}

@@ -17,10 +17,109 @@ pub fn store(config: &Config) -> Store {
     }))
 }
 
-pub fn run(cmd: &AcceptanceCommand, _config: &Config) -> ExitCode {
+pub fn run(cmd: &AcceptanceCommand, config: &Config) -> ExitCode {
     match cmd {
         AcceptanceCommand::Parse { file, output } => parse(file, *output),
+        AcceptanceCommand::Run(a) => launch(a, config),
     }
+}
+
+/// `gpuplane acceptance run`: plan, confirm, audit, submit; then track, collect, record, judge.
+fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
+    use super::launch::{Origin, record, track};
+    use crate::ops::{self, ActionKind, OpRequest, Ops};
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (state, exec, label) = match rt.block_on(crate::commands::target_cluster(config)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gpuplane: cannot read the cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(mut exec) = exec else {
+        eprintln!("gpuplane: {label} cannot run acceptance tests: configure a scheduler (--slurm)");
+        return ExitCode::from(2);
+    };
+    let kind = ActionKind::Acceptance(a.mode);
+    let req = OpRequest {
+        kind,
+        targets: a.nodes.clone(),
+        reason: a.reason.clone(),
+        ticket: a.ticket.clone(),
+        dry_run: a.dry_run,
+    };
+    let plan = match ops::plan(&req, &state, exec.as_ref(), config.readonly) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("cluster {label}");
+    for l in plan.lines() {
+        println!("  {l}");
+    }
+    if let Err(code) = crate::commands::confirm(&plan, kind, a.yes, a.dry_run) {
+        return code;
+    }
+    let ops = Ops {
+        audit: crate::commands::audit_log(config),
+        readonly: config.readonly,
+        cluster: state.cluster.to_string(),
+        break_glass: None,
+    };
+    let out = rt.block_on(ops.run(&req, &plan, exec.as_mut(), |t| {
+        println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
+    }));
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(w) = &out.audit_warning {
+        eprintln!("gpuplane: {w}");
+    }
+    if out.dry_run {
+        println!("dry run: nothing was submitted (recorded in {})", ops.audit.path.display());
+        return ExitCode::SUCCESS;
+    }
+    let Some(launcher) = exec.launcher() else { return ExitCode::from(2) };
+    let st = store(config);
+    let mut worst = 0u8;
+    for (job, sub) in &out.submitted {
+        let c =
+            rt.block_on(track(launcher.as_ref(), job, sub, a.wait, std::time::Duration::from_secs(2), |p| {
+                println!("  job {} ({}): {}", sub.job_id, job.target(), crate::sanitize::sanitize(&p.label()))
+            }));
+        let history = st.load().map(|l| l.runs).unwrap_or_default();
+        let origin = Origin {
+            op_id: Some(&out.op_id),
+            backend: launcher.backend(),
+            image: launcher.template().image.as_deref(),
+        };
+        let rec = record(origin, job, sub, &c, &history, &config.acceptance.judge);
+        let j = rec.judgement.clone();
+        if let Err(e) = st.append(&rec) {
+            eprintln!("gpuplane: the run could not be recorded: {e}");
+            worst = worst.max(2);
+        }
+        let (verdict, why) = j.map_or(("fail", String::new()), |j| (j.verdict.label(), j.why));
+        println!("  {} job {} ({}): {} — {}", verdict.to_uppercase(), sub.job_id, job.target(), verdict, why);
+        worst = worst.max(report::verdict_rank(rec.judgement.map(|j| j.verdict)).saturating_sub(1));
+    }
+    println!("recorded in {}", st.path.display());
+    if out.results.iter().any(|r| !r.ok) || out.submitted.is_empty() {
+        return ExitCode::from(2);
+    }
+    ExitCode::from(worst.min(1))
 }
 
 fn read_limited(r: impl Read) -> std::io::Result<Vec<u8>> {

@@ -472,7 +472,7 @@ impl Launcher for SimLauncher {
         Box::pin(async move {
             let n = SIM_JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(Submitted {
-                job_id: format!("sim-{n}"),
+                job_id: format!("sim-{:x}-{n}", std::process::id()),
                 output: None,
                 submitted_at: jiff::Timestamp::now().as_second(),
             })
