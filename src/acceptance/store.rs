@@ -72,8 +72,9 @@ impl RunRecord {
     }
 }
 
-/// The short GPU name of a model string: `NVIDIA H100 80GB HBM3` → `H100`,
-/// `NVIDIA A100-SXM4-80GB` → `A100`.
+/// The short GPU name of a model string, upper-cased so that every source agrees:
+/// `NVIDIA H100 80GB HBM3` → `H100`, `NVIDIA A100-SXM4-80GB` → `A100`, Slurm's gres type `h100`
+/// → `H100`.
 pub fn short_model(model: &str) -> String {
     let m = model.trim();
     let m = m.strip_prefix("NVIDIA").unwrap_or(m).trim();
@@ -81,7 +82,7 @@ pub fn short_model(model: &str) -> String {
         .split_whitespace()
         .find(|t| t.bytes().any(|b| b.is_ascii_digit()))
         .or_else(|| m.split_whitespace().next());
-    tok.map(|t| t.split('-').next().unwrap_or(t).to_string()).unwrap_or_else(|| "GPU".into())
+    tok.map(|t| t.split('-').next().unwrap_or(t).to_uppercase()).unwrap_or_else(|| "GPU".into())
 }
 
 pub fn shape(nodes: usize, gpus: u32, model: Option<&str>) -> String {
@@ -215,6 +216,7 @@ pub(crate) mod tests {
         assert_eq!(short_model("NVIDIA H100 80GB HBM3"), "H100");
         assert_eq!(short_model("NVIDIA A100-SXM4-80GB"), "A100");
         assert_eq!(short_model("NVIDIA L40S"), "L40S");
+        assert_eq!(short_model("h100"), "H100");
         assert_eq!(short_model(""), "GPU");
         assert_eq!(record("a", &["n1"], None).shape(), "8xH100");
         assert_eq!(record("a", &["n1", "n2"], None).shape(), "2x8xH100");
