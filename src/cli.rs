@@ -180,6 +180,53 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// NCCL acceptance tests: run all_reduce_perf on nodes, or parse any saved output.
+    Acceptance {
+        #[command(subcommand)]
+        command: AcceptanceCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AcceptanceCommand {
+    /// Parse saved nccl-tests output (devices, per-size rows, peak and average busbw, errors).
+    /// Exit 0: clean; 1: the output reports wrong values or errors; 2: unreadable or not parseable.
+    Parse {
+        /// The output file ("-" for stdin).
+        file: PathBuf,
+        /// table (for people) or json.
+        #[arg(short, long, value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// Submit the acceptance test to nodes through the audited ops road, wait for it, then
+    /// parse, record and judge the output. Exit 0: every run passed; 1: a run degraded or
+    /// failed; 2: nothing was submitted.
+    Run(AcceptanceRunArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct AcceptanceRunArgs {
+    /// The nodes under test.
+    #[arg(required = true, value_name = "NODE")]
+    pub nodes: Vec<String>,
+    /// per-node (one job per node), pairs (one job per two nodes), all (one job on all).
+    #[arg(long, value_enum, default_value_t = crate::acceptance::Mode::PerNode)]
+    pub mode: crate::acceptance::Mode,
+    /// Why (required; recorded in the audit log).
+    #[arg(long, short)]
+    pub reason: String,
+    /// Ticket or incident id.
+    #[arg(long, short)]
+    pub ticket: Option<String>,
+    /// Print the plan and record it, without submitting.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Give up waiting for the jobs after this long (they keep running), e.g. 30m.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "1h")]
+    pub wait: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -194,6 +241,8 @@ pub enum Resource {
     Storage,
     Incidents,
     Audit,
+    /// Recorded acceptance runs with their verdicts.
+    Acceptance,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -25,6 +25,7 @@ pub fn run(cmd: &Command, config: &Config) -> ExitCode {
         Command::Resume(a) => action(ActionKind::Resume, a, config),
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
+        Command::Acceptance { command } => crate::acceptance::cli::run(command, config),
         Command::Get { resource, output, filter } => crate::get::run(*resource, *output, filter, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
@@ -192,7 +193,8 @@ pub(crate) async fn target_cluster(
         }
         r.map_err(|e| e.to_string())?;
         prom_once(config, &mut state).await?;
-        let exec = crate::ops::SlurmExecutor::new(&slurm.client)?;
+        let exec = crate::ops::SlurmExecutor::new(&slurm.client)?
+            .with_acceptance(config.acceptance.template.clone())?;
         let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
         return Ok((state, Some(Box::new(exec)), label));
     }
@@ -225,6 +227,26 @@ pub(crate) async fn target_cluster(
     }
     let label = format!("{} (SIMULATED)", state.cluster);
     Ok((state, Some(Box::new(SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() })), label))
+}
+
+/// Asks for the plan's confirmation word on a terminal, unless `--yes` or `--dry-run`.
+pub(crate) fn confirm(plan: &ops::Plan, kind: ActionKind, yes: bool, dry_run: bool) -> Result<(), ExitCode> {
+    if yes || dry_run {
+        return Ok(());
+    }
+    let word = plan.confirm_word.clone().unwrap_or_else(|| "yes".into());
+    if !std::io::stdin().is_terminal() {
+        eprintln!("gpuplane: not a terminal: pass --yes to {} without confirmation", kind.label());
+        return Err(ExitCode::from(2));
+    }
+    print!("type {word:?} to {}: ", kind.label());
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim() != word {
+        eprintln!("gpuplane: not confirmed; nothing was done");
+        return Err(ExitCode::from(1));
+    }
+    Ok(())
 }
 
 fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
@@ -264,19 +286,8 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
     for l in plan.lines() {
         println!("  {l}");
     }
-    if !a.yes && !a.dry_run {
-        let word = plan.confirm_word.clone().unwrap_or_else(|| "yes".into());
-        if !std::io::stdin().is_terminal() {
-            eprintln!("gpuplane: not a terminal: pass --yes to {} without confirmation", kind.label());
-            return ExitCode::from(2);
-        }
-        print!("type {word:?} to {}: ", kind.label());
-        let _ = std::io::stdout().flush();
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).is_err() || line.trim() != word {
-            eprintln!("gpuplane: not confirmed; nothing was done");
-            return ExitCode::from(1);
-        }
+    if let Err(code) = confirm(&plan, kind, a.yes, a.dry_run) {
+        return code;
     }
     let ops = Ops {
         audit: audit_log(config),

@@ -90,6 +90,7 @@ struct FileConfig {
     slurm: SlurmSection,
     kube: Option<KubeSection>,
     prometheus: Option<crate::backend::prom::PromSection>,
+    acceptance: crate::acceptance::config::AcceptanceSection,
 }
 
 /// The resolved configuration.
@@ -125,6 +126,8 @@ pub struct Config {
     /// Set when Kubernetes is asked for (`--kube`, `--context`, `--kubeconfig`, `$KUBECONFIG`
     /// or `[kube]`) and no Slurm URL is configured.
     pub kube: Option<crate::backend::kube::KubeConfig>,
+    /// `[acceptance]`: the NCCL test template, its run store and the judging thresholds.
+    pub acceptance: crate::acceptance::AcceptanceConfig,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -217,6 +220,7 @@ impl Config {
             &mut warnings,
         );
         let kube = if slurm.is_some() { None } else { kube_config(cli, file.kube.as_ref(), &mut warnings) };
+        let acceptance = crate::acceptance::AcceptanceConfig::resolve(&file.acceptance, &mut warnings);
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -242,6 +246,7 @@ impl Config {
             break_glass_max_min: bg_max,
             prometheus,
             kube,
+            acceptance,
         };
         (config, warnings)
     }
@@ -406,6 +411,21 @@ mod tests {
         assert_eq!(s.refresh, Duration::from_secs(10));
         let (c, _) = with_file("theme = \"dark\"\n");
         assert!(c.slurm.is_none());
+    }
+
+    #[test]
+    fn acceptance_section_from_the_file() {
+        let (c, w) = with_file(
+            "[acceptance]\ncommand = \"/opt/nccl-tests/all_reduce_perf -b 8G -e 8G -g {gpus}\"\n[acceptance.baseline]\n\"8xH100\" = 360.0\n",
+        );
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            c.acceptance.template.command_for(8, 1),
+            "/opt/nccl-tests/all_reduce_perf -b 8G -e 8G -g 8"
+        );
+        assert_eq!(c.acceptance.judge.baseline.get("8xH100"), Some(&360.0));
+        let (_, w) = with_file("[acceptance]\ncomand = \"x\"\n");
+        assert!(w[0].contains("comand"), "{w:?}");
     }
 
     #[test]

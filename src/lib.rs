@@ -2,6 +2,7 @@
 //!
 //! Backends → [`backend::Update`] → one [`state::ClusterState`] → pure views.
 
+pub mod acceptance;
 pub mod audit;
 pub mod backend;
 pub mod cli;

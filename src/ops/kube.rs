@@ -54,6 +54,7 @@ impl KubeExecutor {
             ActionKind::Cordon | ActionKind::Uncordon | ActionKind::Resume => &["patch nodes"],
             ActionKind::Drain => &["patch nodes", "list pods", "evict pods"],
             ActionKind::Cancel => &["delete jobs"],
+            ActionKind::Acceptance(_) => &["create jobs"],
         }
     }
 }
@@ -125,6 +126,7 @@ impl Executor for KubeExecutor {
                  pods skipped, PodDisruptionBudgets honoured (retry on 429, up to {}s); Event",
                 self.cfg.drain_timeout.as_secs()
             ),
+            ActionKind::Acceptance(_) => format!("acceptance test on {target}"),
             ActionKind::Cancel => match target.parse().ok().and_then(|id| self.shared.owner(id)) {
                 Some((ns, kind, name)) => format!("DELETE {kind} {ns}/{name} (propagationPolicy=Background)"),
                 None => format!("DELETE the owner of job {target}"),
@@ -133,6 +135,11 @@ impl Executor for KubeExecutor {
     }
 
     fn supports(&self, kind: ActionKind) -> Result<(), String> {
+        if let ActionKind::Acceptance(_) = kind {
+            return Err("acceptance tests are launched through Slurm here; the Kubernetes launcher (a Job pinned to \
+                        the nodes) is not built yet"
+                .into());
+        }
         let c = self.conn()?;
         if c.readonly {
             return Err(format!("context {} is read-only in the configuration", c.context));
@@ -167,6 +174,7 @@ impl Executor for KubeExecutor {
                 }
                 ActionKind::Drain => self.drain(&client, target, reason, &who).await,
                 ActionKind::Cancel => self.cancel(&client, target).await,
+                ActionKind::Acceptance(_) => Err("acceptance jobs are submitted by the launcher".into()),
             };
             if kind != ActionKind::Cancel && result.is_ok() {
                 let note = format!("{}: {reason}", who);

@@ -27,6 +27,8 @@ pub enum ActionKind {
     Drain,
     Resume,
     Cancel,
+    /// Submit the NCCL acceptance test to the targets (see [`crate::acceptance`]).
+    Acceptance(crate::acceptance::Mode),
 }
 
 impl ActionKind {
@@ -37,6 +39,7 @@ impl ActionKind {
             Self::Drain => "drain",
             Self::Resume => "resume",
             Self::Cancel => "cancel",
+            Self::Acceptance(_) => "acceptance",
         }
     }
 
@@ -72,6 +75,8 @@ pub struct Affected {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub target: String,
+    /// For acceptance runs: the job submitted for this step.
+    pub job: Option<crate::acceptance::launch::AcceptanceJob>,
     /// The call that will be made, e.g. `PATCH /api/v1/nodes/gpu-001 {"spec":{"unschedulable":true}}`.
     pub call: String,
     pub affected: Vec<Affected>,
@@ -145,6 +150,8 @@ pub struct Outcome {
     pub dry_run: bool,
     /// Set when the action ran but its outcome record could not be written.
     pub audit_warning: Option<String>,
+    /// Acceptance runs: the jobs submitted, to track.
+    pub submitted: Vec<(crate::acceptance::launch::AcceptanceJob, crate::acceptance::launch::Submitted)>,
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -168,6 +175,65 @@ pub trait Executor: Send {
     /// Switches to (or back from) the break-glass credentials for the next writes. Backends
     /// without an elevated identity ignore it.
     fn elevate(&mut self, _on: bool) {}
+    /// What submits acceptance jobs for this backend (`None`: it cannot).
+    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
+        None
+    }
+}
+
+/// The acceptance plan: one job per node, per pair, or on all targets, each on exactly its
+/// nodes, with the command filled in for their GPU count.
+fn plan_acceptance(
+    req: &OpRequest,
+    mode: crate::acceptance::Mode,
+    s: &ClusterState,
+    exec: &dyn Executor,
+) -> Result<Plan, OpError> {
+    use crate::acceptance::launch::{AcceptanceJob, group};
+    let unsupported = |why: &str| OpError::Unsupported {
+        backend: exec.backend().to_string(),
+        action: req.kind.label(),
+        why: why.into(),
+    };
+    let l = exec.launcher().ok_or_else(|| unsupported("no acceptance launcher for this backend"))?;
+    let t = l.template();
+    let mut steps = Vec::new();
+    for nodes in group(mode, &req.targets).map_err(OpError::Target)? {
+        let mut gpus = u32::MAX;
+        for name in &nodes {
+            let n = s.node(name).ok_or_else(|| OpError::Target(format!("node {name} does not exist")))?;
+            if !n.state.schedulable() {
+                return Err(OpError::Target(format!(
+                    "node {name} is {}: it takes no jobs (resume it, or run under a maintenance reservation)",
+                    n.state.label()
+                )));
+            }
+            let have = if n.gpus.is_empty() { n.gpu_slots } else { n.gpus.len() as u32 };
+            gpus = gpus.min(have);
+        }
+        let gpus = t.gpus_per_node.unwrap_or(gpus);
+        if gpus == 0 || gpus == u32::MAX {
+            return Err(OpError::Target(format!("{} has no GPUs to test", nodes.join(","))));
+        }
+        let first = nodes.first().and_then(|n| s.node(n));
+        let job = AcceptanceJob {
+            mode,
+            command: t.command_for(gpus, nodes.len()),
+            gpus_per_node: gpus,
+            gpu_model: first.map(|n| n.gpu_model().to_string()).filter(|m| !m.is_empty()),
+            driver: first.and_then(|n| n.driver.as_ref()).map(|d| d.to_string()),
+            cuda: first.and_then(|n| n.cuda.as_ref()).map(|d| d.to_string()),
+            nodes,
+        };
+        steps.push(Step {
+            target: job.target(),
+            call: l.describe(&job),
+            affected: Vec::new(),
+            job: Some(job),
+        });
+    }
+    let confirm_word = (steps.len() > 1).then(|| steps.len().to_string());
+    Ok(Plan { kind: req.kind, steps, confirm_word })
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
@@ -183,6 +249,9 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
     })?;
     if req.targets.is_empty() {
         return Err(OpError::NoTargets(req.kind.label()));
+    }
+    if let ActionKind::Acceptance(mode) = req.kind {
+        return plan_acceptance(req, mode, s, exec);
     }
     let mut steps = Vec::new();
     for t in &req.targets {
@@ -232,7 +301,7 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
                 })
                 .collect()
         };
-        steps.push(Step { target: t.clone(), call: exec.describe(req.kind, t), affected });
+        steps.push(Step { target: t.clone(), call: exec.describe(req.kind, t), affected, job: None });
     }
     let confirm_word = if steps.len() > 1 {
         Some(steps.len().to_string())
@@ -288,11 +357,39 @@ impl Ops {
             break_glass: self.break_glass.clone(),
             op_id: op_id.clone(),
         };
+        if let ActionKind::Acceptance(mode) = req.kind {
+            entry.params.insert("mode".to_string(), mode.label().to_string());
+            if let Some(c) = plan.steps.iter().find_map(|s| s.job.as_ref()) {
+                entry.params.insert("command".to_string(), c.command.clone());
+            }
+        }
         // Fail closed: no record, no request.
         self.audit.append(Phase::Intent, &entry).map_err(|e| OpError::AuditFailed(e.to_string()))?;
         let mut results = Vec::new();
+        let mut submitted = Vec::new();
+        let launcher = exec.launcher();
         if !req.dry_run {
             for step in &plan.steps {
+                if let Some(job) = &step.job {
+                    let tr = match launcher.as_ref().map(|l| l.submit(job)) {
+                        None => TargetResult {
+                            target: step.target.clone(),
+                            ok: false,
+                            message: "no acceptance launcher".into(),
+                        },
+                        Some(f) => match f.await {
+                            Ok(sub) => {
+                                let m = format!("submitted job {}", sub.job_id);
+                                submitted.push((job.clone(), sub));
+                                TargetResult { target: step.target.clone(), ok: true, message: m }
+                            }
+                            Err(e) => TargetResult { target: step.target.clone(), ok: false, message: e },
+                        },
+                    };
+                    progress(&tr);
+                    results.push(tr);
+                    continue;
+                }
                 let r = exec.execute(req.kind, &step.target, &req.reason).await;
                 let tr = match r {
                     Ok(m) => TargetResult { target: step.target.clone(), ok: true, message: m },
@@ -314,12 +411,17 @@ impl Ops {
             .to_string(),
         );
         entry.error = (!failed.is_empty()).then(|| failed.join("; "));
+        if !submitted.is_empty() {
+            let jobs: Vec<String> =
+                submitted.iter().map(|(j, s)| format!("{}={}", j.target(), s.job_id)).collect();
+            entry.params.insert("jobs".to_string(), jobs.join(" "));
+        }
         let audit_warning = self
             .audit
             .append(Phase::Outcome, &entry)
             .err()
             .map(|e| format!("the action ran but its outcome could not be audited: {e}"));
-        Ok(Outcome { op_id, results, dry_run: req.dry_run, audit_warning })
+        Ok(Outcome { op_id, results, dry_run: req.dry_run, audit_warning, submitted })
     }
 }
 

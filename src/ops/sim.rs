@@ -37,6 +37,7 @@ impl Sim {
                 let id = target.parse().map_err(|_| format!("{target:?} is not a job id"))?;
                 self.cancel(id).map(|_| format!("job {id} cancelled"))
             }
+            ActionKind::Acceptance(_) => Err("acceptance jobs are submitted by the launcher".into()),
         }
     }
 }
@@ -68,7 +69,12 @@ impl Executor for SimExecutor {
             ActionKind::Drain => format!("sim: drain {target} (no new jobs; drained when its jobs end)"),
             ActionKind::Resume => format!("sim: return {target} to service"),
             ActionKind::Cancel => format!("sim: cancel job {target}"),
+            ActionKind::Acceptance(_) => format!("sim: acceptance test on {target}"),
         }
+    }
+
+    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
+        Some(std::sync::Arc::new(crate::acceptance::launch::SimLauncher::new(Default::default())))
     }
 
     fn supports(&self, _kind: ActionKind) -> Result<(), String> {

@@ -10,6 +10,8 @@ pub struct SlurmExecutor {
     /// The privileged token source used during break-glass (e.g. an operator token).
     privileged: Option<(Client, Option<String>)>,
     elevated: bool,
+    cfg: ClientConfig,
+    launcher: Option<std::sync::Arc<crate::acceptance::launch::SlurmLauncher>>,
 }
 
 impl SlurmExecutor {
@@ -19,7 +21,16 @@ impl SlurmExecutor {
             user: cfg.user.clone(),
             privileged: None,
             elevated: false,
+            cfg: cfg.clone(),
+            launcher: None,
         })
+    }
+
+    /// Acceptance runs are submitted with this template (as the executor's normal identity).
+    pub fn with_acceptance(mut self, t: crate::acceptance::Template) -> Result<Self, String> {
+        self.launcher =
+            Some(std::sync::Arc::new(crate::acceptance::launch::SlurmLauncher::new(&self.cfg, t)?));
+        Ok(self)
     }
 
     /// Writes during break-glass go through this configuration (same URL, a privileged token).
@@ -53,6 +64,10 @@ impl Executor for SlurmExecutor {
         self.elevated = on && self.privileged.is_some();
     }
 
+    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
+        self.launcher.clone().map(|l| l as std::sync::Arc<dyn crate::acceptance::launch::Launcher>)
+    }
+
     fn describe(&self, kind: ActionKind, target: &str) -> String {
         let url = self.client.url();
         match kind {
@@ -62,6 +77,9 @@ impl Executor for SlurmExecutor {
             ActionKind::Resume => format!("POST {url}/slurm/<ver>/node/{target} {{\"state\":[\"RESUME\"]}}"),
             ActionKind::Cancel => format!("DELETE {url}/slurm/<ver>/job/{target}"),
             ActionKind::Cordon | ActionKind::Uncordon => "not supported by Slurm".into(),
+            ActionKind::Acceptance(_) => {
+                format!("POST {url}/slurm/<ver>/job/submit (acceptance job on {target})")
+            }
         }
     }
 
@@ -69,6 +87,9 @@ impl Executor for SlurmExecutor {
         match kind {
             ActionKind::Cordon | ActionKind::Uncordon => {
                 Err("Slurm has no cordon: drain the node instead (running jobs finish)".into())
+            }
+            ActionKind::Acceptance(_) if self.launcher.is_none() => {
+                Err("no acceptance template configured".into())
             }
             _ => Ok(()),
         }
@@ -93,6 +114,9 @@ impl Executor for SlurmExecutor {
                     client.cancel(id).await.map(|_| format!("job {id} cancelled"))
                 }
                 ActionKind::Cordon | ActionKind::Uncordon => return Err("not supported by Slurm".into()),
+                ActionKind::Acceptance(_) => {
+                    return Err("acceptance jobs are submitted by the launcher".into());
+                }
             };
             r.map_err(|e| e.to_string())
         })
