@@ -1,5 +1,7 @@
 //! End-to-end: the real binary in a pseudo-terminal. Keys in, screen out, terminal restored.
 
+mod kube_support;
+
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -314,4 +316,31 @@ fn plugins_run_in_the_background_and_in_the_foreground() {
     c.send("q");
     assert!(c.wait_exit().success());
     assert!(c.restored());
+}
+
+#[test]
+fn a_kubernetes_context_watch_events_reach_the_screen_and_ctx_switches() {
+    let fake = kube_support::FakeKube::start(kube_support::Cluster::small(), Default::default());
+    let kc = fake.kubeconfig_path().display().to_string();
+    let mut c = spawn(120, 30, &[], &["--kubeconfig", &kc, "--context", "fake-admin"]);
+    // The context is always in the header; the data is not simulated.
+    c.wait_for("fake-admin");
+    c.send(":nodes\r");
+    c.wait_for("gpu-node-1");
+    assert!(!c.screen().contains("SIMULATED"));
+    c.send("/gpu-node-1\r");
+    c.wait_for("</gpu-node-1>");
+    assert!(!c.screen().contains("gpu-node-4"));
+    // A node going NotReady on the server shows on screen, without a key press.
+    fake.set_node_ready("gpu-node-1", false);
+    c.wait_for("down");
+    // :ctx switches context; the header follows.
+    c.send(":ctx fake-viewer\r");
+    c.wait_for("fake-viewer");
+    c.send(":ctx nope\r");
+    c.wait_for("no context \"nope\"");
+    c.send("q");
+    let status = c.wait_exit();
+    assert!(status.success(), "{status:?}");
+    assert!(c.restored(), "alternate screen left and cursor shown");
 }

@@ -12,9 +12,7 @@ use crate::backend::kube::{Connection, KubeConfig, Shared};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use std::time::{Duration, Instant};
 
 pub struct KubeExecutor {
@@ -136,9 +134,11 @@ impl Executor for KubeExecutor {
 
     fn supports(&self, kind: ActionKind) -> Result<(), String> {
         if let ActionKind::Acceptance(_) = kind {
-            return Err("acceptance tests are launched through Slurm here; the Kubernetes launcher (a Job pinned to \
+            return Err(
+                "acceptance tests are launched through Slurm here; the Kubernetes launcher (a Job pinned to \
                         the nodes) is not built yet"
-                .into());
+                    .into(),
+            );
         }
         let c = self.conn()?;
         if c.readonly {
@@ -366,16 +366,23 @@ impl KubeExecutor {
         let name = p.metadata.name.as_deref().unwrap_or("");
         let uid = p.metadata.uid.clone();
         let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let ep = EvictParams {
-            delete_options: self
-                .cfg
-                .drain_grace_s
-                .map(|g| DeleteParams { grace_period_seconds: Some(g as u32), ..Default::default() }),
-            ..Default::default()
-        };
+        // Built by hand: kube-rs' own eviction body spells the options `delete_options`, which
+        // the API server ignores, so a grace period would silently not apply.
+        let mut body = serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": ns},
+        });
+        if let Some(g) = self.cfg.drain_grace_s {
+            body["deleteOptions"] = serde_json::json!({"gracePeriodSeconds": g});
+        }
+        let path = format!("/api/v1/namespaces/{ns}/pods/{name}/eviction");
         let mut refusals = 0;
         loop {
-            match api.evict(name, &ep).await {
+            let req = http::Request::post(&path)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&body).unwrap_or_default())
+                .map_err(|e| e.to_string())?;
+            match client.request::<serde_json::Value>(req).await {
                 Ok(_) => break,
                 Err(e) if code(&e) == Some(404) => return Ok(refusals),
                 Err(e) if code(&e) == Some(429) => {

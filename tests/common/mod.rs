@@ -92,6 +92,7 @@ pub fn gpuplane_cmd(home: &std::path::Path) -> std::process::Command {
         .env_remove("SLURMRESTD_URL")
         .env_remove("SLURM_USER_NAME")
         .env_remove("SLURM_JWT")
-        .env_remove("PROMETHEUS_URL");
+        .env_remove("PROMETHEUS_URL")
+        .env_remove("KUBECONFIG");
     cmd
 }
