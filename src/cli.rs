@@ -68,6 +68,10 @@ pub struct Cli {
     #[arg(long, value_name = "NAME", global = true)]
     pub context: Option<String>,
 
+    /// Kubernetes: watch pods, quotas and Kueue workloads of this namespace only (default: all).
+    #[arg(long, value_name = "NS", global = true)]
+    pub namespace: Option<String>,
+
     /// Simulator: number of nodes.
     #[arg(long, env = "GPUPLANE_SIM_NODES", value_name = "N")]
     pub sim_nodes: Option<usize>,

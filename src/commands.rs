@@ -201,7 +201,8 @@ pub(crate) async fn target_cluster(
     if let Some(k) = &config.kube {
         let shared = kube_once(k, &mut state).await?;
         prom_once(config, &mut state).await?;
-        let exec = crate::ops::KubeExecutor::new(shared, k.clone());
+        let exec = crate::ops::KubeExecutor::new(shared, k.clone())
+            .with_acceptance(config.acceptance.template.clone(), k.acceptance_namespace.clone());
         let label = format!("{} (Kubernetes)", state.cluster);
         return Ok((state, Some(Box::new(exec)), label));
     }

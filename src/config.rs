@@ -52,6 +52,7 @@ struct SlurmSection {
 struct KubeSection {
     kubeconfig: Option<PathBuf>,
     context: Option<String>,
+    namespace: Option<String>,
     /// Contexts where every write is refused.
     readonly_contexts: Vec<String>,
     team_label: Option<String>,
@@ -60,6 +61,7 @@ struct KubeSection {
     drain_timeout: Option<String>,
     drain_grace_seconds: Option<i64>,
     drain_delete_emptydir: Option<bool>,
+    acceptance_namespace: Option<String>,
     break_glass_user: Option<String>,
     break_glass_groups: Vec<String>,
 }
@@ -259,16 +261,24 @@ fn kube_config(
     warnings: &mut Vec<String>,
 ) -> Option<crate::backend::kube::KubeConfig> {
     let env = std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty());
-    if !(cli.kube || cli.context.is_some() || cli.kubeconfig.is_some() || env || file.is_some()) {
+    if !(cli.kube
+        || cli.context.is_some()
+        || cli.kubeconfig.is_some()
+        || cli.namespace.is_some()
+        || env
+        || file.is_some())
+    {
         return None;
     }
     let f = file.cloned().unwrap_or_default();
     let mut k = crate::backend::kube::KubeConfig {
         kubeconfig: cli.kubeconfig.clone().or(f.kubeconfig),
         context: cli.context.clone().or(f.context),
+        namespace: cli.namespace.clone().or(f.namespace),
         readonly_contexts: f.readonly_contexts,
         drain_grace_s: f.drain_grace_seconds,
         drain_delete_emptydir: f.drain_delete_emptydir.unwrap_or(false),
+        acceptance_namespace: f.acceptance_namespace.unwrap_or_else(|| "default".into()),
         break_glass_user: f.break_glass_user,
         break_glass_groups: f.break_glass_groups,
         ..Default::default()

@@ -129,12 +129,21 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                     readonly: kube_cfg.readonly_contexts.clone(),
                     readonly_all: config.readonly,
                 });
-                app.planner =
-                    Some(Box::new(gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone())));
+                app.planner = Some(Box::new(
+                    gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone()).with_acceptance(
+                        config.acceptance.template.clone(),
+                        kube_cfg.acceptance_namespace.clone(),
+                    ),
+                ));
                 app.ops_tx = Some(ops_tx);
                 tokio::spawn(gpuplane::ops::worker(
                     ops(format!("kube:{}", initial.as_deref().unwrap_or("current-context"))),
-                    Box::new(gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone())),
+                    Box::new(
+                        gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone()).with_acceptance(
+                            config.acceptance.template.clone(),
+                            kube_cfg.acceptance_namespace.clone(),
+                        ),
+                    ),
                     ops_rx,
                     ev_tx,
                 ));

@@ -157,6 +157,7 @@ async fn the_model_matches_the_fake_servers_objects() {
     let fake = FakeKube::start(Cluster::small(), Opts::default());
     let mut live = Live::start(config(&fake, "fake-admin"));
     live.synced().await;
+    live.until("the quotas", |s| s.quotas.len() >= 2).await;
     let s = &live.state;
     // Every node the server has, and nothing else.
     let mut names: Vec<String> =
@@ -197,6 +198,13 @@ async fn the_model_matches_the_fake_servers_objects() {
         s.quotas.iter().map(|q| (q.team.to_string(), q.gpu_quota, q.gpu_used)).collect();
     assert!(q.contains(&("research".into(), 16, 8)), "{q:?}");
     assert!(q.contains(&("serving".into(), 8, 2)), "{q:?}");
+    // GPU pods are named by UID, for the owners of GPU processes NVML reports.
+    let uid = fake.get("v1", "Pod", "team-a", "train-llm-0-h5t8r").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    live.until("pod names", |s| !s.pod_names.is_empty()).await;
+    assert_eq!(live.state.pod_names.get(uid.as_str()).map(|n| n.as_str()), Some("team-a/train-llm-0-h5t8r"));
     // Watches, not polls: nothing was fetched per node or per pod.
     let per_object = fake
         .requests()
@@ -522,4 +530,107 @@ fn subcommands_read_and_act_on_a_kubernetes_context() {
     assert_eq!(n["metadata"]["annotations"]["gpuplane.io/reason"], "bad NVLink");
     let audit = common::gpuplane_cmd(home.path()).args(["audit", "verify"]).output().unwrap();
     assert!(audit.status.success(), "{}", String::from_utf8_lossy(&audit.stdout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_fail_closed_when_the_audit_log_cannot_be_written() {
+    init();
+    let fake = FakeKube::start(Cluster::small(), Opts::default());
+    let mut live = Live::start(config(&fake, "fake-admin"));
+    live.synced().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The audit "file" is a directory: the intent record cannot be written.
+    let ops = Ops {
+        audit: gpuplane::audit::AuditLog::new(dir.path().to_path_buf()),
+        readonly: false,
+        cluster: "fake".into(),
+        break_glass: None,
+    };
+    fake.clear_requests();
+    let mut exec = live.executor();
+    let r = req(ActionKind::Drain, "gpu-node-2");
+    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
+    let err = ops.run(&r, &plan, &mut exec, |_| {}).await.expect_err("refused");
+    assert!(err.to_string().contains("nothing was sent"), "{err}");
+    let writes: Vec<_> = fake.requests().into_iter().filter(|r| r.method != "GET").collect();
+    assert!(writes.is_empty(), "requests were sent: {writes:?}");
+    assert_ne!(fake.get("v1", "Node", "", "gpu-node-2").unwrap()["spec"]["unschedulable"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_scoped_identity_sees_its_namespace() {
+    init();
+    let fake = FakeKube::start(Cluster::small(), Opts::default());
+    // May read nodes cluster-wide, but pods and quotas only in team-b.
+    fake.set_user_rules(
+        "viewer",
+        vec![
+            Rule::allow(&["get", "list", "watch"], &[""], &["nodes", "events"]),
+            Rule::allow(&["get", "list", "watch"], &[""], &["pods", "resourcequotas"])
+                .in_namespaces(&["team-b"]),
+            Rule::allow(&["create"], &["authorization.k8s.io"], &["selfsubjectaccessreviews"]),
+        ],
+    );
+    let mut cfg = config(&fake, "fake-viewer");
+    cfg.namespace = Some("team-b".into());
+    let mut live = Live::start(cfg);
+    live.synced().await;
+    live.until("team-b's quota", |s| !s.quotas.is_empty()).await;
+    let names: Vec<&str> = live.state.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, vec!["inference"]);
+    assert_eq!(live.state.quotas.len(), 1);
+    assert!(live.state.sources.iter().all(|s| s.error.is_none()), "{:?}", live.state.sources);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acceptance_runs_as_a_job_pinned_to_the_node_and_its_log_is_judged() {
+    use gpuplane::acceptance::launch::{Origin, record, track};
+    use gpuplane::acceptance::{JudgeConfig, Mode, Template, Verdict};
+    init();
+    let fake = FakeKube::start(Cluster::small(), Opts::default());
+    let mut live = Live::start(config(&fake, "fake-admin"));
+    live.synced().await;
+    let template = Template { image: Some("ghcr.io/acme/nccl-tests:2.13".into()), ..Default::default() };
+    let mut exec = live.executor().with_acceptance(template, "default".into());
+    // Across nodes needs MPI: refused with the reason, nothing created.
+    let pairs = OpRequest { kind: ActionKind::Acceptance(Mode::Pairs), ..req(ActionKind::Cordon, "x") };
+    let pairs = OpRequest { targets: vec!["gpu-node-1".into(), "gpu-node-2".into()], ..pairs };
+    let err = ops::plan(&pairs, &live.state, &exec, false).expect_err("pairs refused");
+    assert!(err.to_string().contains("MPIJob"), "{err}");
+    let r =
+        OpRequest { kind: ActionKind::Acceptance(Mode::PerNode), ..req(ActionKind::Cordon, "gpu-node-1") };
+    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
+    assert!(plan.steps[0].call.contains("nodeName=gpu-node-1"), "{}", plan.steps[0].call);
+    let dir = tempfile::tempdir().unwrap();
+    let ops = ops_for(dir.path());
+    let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
+    assert!(out.results[0].ok, "{:?}", out.results);
+    let (job, sub) = out.submitted[0].clone();
+    let (ns, name) = sub.job_id.split_once('/').unwrap();
+    let created = fake.get("batch/v1", "Job", ns, name).expect("the Job exists");
+    let pod_spec = &created["spec"]["template"]["spec"];
+    assert_eq!(pod_spec["nodeName"], "gpu-node-1");
+    assert_eq!(pod_spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "8");
+    // The fake's job controller started the pod on the node; it prints the sample and ends.
+    let sample = include_str!("fixtures/nccl/01_h100x16_2node_gcp_a3mega_allreduce.txt")
+        .replace("ztan-mig-235z", "gpu-node-1")
+        .replace("ztan-mig-gq73", "gpu-node-1");
+    let pods: Vec<serde_json::Value> =
+        fake.list("v1", "Pod").into_iter().filter(|p| p["metadata"]["labels"]["job-name"] == name).collect();
+    assert_eq!(pods.len(), 1, "{pods:#?}");
+    assert_eq!(pods[0]["spec"]["nodeName"], "gpu-node-1");
+    let pod = pods[0]["metadata"]["name"].as_str().unwrap().to_string();
+    fake.set_pod_log(ns, &pod, &sample);
+    fake.set_pod_phase(ns, &pod, "Succeeded");
+    let launcher = exec.launcher().unwrap();
+    let collected =
+        track(launcher.as_ref(), &job, &sub, Duration::from_secs(20), Duration::from_millis(100), |_| {})
+            .await;
+    assert_eq!(collected.state.as_deref(), Some("COMPLETED"), "{collected:?}");
+    assert_eq!(collected.nodes, vec!["gpu-node-1".to_string()]);
+    let origin = Origin { op_id: Some(&out.op_id), backend: launcher.backend(), image: None };
+    let rec = record(origin, &job, &sub, &collected, &[], &JudgeConfig::default());
+    assert!(rec.error.is_none(), "{:?}", rec.error);
+    assert_eq!(rec.busbw, Some(338.82));
+    assert_ne!(rec.judgement.as_ref().unwrap().verdict, Verdict::Fail, "{:?}", rec.judgement);
 }

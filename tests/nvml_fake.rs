@@ -267,6 +267,7 @@ async fn the_task_announces_the_node_then_streams_deltas_and_reports_a_lost_gpu(
         let u =
             tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("an update").expect("open");
         match u {
+            Update::PodNames(_) => panic!("NVML names no pods"),
             Update::Status(s) if s.error.is_none() => {
                 assert_eq!(s.name, "nvml");
                 assert!(!s.simulated);
@@ -305,6 +306,7 @@ async fn joined_to_a_scheduler_it_sends_only_deltas_for_this_host() {
     let mut deltas = 0;
     while deltas < 2 {
         match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap() {
+            Update::PodNames(_) => panic!("NVML names no pods"),
             Update::Status(s) => assert_eq!(s.error, None),
             Update::Inventory { .. } => panic!("joined: no inventory"),
             Update::Delta(d) => {

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod judge;
+pub mod kube;
 pub mod launch;
 pub mod parse;
 pub mod report;

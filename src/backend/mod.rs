@@ -93,7 +93,12 @@ pub struct Delta {
 /// What a backend sends.
 #[derive(Debug, Clone)]
 pub enum Update {
-    Inventory { at: Epoch, inventory: Box<Inventory> },
+    Inventory {
+        at: Epoch,
+        inventory: Box<Inventory>,
+    },
     Delta(Box<Delta>),
     Status(SourceStatus),
+    /// Pod UID → `namespace/name` (Kubernetes), to name the pods that own GPU processes.
+    PodNames(std::collections::HashMap<Text, Text>),
 }

@@ -37,6 +37,9 @@ pub struct GpuProc {
     pub mem_mib: Option<u64>,
     /// `pod 1b2c3d4e`, `slurm 4242.0`, a cgroup name, or `-`.
     pub owner: Text,
+    /// The owning pod's UID, resolved to `namespace/name` when the Kubernetes backend knows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<Text>,
 }
 
 /// A GPU. Telemetry fields are `None` when no source reports them.

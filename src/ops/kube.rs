@@ -23,6 +23,7 @@ pub struct KubeExecutor {
     /// checks that an evicted pod is gone (kubectl: 1 s).
     pub evict_retry: Duration,
     pub poll: Duration,
+    launcher: Option<std::sync::Arc<crate::acceptance::kube::KubeLauncher>>,
 }
 
 impl KubeExecutor {
@@ -33,7 +34,18 @@ impl KubeExecutor {
             elevated: false,
             evict_retry: Duration::from_secs(5),
             poll: Duration::from_secs(1),
+            launcher: None,
         }
+    }
+
+    /// Acceptance runs: a Job per node in `namespace`, from this template.
+    pub fn with_acceptance(mut self, template: crate::acceptance::Template, namespace: String) -> Self {
+        self.launcher = Some(std::sync::Arc::new(crate::acceptance::kube::KubeLauncher::new(
+            self.shared.clone(),
+            template,
+            namespace,
+        )));
+        self
     }
 
     fn conn(&self) -> Result<Connection, String> {
@@ -109,6 +121,10 @@ impl Executor for KubeExecutor {
         self.elevated = on && self.cfg.break_glass_user.is_some();
     }
 
+    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
+        self.launcher.clone().map(|l| l as std::sync::Arc<dyn crate::acceptance::launch::Launcher>)
+    }
+
     fn describe(&self, kind: ActionKind, target: &str) -> String {
         match kind {
             ActionKind::Cordon => {
@@ -133,12 +149,18 @@ impl Executor for KubeExecutor {
     }
 
     fn supports(&self, kind: ActionKind) -> Result<(), String> {
-        if let ActionKind::Acceptance(_) = kind {
-            return Err(
-                "acceptance tests are launched through Slurm here; the Kubernetes launcher (a Job pinned to \
-                        the nodes) is not built yet"
-                    .into(),
-            );
+        if let ActionKind::Acceptance(mode) = kind {
+            let l = self.launcher.as_ref().ok_or("no acceptance template configured")?;
+            if mode != crate::acceptance::Mode::PerNode {
+                return Err("runs across nodes need MPI between the pods (the MPI Operator's MPIJob); \
+                            use per-node mode on Kubernetes"
+                    .into());
+            }
+            if l.template_image().is_none() {
+                return Err(
+                    "set [acceptance] image: a container image with nccl-tests' all_reduce_perf".into()
+                );
+            }
         }
         let c = self.conn()?;
         if c.readonly {

@@ -65,6 +65,8 @@ pub struct ClusterState {
     pub quotas: Vec<Quota>,
     pub storage: Vec<Filesystem>,
     pub sources: Vec<SourceStatus>,
+    /// Pod UID → `namespace/name`, from the Kubernetes backend.
+    pub pod_names: std::collections::HashMap<Text, Text>,
     pub prices: PriceCard,
     pub thresholds: Thresholds,
     // derived
@@ -151,6 +153,7 @@ impl ClusterState {
                 self.apply_inventory(*inventory);
                 self.rederive(jobs_changed, 0.0, false);
             }
+            Update::PodNames(names) => self.pod_names = names,
             Update::Delta(delta) => {
                 self.mark_fresh(&delta.source, delta.at);
                 let telemetry = !delta.nodes.is_empty();

@@ -431,6 +431,12 @@ pub struct Built {
     pub owners: HashMap<JobId, (String, String, String)>,
 }
 
+/// Pod UID → `namespace/name` for the pods kept (those with GPUs: the ones that own GPU
+/// processes NVML reports).
+pub fn pod_names(store: &Store) -> HashMap<Text, Text> {
+    store.pods.iter().filter_map(|(k, p)| Some((text(p.metadata.uid.as_deref()?), text(k)))).collect()
+}
+
 pub fn build(store: &Store, m: &Mapping) -> Built {
     // Group pods and workloads by owner.
     let mut groups: HashMap<(String, String, String), Group> = HashMap::new();

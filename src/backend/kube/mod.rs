@@ -31,6 +31,9 @@ pub struct KubeConfig {
     pub kubeconfig: Option<PathBuf>,
     /// The context to use; `None`: the kubeconfig's current context.
     pub context: Option<String>,
+    /// Watch pods, quotas and Kueue workloads of this namespace only (for identities that may
+    /// not list them cluster-wide); `None`: all namespaces.
+    pub namespace: Option<String>,
     pub mapping: Mapping,
     /// Contexts where every write is refused (e.g. production).
     pub readonly_contexts: Vec<String>,
@@ -46,6 +49,8 @@ pub struct KubeConfig {
     pub drain_grace_s: Option<i64>,
     /// Drain pods with `emptyDir` volumes (their data is lost), like `--delete-emptydir-data`.
     pub drain_delete_emptydir: bool,
+    /// Where acceptance-test Jobs are created.
+    pub acceptance_namespace: String,
     /// Break-glass: the identity writes impersonate while a session lasts.
     pub break_glass_user: Option<String>,
     pub break_glass_groups: Vec<String>,
@@ -56,6 +61,7 @@ impl Default for KubeConfig {
         KubeConfig {
             kubeconfig: None,
             context: None,
+            namespace: None,
             mapping: Mapping::default(),
             readonly_contexts: Vec::new(),
             coalesce: Duration::from_millis(250),
@@ -64,6 +70,7 @@ impl Default for KubeConfig {
             drain_timeout: Duration::from_secs(300),
             drain_grace_s: None,
             drain_delete_emptydir: false,
+            acceptance_namespace: "default".into(),
             break_glass_user: None,
             break_glass_groups: Vec::new(),
         }

@@ -26,6 +26,7 @@ pub const CHECKS: &[(&str, &str, &str, &str, &str)] = &[
     ("evict pods", "create", "", "pods", "eviction"),
     ("create events", "create", "events.k8s.io", "events", ""),
     ("delete jobs", "delete", "batch", "jobs", ""),
+    ("create jobs", "create", "batch", "jobs", ""),
 ];
 
 /// Asks the server, with SelfSubjectAccessReview, what this identity may do.
@@ -373,20 +374,44 @@ fn streams(
     kueue: Option<&HashMap<String, ApiResource>>,
 ) -> BoxStream<'static, Ev> {
     let wc = || watcher::Config::default().any_semantic().page_size(cfg.page_size);
+    let ns = cfg.namespace.as_deref();
+    let pods: Api<SlimPod> = match ns {
+        Some(n) => Api::namespaced(client.clone(), n),
+        None => Api::all(client.clone()),
+    };
+    let quotas: Api<SlimQuota> = match ns {
+        Some(n) => Api::namespaced(client.clone(), n),
+        None => Api::all(client.clone()),
+    };
     let mut all: Vec<BoxStream<'static, Ev>> = vec![
         watcher(Api::<SlimNode>::all(client.clone()), wc()).default_backoff().map(Ev::Node).boxed(),
-        watcher(Api::<SlimPod>::all(client.clone()), wc()).default_backoff().map(Ev::Pod).boxed(),
-        watcher(Api::<SlimNamespace>::all(client.clone()), wc()).default_backoff().map(Ev::Namespace).boxed(),
-        watcher(Api::<SlimQuota>::all(client.clone()), wc()).default_backoff().map(Ev::Quota).boxed(),
+        watcher(pods, wc()).default_backoff().map(Ev::Pod).boxed(),
+        watcher(quotas, wc()).default_backoff().map(Ev::Quota).boxed(),
         watcher(Api::<SlimEvent>::all(client.clone()), wc().fields("involvedObject.kind=Node"))
             .default_backoff()
             .map(Ev::NodeEvent)
             .boxed(),
     ];
+    // Namespaces only for their team label; an identity scoped to one namespace may not list them.
+    if ns.is_none() {
+        all.push(
+            watcher(Api::<SlimNamespace>::all(client.clone()), wc())
+                .default_backoff()
+                .map(Ev::Namespace)
+                .boxed(),
+        );
+    }
     if let Some(res) = kueue {
         let dynamic = |plural: &str| {
-            res.get(plural)
-                .map(|ar| watcher(Api::<DynamicObject>::all_with(client.clone(), ar), wc()).default_backoff())
+            res.get(plural).map(|ar| {
+                let api = match ns {
+                    Some(n) if plural != "clusterqueues" => {
+                        Api::<DynamicObject>::namespaced_with(client.clone(), n, ar)
+                    }
+                    _ => Api::<DynamicObject>::all_with(client.clone(), ar),
+                };
+                watcher(api, wc()).default_backoff()
+            })
         };
         if let Some(s) = dynamic("clusterqueues") {
             all.push(s.map(Ev::Cq).boxed());
@@ -432,6 +457,7 @@ async fn session(
     let mut heartbeat = tokio::time::interval(Duration::from_secs(5));
     let mut pos_tick = tokio::time::interval(cfg.positions_every);
     let mut pos_note: Option<String> = None;
+    let mut last_names = HashMap::new();
     let _ = tx.send(Update::Status(status(&conn.context, None, Some(detail.clone())))).await;
     loop {
         tokio::select! {
@@ -461,6 +487,11 @@ async fn session(
             _ = coalesce.tick() => {
                 if s.dirty && s.synced.contains("nodes") {
                     s.dirty = false;
+                    let names = map::pod_names(&s.store);
+                    if names != last_names {
+                        last_names = names.clone();
+                        let _ = tx.send(Update::PodNames(names)).await;
+                    }
                     let inv = inventory(&s, &conn.context, &cfg.mapping, kueue.is_some(), shared);
                     if tx.send(Update::Inventory { at: jiff::Timestamp::now().as_second(), inventory: Box::new(inv) }).await.is_err() {
                         return End::Cancelled;

@@ -220,6 +220,10 @@ fn proc_of(p: &GpuProcess) -> GpuProc {
         command: p.comm.clone(),
         mem_mib: p.used_mib,
         owner: Text::from(p.owner.label()),
+        pod_uid: match &p.owner {
+            owner::Owner::Pod { uid, .. } => Some(uid.clone()),
+            _ => None,
+        },
     }
 }
 

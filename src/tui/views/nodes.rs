@@ -244,6 +244,10 @@ pub fn proc_line<'a>(cx: &Cx<'a>, p: &crate::model::GpuProc, with_gpu: bool) -> 
     spans.push(Span::styled(format!("{:<10} ", safe(p.user.as_deref().unwrap_or("-"))), t.text));
     spans.push(Span::styled(format!("{:<16} ", safe(p.command.as_deref().unwrap_or("-"))), t.text));
     spans.push(Span::styled(format!("{:>6} MiB  ", p.mem_mib.map_or("-".into(), |m| m.to_string())), t.dim));
-    spans.push(Span::styled(safe(&p.owner).into_owned(), t.accent));
+    let owner = match p.pod_uid.as_ref().and_then(|u| cx.s.pod_names.get(u)) {
+        Some(name) => format!("pod {name}"),
+        None => p.owner.to_string(),
+    };
+    spans.push(Span::styled(safe(&owner).into_owned(), t.accent));
     Line::from(spans)
 }
