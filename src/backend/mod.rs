@@ -93,7 +93,13 @@ pub struct Delta {
 /// What a backend sends.
 #[derive(Debug, Clone)]
 pub enum Update {
-    Inventory { at: Epoch, inventory: Box<Inventory> },
+    Inventory {
+        at: Epoch,
+        inventory: Box<Inventory>,
+    },
     Delta(Box<Delta>),
     Status(SourceStatus),
+    /// The latest acceptance result, history and drift per node (from the run store; replaces
+    /// what was there).
+    Acceptance(Box<std::collections::BTreeMap<String, crate::acceptance::NodeAcceptance>>),
 }

@@ -136,9 +136,11 @@ impl Executor for KubeExecutor {
 
     fn supports(&self, kind: ActionKind) -> Result<(), String> {
         if let ActionKind::Acceptance(_) = kind {
-            return Err("acceptance tests are launched through Slurm here; the Kubernetes launcher (a Job pinned to \
+            return Err(
+                "acceptance tests are launched through Slurm here; the Kubernetes launcher (a Job pinned to \
                         the nodes) is not built yet"
-                .into());
+                    .into(),
+            );
         }
         let c = self.conn()?;
         if c.readonly {
