@@ -13,6 +13,7 @@ mod incidents;
 pub mod suspects;
 
 pub use derive::{QueueStats, Totals};
+pub use fleet::port_flagged;
 pub use incidents::{Incident, Plane, Severity};
 pub use suspects::{Evidence, Suspect, suspects};
 

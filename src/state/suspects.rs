@@ -33,7 +33,7 @@ impl Evidence {
 pub struct Suspect {
     pub node: Text,
     pub evidence: Evidence,
-    /// One line: the strongest evidence, then the other kinds found.
+    /// One line: the strongest evidence (its kind is `evidence`), then the other kinds found.
     pub reason: String,
     /// Orders suspects with the same evidence: higher is worse.
     pub weight: f64,
@@ -44,7 +44,9 @@ pub fn drift_phrases(a: &NodeAcceptance) -> Vec<String> {
     a.drift
         .iter()
         .map(|d| match d.kind {
-            crate::acceptance::judge::DriftKind::Busbw => format!("busbw {} (was {})", d.found, d.expected),
+            crate::acceptance::judge::DriftKind::Busbw => {
+                format!("busbw {}, own median {}", d.found, d.expected.trim_end_matches(" (own median)"))
+            }
             k => format!("{} {} (fleet {})", k.label(), d.found, d.expected),
         })
         .collect()
@@ -80,13 +82,13 @@ pub fn suspects(s: &ClusterState) -> Vec<Suspect> {
             let e = if v == Verdict::Fail { Evidence::Fail } else { Evidence::Degraded };
             let why = if a.last_why.is_empty() { "no result".to_string() } else { a.last_why.clone() };
             // Lower percentage of the baseline is worse; no figure at all is worst.
-            parts.push((e, format!("{}: {why}", v.label()), 1000.0 - a.last_pct.unwrap_or(0.0)));
+            parts.push((e, why, 1000.0 - a.last_pct.unwrap_or(0.0)));
         }
         if !drift.is_empty() {
-            parts.push((Evidence::Drift, format!("drift: {}", drift.join(", ")), drift.len() as f64));
+            parts.push((Evidence::Drift, drift.join(", "), drift.len() as f64));
         }
         if let Some((what, w)) = ports {
-            parts.push((Evidence::Fabric, format!("ports: {what}"), w));
+            parts.push((Evidence::Fabric, what, w));
         }
         let Some((evidence, first, weight)) = parts.first().cloned() else { continue };
         let others: Vec<&str> = parts[1..].iter().map(|p| p.0.label()).collect();
@@ -161,10 +163,10 @@ pub(crate) mod tests {
         let order: Vec<&str> = got.iter().map(|x| x.node.as_str()).collect();
         assert_eq!(order, ["gpu-006", "gpu-005", "gpu-004", "gpu-003", "gpu-002", "gpu-001"]);
         assert_eq!(got[1].evidence, Evidence::Fail);
-        assert!(got[1].reason.starts_with("fail: 285.2 GB/s = 62% of 460.0"), "{}", got[1].reason);
+        assert!(got[1].reason.starts_with("285.2 GB/s = 62% of 460.0"), "{}", got[1].reason);
         assert!(got[1].reason.ends_with("[+fabric]"), "{}", got[1].reason);
-        assert_eq!(got[3].reason, "drift: driver 535.104 (fleet 550.54.15)");
-        assert_eq!(got[4].reason, "ports: mlx5_0/1 Down");
-        assert_eq!(got[5].reason, "ports: mlx5_3/1 9 flaps, 0 errors");
+        assert_eq!(got[3].reason, "driver 535.104 (fleet 550.54.15)");
+        assert_eq!(got[4].reason, "mlx5_0/1 Down");
+        assert_eq!(got[5].reason, "mlx5_3/1 9 flaps, 0 errors");
     }
 }
