@@ -563,3 +563,29 @@ async fn acceptance_key_on_marked_simulated_nodes_runs_tracks_and_judges() {
     assert_eq!(inc.title, format!("NCCL acceptance fail: {b:.1} GB/s vs baseline 470.0 GB/s ({pct:.0}%)"));
     assert!(inc.action.starts_with("drain and run field diagnostics"));
 }
+
+#[test]
+fn acceptance_command_modes_usage_and_help() {
+    let mut a = app();
+    typed(&mut a, ":acceptance sideways\r");
+    let (msg, bad) = a.ui.message.clone().expect("usage");
+    assert!(bad && msg.starts_with("usage: :acceptance [per-node|pairs|all]"), "{msg}");
+    // Pairs need an even number of nodes: one selected node is refused before any dialog.
+    typed(&mut a, ":fabric node==gpu-001\r:acceptance pairs\r");
+    assert_eq!(a.ui.mode, Mode::Normal);
+    assert!(a.ui.message.as_ref().unwrap().0.contains("pairs needs an even number of nodes (got 1)"));
+    // All on the selected node: one job, a plain confirmation.
+    typed(&mut a, ":acceptance all\r");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("{:?}", a.ui.message) };
+    assert_eq!(c.req.kind, gpuplane::ops::ActionKind::Acceptance(gpuplane::acceptance::Mode::All));
+    assert_eq!(c.plan.confirm_word, None);
+    typed(&mut a, "\x1b");
+    // Read-only consoles refuse it like every action.
+    a.readonly = true;
+    typed(&mut a, "N");
+    assert!(a.ui.message.as_ref().unwrap().0.contains("read-only mode: acceptance is not available"));
+    typed(&mut a, "?");
+    let screen = render(&mut a, 120, 200);
+    assert!(screen.contains("NCCL acceptance test per node"), "{screen}");
+    assert!(screen.contains(":acceptance"), "{screen}");
+}

@@ -487,6 +487,10 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         Span::styled(format!("  :{:<13}", "theme NAME"), t.key),
         Span::styled("dark, light, high-contrast, monochrome", t.text),
     ]));
+    out.push(Line::from(vec![
+        Span::styled(format!("  :{:<13}", "acceptance"), t.key),
+        Span::styled("[per-node|pairs|all] NCCL test on the marked nodes (confirm, audited)", t.text),
+    ]));
     if !app.user_commands.aliases.is_empty() {
         out.push(Line::styled("aliases (<config>/hotkeys.toml)", t.title));
         for (name, cmd) in &app.user_commands.aliases {
