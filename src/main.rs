@@ -90,6 +90,11 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
         app.readonly = config.readonly;
         app.break_glass_limits = (config.break_glass_default_min, config.break_glass_max_min);
+        // Acceptance runs the console launches are followed, judged and recorded by the ops task.
+        let acceptance = Some(gpuplane::ops::AcceptanceSetup::new(
+            gpuplane::acceptance::cli::store(&config),
+            config.acceptance.judge.clone(),
+        ));
         let ops = |cluster: String| gpuplane::ops::Ops {
             audit: gpuplane::commands::audit_log(&config),
             readonly: config.readonly,
@@ -136,7 +141,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                     ),
                 ));
                 app.ops_tx = Some(ops_tx);
-                tokio::spawn(gpuplane::ops::worker(
+                tokio::spawn(gpuplane::ops::worker_with(
                     ops(format!("kube:{}", initial.as_deref().unwrap_or("current-context"))),
                     Box::new(
                         gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone()).with_acceptance(
@@ -146,6 +151,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                     ),
                     ops_rx,
                     ev_tx,
+                    acceptance,
                 ));
                 tokio::spawn(gpuplane::backend::kube::run(kube_cfg, shared, tx, ctx_rx, cancel.clone()));
             }
@@ -154,21 +160,26 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
                 app.refresh_now.push(refresh_now.clone());
                 // Actions go to slurmrestd through the ops task (drain, resume, cancel).
-                let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client).and_then(|e| {
-                    match &config.slurm_break_glass {
+                // (and acceptance jobs, submitted with the configured template).
+                let template = config.acceptance.template.clone();
+                let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
+                    .and_then(|e| e.with_acceptance(template.clone()))
+                    .and_then(|e| match &config.slurm_break_glass {
                         Some(bg) => e.with_break_glass(bg),
                         None => Ok(e),
-                    }
-                });
-                match (gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client), exec) {
+                    });
+                let planner = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
+                    .and_then(|e| e.with_acceptance(template.clone()));
+                match (planner, exec) {
                     (Ok(planner), Ok(exec)) => {
                         app.planner = Some(Box::new(planner));
                         app.ops_tx = Some(ops_tx);
-                        tokio::spawn(gpuplane::ops::worker(
+                        tokio::spawn(gpuplane::ops::worker_with(
                             ops(slurm_cfg.client.url.clone()),
                             Box::new(exec),
                             ops_rx,
                             ev_tx,
+                            acceptance,
                         ));
                     }
                     (Err(e), _) | (_, Err(e)) => {
@@ -190,7 +201,13 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 app.planner = Some(Box::new(remote()));
                 app.ops_tx = Some(ops_tx);
                 let cluster = format!("sim-{}x{}", config.sim_nodes, config.sim_gpus);
-                tokio::spawn(gpuplane::ops::worker(ops(cluster), Box::new(remote()), ops_rx, ev_tx));
+                tokio::spawn(gpuplane::ops::worker_with(
+                    ops(cluster),
+                    Box::new(remote()),
+                    ops_rx,
+                    ev_tx,
+                    acceptance,
+                ));
                 let sim_cfg = SimConfig {
                     seed: config.seed,
                     nodes: config.sim_nodes,

@@ -4,6 +4,7 @@
 //! job's own nodes as the hosts. The output is collected from the templated path, parsed,
 //! recorded and judged.
 
+mod common;
 mod slurm_support;
 
 use gpuplane::acceptance::launch::{Origin, record, track};
@@ -116,4 +117,105 @@ async fn slurm24_acceptance_runs_on_exactly_the_chosen_nodes_and_is_recorded() {
     assert_eq!(recs[1].params.get("jobs"), Some(&format!("{}={}", chosen.join(","), sub.job_id)));
     assert_eq!(recs[1].action, "acceptance");
     eprintln!("acceptance round trip on Slurm 24.11 (submit → COMPLETED → parsed): {round_trip:?}");
+}
+
+/// The same from the console: two idle nodes marked in the Fabric view, `:acceptance all`,
+/// the reason typed; the ops task follows the job on the real Slurm to COMPLETED, records and
+/// judges it, and the Fabric view shows the verdict on both nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_acceptance_from_the_console_is_followed_to_its_verdict() {
+    use common::{render, typed};
+    use gpuplane::ops::{AcceptanceSetup, OpEvent, worker_with};
+    use gpuplane::tui::app::{App, Mode, Msg};
+    let (c, _g) = slurm24().await;
+    let root = c.chroot.clone().expect("24.11 runs in a chroot");
+    let s = read(&c).await;
+    let mut chosen: Vec<String> = s
+        .nodes
+        .iter()
+        .filter(|n| n.state == NodeState::Idle && n.name.starts_with("h100"))
+        .map(|n| n.name.to_string())
+        .take(2)
+        .collect();
+    assert_eq!(chosen.len(), 2, "two idle h100 nodes");
+    chosen.sort();
+    for (name, text, mode) in
+        [("gpuplane-nccl-sample.txt", SAMPLE, 0o644), ("gpuplane-nccl-standin.sh", STANDIN, 0o755)]
+    {
+        let p = format!("{root}/tmp/{name}");
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    }
+    let template = Template {
+        command: "/bin/sh /tmp/gpuplane-nccl-standin.sh {gpus}".into(),
+        cwd: "/tmp".into(),
+        read_output: format!("{root}/tmp/gpuplane-acceptance-{{job}}.out"),
+        time_limit_min: 5,
+        ..Template::default()
+    };
+    let client = c.config(&c.jwt).client;
+    let dir = tempfile::tempdir().unwrap();
+    let ops = Ops {
+        audit: AuditLog::new(dir.path().join("audit.jsonl")),
+        readonly: false,
+        cluster: "slurm24".into(),
+        break_glass: None,
+    };
+    let store = Store::new(dir.path().join("acceptance.jsonl"));
+    let setup = AcceptanceSetup {
+        store: store.clone(),
+        judge: JudgeConfig::default(),
+        wait: Duration::from_secs(120),
+        every: Duration::from_millis(500),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
+    let exec = SlurmExecutor::new(&client).unwrap().with_acceptance(template.clone()).unwrap();
+    tokio::spawn(worker_with(ops.clone(), Box::new(exec), rx, ev_tx, Some(setup)));
+    let mut a = App::new(
+        s,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "researcher".into(),
+    );
+    a.planner = Some(Box::new(SlurmExecutor::new(&client).unwrap().with_acceptance(template).unwrap()));
+    a.ops_tx = Some(tx);
+    for n in &chosen {
+        typed(&mut a, &format!(":fabric node=={n}\r "));
+    }
+    typed(&mut a, "\x1b:acceptance all\r");
+    let Mode::Confirm(conf) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    let plan = conf.plan.lines();
+    assert!(plan[0].contains(&format!("nodelist={} gpus/node=8", chosen.join(","))), "{plan:?}");
+    typed(&mut a, "rerun after repair\r");
+    assert_eq!(a.ui.mode, Mode::Normal);
+    let mut verdict = None;
+    while verdict.is_none() || a.state().acceptance.len() < 2 {
+        let ev = tokio::time::timeout(Duration::from_secs(180), ev_rx.recv()).await.expect("event").unwrap();
+        if let OpEvent::AcceptanceResult { verdict: v, .. } = &ev {
+            verdict = Some(*v);
+        }
+        a.update(Msg::Op(ev));
+    }
+    assert_eq!(verdict, Some(Verdict::Pass), "{:#?}", a.op_panel);
+    let panel: Vec<&str> = a.op_panel.iter().map(|(l, _)| l.as_str()).collect();
+    let target = chosen.join(",");
+    assert!(
+        panel
+            .iter()
+            .any(|l| l.starts_with(&format!("acceptance {target}: job ")) && l.ends_with("COMPLETED"))
+    );
+    assert!(panel.iter().any(|l| l.contains("PASS 338.8 GB/s")), "{panel:#?}");
+    let runs = store.load().unwrap().runs;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].nodes, chosen);
+    assert_eq!(runs[0].backend, "slurm");
+    typed(&mut a, "\x1b:fabric\r");
+    let screen = render(&mut a, 160, 48);
+    for n in &chosen {
+        let row =
+            screen.lines().find(|l| l.contains(&format!("│{n} "))).unwrap_or_else(|| panic!("{screen}"));
+        assert!(row.contains("pass      338.8"), "{row}");
+    }
 }

@@ -413,3 +413,179 @@ fn dangerous_plugins_are_audited_and_hidden_in_read_only_mode() {
     ro.update(ctrl_b());
     assert!(ro.pending_plugin.is_none());
 }
+
+/// The whole console road of an acceptance run on the simulator: mark nodes in the Fabric
+/// view, press the key, read the plan, give the reason and the count, and watch the ops task
+/// follow each job through its states to a verdict that the Fabric view, the suspects list
+/// and the Overview's incidents then show.
+#[tokio::test]
+async fn acceptance_key_on_marked_simulated_nodes_runs_tracks_and_judges() {
+    use gpuplane::acceptance::{JudgeConfig, Store};
+    use gpuplane::ops::{AcceptanceSetup, OpEvent, Ops, SimExecutor, worker_with};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = app();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    let ops = Ops {
+        audit: gpuplane::audit::AuditLog::new(dir.path().join("audit.jsonl")),
+        readonly: false,
+        cluster: "sim".into(),
+        break_glass: None,
+    };
+    let exec = SimExecutor::Direct {
+        sim: Box::new(gpuplane::backend::sim::Sim::new(gpuplane::backend::sim::SimConfig::default())),
+        user: "researcher".into(),
+    };
+    let mut judge = JudgeConfig::default();
+    // The simulated fleet mixes H100 and H200 nodes.
+    judge.baseline.insert("8xH100".into(), 470.0);
+    judge.baseline.insert("8xH200".into(), 470.0);
+    let store = Store::new(dir.path().join("acceptance.jsonl"));
+    let setup = AcceptanceSetup {
+        store: store.clone(),
+        judge,
+        wait: Duration::from_secs(60),
+        every: Duration::from_millis(1),
+    };
+    tokio::spawn(worker_with(ops, Box::new(exec), rx, ev_tx, Some(setup)));
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(60), ev_rx.recv()).await.expect("an event").expect("open")
+    };
+    // Start-up: the (empty) store is read by the ops task, not the UI.
+    loop {
+        match next().await {
+            OpEvent::Acceptance(m) => {
+                assert!(m.is_empty());
+                break;
+            }
+            ev => {
+                a.update(Msg::Op(ev));
+            }
+        }
+    }
+    // A cordoned node takes no jobs: refused before any dialog.
+    typed(&mut a, ":fabric gpu-010\r N");
+    assert!(matches!(a.ui.mode, Mode::Normal));
+    let msg = &a.ui.message.as_ref().expect("why not").0;
+    assert!(msg.contains("node gpu-010 is cordoned: it takes no jobs"), "{msg}");
+    typed(&mut a, " ");
+    assert!(a.marks.nodes.is_empty());
+    let nodes = ["gpu-001", "gpu-012", "gpu-005"];
+    for n in nodes {
+        assert!(a.state().node(n).unwrap().state.schedulable(), "{n} takes jobs");
+        typed(&mut a, &format!(":fabric {n}\r "));
+    }
+    assert_eq!(a.ui.focus, 0, "the per-node table has the focus");
+    typed(&mut a, "\x1bN");
+    let screen = render(&mut a, 160, 40);
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {screen}") };
+    assert_eq!(c.plan.confirm_word.as_deref(), Some("3"));
+    let plan = c.plan.lines();
+    for n in nodes {
+        let line =
+            format!("acceptance {n}: sim: run `all_reduce_perf -b 8 -e 8G -f 2 -g 8` on {n} (8 GPUs each)");
+        assert!(plan.contains(&line), "{plan:#?}");
+        assert!(screen.contains(&line[..line.len() - " (8 GPUs each)".len()]), "{screen}");
+    }
+    assert_eq!(
+        plan.last().unwrap(),
+        "3 test job(s) to submit on 3 node(s), 24 GPUs; running jobs are not touched"
+    );
+    assert!(screen.contains("type \"3\" to confirm"), "{screen}");
+    typed(&mut a, "after the cable swap\r3\r");
+    assert_eq!(a.ui.mode, Mode::Normal);
+    assert!(a.marks.nodes.is_empty(), "marks are spent on the action");
+    // Follow the events until every job is judged and the store's picture comes back.
+    let mut results = 0;
+    while results < 3 || a.state().acceptance.len() < 3 {
+        match next().await {
+            ev @ OpEvent::AcceptanceResult { .. } => {
+                results += 1;
+                a.update(Msg::Op(ev));
+            }
+            ev => {
+                a.update(Msg::Op(ev));
+            }
+        }
+    }
+    let panel: Vec<&str> = a.op_panel.iter().map(|(l, _)| l.as_str()).collect();
+    assert!(panel.iter().any(|l| l.starts_with("acceptance done: 3/3 succeeded")), "{panel:#?}");
+    for n in nodes {
+        let states: Vec<&str> = panel
+            .iter()
+            .filter(|l| l.starts_with(&format!("acceptance {n}: job sim-")))
+            .map(|l| l.rsplit(' ').next().unwrap_or(""))
+            .collect();
+        assert_eq!(states[..3], ["(Resources)", "RUNNING", "COMPLETED"], "{n}: {panel:#?}");
+    }
+    let verdict = |n: &str| {
+        panel
+            .iter()
+            .find(|l| l.starts_with(&format!("acceptance {n}: job")) && l.contains(" — "))
+            .unwrap_or_else(|| panic!("no verdict for {n}: {panel:#?}"))
+            .to_string()
+    };
+    // Recorded, with the audited operation's id; the verdicts shown are the recorded ones.
+    let runs = store.load().unwrap().runs;
+    assert_eq!(runs.len(), 3);
+    assert!(runs.iter().all(|r| r.op_id.is_some() && r.backend == "sim"));
+    let bw = |n: &str| runs.iter().find(|r| r.nodes == [n]).and_then(|r| r.busbw).expect("busbw");
+    for (n, want, shape) in
+        [("gpu-001", "PASS", "8xH100"), ("gpu-005", "PASS", "8xH100"), ("gpu-012", "FAIL", "8xH200")]
+    {
+        let v = verdict(n);
+        let b = bw(n);
+        let pct = b / 470.0 * 100.0;
+        assert!(
+            v.contains(&format!(
+                "{want} {b:.1} GB/s — {b:.1} GB/s = {pct:.0}% of 470.0 GB/s (config {shape})"
+            )),
+            "{v}"
+        );
+    }
+    assert!(bw("gpu-012") < 0.7 * 470.0 && bw("gpu-001") > 0.9 * 470.0);
+    // Red for what did not pass.
+    assert!(a.op_panel.iter().any(|(l, bad)| l.contains("FAIL") && *bad));
+    // The Fabric view and its suspects list show the verdicts.
+    typed(&mut a, "\x1b:fabric\r");
+    let screen = render(&mut a, 160, 48);
+    let (b, pct) = (bw("gpu-012"), bw("gpu-012") / 470.0 * 100.0);
+    let line = format!(" 1 gpu-012      fail     {b:.1} GB/s = {pct:.0}% of 470.0 GB/s");
+    assert!(screen.contains(&line), "{screen}");
+    assert!(screen.contains("Suspect nodes [2]"), "gpu-012, and gpu-002's flapping port: {screen}");
+    let row = screen.lines().find(|l| l.contains("│gpu-012 ")).expect("gpu-012 row");
+    assert!(row.contains(&format!("fail      {b:.1}   {pct:.0}%")), "{row}");
+    // The Overview's incidents carry the fail with what to do.
+    let inc = a.state().incidents.iter().find(|i| i.subject == "gpu-012" && i.title.contains("acceptance"));
+    let inc = inc.expect("an incident for the failed node");
+    assert_eq!(inc.title, format!("NCCL acceptance fail: {b:.1} GB/s vs baseline 470.0 GB/s ({pct:.0}%)"));
+    assert!(inc.action.starts_with("drain and run field diagnostics"));
+}
+
+#[test]
+fn acceptance_command_modes_usage_and_help() {
+    let mut a = app();
+    typed(&mut a, ":acceptance sideways\r");
+    let (msg, bad) = a.ui.message.clone().expect("usage");
+    assert!(bad && msg.starts_with("usage: :acceptance [per-node|pairs|all]"), "{msg}");
+    // Pairs need an even number of nodes: one selected node is refused before any dialog.
+    typed(&mut a, ":fabric node==gpu-001\r:acceptance pairs\r");
+    assert_eq!(a.ui.mode, Mode::Normal);
+    assert!(a.ui.message.as_ref().unwrap().0.contains("pairs needs an even number of nodes (got 1)"));
+    // All on the selected node: one job, a plain confirmation.
+    typed(&mut a, ":acceptance all\r");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("{:?}", a.ui.message) };
+    assert_eq!(c.req.kind, gpuplane::ops::ActionKind::Acceptance(gpuplane::acceptance::Mode::All));
+    assert_eq!(c.plan.confirm_word, None);
+    typed(&mut a, "\x1b");
+    // Read-only consoles refuse it like every action.
+    a.readonly = true;
+    typed(&mut a, "N");
+    assert!(a.ui.message.as_ref().unwrap().0.contains("read-only mode: acceptance is not available"));
+    typed(&mut a, "?");
+    let screen = render(&mut a, 120, 200);
+    assert!(screen.contains("NCCL acceptance test per node"), "{screen}");
+    assert!(screen.contains(":acceptance"), "{screen}");
+}

@@ -344,3 +344,28 @@ fn a_kubernetes_context_watch_events_reach_the_screen_and_ctx_switches() {
     assert!(status.success(), "{status:?}");
     assert!(c.restored(), "alternate screen left and cursor shown");
 }
+
+#[test]
+fn acceptance_key_on_the_simulator_shows_states_and_the_verdict_in_the_fabric_view() {
+    let mut c = spawn(120, 36, &[], &[]);
+    c.wait_for("Incidents");
+    c.send(":nodes state=alloc\r");
+    c.wait_for("</state=alloc>");
+    c.send(" ");
+    c.send("N");
+    c.wait_for("acceptance 1 target(s)");
+    c.wait_for("all_reduce_perf -b 8 -e 8G -f 2 -g 8");
+    c.send("after the cable swap\r");
+    c.wait_for("acceptance done: 1/1 succeeded");
+    c.wait_for("PENDING (Resources)");
+    c.wait_for("RUNNING");
+    c.wait_for("COMPLETED");
+    c.wait_for(" PASS ");
+    c.send("\x1b");
+    c.send(":fabric\r");
+    c.wait_for("Nodes: ports and acceptance");
+    c.wait_for(" pass ");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    assert!(c.restored());
+}

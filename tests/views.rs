@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{app, render, typed};
+use common::{app, app_with_acceptance, render, typed};
 
 fn snap(name: &str, keys: &str) {
     for (w, h) in [(80u16, 24u16), (160, 48)] {
@@ -48,6 +48,16 @@ fn gpus_wall_util_and_temp() {
 fn topology_with_a_node_open() {
     // open the first pool, go to its first node and open it
     snap("topology", ":topo\r\rj\r");
+}
+
+#[test]
+fn fabric_with_acceptance_results() {
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        let mut a = app_with_acceptance();
+        typed(&mut a, ":fabric\r");
+        let screen = render(&mut a, w, h);
+        insta::assert_snapshot!(format!("fabric_acceptance_{w}x{h}"), screen);
+    }
 }
 
 #[test]

@@ -172,6 +172,11 @@ pub struct NodeAcceptance {
     pub last_verdict: Option<Verdict>,
     pub last_busbw: Option<f64>,
     pub last_at: i64,
+    /// The baseline the latest run was judged against, its busbw as a percentage of it, and
+    /// the one-line why.
+    pub last_baseline: Option<f64>,
+    pub last_pct: Option<f64>,
+    pub last_why: String,
     /// busbw of the node's runs of its latest shape, oldest first.
     pub history: Vec<f64>,
     pub drift: Vec<Drift>,
@@ -203,6 +208,9 @@ pub fn by_node(runs: &[RunRecord], cfg: &JudgeConfig) -> BTreeMap<String, NodeAc
                 last_verdict: r.judgement.as_ref().map(|j| j.verdict),
                 last_busbw: r.busbw,
                 last_at: r.submitted_at,
+                last_baseline: r.judgement.as_ref().and_then(|j| j.baseline),
+                last_pct: r.judgement.as_ref().and_then(|j| j.pct),
+                last_why: r.judgement.as_ref().map(|j| j.why.clone()).unwrap_or_default(),
                 history,
                 drift: Vec::new(),
             };

@@ -376,15 +376,18 @@ impl Launcher for SlurmLauncher {
     }
 }
 
-/// The simulator: every job "runs" at once and prints a plausible all_reduce sweep for its
-/// nodes, slower on a few of them, so the whole road can be tried without a cluster.
+/// The simulator: a job waits one poll, runs for one, then ends and prints a plausible
+/// all_reduce sweep for its nodes, slower on a few of them, so the whole road (the states
+/// included) can be tried without a cluster.
 pub struct SimLauncher {
     template: Template,
+    /// Polls seen per job id.
+    polls: std::sync::Mutex<std::collections::HashMap<String, u32>>,
 }
 
 impl SimLauncher {
     pub fn new(template: Template) -> SimLauncher {
-        SimLauncher { template }
+        SimLauncher { template, polls: Default::default() }
     }
 }
 
@@ -482,9 +485,25 @@ impl Launcher for SimLauncher {
     fn poll<'a>(
         &'a self,
         job: &'a AcceptanceJob,
-        _sub: &'a Submitted,
+        sub: &'a Submitted,
     ) -> BoxFuture<'a, Result<Progress, String>> {
-        Box::pin(async move { Ok(Progress::Ended { state: "COMPLETED".into(), nodes: job.nodes.clone() }) })
+        Box::pin(async move {
+            let n = {
+                let mut polls = self.polls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let n = polls.entry(sub.job_id.clone()).or_default();
+                *n += 1;
+                let seen = *n;
+                if seen >= 3 {
+                    polls.remove(&sub.job_id);
+                }
+                seen
+            };
+            Ok(match n {
+                1 => Progress::Waiting("Resources".into()),
+                2 => Progress::Running { nodes: job.nodes.clone() },
+                _ => Progress::Ended { state: "COMPLETED".into(), nodes: job.nodes.clone() },
+            })
+        })
     }
 
     fn output<'a>(
@@ -560,8 +579,12 @@ mod tests {
         let l = SimLauncher::new(Template::default());
         let j = job(&["node001"]);
         let sub = l.submit(&j).await.unwrap();
-        let c = track(&l, &j, &sub, Duration::from_secs(5), Duration::from_millis(10), |_| {}).await;
+        let mut seen = Vec::new();
+        let c =
+            track(&l, &j, &sub, Duration::from_secs(5), Duration::from_millis(1), |p| seen.push(p.label()))
+                .await;
         assert_eq!(c.state.as_deref(), Some("COMPLETED"));
+        assert_eq!(seen, ["PENDING (Resources)", "RUNNING", "COMPLETED"]);
         let r = record(
             Origin { op_id: Some("op"), backend: "sim", image: None },
             &j,

@@ -101,4 +101,7 @@ pub enum Update {
     Status(SourceStatus),
     /// Pod UID → `namespace/name` (Kubernetes), to name the pods that own GPU processes.
     PodNames(std::collections::HashMap<Text, Text>),
+    /// The latest acceptance result, history and drift per node (from the run store; replaces
+    /// what was there).
+    Acceptance(Box<std::collections::BTreeMap<String, crate::acceptance::NodeAcceptance>>),
 }

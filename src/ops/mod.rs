@@ -10,7 +10,7 @@ mod worker;
 pub use kube::{KubeExecutor, PodVerdict, drain_filter};
 pub use sim::{SimExecutor, SimOp, sim_ops_channel};
 pub use slurm::SlurmExecutor;
-pub use worker::{AUDIT_VIEW_RECORDS, OpEvent, OpJob, OpMsg, worker};
+pub use worker::{AUDIT_VIEW_RECORDS, AcceptanceSetup, OpEvent, OpJob, OpMsg, worker, worker_with};
 
 use crate::audit::{AuditLog, Entry, Phase};
 use crate::model::{JobId, JobState, NodeState, Text};
@@ -105,6 +105,16 @@ impl Plan {
             for a in &s.affected {
                 out.push(format!("    job {} {} ({}), {} GPUs", a.job, a.name, a.user, a.gpus));
             }
+        }
+        let tests: Vec<_> = self.steps.iter().filter_map(|s| s.job.as_ref()).collect();
+        if !tests.is_empty() {
+            let nodes: usize = tests.iter().map(|j| j.nodes.len()).sum();
+            let gpus: u32 = tests.iter().map(|j| j.gpus_per_node * j.nodes.len() as u32).sum();
+            out.push(format!(
+                "{} test job(s) to submit on {nodes} node(s), {gpus} GPUs; running jobs are not touched",
+                tests.len()
+            ));
+            return out;
         }
         let jobs: usize = self.steps.iter().map(|s| s.affected.len()).sum();
         out.push(format!(

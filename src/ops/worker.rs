@@ -2,8 +2,31 @@
 //! block drawing) and reports progress and the audit log back to the console.
 
 use super::{ActionKind, Executor, OpError, OpRequest, Ops, Outcome, Plan, TargetResult};
+use crate::acceptance::launch::{AcceptanceJob, Launcher, Origin, Submitted, record, track};
+use crate::acceptance::{JudgeConfig, NodeAcceptance, RunRecord, Store, Verdict, by_node};
 use crate::audit::Record;
+use crate::sanitize::sanitize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// Where acceptance runs are recorded, how they are judged, and how long and how often the
+/// ops task follows a submitted job.
+#[derive(Debug, Clone)]
+pub struct AcceptanceSetup {
+    pub store: Store,
+    pub judge: JudgeConfig,
+    pub wait: Duration,
+    pub every: Duration,
+}
+
+impl AcceptanceSetup {
+    pub fn new(store: Store, judge: JudgeConfig) -> AcceptanceSetup {
+        // A real job waits in the queue, then runs a few minutes.
+        AcceptanceSetup { store, judge, wait: Duration::from_secs(3600), every: Duration::from_secs(2) }
+    }
+}
 
 /// A confirmed plan to run.
 #[derive(Debug, Clone)]
@@ -42,6 +65,27 @@ pub enum OpEvent {
     Audit(Vec<Record>),
     /// The audit log could not be read.
     AuditError(String),
+    /// A submitted acceptance job changed state (`PENDING (Resources)`, `RUNNING`,
+    /// `COMPLETED`, ...).
+    AcceptanceProgress {
+        target: String,
+        job_id: String,
+        state: String,
+    },
+    /// A job's output was collected, parsed and judged; `recorded` says why the run could not
+    /// be stored, when it could not.
+    AcceptanceResult {
+        target: String,
+        job_id: String,
+        verdict: Verdict,
+        busbw: Option<f64>,
+        why: String,
+        recorded: Result<(), String>,
+    },
+    /// Every node's latest acceptance result (at start-up and after each run is recorded).
+    Acceptance(Box<BTreeMap<String, NodeAcceptance>>),
+    /// The run store could not be read.
+    AcceptanceError(String),
 }
 
 /// How many records the console keeps for its Audit view.
@@ -55,13 +99,117 @@ fn audit_snapshot(ops: &Ops, events: &mpsc::UnboundedSender<OpEvent>) {
     let _ = events.send(ev);
 }
 
+/// The runs of one backend in the store (a simulator's runs do not judge a cluster's), and how
+/// many lines could not be read. Blocking: call off the async tasks.
+fn load_runs(store: &Store, backend: &str) -> Result<Vec<RunRecord>, String> {
+    let loaded = store.load().map_err(|e| e.to_string())?;
+    if loaded.skipped > 0 {
+        tracing::warn!(path = %store.path.display(), skipped = loaded.skipped, "unreadable acceptance runs");
+    }
+    Ok(loaded.runs.into_iter().filter(|r| r.backend == backend).collect())
+}
+
+/// Reads the run store off the async tasks and sends what it holds per node.
+async fn acceptance_snapshot(acc: &AcceptanceSetup, backend: &str, events: &mpsc::UnboundedSender<OpEvent>) {
+    let (store, backend, judge) = (acc.store.clone(), backend.to_string(), acc.judge.clone());
+    let r =
+        tokio::task::spawn_blocking(move || load_runs(&store, &backend).map(|runs| by_node(&runs, &judge)))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r);
+    let _ = events.send(match r {
+        Ok(m) => OpEvent::Acceptance(Box::new(m)),
+        Err(e) => OpEvent::AcceptanceError(e),
+    });
+}
+
+/// Follows one submitted acceptance job to its end, then records and judges the run and sends
+/// the new per-node picture. `lock` keeps runs finishing together from recording (and
+/// reporting) over each other.
+#[allow(clippy::too_many_arguments)]
+async fn follow(
+    l: Arc<dyn Launcher>,
+    acc: AcceptanceSetup,
+    op_id: String,
+    job: AcceptanceJob,
+    sub: Submitted,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    events: mpsc::UnboundedSender<OpEvent>,
+) {
+    let target = job.target();
+    let ev = events.clone();
+    let (t, id) = (target.clone(), sub.job_id.clone());
+    let c = track(l.as_ref(), &job, &sub, acc.wait, acc.every, move |p| {
+        let _ = ev.send(OpEvent::AcceptanceProgress {
+            target: t.clone(),
+            job_id: id.clone(),
+            state: sanitize(&p.label()).into_owned(),
+        });
+    })
+    .await;
+    let _guard = lock.lock().await;
+    let backend = l.backend().to_string();
+    let image = l.template().image.clone();
+    let job_id = sub.job_id.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        let history = load_runs(&acc.store, &backend);
+        let mut runs = history.as_ref().cloned().unwrap_or_default();
+        let origin = Origin { op_id: Some(&op_id), backend: &backend, image: image.as_deref() };
+        let rec = record(origin, &job, &sub, &c, &runs, &acc.judge);
+        let recorded = match (&history, acc.store.append(&rec)) {
+            (_, Err(e)) => Err(e.to_string()),
+            (Err(e), Ok(())) => Err(format!("recorded, but earlier runs could not be read: {e}")),
+            (Ok(_), Ok(())) => Ok(()),
+        };
+        runs.push(rec.clone());
+        (rec, recorded, by_node(&runs, &acc.judge))
+    })
+    .await;
+    match done {
+        Ok((rec, recorded, nodes)) => {
+            let (verdict, why) = rec
+                .judgement
+                .as_ref()
+                .map_or((Verdict::Fail, "not judged".to_string()), |j| (j.verdict, j.why.clone()));
+            let _ = events.send(OpEvent::AcceptanceResult {
+                target,
+                job_id,
+                verdict,
+                busbw: rec.busbw,
+                why: sanitize(&why).into_owned(),
+                recorded,
+            });
+            let _ = events.send(OpEvent::Acceptance(Box::new(nodes)));
+        }
+        Err(e) => {
+            let _ = events.send(OpEvent::AcceptanceError(format!("{target}: recording failed: {e}")));
+        }
+    }
+}
+
 pub async fn worker(
+    ops: Ops,
+    exec: Box<dyn Executor>,
+    jobs: mpsc::UnboundedReceiver<OpMsg>,
+    events: mpsc::UnboundedSender<OpEvent>,
+) {
+    worker_with(ops, exec, jobs, events, None).await
+}
+
+/// The ops task; with `acceptance`, it also loads the run store at start and follows, records
+/// and judges every acceptance job it submits.
+pub async fn worker_with(
     mut ops: Ops,
     mut exec: Box<dyn Executor>,
     mut jobs: mpsc::UnboundedReceiver<OpMsg>,
     events: mpsc::UnboundedSender<OpEvent>,
+    acceptance: Option<AcceptanceSetup>,
 ) {
     audit_snapshot(&ops, &events);
+    if let Some(acc) = &acceptance {
+        acceptance_snapshot(acc, exec.backend(), &events).await;
+    }
+    let record_lock = Arc::new(tokio::sync::Mutex::new(()));
     while let Some(msg) = jobs.recv().await {
         let job = match msg {
             OpMsg::Run(job) => job,
@@ -93,7 +241,18 @@ pub async fn worker(
                 let _ = ev.send(OpEvent::Target { kind, result: t.clone() });
             })
             .await;
+        let follow_up = match (&result, &acceptance, exec.launcher()) {
+            (Ok(o), Some(acc), Some(l)) if !o.dry_run => o
+                .submitted
+                .iter()
+                .map(|(j, s)| (l.clone(), acc.clone(), o.op_id.clone(), j.clone(), s.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
         let _ = events.send(OpEvent::Done { kind, result });
         audit_snapshot(&ops, &events);
+        for (l, acc, op_id, job, sub) in follow_up {
+            tokio::spawn(follow(l, acc, op_id, job, sub, record_lock.clone(), events.clone()));
+        }
     }
 }

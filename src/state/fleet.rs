@@ -21,7 +21,8 @@ fn gpu_flagged(g: &Gpu, now: Epoch, th: &Thresholds) -> bool {
         || g.idle_since.is_some_and(|s| now - s >= th.idle_after_s)
 }
 
-pub(super) fn port_flagged(p: &FabricPort, th: &Thresholds) -> bool {
+/// Whether a port is down, flapping or erring enough to be an incident.
+pub fn port_flagged(p: &FabricPort, th: &Thresholds) -> bool {
     p.state != PortState::Active || p.flaps >= th.flap_count || p.symbol_errors + p.rcv_errors > 1000
 }
 

@@ -60,6 +60,59 @@ pub struct Incident {
     pub job: Option<JobId>,
 }
 
+/// Failed and degraded acceptance results, and drift, of the nodes this cluster has.
+fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
+    use crate::acceptance::Verdict;
+    for (name, a) in &s.acceptance {
+        let Some(n) = s.node(name) else { continue };
+        let vs = match (a.last_busbw, a.last_baseline, a.last_pct) {
+            (Some(bw), Some(base), Some(pct)) => {
+                format!("{bw:.1} GB/s vs baseline {base:.1} GB/s ({pct:.0}%)")
+            }
+            (Some(bw), ..) => format!("{bw:.1} GB/s"),
+            _ => a.last_why.clone(),
+        };
+        let (severity, action) = match a.last_verdict {
+            Some(Verdict::Fail) => (
+                Severity::Critical,
+                "drain and run field diagnostics (dcgmi diag -r 3, ibdiagnet); rerun the acceptance test after repair",
+            ),
+            Some(Verdict::Degraded) => (
+                Severity::Warning,
+                "rerun the acceptance test; check NVLink/IB counters, clocks and PCIe; drain if it repeats",
+            ),
+            _ => (Severity::Info, ""),
+        };
+        if let Some(v) = a.last_verdict.filter(|v| *v != Verdict::Pass) {
+            out.push(Incident {
+                severity,
+                plane: Plane::Network,
+                subject: n.name.clone(),
+                title: format!("NCCL acceptance {}: {vs}", v.label()),
+                action: action.to_string(),
+                since: Some(a.last_at),
+                cost_per_hour: None,
+                node: Some(n.name.clone()),
+                job: None,
+            });
+        }
+        let drift = super::suspects::drift_phrases(a);
+        if !drift.is_empty() {
+            out.push(Incident {
+                severity: Severity::Warning,
+                plane: Plane::Network,
+                subject: n.name.clone(),
+                title: format!("acceptance drift: {}", drift.join(", ")),
+                action: "align driver/CUDA/NCCL/image with the fleet; rerun the acceptance test".into(),
+                since: Some(a.last_at),
+                cost_per_hour: None,
+                node: Some(n.name.clone()),
+                job: None,
+            });
+        }
+    }
+}
+
 pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     let th = &s.thresholds;
     let mut out = Vec::new();
@@ -177,6 +230,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             ));
         }
     }
+    acceptance(s, &mut out);
     for (job, (count, since, per_hour, node)) in idle_by_job {
         let who = s.job(job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
         out.push(Incident {
@@ -249,4 +303,36 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             .then(a.subject.cmp(&b.subject))
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_degraded_and_drifting_acceptance_results_are_incidents() {
+        let s = crate::state::suspects::tests::cluster();
+        let acc: Vec<&Incident> = s.incidents.iter().filter(|i| i.title.contains("acceptance")).collect();
+        let find = |node: &str, what: &str| {
+            acc.iter()
+                .find(|i| i.subject == node && i.title.contains(what))
+                .unwrap_or_else(|| panic!("no {what} incident for {node}: {acc:#?}"))
+        };
+        let fail = find("gpu-006", "fail");
+        assert_eq!(fail.severity, Severity::Critical);
+        assert_eq!(fail.title, "NCCL acceptance fail: 184.0 GB/s vs baseline 460.0 GB/s (40%)");
+        assert!(fail.action.starts_with("drain and run field diagnostics"));
+        assert_eq!(fail.node.as_deref(), Some("gpu-006"));
+        let deg = find("gpu-004", "degraded");
+        assert_eq!(deg.severity, Severity::Warning);
+        assert!(deg.title.contains("391.0 GB/s vs baseline 460.0 GB/s (85%)"), "{}", deg.title);
+        assert!(deg.action.starts_with("rerun the acceptance test"));
+        let drift = find("gpu-003", "drift");
+        assert_eq!(drift.title, "acceptance drift: driver 535.104 (fleet 550.54.15)");
+        // Passing nodes and nodes of another cluster raise nothing.
+        assert_eq!(acc.len(), 4, "{acc:#?}");
+        assert!(!acc.iter().any(|i| i.subject == "gpu-007" || i.subject == "not-in-this-cluster"));
+        // Critical ones come first on the Overview.
+        assert_eq!(s.incidents[0].severity, Severity::Critical);
+    }
 }

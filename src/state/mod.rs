@@ -10,9 +10,12 @@ mod derive;
 mod fleet;
 pub mod history;
 mod incidents;
+pub mod suspects;
 
 pub use derive::{QueueStats, Totals};
+pub use fleet::port_flagged;
 pub use incidents::{Incident, Plane, Severity};
+pub use suspects::{Evidence, Suspect, suspects};
 
 use crate::backend::{Delta, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{Epoch, Filesystem, Job, JobId, JobState, Node, PriceCard, Queue, Quota, Text};
@@ -69,6 +72,8 @@ pub struct ClusterState {
     pub pod_names: std::collections::HashMap<Text, Text>,
     pub prices: PriceCard,
     pub thresholds: Thresholds,
+    /// Acceptance results per node name (may name nodes this cluster does not have).
+    pub acceptance: std::collections::BTreeMap<String, crate::acceptance::NodeAcceptance>,
     // derived
     pub totals: Totals,
     pub queue_stats: Vec<QueueStats>,
@@ -144,6 +149,10 @@ impl ClusterState {
         match update {
             Update::Status(status) => {
                 self.set_status(status);
+                self.incidents = incidents::detect(self, &self.flag_scan());
+            }
+            Update::Acceptance(by_node) => {
+                self.acceptance = *by_node;
                 self.incidents = incidents::detect(self, &self.flag_scan());
             }
             Update::Inventory { at, inventory } => {

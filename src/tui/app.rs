@@ -321,6 +321,7 @@ impl App {
             "pause" => self.toggle_pause(),
             "breakglass" | "bg" => self.break_glass_command(&rest),
             "ctx" | "context" => self.context_command(&rest),
+            "acceptance" | "nccl" => self.acceptance_command(&rest),
             "theme" => {
                 let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
                 self.theme = theme;
@@ -504,6 +505,7 @@ impl App {
             Action::Drain => self.start_action(ActionKind::Drain),
             Action::Resume => self.start_action(ActionKind::Resume),
             Action::CancelJob => self.start_action(ActionKind::Cancel),
+            Action::Acceptance => self.start_action(ActionKind::Acceptance(crate::acceptance::Mode::PerNode)),
             Action::WindowLonger => {
                 self.ui.cost_window = (self.ui.cost_window + 1).min(cost::WINDOWS.len() - 1)
             }
@@ -628,7 +630,7 @@ impl App {
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = VIEWS.iter().flat_map(|v| v.names.iter().copied()).collect();
-    v.extend(["quit", "help", "pause", "theme", "breakglass", "ctx"]);
+    v.extend(["quit", "help", "pause", "theme", "breakglass", "ctx", "acceptance"]);
     v
 }
 
@@ -669,6 +671,7 @@ impl App {
             TableId::Nodes => s.nodes.get(key as usize).map(|n| (false, n.name.to_string())),
             TableId::Gpus => s.nodes.get((key >> 32) as usize).map(|n| (false, n.name.to_string())),
             TableId::Fabric => s.nodes.get((key >> 32) as usize).map(|n| (false, n.name.to_string())),
+            TableId::FabricNodes => s.nodes.get(key as usize).map(|n| (false, n.name.to_string())),
             TableId::Jobs | TableId::MyJobs => s.jobs.get(key as usize).map(|j| (true, j.id.to_string())),
             TableId::CostJobs => self
                 .cost
@@ -822,6 +825,7 @@ impl App {
                 )),
                 Ok(o) => {
                     let ok = o.results.iter().filter(|r| r.ok).count();
+                    let following = o.submitted.len();
                     self.op_panel.push((
                         format!(
                             "{} done: {ok}/{} succeeded (audit op {})",
@@ -834,6 +838,12 @@ impl App {
                     if let Some(w) = o.audit_warning {
                         self.op_panel.push((w, true));
                     }
+                    if following > 0 {
+                        self.op_panel.push((
+                            format!("following {following} job(s): states and verdicts appear here and in the Fabric view"),
+                            false,
+                        ));
+                    }
                 }
                 Err(e) => self.op_panel.push((format!("{}: {e}", kind.label()), true)),
             },
@@ -842,7 +852,51 @@ impl App {
                 self.ui.tables[TableId::Audit as usize].invalidate();
             }
             OpEvent::AuditError(e) => self.ui.message = Some((format!("audit log: {e}"), true)),
+            OpEvent::AcceptanceProgress { target, job_id, state } => {
+                self.op_panel.push((format!("acceptance {target}: job {job_id} {state}"), false))
+            }
+            OpEvent::AcceptanceResult { target, job_id, verdict, busbw, why, recorded } => {
+                let bw = busbw.map(|b| format!("{b:.1} GB/s ")).unwrap_or_default();
+                self.op_panel.push((
+                    format!(
+                        "acceptance {target}: job {job_id} {} {bw}— {why}",
+                        verdict.label().to_uppercase()
+                    ),
+                    verdict != crate::acceptance::Verdict::Pass,
+                ));
+                if let Err(e) = recorded {
+                    self.op_panel.push((format!("acceptance {target}: the run was not recorded: {e}"), true));
+                }
+            }
+            OpEvent::Acceptance(by_node) => {
+                self.live.apply(crate::backend::Update::Acceptance(by_node));
+            }
+            OpEvent::AcceptanceError(e) => {
+                self.ui.message = Some((format!("acceptance runs: {e}"), true));
+            }
         }
+    }
+
+    /// `:acceptance [per-node|pairs|all]`: the NCCL test on the marked nodes (or the selected
+    /// one), through the confirmation.
+    fn acceptance_command(&mut self, args: &str) {
+        use crate::acceptance::Mode;
+        let mode = match args.trim() {
+            "" | "per-node" | "node" | "nodes" => Mode::PerNode,
+            "pairs" | "pair" => Mode::Pairs,
+            "all" => Mode::All,
+            other => {
+                self.ui.message = Some((
+                    format!(
+                        "usage: :acceptance [per-node|pairs|all] (not {:?})",
+                        crate::sanitize::sanitize(other)
+                    ),
+                    true,
+                ));
+                return;
+            }
+        };
+        self.start_action(ActionKind::Acceptance(mode));
     }
 
     /// `:breakglass TICKET [MINUTES] REASON…` starts a session, `:breakglass end` ends it.
@@ -941,6 +995,7 @@ impl App {
         let node = match t {
             TableId::Nodes => s.nodes.get(key as usize),
             TableId::Gpus | TableId::Fabric => s.nodes.get((key >> 32) as usize),
+            TableId::FabricNodes => s.nodes.get(key as usize),
             _ => None,
         };
         if let Some(n) = node {

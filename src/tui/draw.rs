@@ -216,6 +216,7 @@ fn detail_lines<'a>(cx: &Cx<'a>, id: TableId, key: RowKey, width: u16) -> Vec<Li
         TableId::Nodes => views::nodes::detail(cx, key, width),
         TableId::Gpus => views::gpus::detail(cx, key, width),
         TableId::Fabric => views::fabric::detail(cx, key, width),
+        TableId::FabricNodes => views::fabric::node_detail(cx, key, width),
         TableId::Storage => views::storage::detail(cx, key, width),
         TableId::Jobs | TableId::MyJobs => views::jobs::detail(cx, key, width),
         TableId::CostJobs => match cx.cost.jobs.get(key as usize) {
@@ -302,6 +303,7 @@ fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
                 block(app, vec![Span::styled(" GPU links (nvidia-smi topo -m) ", app.theme.title)], false);
             f.render_widget(Paragraph::new(lines).block(b), matrix);
         }
+        ViewId::Fabric => draw_fabric(f, area, app),
         ViewId::Queues => {
             let [top, bottom] =
                 Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
@@ -357,6 +359,39 @@ fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
             }
         }
     }
+}
+
+/// Fabric: the suspect nodes, the per-node table (ports in short, acceptance results) and the
+/// ports. Suspects on top; below, the two tables stacked (narrow) or side by side (wide).
+fn draw_fabric(f: &mut Frame, area: Rect, app: &mut App) {
+    let n = crate::state::suspects(app.state()).len();
+    let wide = area.width >= 140;
+    let most = if wide { 12 } else { 7 };
+    let h = (n.max(1) as u16 + 2).min(most).min(area.height / 3).max(3);
+    let [suspects, tables] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
+    let focus = app.ui.focus;
+    if app.ui.detail && !wide {
+        let (id, name) =
+            if focus == 0 { (TableId::FabricNodes, "Nodes") } else { (TableId::Fabric, "Ports") };
+        table_with_detail(f, area, app, id, name, true);
+        return;
+    }
+    let [first, second] = if wide {
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(tables)
+    } else {
+        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(tables)
+    };
+    table_with_detail(f, first, app, TableId::FabricNodes, "Nodes: ports and acceptance", focus == 0);
+    table_with_detail(f, second, app, TableId::Fabric, "Ports", focus == 1);
+    let t = &app.theme;
+    let title = vec![
+        Span::styled(" Suspect nodes ", t.title),
+        Span::styled(format!("[{n}] fail > degraded > drift > ports "), t.dim),
+    ];
+    let b = block(app, title, false);
+    let inner = b.inner(suspects);
+    let lines = views::fabric::suspect_lines(&app.cx(), inner.width, inner.height as usize);
+    f.render_widget(Paragraph::new(lines).block(b), suspects);
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
@@ -451,6 +486,10 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     out.push(Line::from(vec![
         Span::styled(format!("  :{:<13}", "theme NAME"), t.key),
         Span::styled("dark, light, high-contrast, monochrome", t.text),
+    ]));
+    out.push(Line::from(vec![
+        Span::styled(format!("  :{:<13}", "acceptance"), t.key),
+        Span::styled("[per-node|pairs|all] NCCL test on the marked nodes (confirm, audited)", t.text),
     ]));
     if !app.user_commands.aliases.is_empty() {
         out.push(Line::styled("aliases (<config>/hotkeys.toml)", t.title));

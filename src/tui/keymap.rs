@@ -56,6 +56,7 @@ pub enum Action {
     Drain,
     Resume,
     CancelJob,
+    Acceptance,
     Refresh,
 }
 
@@ -103,6 +104,7 @@ impl Action {
             Drain => ("actions", "drain node(s)"),
             Resume => ("actions", "resume node(s) (Slurm)"),
             CancelJob => ("actions", "cancel job(s)"),
+            Acceptance => ("actions", "NCCL acceptance test per node (:acceptance pairs|all)"),
             Refresh => ("general", "refresh now (backends that poll)"),
         }
     }

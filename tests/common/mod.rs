@@ -96,3 +96,64 @@ pub fn gpuplane_cmd(home: &std::path::Path) -> std::process::Command {
         .env_remove("KUBECONFIG");
     cmd
 }
+
+/// Acceptance results for the first twelve simulated nodes: most pass, gpu-005 fails, gpu-009
+/// is degraded, gpu-011 runs another driver, gpu-012 dropped against its own history.
+pub fn acceptance_data() -> std::collections::BTreeMap<String, gpuplane::acceptance::NodeAcceptance> {
+    use gpuplane::acceptance::judge::{Drift, DriftKind};
+    use gpuplane::acceptance::{NodeAcceptance, Verdict};
+    let mut m = std::collections::BTreeMap::new();
+    for i in 1..=12u32 {
+        let node = format!("gpu-{i:03}");
+        let base = 470.0 - f64::from(i % 5) * 2.5;
+        let mut history: Vec<f64> = (0..6).map(|k| base - f64::from((k * 7 + i) % 4)).collect();
+        let (verdict, last) = match i {
+            5 => (Verdict::Fail, 291.4),
+            9 => (Verdict::Degraded, 402.6),
+            12 => (Verdict::Pass, 423.0),
+            _ => (Verdict::Pass, base),
+        };
+        history.push(last);
+        let pct = last / 468.2 * 100.0;
+        let mut drift = Vec::new();
+        if i == 11 {
+            drift.push(Drift {
+                node: node.clone(),
+                kind: DriftKind::Driver,
+                found: "535.161.08".into(),
+                expected: "550.54.15".into(),
+            });
+        }
+        if i == 12 {
+            drift.push(Drift {
+                node: node.clone(),
+                kind: DriftKind::Busbw,
+                found: "423.0 GB/s".into(),
+                expected: "467.5 GB/s (own median)".into(),
+            });
+        }
+        let a = NodeAcceptance {
+            node: node.clone(),
+            last_run: format!("run-{i}"),
+            last_verdict: Some(verdict),
+            last_busbw: Some(last),
+            last_at: 1_767_225_600,
+            last_baseline: Some(468.2),
+            last_pct: Some(pct),
+            last_why: format!(
+                "{last:.1} GB/s = {pct:.0}% of 468.2 GB/s (fleet median of 12 8xH100 node sets)"
+            ),
+            history,
+            drift,
+        };
+        m.insert(node, a);
+    }
+    m
+}
+
+/// The fixed app with [`acceptance_data`] loaded, as the ops task would send it.
+pub fn app_with_acceptance() -> App {
+    let mut a = app();
+    a.update(Msg::Op(gpuplane::ops::OpEvent::Acceptance(Box::new(acceptance_data()))));
+    a
+}

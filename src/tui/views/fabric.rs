@@ -1,10 +1,14 @@
-//! Fabric: every InfiniBand/RoCE/EFA port with its state, rate, errors and flaps.
+//! Fabric: per node the fabric ports in short and the last acceptance (NCCL all_reduce) result
+//! with its busbw trend and drift badges; the suspect nodes ranked by evidence; and every
+//! InfiniBand/RoCE/EFA port with its state, rate, errors and flaps.
 
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
 use super::super::widgets::{safe, untrusted};
 use super::detail::{kv, section, spark_line};
+use crate::acceptance::judge::DriftKind;
+use crate::acceptance::{NodeAcceptance, Verdict};
 use crate::model::{FabricPort, Node, PortState};
-use crate::state::ClusterState;
+use crate::state::{ClusterState, Evidence};
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -151,6 +155,248 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         let max = errs.iter().copied().max().unwrap_or(1);
         let last = errs.last().map(|v| format!(" {v}"));
         out.push(spark_line(cx, "errors", cx.glyphs.spark(errs.into_iter(), max), last));
+    }
+    out
+}
+
+/// Per node: the fabric ports in short, and the last acceptance result, its trend and drift.
+pub struct NodesTable;
+
+static NODE_COLS: [Column; 9] = [
+    col("NODE", 12),
+    col("VERDICT", 8),
+    col("BUSBW", 6).right(),
+    col("BASE%", 5).right().drop(3),
+    col("TREND", 12).drop(2),
+    col("DRIFT", 14).drop(1),
+    col("PORTS", 5).right().drop(4),
+    col("ERRS", 6).right(),
+    col("FLAPS", 5).right(),
+];
+
+fn acceptance<'a>(s: &'a ClusterState, n: &Node) -> Option<&'a NodeAcceptance> {
+    s.acceptance.get(n.name.as_str())
+}
+
+/// The verdict's label and theme style.
+pub fn verdict_span<'a>(cx: &Cx<'a>, v: Option<Verdict>) -> Span<'a> {
+    let t = cx.theme;
+    match v {
+        Some(Verdict::Pass) => Span::styled("pass", t.ok),
+        Some(Verdict::Degraded) => Span::styled("degraded", t.warn),
+        Some(Verdict::Fail) => Span::styled("fail", t.crit),
+        None => Span::styled("-", t.dim),
+    }
+}
+
+fn verdict_rank(v: Option<Verdict>) -> i64 {
+    match v {
+        None => 0,
+        Some(Verdict::Pass) => 1,
+        Some(Verdict::Degraded) => 2,
+        Some(Verdict::Fail) => 3,
+    }
+}
+
+/// A busbw sparkline, `width` points at most: scaled from just under the lowest value to the
+/// highest, so a drop of a few percent shows.
+pub fn busbw_spark(g: super::super::widgets::Glyphs, history: &[f64], width: usize) -> String {
+    let pts: Vec<f64> =
+        history[history.len().saturating_sub(width)..].iter().copied().filter(|v| v.is_finite()).collect();
+    let hi = pts.iter().copied().fold(f64::MIN, f64::max);
+    let lo = pts.iter().copied().fold(f64::MAX, f64::min) * 0.9;
+    if pts.is_empty() || hi <= 0.0 {
+        return String::new();
+    }
+    let span = (hi - lo).max(1e-9);
+    g.spark(pts.iter().map(|v| ((v - lo) / span * 100.0).clamp(1.0, 100.0) as u32), 100)
+}
+
+/// Short drift badges: `drv cuda nccl img bw▼`.
+pub fn drift_badges(g: super::super::widgets::Glyphs, a: &NodeAcceptance) -> String {
+    let mut out: Vec<String> = a
+        .drift
+        .iter()
+        .map(|d| match d.kind {
+            DriftKind::Driver => "drv".to_string(),
+            DriftKind::Cuda => "cuda".into(),
+            DriftKind::Nccl => "nccl".into(),
+            DriftKind::Image => "img".into(),
+            DriftKind::Busbw => format!("bw{}", g.down()),
+        })
+        .collect();
+    out.dedup();
+    out.join(" ")
+}
+
+fn port_sums(n: &Node) -> (usize, u64, u32) {
+    let up = n.ports.iter().filter(|p| p.state == PortState::Active).count();
+    let errs = n.ports.iter().map(|p| p.symbol_errors + p.rcv_errors).sum();
+    let flaps = n.ports.iter().map(|p| p.flaps).sum();
+    (up, errs, flaps)
+}
+
+impl TableSource for NodesTable {
+    fn columns(&self) -> &'static [Column] {
+        &NODE_COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        // Every node: one without port telemetry (a scheduler alone) can still be tested.
+        out.extend((0..cx.s.nodes.len()).map(|i| i as RowKey));
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let Some(n) = cx.s.nodes.get(key as usize) else { return vec![] };
+        let v = acceptance(cx.s, n).and_then(|a| a.last_verdict).map_or("-", Verdict::label);
+        vec![n.name.as_str().into(), v.into()]
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let n = cx.s.nodes.get(key as usize)?;
+        let a = acceptance(cx.s, n);
+        Some(match name {
+            "node" => n.name.as_str().into(),
+            "verdict" => a.and_then(|a| a.last_verdict).map_or("-", Verdict::label).into(),
+            "drift" => a
+                .map(|a| a.drift.iter().map(|d| d.kind.label()).collect::<Vec<_>>().join(","))
+                .unwrap_or_default()
+                .into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+        let a = acceptance(cx.s, n);
+        let (up, errs, flaps) = port_sums(n);
+        match c {
+            0 => SortKey::Str(&n.name),
+            1 => SortKey::Int(verdict_rank(a.and_then(|a| a.last_verdict))),
+            2 | 4 => SortKey::Float(a.and_then(|a| a.last_busbw).unwrap_or(-1.0)),
+            3 => SortKey::Float(a.and_then(|a| a.last_pct).unwrap_or(-1.0)),
+            5 => SortKey::Int(a.map_or(0, |a| a.drift.len() as i64)),
+            6 => SortKey::Int(up as i64),
+            7 => SortKey::Int(errs as i64),
+            _ => SortKey::Int(i64::from(flaps)),
+        }
+    }
+
+    fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
+        cx.s.nodes.get(key as usize).is_some_and(|n| cx.marked.nodes.contains(&n.name))
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let Some(n) = cx.s.nodes.get(key as usize) else { return vec![] };
+        let t = cx.theme;
+        let a = acceptance(cx.s, n);
+        let (up, errs, flaps) = port_sums(n);
+        let mark = if cx.marked.nodes.contains(&n.name) { "* " } else { "" };
+        let dash = || Span::styled("-", t.dim);
+        let bad_ports = n.ports.iter().any(|p| crate::state::port_flagged(p, &cx.s.thresholds));
+        vec![
+            Span::styled(format!("{mark}{}", safe(&n.name)), t.text),
+            verdict_span(cx, a.and_then(|a| a.last_verdict)),
+            a.and_then(|a| a.last_busbw).map_or_else(dash, |b| Span::styled(format!("{b:.1}"), t.text)),
+            a.and_then(|a| a.last_pct).map_or_else(dash, |p| {
+                Span::styled(format!("{p:.0}%"), if p < 90.0 { t.warn } else { t.dim })
+            }),
+            Span::styled(a.map(|a| busbw_spark(cx.glyphs, &a.history, 12)).unwrap_or_default(), t.accent),
+            Span::styled(a.map(|a| drift_badges(cx.glyphs, a)).unwrap_or_default(), t.warn),
+            Span::styled(format!("{up}/{}", n.ports.len()), if up < n.ports.len() { t.crit } else { t.dim }),
+            Span::styled(errs.to_string(), if bad_ports && errs > 0 { t.warn } else { t.dim }),
+            Span::styled(
+                flaps.to_string(),
+                if flaps >= cx.s.thresholds.flap_count {
+                    t.crit
+                } else if flaps > 0 {
+                    t.warn
+                } else {
+                    t.dim
+                },
+            ),
+        ]
+    }
+}
+
+/// The detail of a node's fabric and acceptance results.
+pub fn node_detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
+    let s = cx.s;
+    let Some(n) = s.nodes.get(key as usize) else { return vec![] };
+    let t = cx.theme;
+    let (up, errs, flaps) = port_sums(n);
+    let mut out = vec![
+        kv(cx, "node", Span::styled(safe(&n.name).into_owned(), t.accent)),
+        kv(
+            cx,
+            "ports",
+            Span::styled(format!("{up}/{} up, {errs} errors, {flaps} flaps", n.ports.len()), t.text),
+        ),
+    ];
+    let Some(a) = acceptance(s, n) else {
+        out.push(kv(cx, "accept.", Span::styled("no acceptance run recorded yet", t.dim)));
+        return out;
+    };
+    out.push(section(cx, "last acceptance run"));
+    out.push(kv(cx, "verdict", verdict_span(cx, a.last_verdict)));
+    out.push(kv(cx, "why", Span::styled(safe(&a.last_why).into_owned(), t.text)));
+    if let Some(b) = a.last_baseline {
+        out.push(kv(cx, "baseline", Span::styled(format!("{b:.1} GB/s"), t.text)));
+    }
+    out.push(kv(cx, "at", Span::styled(super::super::widgets::ts(a.last_at), t.text)));
+    out.push(kv(cx, "run", Span::styled(safe(&a.last_run).into_owned(), t.dim)));
+    let w = (width as usize).saturating_sub(14).clamp(1, 120);
+    if !a.history.is_empty() {
+        let last = a.history.last().map(|v| format!(" {v:.1} GB/s"));
+        out.push(spark_line(cx, "busbw", busbw_spark(cx.glyphs, &a.history, w), last));
+    }
+    if !a.drift.is_empty() {
+        out.push(section(cx, "drift"));
+        for d in crate::state::suspects::drift_phrases(a) {
+            out.push(Line::styled(safe(&d).into_owned(), t.warn));
+        }
+    }
+    out
+}
+
+/// The suspect nodes, worst first: one line each, the node, its evidence and the reason.
+pub fn suspect_lines<'a>(cx: &Cx<'a>, width: u16, max: usize) -> Vec<Line<'a>> {
+    let t = cx.theme;
+    let list = crate::state::suspects(cx.s);
+    if list.is_empty() {
+        return vec![Line::styled("none: no failed, degraded or drifting node, no bad port", t.dim)];
+    }
+    let total = list.len();
+    let room = if total > max { max.saturating_sub(1) } else { max };
+    let mut out: Vec<Line> = list
+        .into_iter()
+        .take(room)
+        .enumerate()
+        .map(|(i, x)| {
+            let style = match x.evidence {
+                Evidence::Fail => t.crit,
+                Evidence::Degraded | Evidence::Drift => t.warn,
+                Evidence::Fabric => t.info,
+            };
+            let head = format!("{:>2} {:<12} ", i + 1, safe(&x.node));
+            let tag = format!("{:<8} ", x.evidence.label());
+            let room = (width as usize).saturating_sub(head.len() + tag.len());
+            let reason = safe(&x.reason);
+            let reason: String = if reason.chars().count() > room {
+                let cut: String = reason.chars().take(room.saturating_sub(1)).collect();
+                format!("{cut}{}", if cx.glyphs.unicode { "…" } else { "~" })
+            } else {
+                reason.into_owned()
+            };
+            Line::from(vec![
+                Span::styled(head, t.text),
+                Span::styled(tag, style),
+                Span::styled(reason, t.dim),
+            ])
+        })
+        .collect();
+    if total > room {
+        out.push(Line::styled(format!("   … {} more", total - room), t.dim));
     }
     out
 }

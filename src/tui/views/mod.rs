@@ -37,6 +37,7 @@ pub enum TableId {
     Nodes,
     Gpus,
     Fabric,
+    FabricNodes,
     Storage,
     Jobs,
     Queues,
@@ -48,7 +49,7 @@ pub enum TableId {
 }
 
 impl TableId {
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 13;
 
     pub fn source(self) -> &'static dyn TableSource {
         match self {
@@ -56,6 +57,7 @@ impl TableId {
             TableId::Nodes => &nodes::NodesTable,
             TableId::Gpus => &gpus::GpusTable,
             TableId::Fabric => &fabric::PortsTable,
+            TableId::FabricNodes => &fabric::NodesTable,
             TableId::Storage => &storage::StorageTable,
             TableId::Jobs => &jobs::JobsTable,
             TableId::Queues => &queues::QueuesTable,
@@ -101,7 +103,7 @@ pub const VIEWS: &[ViewMeta] = &[
         id: ViewId::Fabric,
         title: "Fabric",
         names: &["fabric", "fab", "ib", "net"],
-        tables: &[TableId::Fabric],
+        tables: &[TableId::FabricNodes, TableId::Fabric],
     },
     ViewMeta {
         id: ViewId::Storage,
