@@ -100,7 +100,9 @@ pub fn evict(
 ) -> Result<Value, ApiError> {
     let ev: Value =
         serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid Eviction: {e}")))?;
-    if ev["kind"] != "Eviction" {
+    // The real server decodes leniently: a missing kind defaults to Eviction, unknown fields
+    // (kube-rs sends `delete_options`, snake_case) are ignored.
+    if !ev["kind"].is_null() && ev["kind"] != "Eviction" {
         return Err(ApiError::bad_request("the body must be an Eviction (policy/v1 or policy/v1beta1)"));
     }
     if let Some(n) = ev["metadata"]["name"].as_str()

@@ -91,6 +91,8 @@ pub struct Shared {
     pub store: Mutex<Store>,
     pub rv_tx: tokio::sync::watch::Sender<u64>,
     pub drop_tx: tokio::sync::watch::Sender<u64>,
+    /// While true, new watch streams are accepted but send nothing (a stalled connection).
+    pub watch_gate: tokio::sync::watch::Sender<bool>,
     pub policy: RwLock<Policy>,
     /// token → user
     pub tokens: RwLock<HashMap<String, String>>,
@@ -163,6 +165,7 @@ impl FakeKube {
             store: Mutex::new(st),
             rv_tx,
             drop_tx,
+            watch_gate: tokio::sync::watch::channel(false).0,
             policy: RwLock::new(Policy::default()),
             tokens: RwLock::new(tokens),
             visibility: AtomicBool::new(opts.visibility),
@@ -542,6 +545,16 @@ impl Handle {
     /// Ends every open watch stream (clients must re-watch).
     pub fn drop_watches(&self) {
         self.sh.drop_tx.send_modify(|x| *x += 1);
+    }
+
+    /// Holds new watch streams before their first event until `resume_watches` (to change the
+    /// cluster while a client is between watches, deterministically).
+    pub fn pause_watches(&self) {
+        self.sh.watch_gate.send_replace(true);
+    }
+
+    pub fn resume_watches(&self) {
+        self.sh.watch_gate.send_replace(false);
     }
 
     /// Number of watch streams currently open.
