@@ -770,3 +770,146 @@ async fn pod_logs_events_and_jobs() {
     jobs.delete("gpu-burn", &DeleteParams::background()).await.unwrap();
     assert!(pods.get_opt(&pname).await.unwrap().is_none());
 }
+
+fn parsed(c: &Cluster) -> Vec<Value> {
+    c.objects.iter().cloned().chain(c.serialized.iter().map(|b| serde_json::from_slice(b).unwrap())).collect()
+}
+
+#[test]
+fn generator_is_deterministic_and_shaped_like_a_gpu_cluster() {
+    let opts = kube_support::GenOpts {
+        nodes: 60,
+        pods: 900,
+        gpu_pods: 300,
+        kueue: KueueMode::Both,
+        seed: 11,
+        ..Default::default()
+    };
+    let a = parsed(&Cluster::generate(&opts));
+    let b = parsed(&Cluster::generate(&opts));
+    // Same seed: same objects (timestamps are relative to now, so compare identities).
+    let ids = |v: &[Value]| -> Vec<(String, String, String, String)> {
+        v.iter()
+            .map(|o| {
+                (
+                    o["kind"].as_str().unwrap().to_string(),
+                    o["metadata"]["name"].as_str().unwrap().to_string(),
+                    o["metadata"]["uid"].as_str().unwrap_or_default().to_string(),
+                    o["spec"]["nodeName"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let (ia, ib) = (ids(&a), ids(&b));
+    let first_diff = ia.iter().zip(&ib).position(|(x, y)| x != y);
+    assert!(
+        ia.len() == ib.len() && first_diff.is_none(),
+        "differ at {first_diff:?}: {:?} vs {:?}",
+        first_diff.map(|i| &ia[i]),
+        first_diff.map(|i| &ib[i])
+    );
+    let c = parsed(&Cluster::generate(&kube_support::GenOpts { seed: 12, ..opts.clone() }));
+    assert!(ids(&a) != ids(&c), "another seed, another cluster");
+
+    let of = |k: &str| a.iter().filter(|o| o["kind"] == k).collect::<Vec<_>>();
+    let (nodes, pods) = (of("Node"), of("Pod"));
+    assert_eq!((nodes.len(), pods.len()), (60, 900));
+    let gpu_req = |p: &Value| {
+        p["spec"]["containers"][0]["resources"]["requests"]
+            .as_object()
+            .is_some_and(|r| r.keys().any(|k| k == "nvidia.com/gpu" || k.starts_with("nvidia.com/mig-")))
+    };
+    assert_eq!(pods.iter().filter(|p| gpu_req(p)).count(), 300);
+    // GPU requests equal limits.
+    for p in pods.iter().filter(|p| gpu_req(p)) {
+        let r = &p["spec"]["containers"][0]["resources"];
+        assert_eq!(r["requests"]["nvidia.com/gpu"], r["limits"]["nvidia.com/gpu"]);
+    }
+    let label = |n: &Value, k: &str| n["metadata"]["labels"][k].as_str().map(String::from);
+    assert_eq!(nodes.iter().filter(|n| n["spec"]["unschedulable"] == true).count(), 1);
+    assert!(nodes.iter().any(|n| n["status"]["conditions"][3]["status"] != "True"));
+    assert!(nodes.iter().any(|n| label(n, "nvidia.com/mig.strategy").as_deref() == Some("mixed")));
+    assert!(
+        nodes.iter().any(|n| label(n, "nvidia.com/gpu.sharing-strategy").as_deref() == Some("time-slicing"))
+    );
+    assert!(
+        nodes.iter().any(
+            |n| n["status"]["allocatable"]["nvidia.com/gpu"] != n["status"]["capacity"]["nvidia.com/gpu"]
+        )
+    );
+    assert!(
+        nodes.iter().any(|n| label(n, "nvidia.com/gpu.product").as_deref() == Some("NVIDIA-H100-80GB-HBM3"))
+    );
+    assert!(
+        nodes.iter().any(|n| label(n, "nvidia.com/gpu.product").as_deref() == Some("NVIDIA-A100-SXM4-80GB"))
+    );
+    assert!(nodes.iter().filter(|n| label(n, "nvidia.com/gpu.present").is_some()).all(|n| {
+        n["spec"]["taints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["key"] == "nvidia.com/gpu" && t["value"] == "present" && t["effect"] == "NoSchedule")
+    }));
+    // Owners of every kind the console groups by, and the drain edge cases.
+    let owner_kinds: std::collections::BTreeSet<&str> =
+        pods.iter().filter_map(|p| p["metadata"]["ownerReferences"][0]["kind"].as_str()).collect();
+    for k in ["DaemonSet", "Job", "PyTorchJob", "MPIJob", "RayCluster", "ReplicaSet", "StatefulSet", "Node"] {
+        assert!(owner_kinds.contains(k), "no pod owned by a {k}: {owner_kinds:?}");
+    }
+    assert!(pods.iter().any(|p| p["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"].is_string()));
+    assert!(pods.iter().any(|p| p["metadata"]["ownerReferences"].is_null()));
+    assert!(pods.iter().any(|p| p["status"]["phase"] == "Pending" && p["spec"]["nodeName"].is_null()));
+    assert!(
+        pods.iter()
+            .any(|p| p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff")
+    );
+    let sizes: Vec<usize> = pods.iter().map(|p| serde_json::to_vec(p).unwrap().len()).collect();
+    let avg = sizes.iter().sum::<usize>() / sizes.len();
+    assert!((3000..=6500).contains(&avg), "average pod JSON {avg} bytes");
+    // Namespaces carry the team label; quotas and Kueue objects exist and queues are consistent.
+    assert!(of("Namespace").iter().any(|n| n["metadata"]["labels"]["gpuplane.io/team"] == "llm-training"));
+    assert_eq!(of("ResourceQuota").len(), 6);
+    assert!(!of("PodDisruptionBudget").is_empty() && !of("DaemonSet").is_empty() && !of("Event").is_empty());
+    let wls = of("Workload");
+    assert!(wls.iter().any(|w| w["status"]["admission"].is_object()));
+    assert!(wls.iter().any(|w| w["status"]["conditions"][0]["reason"] == "Pending"));
+    assert_eq!(of("ClusterQueue").len(), 6);
+}
+
+#[tokio::test]
+async fn a_generated_cluster_serves_consistent_kueue_status() {
+    let opts = kube_support::GenOpts {
+        nodes: 40,
+        pods: 400,
+        gpu_pods: 200,
+        kueue: KueueMode::V1beta2,
+        seed: 3,
+        ..Default::default()
+    };
+    let fake = FakeKube::start(Cluster::generate(&opts), Default::default());
+    let c = client(&fake).await;
+    let wl = Api::<DynamicObject>::all_with(
+        c.clone(),
+        &ApiResource { kind: "Workload".into(), plural: "workloads".into(), ..cq_resource("v1beta2") },
+    );
+    let wls = wl.list(&ListParams::default()).await.unwrap().items;
+    let cqs = Api::<DynamicObject>::all_with(c.clone(), &cq_resource("v1beta2"))
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let pending: i64 = cqs.iter().map(|q| q.data["status"]["pendingWorkloads"].as_i64().unwrap()).sum();
+    let admitted: i64 = cqs.iter().map(|q| q.data["status"]["admittedWorkloads"].as_i64().unwrap()).sum();
+    assert_eq!((pending + admitted) as usize, wls.len());
+    assert_eq!(admitted as usize, wls.iter().filter(|w| w.data["status"]["admission"].is_object()).count());
+    // The visibility API agrees with the counts.
+    for q in &cqs {
+        let name = q.metadata.name.clone().unwrap();
+        let path = format!("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads");
+        let v: Value = c.request(http::Request::get(path).body(Vec::new()).unwrap()).await.unwrap();
+        assert_eq!(
+            v["items"].as_array().unwrap().len() as i64,
+            q.data["status"]["pendingWorkloads"].as_i64().unwrap()
+        );
+    }
+}

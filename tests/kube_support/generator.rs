@@ -31,6 +31,9 @@ impl std::str::FromStr for KueueMode {
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
     pub objects: Vec<Value>,
+    /// More objects, already serialized as JSON (what the generator emits for pods, to keep
+    /// memory low at 50k pods).
+    pub serialized: Vec<Vec<u8>>,
     pub pod_logs: Vec<((String, String), String)>,
     pub kueue: KueueMode,
 }
@@ -659,7 +662,7 @@ impl Cluster {
         if kueue != KueueMode::None {
             objects.extend(small_kueue(now));
         }
-        Cluster { objects, pod_logs, kueue }
+        Cluster { objects, serialized: Vec::new(), pod_logs, kueue }
     }
 }
 
@@ -866,6 +869,18 @@ fn small_kueue(now: i64) -> Vec<Value> {
     ]
 }
 
+fn push_pod(raw: &mut Vec<Vec<u8>>, used: &mut std::collections::BTreeMap<String, i64>, p: &PodShape) {
+    if let Some((r, n)) = &p.gpu
+        && r == "nvidia.com/gpu"
+        && !matches!(p.phase.as_str(), "Succeeded" | "Failed")
+    {
+        *used.entry(p.ns.clone()).or_default() += n;
+    }
+    let mut b = serde_json::to_vec(&pod(p)).expect("pod json");
+    b.shrink_to_fit();
+    raw.push(b);
+}
+
 /// Deterministic uuid-shaped ids from the generator's RNG.
 fn rng_uid(rng: &mut fastrand::Rng) -> String {
     let a = rng.u64(..);
@@ -939,6 +954,10 @@ impl Cluster {
         let day = 86_400;
         let tl = o.team_label.as_str();
         let mut objects = Vec::new();
+        // Pods go out serialized right away (a parsed pod is ~10x its JSON), with the GPU
+        // requests per namespace tallied for the quotas.
+        let mut raw: Vec<Vec<u8>> = Vec::new();
+        let mut used: std::collections::BTreeMap<String, i64> = Default::default();
         for ns in ["default", "kube-system", "gpu-operator"] {
             objects.push(namespace(ns, None, tl, now - 400 * day));
         }
@@ -1045,7 +1064,7 @@ impl Cluster {
                     ip: next_ip(),
                     ..Default::default()
                 };
-                objects.push(pod(&p));
+                push_pod(&mut raw, &mut used, &p);
                 pod_count += 1;
             }
         }
@@ -1076,7 +1095,7 @@ impl Cluster {
                 ip: next_ip(),
                 ..Default::default()
             };
-            objects.push(pod(&p));
+            push_pod(&mut raw, &mut used, &p);
             pod_count += 1;
             gpu_left -= 1;
         }
@@ -1100,8 +1119,12 @@ impl Cluster {
             let team = if inference && rng.bool() { "inference" } else { TEAMS[rng.usize(..TEAMS.len())] };
             let model = MODELS[rng.usize(..MODELS.len())];
             let size = (if inference { rng.usize(1..=4) } else { rng.usize(1..=8) }).min(gpu_left);
-            let gpus: i64 =
-                if inference { [1, 1, 2, 4][rng.usize(..4)] } else { [8, 8, 8, 4, 4, 2, 1][rng.usize(..7)] };
+            // Sized so that ~20k GPU pods roughly fill ~5k 8-GPU nodes, leaving some pending.
+            let gpus: i64 = if inference {
+                [1, 1, 1, 1, 2][rng.usize(..5)]
+            } else {
+                [8, 4, 2, 2, 1, 1, 1, 1][rng.usize(..8)]
+            };
             let created = now - rng.i64(300..5 * day);
             let base = format!(
                 "{model}-{}-{wl_i}",
@@ -1333,7 +1356,7 @@ impl Cluster {
                 if p.node.is_none() && pending_pods.len() < 20 {
                     pending_pods.push((team.to_string(), p.name.clone()));
                 }
-                objects.push(pod(&p));
+                push_pod(&mut raw, &mut used, &p);
                 pod_count += 1;
                 gpu_left -= 1;
             }
@@ -1429,22 +1452,11 @@ impl Cluster {
                     }
                 }
             }
-            objects.push(pod(&p));
+            push_pod(&mut raw, &mut used, &p);
             pod_count += 1;
         }
         // Quotas: a share of the GPUs per team, used = what the team's pods request.
         let total_gpus: i64 = gpu_nodes.iter().map(|s| s.allocatable_gpus * s.replicas).sum();
-        let mut used: std::collections::BTreeMap<String, i64> = Default::default();
-        for v in objects.iter().filter(|v| v["kind"] == "Pod") {
-            if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
-                continue;
-            }
-            if let Some(g) = v["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"].as_str() {
-                *used
-                    .entry(v["metadata"]["namespace"].as_str().unwrap_or_default().to_string())
-                    .or_default() += g.parse::<i64>().unwrap_or(0);
-            }
-        }
         for t in TEAMS {
             let hard = (total_gpus * 2 / TEAMS.len() as i64).max(8);
             objects.push(resource_quota(t, hard, used.get(*t).copied().unwrap_or(0), now - 300 * day));
@@ -1452,7 +1464,19 @@ impl Cluster {
         // Node events.
         for s in &shapes {
             let ev = |reason: &str, typ: &str, msg: String, comp: &str, t: i64| {
-                node_event(&format!("{}.{:x}", s.name, t), &s.name, reason, typ, &msg, comp, t)
+                node_event(
+                    &format!(
+                        "{}.{}",
+                        s.name,
+                        &uid_of(&format!("{}/{reason}", s.name)).replace('-', "")[..16]
+                    ),
+                    &s.name,
+                    reason,
+                    typ,
+                    &msg,
+                    comp,
+                    t,
+                )
             };
             if !s.ready {
                 objects.push(ev(
@@ -1536,6 +1560,6 @@ impl Cluster {
             }
         }
         let _ = gpu_used;
-        Cluster { objects, pod_logs: Vec::new(), kueue: o.kueue }
+        Cluster { objects, serialized: raw, pod_logs: Vec::new(), kueue: o.kueue }
     }
 }
