@@ -913,3 +913,85 @@ async fn a_generated_cluster_serves_consistent_kueue_status() {
         );
     }
 }
+
+#[tokio::test]
+async fn watches_follow_selectors_graceful_deletes_and_bookmarks() {
+    let opts = kube_support::Opts { bookmark_interval: Duration::from_millis(100), ..Default::default() };
+    let fake = FakeKube::start(Cluster::small(), opts);
+    let c = client(&fake).await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "team-b");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let w = watcher(pods.clone(), watcher::Config::default().labels("app=inference"));
+    let task = tokio::spawn(async move {
+        let mut s = w.boxed();
+        while let Some(ev) = s.next().await {
+            let _ = tx.send(ev.expect("watch event"));
+        }
+    });
+    let mut initial = 0;
+    loop {
+        match rx.recv().await.unwrap() {
+            watcher::Event::InitApply(_) => initial += 1,
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(initial, 2);
+    let mut next = async || loop {
+        match rx.recv().await.unwrap() {
+            watcher::Event::Apply(p) => {
+                return format!(
+                    "apply {} {}",
+                    p.metadata.name.unwrap(),
+                    p.metadata.deletion_timestamp.is_some()
+                );
+            }
+            watcher::Event::Delete(p) => return format!("delete {}", p.metadata.name.unwrap()),
+            _ => {}
+        }
+    };
+    // Relabelled out of the selector: DELETED; back in: ADDED.
+    fake.patch(
+        "v1",
+        "Pod",
+        "team-b",
+        "inference-7f6c9d8b4-r9p2k",
+        json!({"metadata": {"labels": {"app": "canary"}}}),
+    );
+    assert_eq!(next().await, "delete inference-7f6c9d8b4-r9p2k");
+    fake.patch(
+        "v1",
+        "Pod",
+        "team-b",
+        "inference-7f6c9d8b4-r9p2k",
+        json!({"metadata": {"labels": {"app": "inference"}}}),
+    );
+    assert_eq!(next().await, "apply inference-7f6c9d8b4-r9p2k false");
+    // Graceful delete: terminating first, then gone.
+    pods.delete(
+        "inference-7f6c9d8b4-t3v7m",
+        &DeleteParams { grace_period_seconds: Some(1), ..Default::default() },
+    )
+    .await
+    .unwrap();
+    assert_eq!(next().await, "apply inference-7f6c9d8b4-t3v7m true");
+    assert_eq!(next().await, "delete inference-7f6c9d8b4-t3v7m");
+    task.abort();
+
+    // Raw stream: bookmarks arrive when allowed, and the stream ends at timeoutSeconds.
+    let rv = fake.resource_version();
+    let body = reqwest_like_get(
+        &fake,
+        &format!("/api/v1/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1"),
+    )
+    .await;
+    let lines: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!lines.is_empty() && lines.iter().all(|l| l["type"] == "BOOKMARK"), "{body}");
+    assert_eq!(lines[0]["object"]["kind"], "Pod");
+    assert_eq!(lines[0]["object"]["metadata"]["resourceVersion"], rv.to_string());
+    // Without bookmarks: nothing but the end of the stream.
+    let body =
+        reqwest_like_get(&fake, &format!("/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=1"))
+            .await;
+    assert_eq!(body, "");
+}
