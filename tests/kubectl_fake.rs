@@ -337,3 +337,27 @@ fn drain_blocked_by_pdb_retries_until_the_budget_allows() {
         fake.requests().iter().filter(|r| r.path.ends_with("/eviction")).map(|r| r.status).collect();
     assert!(codes.contains(&429) && codes.iter().filter(|c| **c == 201).count() == 2, "{codes:?}");
 }
+
+#[test]
+fn drain_gives_up_at_its_timeout_while_the_pdb_holds() {
+    let fake = FakeKube::start(Cluster::small(), Default::default());
+    let cache = tempfile::tempdir().unwrap();
+    let o = kubectl(
+        &fake,
+        cache.path(),
+        &["drain", "gpu-node-2", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=2s"],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "{err}");
+    for pod in ["inference-7f6c9d8b4-r9p2k", "inference-7f6c9d8b4-t3v7m"] {
+        assert!(
+            err.contains(&format!(
+                r#"error when evicting pods/"{pod}" -n "team-b": global timeout reached: 2s"#
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(pods_on(&fake, "gpu-node-2").len(), 3);
+    assert!(unschedulable(&fake, "gpu-node-2"));
+    assert!(fake.requests().iter().filter(|r| r.path.ends_with("/eviction")).all(|r| r.status == 429));
+}

@@ -141,7 +141,7 @@ impl Store {
         }
         let s: Snapshot = Arc::new(self.iter(key, None));
         self.snapshots.push_back((key, rv, s.clone()));
-        while self.snapshots.len() > 16 {
+        while self.snapshots.len() > 64 {
             self.snapshots.pop_front();
         }
         (rv, s)
