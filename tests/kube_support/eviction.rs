@@ -56,8 +56,23 @@ fn compute(st: &Store, pdb: &Value, ns: &str) -> (i64, i64, i64, i64) {
 
 /// Recomputes `status` of every PDB in a namespace (writing only on change).
 pub fn refresh_pdbs(st: &mut Store, ns: &str) {
+    refresh_pdbs_matching(st, ns, None);
+}
+
+/// Recomputes the PDBs of a namespace, only those selecting one of `labels` when given (a pod
+/// write touches the budgets that select it before or after).
+pub fn refresh_pdbs_matching(
+    st: &mut Store,
+    ns: &str,
+    labels: Option<&[&std::collections::BTreeMap<String, String>]>,
+) {
     for pdb in st.iter(PDBS, Some(ns)) {
         let mut v = pdb.value();
+        if let Some(ls) = labels
+            && !ls.iter().any(|l| selector_of(&v).matches(l))
+        {
+            continue;
+        }
         let (expected, desired, healthy, allowed) = compute(st, &v, ns);
         let generation = v["metadata"]["generation"].as_i64().unwrap_or(1);
         let old = &v["status"];

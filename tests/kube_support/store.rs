@@ -198,6 +198,11 @@ impl Store {
         }
     }
 
+    /// The previous version of the object the latest write of `key` replaced or removed.
+    pub fn last_old(&self, key: StorageKey) -> Option<Arc<Obj>> {
+        self.history.back().filter(|e| e.key == key && e.rv == self.rv).and_then(|e| e.old.clone())
+    }
+
     /// Events of a kind after `since`, or `Err(min_rv)` when `since` is older than the history.
     pub fn events_since(&self, key: StorageKey, since: u64) -> Result<Vec<Event>, u64> {
         if since < self.min_rv {
