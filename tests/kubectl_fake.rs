@@ -18,6 +18,20 @@ fn kubectl_bin() -> String {
     }
 }
 
+/// kubectl's minor version (messages differ between Debian 12's 1.20 and current ones).
+fn kubectl_minor() -> u32 {
+    let o =
+        Command::new(kubectl_bin()).args(["version", "--client", "-o", "json"]).output().expect("kubectl");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("kubectl version json");
+    v["clientVersion"]["minor"].as_str().unwrap_or("0").trim_end_matches('+').parse().unwrap_or(0)
+}
+
+/// kubectl ≤1.21 words the "no controller" filter differently.
+const NO_CONTROLLER: [&str; 2] = [
+    "Pods that declare no controller",
+    "Pods not managed by ReplicationController, ReplicaSet, Job, DaemonSet or StatefulSet",
+];
+
 fn kubectl(fake: &Handle, cache: &std::path::Path, args: &[&str]) -> Output {
     Command::new(kubectl_bin())
         .arg("--kubeconfig")
@@ -162,13 +176,20 @@ fn cordon_and_uncordon_change_the_node() {
     let out = ok(&kubectl(&fake, cache.path(), &["uncordon", "gpu-node-1"]), "uncordon");
     assert_eq!(out.trim(), "node/gpu-node-1 uncordoned");
     assert!(!unschedulable(&fake, "gpu-node-1"));
-    // Server-side dry run changes nothing.
-    let out =
-        ok(&kubectl(&fake, cache.path(), &["cordon", "gpu-node-2", "--dry-run=server"]), "cordon dry-run");
-    assert!(out.contains("node/gpu-node-2 cordoned (server dry run)"), "{out}");
+    // Server-side dry run changes nothing. kubectl before 1.26 first checks the server's
+    // OpenAPI document for dry-run support, which the fake does not serve.
+    let o = kubectl(&fake, cache.path(), &["cordon", "gpu-node-2", "--dry-run=server"]);
+    let dry_patches = if kubectl_minor() >= 26 {
+        let out = ok(&o, "cordon dry-run");
+        assert!(out.contains("node/gpu-node-2 cordoned (server dry run)"), "{out}");
+        1
+    } else {
+        assert!(text(&o).1.contains("failed to download openapi"), "{:?}", text(&o));
+        0
+    };
     assert!(!unschedulable(&fake, "gpu-node-2"));
     let patches: Vec<_> = fake.requests().into_iter().filter(|r| r.method == "PATCH").collect();
-    assert_eq!(patches.len(), 3, "{patches:?}");
+    assert_eq!(patches.len(), 2 + dry_patches, "{patches:?}");
     assert!(patches.iter().all(|r| r.path.starts_with("/api/v1/nodes/gpu-node-") && r.status == 200));
 }
 
@@ -198,9 +219,13 @@ fn drain_evicts_exactly_the_evictable_pods() {
     );
     let out = ok(&o, "drain");
     let (_, err) = text(&o);
-    assert!(out.contains("node/gpu-node-1 drained"), "{out}");
-    assert!(err.contains("Warning: ignoring DaemonSet-managed Pods: gpu-operator/nvidia-dcgm-exporter-w8d5c, kube-system/nvidia-device-plugin-daemonset-x7k2p"), "{err}");
-    assert!(err.contains("deleting Pods that declare no controller: team-a/debug-shell"), "{err}");
+    // "drained" (kubectl 1.20 said "evicted").
+    assert!(out.contains("node/gpu-node-1 drained") || out.contains("node/gpu-node-1 evicted"), "{out}");
+    assert!(err.to_lowercase().contains("warning: ignoring daemonset-managed pods: gpu-operator/nvidia-dcgm-exporter-w8d5c, kube-system/nvidia-device-plugin-daemonset-x7k2p"), "{err}");
+    assert!(
+        NO_CONTROLLER.iter().any(|m| err.contains(&format!("deleting {m}: team-a/debug-shell"))),
+        "{err}"
+    );
     assert!(unschedulable(&fake, "gpu-node-1"));
     // Left: DaemonSet pods and the mirror pod.
     assert_eq!(
@@ -252,10 +277,10 @@ fn drain_without_flags_refuses_and_evicts_nothing() {
     let (_, err) = text(&o);
     assert!(!o.status.success());
     assert!(err.contains("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): gpu-operator/nvidia-dcgm-exporter-w8d5c, kube-system/nvidia-device-plugin-daemonset-x7k2p"), "{err}");
-    assert!(err.contains("cannot delete Pods with local storage (use --delete-emptydir-data to override): team-a/cache-warmer-6d9f8b7c5-qk2xv"), "{err}");
+    assert!(err.contains("cannot delete Pods with local storage (use --delete-emptydir-data to override): team-a/cache-warmer-6d9f8b7c5-qk2xv, team-a/train-llm-0-h5t8r, team-a/train-llm-1-b2n6w"), "{err}");
     assert!(
-        err.contains(
-            "cannot delete Pods that declare no controller (use --force to override): team-a/debug-shell"
+        NO_CONTROLLER.iter().any(
+            |m| err.contains(&format!("cannot delete {m} (use --force to override): team-a/debug-shell"))
         ),
         "{err}"
     );
@@ -306,9 +331,33 @@ fn drain_blocked_by_pdb_retries_until_the_budget_allows() {
     let out = out_thread.join().unwrap();
     assert!(relaxed, "kubectl never reported the PDB retry: {err_lines:#?}");
     assert!(status.success(), "drain failed: {out}\n{err_lines:#?}");
-    assert!(out.contains("node/gpu-node-2 drained"), "{out}");
+    assert!(out.contains("node/gpu-node-2 drained") || out.contains("node/gpu-node-2 evicted"), "{out}");
     assert_eq!(pods_on(&fake, "gpu-node-2"), ["kube-system/nvidia-device-plugin-daemonset-m4q9z"]);
     let codes: Vec<u16> =
         fake.requests().iter().filter(|r| r.path.ends_with("/eviction")).map(|r| r.status).collect();
     assert!(codes.contains(&429) && codes.iter().filter(|c| **c == 201).count() == 2, "{codes:?}");
+}
+
+#[test]
+fn drain_gives_up_at_its_timeout_while_the_pdb_holds() {
+    let fake = FakeKube::start(Cluster::small(), Default::default());
+    let cache = tempfile::tempdir().unwrap();
+    let o = kubectl(
+        &fake,
+        cache.path(),
+        &["drain", "gpu-node-2", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=2s"],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "{err}");
+    for pod in ["inference-7f6c9d8b4-r9p2k", "inference-7f6c9d8b4-t3v7m"] {
+        assert!(
+            err.contains(&format!(
+                r#"error when evicting pods/"{pod}" -n "team-b": global timeout reached: 2s"#
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(pods_on(&fake, "gpu-node-2").len(), 3);
+    assert!(unschedulable(&fake, "gpu-node-2"));
+    assert!(fake.requests().iter().filter(|r| r.path.ends_with("/eviction")).all(|r| r.status == 429));
 }

@@ -56,8 +56,23 @@ fn compute(st: &Store, pdb: &Value, ns: &str) -> (i64, i64, i64, i64) {
 
 /// Recomputes `status` of every PDB in a namespace (writing only on change).
 pub fn refresh_pdbs(st: &mut Store, ns: &str) {
+    refresh_pdbs_matching(st, ns, None);
+}
+
+/// Recomputes the PDBs of a namespace, only those selecting one of `labels` when given (a pod
+/// write touches the budgets that select it before or after).
+pub fn refresh_pdbs_matching(
+    st: &mut Store,
+    ns: &str,
+    labels: Option<&[&std::collections::BTreeMap<String, String>]>,
+) {
     for pdb in st.iter(PDBS, Some(ns)) {
         let mut v = pdb.value();
+        if let Some(ls) = labels
+            && !ls.iter().any(|l| selector_of(&v).matches(l))
+        {
+            continue;
+        }
         let (expected, desired, healthy, allowed) = compute(st, &v, ns);
         let generation = v["metadata"]["generation"].as_i64().unwrap_or(1);
         let old = &v["status"];
@@ -100,7 +115,9 @@ pub fn evict(
 ) -> Result<Value, ApiError> {
     let ev: Value =
         serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid Eviction: {e}")))?;
-    if ev["kind"] != "Eviction" {
+    // The real server decodes leniently: a missing kind defaults to Eviction, unknown fields
+    // (kube-rs sends `delete_options`, snake_case) are ignored.
+    if !ev["kind"].is_null() && ev["kind"] != "Eviction" {
         return Err(ApiError::bad_request("the body must be an Eviction (policy/v1 or policy/v1beta1)"));
     }
     if let Some(n) = ev["metadata"]["name"].as_str()

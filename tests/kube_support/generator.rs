@@ -31,6 +31,9 @@ impl std::str::FromStr for KueueMode {
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
     pub objects: Vec<Value>,
+    /// More objects, already serialized as JSON (what the generator emits for pods, to keep
+    /// memory low at 50k pods).
+    pub serialized: Vec<Vec<u8>>,
     pub pod_logs: Vec<((String, String), String)>,
     pub kueue: KueueMode,
 }
@@ -659,7 +662,7 @@ impl Cluster {
         if kueue != KueueMode::None {
             objects.extend(small_kueue(now));
         }
-        Cluster { objects, pod_logs, kueue }
+        Cluster { objects, serialized: Vec::new(), pod_logs, kueue }
     }
 }
 
@@ -864,4 +867,699 @@ fn small_kueue(now: i64) -> Vec<Value> {
             ),
         ),
     ]
+}
+
+fn push_pod(raw: &mut Vec<Vec<u8>>, used: &mut std::collections::BTreeMap<String, i64>, p: &PodShape) {
+    if let Some((r, n)) = &p.gpu
+        && r == "nvidia.com/gpu"
+        && !matches!(p.phase.as_str(), "Succeeded" | "Failed")
+    {
+        *used.entry(p.ns.clone()).or_default() += n;
+    }
+    let mut b = serde_json::to_vec(&pod(p)).expect("pod json");
+    b.shrink_to_fit();
+    raw.push(b);
+}
+
+/// Deterministic uuid-shaped ids from the generator's RNG.
+fn rng_uid(rng: &mut fastrand::Rng) -> String {
+    let a = rng.u64(..);
+    let b = rng.u64(..);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+fn rng_suffix(rng: &mut fastrand::Rng) -> String {
+    const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5).map(|_| ALPHA[rng.usize(..ALPHA.len())] as char).collect()
+}
+
+const TEAMS: &[&str] = &["ml-research", "llm-training", "inference", "vision", "speech", "platform"];
+const MODELS: &[&str] = &[
+    "llama3-70b",
+    "mixtral-8x22b",
+    "vit-h14",
+    "whisper-large",
+    "sd-xl",
+    "bert-base",
+    "gpt-neox-20b",
+    "qwen2-72b",
+];
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum WKind {
+    Job,
+    JobSet,
+    PyTorchJob,
+    MpiJob,
+    RayJob,
+    Deployment,
+    Lws,
+}
+
+struct Placer {
+    /// (node name, free GPUs, product)
+    nodes: Vec<(String, i64, &'static str)>,
+    cursor: usize,
+}
+
+impl Placer {
+    /// Next-fit: O(pods + nodes) overall.
+    fn place(&mut self, gpus: i64) -> Option<(String, &'static str)> {
+        let n = self.nodes.len();
+        for step in 0..n.min(64) {
+            let i = (self.cursor + step) % n;
+            if self.nodes[i].1 >= gpus {
+                self.nodes[i].1 -= gpus;
+                self.cursor = if self.nodes[i].1 == 0 { (i + 1) % n } else { i };
+                return Some((self.nodes[i].0.clone(), self.nodes[i].2));
+            }
+        }
+        self.cursor = (self.cursor + 64) % n.max(1);
+        None
+    }
+}
+
+impl Cluster {
+    /// A realistic GPU cluster, deterministic by `seed` (timestamps are relative to now).
+    pub fn generate(o: &GenOpts) -> Cluster {
+        let mut rng = fastrand::Rng::with_seed(o.seed);
+        let now = super::util::now_secs();
+        let day = 86_400;
+        let tl = o.team_label.as_str();
+        let mut objects = Vec::new();
+        // Pods go out serialized right away (a parsed pod is ~10x its JSON), with the GPU
+        // requests per namespace tallied for the quotas.
+        let mut raw: Vec<Vec<u8>> = Vec::new();
+        let mut used: std::collections::BTreeMap<String, i64> = Default::default();
+        for ns in ["default", "kube-system", "gpu-operator"] {
+            objects.push(namespace(ns, None, tl, now - 400 * day));
+        }
+        if o.kueue != KueueMode::None {
+            objects.push(namespace("kueue-system", None, tl, now - 400 * day));
+        }
+        for t in TEAMS {
+            objects.push(namespace(t, Some(t), tl, now - 300 * day));
+        }
+        // Nodes.
+        let mut shapes = Vec::new();
+        for i in 0..o.nodes {
+            let r = i % 20;
+            let (product, pool, mig) = if i == 0 || r == 19 {
+                (None, "cpu", vec![])
+            } else if r <= 12 {
+                (Some(H100), "h100", vec![])
+            } else if r <= 17 {
+                (Some(A100), "a100", vec![])
+            } else {
+                (Some(A100), "a100-mig", vec![("mig-1g.10gb", 14), ("mig-3g.40gb", 2)])
+            };
+            let shared = i == 5;
+            let name = if product.is_some() { format!("gpu-{i:04}") } else { format!("cpu-{i:04}") };
+            let gpus = if product.is_some() { 8 } else { 0 };
+            let unhealthy = product.is_some() && mig.is_empty() && (i == 4 || i % 37 == 20);
+            shapes.push(NodeShape {
+                uid: rng_uid(&mut rng),
+                name,
+                pool: if shared { "h100-shared".into() } else { pool.into() },
+                product,
+                gpus,
+                allocatable_gpus: if unhealthy { gpus - 1 } else { gpus },
+                mig,
+                replicas: if shared { 4 } else { 1 },
+                ready: !(i == 3 || i % 97 == 50),
+                cordoned: i == 2,
+                control_plane: i == 0,
+                created: now - (30 + rng.i64(0..200)) * day,
+                ip: format!("10.0.{}.{}", i / 250, i % 250 + 1),
+            });
+        }
+        for s in &shapes {
+            objects.push(node(s, &o.pool_label));
+        }
+        let gpu_nodes: Vec<&NodeShape> = shapes.iter().filter(|s| s.product.is_some()).collect();
+        let mut placer = Placer {
+            nodes: gpu_nodes
+                .iter()
+                .filter(|s| s.ready && !s.cordoned && s.mig.is_empty())
+                .map(|s| (s.name.clone(), s.allocatable_gpus * s.replicas, s.product.unwrap_or(H100)))
+                .collect(),
+            cursor: 0,
+        };
+        let mut pod_count = 0usize;
+        let mut gpu_used: std::collections::HashMap<String, i64> = Default::default();
+        let mut ip_n = 0u32;
+        let mut next_ip = || {
+            ip_n += 1;
+            format!("10.{}.{}.{}", 244 + (ip_n >> 16) % 8, (ip_n >> 8) & 0xff, ip_n & 0xff)
+        };
+        // DaemonSets on GPU nodes.
+        let ds_budget = (gpu_nodes.len() * 2).min(o.pods.saturating_sub(o.gpu_pods));
+        let dp = owner("apps/v1", "DaemonSet", "nvidia-device-plugin-daemonset");
+        let dcgm = owner("apps/v1", "DaemonSet", "nvidia-dcgm-exporter");
+        objects.push(daemonset(
+            "kube-system",
+            &dp.2,
+            "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+            &dp.3,
+            gpu_nodes.len() as i64,
+            now - 300 * day,
+        ));
+        objects.push(daemonset(
+            "gpu-operator",
+            &dcgm.2,
+            "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.7-3.5.0-ubuntu22.04",
+            &dcgm.3,
+            gpu_nodes.len() as i64,
+            now - 300 * day,
+        ));
+        'ds: for s in &gpu_nodes {
+            for (ns, ow, image) in [
+                ("kube-system", &dp, "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"),
+                ("gpu-operator", &dcgm, "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.7-3.5.0-ubuntu22.04"),
+            ] {
+                if pod_count >= ds_budget {
+                    break 'ds;
+                }
+                let p = PodShape {
+                    ns: ns.into(),
+                    name: format!("{}-{}", ow.2, rng_suffix(&mut rng)),
+                    uid: rng_uid(&mut rng),
+                    node: Some(s.name.clone()),
+                    owner: Some(ow.clone()),
+                    labels: vec![
+                        ("app.kubernetes.io/name".into(), ow.2.clone()),
+                        ("controller-revision-hash".into(), "6b7c9d5f8".into()),
+                    ],
+                    image: image.into(),
+                    phase: "Running".into(),
+                    grace: 30,
+                    created: s.created + 600,
+                    ip: next_ip(),
+                    ..Default::default()
+                };
+                push_pod(&mut raw, &mut used, &p);
+                pod_count += 1;
+            }
+        }
+        // GPU workloads.
+        let kueue_on = o.kueue != KueueMode::None;
+        let mut gpu_left = o.gpu_pods.min(o.pods.saturating_sub(pod_count));
+        let mut wl_i = 0usize;
+        let mut workloads = Vec::new();
+        let mut pending_pods = Vec::new();
+        // One MIG inference pod per MIG node.
+        for s in gpu_nodes.iter().filter(|s| !s.mig.is_empty()) {
+            if gpu_left == 0 {
+                break;
+            }
+            let rs = owner("apps/v1", "ReplicaSet", &format!("mig-embedder-{}", &s.name[4..]));
+            let p = PodShape {
+                ns: "inference".into(),
+                name: format!("{}-{}", rs.2, rng_suffix(&mut rng)),
+                uid: rng_uid(&mut rng),
+                node: Some(s.name.clone()),
+                owner: Some(rs),
+                labels: vec![("app".into(), "mig-embedder".into())],
+                image: "nvcr.io/nvidia/tritonserver:24.08-py3".into(),
+                gpu: Some(("nvidia.com/mig-1g.10gb".into(), 1)),
+                phase: "Running".into(),
+                grace: 30,
+                created: now - rng.i64(3600..30 * day),
+                ip: next_ip(),
+                ..Default::default()
+            };
+            push_pod(&mut raw, &mut used, &p);
+            pod_count += 1;
+            gpu_left -= 1;
+        }
+        while gpu_left > 0 {
+            wl_i += 1;
+            let kind = match rng.u32(0..100) {
+                0..35 => {
+                    if rng.bool() {
+                        WKind::Job
+                    } else {
+                        WKind::JobSet
+                    }
+                }
+                35..55 => WKind::PyTorchJob,
+                55..65 => WKind::MpiJob,
+                65..75 => WKind::RayJob,
+                75..90 => WKind::Deployment,
+                _ => WKind::Lws,
+            };
+            let inference = matches!(kind, WKind::Deployment | WKind::Lws);
+            let team = if inference && rng.bool() { "inference" } else { TEAMS[rng.usize(..TEAMS.len())] };
+            let model = MODELS[rng.usize(..MODELS.len())];
+            let size = (if inference { rng.usize(1..=4) } else { rng.usize(1..=8) }).min(gpu_left);
+            // Sized so that ~20k GPU pods roughly fill ~5k 8-GPU nodes, leaving some pending.
+            let gpus: i64 = if inference {
+                [1, 1, 1, 1, 2][rng.usize(..5)]
+            } else {
+                [8, 4, 2, 2, 1, 1, 1, 1][rng.usize(..8)]
+            };
+            let created = now - rng.i64(300..5 * day);
+            let base = format!(
+                "{model}-{}-{wl_i}",
+                match kind {
+                    WKind::Job | WKind::JobSet => "pretrain",
+                    WKind::PyTorchJob => "finetune",
+                    WKind::MpiJob => "allreduce",
+                    WKind::RayJob => "tune",
+                    WKind::Deployment => "serve",
+                    WKind::Lws => "disagg",
+                }
+            );
+            let hold = !inference && rng.u32(0..100) < 4; // queued as a whole
+            let queue = format!("{team}-queue");
+            let mut common: Vec<(String, String)> = Vec::new();
+            if kueue_on && !inference {
+                common.push(("kueue.x-k8s.io/queue-name".into(), queue.clone()));
+            }
+            // The pods' owner and per-pod naming.
+            let (pod_owner, top_owner): (Owner, Owner) = match kind {
+                WKind::Job => {
+                    let j = (String::from("batch/v1"), String::from("Job"), base.clone(), rng_uid(&mut rng));
+                    let mut jv = job_obj(team, &j, size as i64, created);
+                    jv["metadata"]["labels"] = json!({"app": base});
+                    objects.push(jv);
+                    (j.clone(), j)
+                }
+                WKind::JobSet => {
+                    let js = (
+                        "jobset.x-k8s.io/v1alpha2".to_string(),
+                        "JobSet".to_string(),
+                        base.clone(),
+                        rng_uid(&mut rng),
+                    );
+                    let j = (
+                        "batch/v1".to_string(),
+                        "Job".to_string(),
+                        format!("{base}-workers-0"),
+                        rng_uid(&mut rng),
+                    );
+                    let mut jv = job_obj(team, &j, size as i64, created);
+                    jv["metadata"]["labels"] = json!({"jobset.sigs.k8s.io/jobset-name": base, "jobset.sigs.k8s.io/replicatedjob-name": "workers"});
+                    jv["metadata"]["ownerReferences"] = json!([{"apiVersion": js.0, "kind": js.1, "name": js.2, "uid": js.3, "controller": true, "blockOwnerDeletion": true}]);
+                    objects.push(jv);
+                    common.push(("jobset.sigs.k8s.io/jobset-name".into(), base.clone()));
+                    common.push(("jobset.sigs.k8s.io/replicatedjob-name".into(), "workers".into()));
+                    (j, js)
+                }
+                WKind::PyTorchJob => {
+                    let o = (
+                        "kubeflow.org/v1".to_string(),
+                        "PyTorchJob".to_string(),
+                        base.clone(),
+                        rng_uid(&mut rng),
+                    );
+                    common.push(("training.kubeflow.org/job-name".into(), base.clone()));
+                    common
+                        .push(("training.kubeflow.org/operator-name".into(), "pytorchjob-controller".into()));
+                    (o.clone(), o)
+                }
+                WKind::MpiJob => {
+                    let o = (
+                        "kubeflow.org/v2beta1".to_string(),
+                        "MPIJob".to_string(),
+                        base.clone(),
+                        rng_uid(&mut rng),
+                    );
+                    common.push(("training.kubeflow.org/job-name".into(), base.clone()));
+                    common.push(("training.kubeflow.org/job-role".into(), "worker".into()));
+                    (o.clone(), o)
+                }
+                WKind::RayJob => {
+                    let rj = ("ray.io/v1".to_string(), "RayJob".to_string(), base.clone(), rng_uid(&mut rng));
+                    let rc = (
+                        "ray.io/v1".to_string(),
+                        "RayCluster".to_string(),
+                        format!("{base}-raycluster-{}", rng_suffix(&mut rng)),
+                        rng_uid(&mut rng),
+                    );
+                    common.push(("ray.io/cluster".into(), rc.2.clone()));
+                    common.push(("ray.io/node-type".into(), "worker".into()));
+                    (rc, rj)
+                }
+                WKind::Deployment => {
+                    let hash = format!("{:x}", rng.u32(0x10000000..0xffffffff));
+                    let mut dv = deployment(team, &base, size as i64, created);
+                    dv["metadata"]["uid"] = json!(uid_of(&format!("Deployment/{team}/{base}")));
+                    objects.push(dv);
+                    let rs = (
+                        "apps/v1".to_string(),
+                        "ReplicaSet".to_string(),
+                        format!("{base}-{hash}"),
+                        rng_uid(&mut rng),
+                    );
+                    objects.push(replicaset(team, &rs, &base, size as i64, created));
+                    common.push(("app".into(), base.clone()));
+                    common.push(("pod-template-hash".into(), hash));
+                    if wl_i.is_multiple_of(3) {
+                        objects.push(pdb(
+                            team,
+                            &format!("{base}-pdb"),
+                            json!({"matchLabels": {"app": base}}),
+                            None,
+                            Some(json!(1)),
+                            created,
+                        ));
+                    }
+                    let d = (
+                        "apps/v1".to_string(),
+                        "Deployment".to_string(),
+                        base.clone(),
+                        uid_of(&format!("Deployment/{team}/{base}")),
+                    );
+                    (rs, d)
+                }
+                WKind::Lws => {
+                    let l = (
+                        "leaderworkerset.x-k8s.io/v1".to_string(),
+                        "LeaderWorkerSet".to_string(),
+                        base.clone(),
+                        rng_uid(&mut rng),
+                    );
+                    let sts =
+                        ("apps/v1".to_string(), "StatefulSet".to_string(), base.clone(), rng_uid(&mut rng));
+                    common.push(("leaderworkerset.sigs.k8s.io/name".into(), base.clone()));
+                    common.push(("leaderworkerset.sigs.k8s.io/group-index".into(), "0".into()));
+                    (sts, l)
+                }
+            };
+            if !inference && wl_i.is_multiple_of(5) {
+                let key = common.iter().find(|(k, _)| k != "kueue.x-k8s.io/queue-name").cloned();
+                let sel = match key {
+                    Some((k, v)) => json!({"matchLabels": {k: v}}),
+                    None => json!({"matchLabels": {"batch.kubernetes.io/job-name": base}}),
+                };
+                objects.push(pdb(team, &format!("{base}-pdb"), sel, Some(json!("100%")), None, created));
+            }
+            let mut placed_product = None;
+            let mut any_pending = false;
+            for k in 0..size {
+                let name = match kind {
+                    WKind::Job => format!("{base}-{k}-{}", rng_suffix(&mut rng)),
+                    WKind::JobSet => format!("{base}-workers-0-{k}-{}", rng_suffix(&mut rng)),
+                    WKind::PyTorchJob => {
+                        if k == 0 {
+                            format!("{base}-master-0")
+                        } else {
+                            format!("{base}-worker-{}", k - 1)
+                        }
+                    }
+                    WKind::MpiJob => format!("{base}-worker-{k}"),
+                    WKind::RayJob => format!("{}-gpu-group-worker-{}", pod_owner.2, rng_suffix(&mut rng)),
+                    WKind::Deployment => format!("{}-{}", pod_owner.2, rng_suffix(&mut rng)),
+                    WKind::Lws => {
+                        if k == 0 {
+                            format!("{base}-0")
+                        } else {
+                            format!("{base}-0-{k}")
+                        }
+                    }
+                };
+                let mut labels = common.clone();
+                match kind {
+                    WKind::Job | WKind::JobSet => {
+                        labels.push(("batch.kubernetes.io/job-name".into(), pod_owner.2.clone()));
+                        labels.push(("job-name".into(), pod_owner.2.clone()));
+                        labels.push(("batch.kubernetes.io/controller-uid".into(), pod_owner.3.clone()));
+                        labels.push(("batch.kubernetes.io/job-completion-index".into(), k.to_string()));
+                    }
+                    WKind::PyTorchJob => {
+                        labels.push((
+                            "training.kubeflow.org/replica-type".into(),
+                            if k == 0 { "master" } else { "worker" }.into(),
+                        ));
+                        labels.push((
+                            "training.kubeflow.org/replica-index".into(),
+                            k.saturating_sub(1).to_string(),
+                        ));
+                    }
+                    WKind::Lws => {
+                        labels.push(("leaderworkerset.sigs.k8s.io/worker-index".into(), k.to_string()))
+                    }
+                    _ => {}
+                }
+                let spot = if hold { None } else { placer.place(gpus) };
+                let (node, phase, waiting, restarts) = match &spot {
+                    Some((n, prod)) => {
+                        placed_product = Some(*prod);
+                        *gpu_used.entry(n.clone()).or_default() += gpus;
+                        match rng.u32(0..100) {
+                            0..2 => (
+                                Some(n.clone()),
+                                "Running",
+                                Some("CrashLoopBackOff".to_string()),
+                                rng.i64(3..40),
+                            ),
+                            2..4 => (Some(n.clone()), "Pending", Some("ContainerCreating".to_string()), 0),
+                            4..9 => (Some(n.clone()), "Running", None, rng.i64(1..4)),
+                            _ => (Some(n.clone()), "Running", None, 0),
+                        }
+                    }
+                    None => {
+                        any_pending = true;
+                        (None, "Pending", None, 0)
+                    }
+                };
+                let p = PodShape {
+                    ns: team.into(),
+                    name,
+                    uid: rng_uid(&mut rng),
+                    node,
+                    owner: Some(pod_owner.clone()),
+                    labels,
+                    annotations: vec![],
+                    image: if inference {
+                        "nvcr.io/nvidia/tritonserver:24.08-py3".into()
+                    } else {
+                        "nvcr.io/nvidia/pytorch:24.08-py3".into()
+                    },
+                    gpu: Some(("nvidia.com/gpu".into(), gpus)),
+                    phase: phase.into(),
+                    waiting,
+                    restarts,
+                    empty_dir: false,
+                    grace: 30,
+                    created,
+                    ip: next_ip(),
+                };
+                if p.node.is_none() && pending_pods.len() < 20 {
+                    pending_pods.push((team.to_string(), p.name.clone()));
+                }
+                push_pod(&mut raw, &mut used, &p);
+                pod_count += 1;
+                gpu_left -= 1;
+            }
+            if kueue_on && !inference {
+                workloads.push((
+                    team.to_string(),
+                    top_owner,
+                    size as i64,
+                    gpus,
+                    created,
+                    placed_product,
+                    any_pending,
+                    queue,
+                ));
+            }
+        }
+        // CPU pods: the rest, round-robin over ready nodes.
+        let ready: Vec<&NodeShape> = shapes.iter().filter(|s| s.ready).collect();
+        let mut k = 0usize;
+        let specials = ["mirror", "emptydir", "bare"];
+        while pod_count < o.pods && !ready.is_empty() {
+            let s = ready[k % ready.len()];
+            let special = specials.get(k).copied();
+            k += 1;
+            let team = TEAMS[rng.usize(..TEAMS.len())];
+            let mut p = PodShape {
+                ns: team.into(),
+                uid: rng_uid(&mut rng),
+                node: Some(s.name.clone()),
+                image: "registry.example.com/platform/service:1.42.0".into(),
+                phase: "Running".into(),
+                grace: 30,
+                created: now - rng.i64(600..20 * day),
+                ip: next_ip(),
+                ..Default::default()
+            };
+            match special {
+                Some("mirror") => {
+                    let n0 = &shapes[0].name;
+                    p.ns = "kube-system".into();
+                    p.name = format!("kube-apiserver-{n0}");
+                    p.node = Some(n0.clone());
+                    p.owner = Some(("v1".into(), "Node".into(), n0.clone(), shapes[0].uid.clone()));
+                    p.annotations = vec![
+                        ("kubernetes.io/config.mirror".into(), "5f2c0e7d1a9b4c3e8f6a0b1c2d3e4f5a".into()),
+                        ("kubernetes.io/config.source".into(), "file".into()),
+                    ];
+                    p.image = "registry.k8s.io/kube-apiserver:v1.34.1".into();
+                }
+                Some("emptydir") => {
+                    p.name = format!("dataset-cache-{}", rng_suffix(&mut rng));
+                    p.owner = Some((
+                        "apps/v1".into(),
+                        "ReplicaSet".into(),
+                        "dataset-cache-5c8d9f7b6".into(),
+                        rng_uid(&mut rng),
+                    ));
+                    p.empty_dir = true;
+                    p.labels = vec![("app".into(), "dataset-cache".into())];
+                }
+                Some(_) => {
+                    p.name = format!("debug-{}", rng_suffix(&mut rng));
+                    p.image = "ubuntu:24.04".into();
+                }
+                None => {
+                    let app =
+                        ["router", "tokenizer", "feature-store", "metrics-proxy", "notebook"][rng.usize(..5)];
+                    let hash = format!("{:x}", 0x5a00_0000u32 + (k as u32 % 97) * 7919);
+                    p.name = format!("{app}-{hash}-{}", rng_suffix(&mut rng));
+                    p.owner = Some((
+                        "apps/v1".into(),
+                        "ReplicaSet".into(),
+                        format!("{app}-{hash}"),
+                        uid_of(&format!("rs/{team}/{app}-{hash}")),
+                    ));
+                    p.labels = vec![("app".into(), app.into()), ("pod-template-hash".into(), hash)];
+                    match rng.u32(0..100) {
+                        0..5 => {
+                            p.phase = "Succeeded".into();
+                            p.owner = Some((
+                                "batch/v1".into(),
+                                "Job".into(),
+                                format!("{app}-cron-{}", k),
+                                uid_of(&format!("job/{team}/{k}")),
+                            ));
+                        }
+                        5..6 => {
+                            p.waiting = Some("ImagePullBackOff".into());
+                            p.phase = "Pending".into();
+                        }
+                        6..10 => p.restarts = rng.i64(1..6),
+                        _ => {}
+                    }
+                }
+            }
+            push_pod(&mut raw, &mut used, &p);
+            pod_count += 1;
+        }
+        // Quotas: a share of the GPUs per team, used = what the team's pods request.
+        let total_gpus: i64 = gpu_nodes.iter().map(|s| s.allocatable_gpus * s.replicas).sum();
+        for t in TEAMS {
+            let hard = (total_gpus * 2 / TEAMS.len() as i64).max(8);
+            objects.push(resource_quota(t, hard, used.get(*t).copied().unwrap_or(0), now - 300 * day));
+        }
+        // Node events.
+        for s in &shapes {
+            let ev = |reason: &str, typ: &str, msg: String, comp: &str, t: i64| {
+                node_event(
+                    &format!(
+                        "{}.{}",
+                        s.name,
+                        &uid_of(&format!("{}/{reason}", s.name)).replace('-', "")[..16]
+                    ),
+                    &s.name,
+                    reason,
+                    typ,
+                    &msg,
+                    comp,
+                    t,
+                )
+            };
+            if !s.ready {
+                objects.push(ev(
+                    "NodeNotReady",
+                    "Normal",
+                    format!("Node {} status is now: NodeNotReady", s.name),
+                    "node-controller",
+                    now - 900,
+                ));
+            }
+            if s.cordoned {
+                objects.push(ev(
+                    "NodeNotSchedulable",
+                    "Normal",
+                    format!("Node {} status is now: NodeNotSchedulable", s.name),
+                    "kubelet",
+                    now - 7200,
+                ));
+            }
+            if s.allocatable_gpus < s.gpus {
+                objects.push(ev(
+                    "GPUUnhealthy",
+                    "Warning",
+                    "XID 79 on GPU 3 (GPU has fallen off the bus); device marked unhealthy".into(),
+                    "nvidia-device-plugin",
+                    now - 3600,
+                ));
+            }
+        }
+        for (ns, name) in &pending_pods {
+            objects.push(json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("{name}.sched"), "namespace": ns, "uid": uid_of(&format!("ev/{ns}/{name}")), "creationTimestamp": ts(now - 120)},
+                "involvedObject": {"kind": "Pod", "namespace": ns, "name": name, "apiVersion": "v1"},
+                "reason": "FailedScheduling", "type": "Warning", "count": 3,
+                "message": format!("0/{} nodes are available: insufficient nvidia.com/gpu. preemption: not eligible due to preemptionPolicy=Never.", o.nodes),
+                "source": {"component": "default-scheduler"}, "reportingComponent": "default-scheduler",
+                "firstTimestamp": ts(now - 600), "lastTimestamp": ts(now - 120)}));
+        }
+        // Kueue.
+        if kueue_on {
+            objects.push(flavor("h100", H100));
+            objects.push(flavor("a100", A100));
+            let h100: i64 =
+                gpu_nodes.iter().filter(|s| s.product == Some(H100)).map(|s| s.allocatable_gpus).sum();
+            for (i, t) in TEAMS.iter().enumerate() {
+                let share = (h100 / TEAMS.len() as i64).max(8);
+                let mut cq = cluster_queue(
+                    &format!("{t}-cq"),
+                    "h100",
+                    share,
+                    Some(share / 2),
+                    if i % 2 == 0 { Some(share / 4) } else { None },
+                );
+                cq["metadata"]["uid"] = json!(rng_uid(&mut rng));
+                objects.push(cq);
+                objects.push(local_queue(t, &format!("{t}-queue"), &format!("{t}-cq")));
+            }
+            for (team, own, pods, gpus, created, product, pending, queue) in workloads {
+                let flavor = if product == Some(A100) { "a100" } else { "h100" };
+                let name = format!("{}-{}-{}", own.1.to_lowercase(), own.2, &own.3[..5]);
+                let msg = format!(
+                    "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor {flavor}, {} more needed",
+                    pods * gpus
+                );
+                let prio = [0, 0, 0, 100, 1000][rng.usize(..5)];
+                let mut w = workload(
+                    &team,
+                    &name,
+                    &queue,
+                    &format!("{team}-cq"),
+                    &own,
+                    pods,
+                    gpus,
+                    prio,
+                    created,
+                    flavor,
+                    if pending { Some(&msg) } else { None },
+                );
+                w["metadata"]["uid"] = json!(rng_uid(&mut rng));
+                objects.push(w);
+            }
+        }
+        let _ = gpu_used;
+        Cluster { objects, serialized: raw, pod_logs: Vec::new(), kueue: o.kueue }
+    }
 }

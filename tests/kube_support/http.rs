@@ -251,7 +251,9 @@ async fn route(
         namespace: t.ns.clone(),
         name: t.name.clone(),
     };
-    if !sh.policy.read().unwrap().check(user, &attrs).allowed {
+    // Every authenticated user may review its own access (system:basic-user).
+    let self_review = t.group == "authorization.k8s.io" && t.def.plural.starts_with("selfsubject");
+    if !self_review && !sh.policy.read().unwrap().check(user, &attrs).allowed {
         return Err(Policy::forbidden(user, &attrs));
     }
     if !t.def.verbs.contains(&verb) && t.sub.is_empty() {
@@ -653,6 +655,14 @@ fn watch(
     sh.rt().spawn(async move {
         let mut rv_rx = sh2.rv_tx.subscribe();
         let mut drop_rx = sh2.drop_tx.subscribe();
+        let mut gate = sh2.watch_gate.subscribe();
+        while *gate.borrow_and_update() {
+            tokio::select! {
+                r = gate.changed() => if r.is_err() { return },
+                _ = drop_rx.changed() => return,
+                _ = tx.closed() => return,
+            }
+        }
         let deadline = tokio::time::Instant::now() + timeout;
         let ok = |o: &Obj| matches(o, &ns, &label, &field);
         let mut cursor;
@@ -680,7 +690,6 @@ fn watch(
             return;
         }
         rv_rx.borrow_and_update();
-        drop_rx.borrow_and_update();
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
         loop {
             let (evs, now_rv) = {

@@ -91,6 +91,8 @@ pub struct Shared {
     pub store: Mutex<Store>,
     pub rv_tx: tokio::sync::watch::Sender<u64>,
     pub drop_tx: tokio::sync::watch::Sender<u64>,
+    /// While true, new watch streams are accepted but send nothing (a stalled connection).
+    pub watch_gate: tokio::sync::watch::Sender<bool>,
     pub policy: RwLock<Policy>,
     /// token → user
     pub tokens: RwLock<HashMap<String, String>>,
@@ -141,17 +143,20 @@ impl FakeKube {
         let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port)).expect("bind 127.0.0.1");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr");
+        let Cluster { objects, serialized, pod_logs, kueue } = cluster;
         let served = Served {
-            kueue_v1beta1: matches!(cluster.kueue, KueueMode::V1beta1 | KueueMode::Both),
-            kueue_v1beta2: matches!(cluster.kueue, KueueMode::V1beta2 | KueueMode::Both),
+            kueue_v1beta1: matches!(kueue, KueueMode::V1beta1 | KueueMode::Both),
+            kueue_v1beta2: matches!(kueue, KueueMode::V1beta2 | KueueMode::Both),
         };
         let mut st = Store::new(opts.history);
-        for v in &cluster.objects {
-            let def =
-                def_for(v["apiVersion"].as_str().unwrap_or_default(), v["kind"].as_str().unwrap_or_default())
-                    .unwrap_or_else(|| panic!("unknown kind in cluster: {} {}", v["apiVersion"], v["kind"]));
-            let version = v["apiVersion"].as_str().unwrap_or_default().rsplit('/').next().unwrap_or_default();
-            st.load(def.storage(), convert::into_stored(def, version, v.clone()));
+        let parsed =
+            serialized.into_iter().map(|b| serde_json::from_slice::<Value>(&b).expect("serialized object"));
+        for v in objects.into_iter().chain(parsed) {
+            let av = v["apiVersion"].as_str().unwrap_or_default().to_string();
+            let def = def_for(&av, v["kind"].as_str().unwrap_or_default())
+                .unwrap_or_else(|| panic!("unknown kind in cluster: {} {}", v["apiVersion"], v["kind"]));
+            let version = av.rsplit('/').next().unwrap_or_default();
+            st.load(def.storage(), convert::into_stored(def, version, v));
         }
         let mut tokens = HashMap::new();
         for user in ["admin", "viewer"] {
@@ -163,13 +168,14 @@ impl FakeKube {
             store: Mutex::new(st),
             rv_tx,
             drop_tx,
+            watch_gate: tokio::sync::watch::channel(false).0,
             policy: RwLock::new(Policy::default()),
             tokens: RwLock::new(tokens),
             visibility: AtomicBool::new(opts.visibility),
             served,
             opts: opts.clone(),
             requests: Mutex::new(Vec::new()),
-            pod_logs: Mutex::new(cluster.pod_logs.iter().cloned().collect()),
+            pod_logs: Mutex::new(pod_logs.into_iter().collect()),
             addr,
             rt: OnceLock::new(),
         });
@@ -542,6 +548,16 @@ impl Handle {
     /// Ends every open watch stream (clients must re-watch).
     pub fn drop_watches(&self) {
         self.sh.drop_tx.send_modify(|x| *x += 1);
+    }
+
+    /// Holds new watch streams before their first event until `resume_watches` (to change the
+    /// cluster while a client is between watches, deterministically).
+    pub fn pause_watches(&self) {
+        self.sh.watch_gate.send_replace(true);
+    }
+
+    pub fn resume_watches(&self) {
+        self.sh.watch_gate.send_replace(false);
     }
 
     /// Number of watch streams currently open.

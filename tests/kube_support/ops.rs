@@ -451,7 +451,10 @@ pub fn controller_of(v: &Value) -> Option<&Value> {
 pub fn after_write(st: &mut Store, key: StorageKey, obj: &Obj, eff: &mut Effects) {
     match key {
         PODS => {
-            eviction::refresh_pdbs(st, &obj.ns);
+            let old = st.last_old(PODS).map(|o| o.labels.clone());
+            let mut labels = vec![&obj.labels];
+            labels.extend(old.as_ref());
+            eviction::refresh_pdbs_matching(st, &obj.ns, Some(&labels));
             let v = obj.value();
             if let Some(owner) = controller_of(&v)
                 && owner["kind"] == "Job"

@@ -141,7 +141,7 @@ impl Store {
         }
         let s: Snapshot = Arc::new(self.iter(key, None));
         self.snapshots.push_back((key, rv, s.clone()));
-        while self.snapshots.len() > 16 {
+        while self.snapshots.len() > 64 {
             self.snapshots.pop_front();
         }
         (rv, s)
@@ -196,6 +196,11 @@ impl Store {
                 self.min_rv = e.rv;
             }
         }
+    }
+
+    /// The previous version of the object the latest write of `key` replaced or removed.
+    pub fn last_old(&self, key: StorageKey) -> Option<Arc<Obj>> {
+        self.history.back().filter(|e| e.key == key && e.rv == self.rv).and_then(|e| e.old.clone())
     }
 
     /// Events of a kind after `since`, or `Err(min_rv)` when `since` is older than the history.

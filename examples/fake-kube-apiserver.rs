@@ -1,0 +1,85 @@
+//! A standalone fake Kubernetes API server (the one the tests use, tests/kube_support) with a
+//! generated GPU cluster, for benchmarks and for pointing other clients (kubectl, kdash) at.
+//!
+//! ```text
+//! cargo run --release --example fake-kube-apiserver -- --nodes 5000 --pods 50000 --gpu-pods 20000
+//! ```
+//! Prints the path of the kubeconfig it wrote on the first line of stdout, then serves until
+//! killed. The kubeconfig names `https://127.0.0.1:PORT` (kubectl only sends tokens over TLS;
+//! the CA is embedded) with contexts `fake-admin` (current) and `fake-viewer`; the same port
+//! also answers plain HTTP.
+
+#[path = "../tests/kube_support/mod.rs"]
+mod kube_support;
+
+use clap::Parser;
+use kube_support::{Cluster, FakeKube, GenOpts, KueueMode, Opts};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(about = "Fake Kubernetes API server with a generated GPU cluster")]
+struct Args {
+    /// Nodes to generate.
+    #[arg(long, default_value_t = 20)]
+    nodes: usize,
+    /// Pods to generate (DaemonSet pods included).
+    #[arg(long, default_value_t = 200)]
+    pods: usize,
+    /// Pods requesting GPUs (default: 40% of --pods).
+    #[arg(long)]
+    gpu_pods: Option<usize>,
+    /// Kueue API versions to serve: none, v1beta1, v1beta2, both.
+    #[arg(long, default_value = "none")]
+    kueue: KueueMode,
+    /// Generator seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Where to write the kubeconfig (default: a temporary directory).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Serve the small hand-built cluster instead of a generated one.
+    #[arg(long)]
+    small: bool,
+}
+
+fn main() {
+    let a = Args::parse();
+    let t0 = Instant::now();
+    let cluster = if a.small {
+        Cluster::small_with(a.kueue)
+    } else {
+        Cluster::generate(&GenOpts {
+            nodes: a.nodes,
+            pods: a.pods,
+            gpu_pods: a.gpu_pods.unwrap_or(a.pods * 2 / 5),
+            kueue: a.kueue,
+            seed: a.seed,
+            ..Default::default()
+        })
+    };
+    let objects = cluster.objects.len() + cluster.serialized.len();
+    let generated = t0.elapsed();
+    let opts = Opts { port: a.port, kubeconfig: a.kubeconfig.clone(), ..Default::default() };
+    let fake = FakeKube::start(cluster, opts);
+    println!("{}", fake.kubeconfig_path().display());
+    eprintln!(
+        "fake-kube-apiserver: {objects} objects (generated in {:.2?}, loaded in {:.2?}); serving {} (and {}); admin token {}",
+        generated,
+        t0.elapsed() - generated,
+        fake.https_url(),
+        fake.url(),
+        fake.token_for("admin"),
+    );
+    if a.kubeconfig.is_none() {
+        eprintln!(
+            "fake-kube-apiserver: the kubeconfig is in a temporary directory (--kubeconfig PATH to choose)"
+        );
+    }
+    loop {
+        std::thread::park();
+    }
+}
