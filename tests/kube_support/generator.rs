@@ -869,7 +869,18 @@ fn small_kueue(now: i64) -> Vec<Value> {
     ]
 }
 
-fn push_pod(raw: &mut Vec<Vec<u8>>, used: &mut std::collections::BTreeMap<String, i64>, p: &PodShape) {
+fn push_pod(
+    raw: &mut Vec<Vec<u8>>,
+    used: &mut std::collections::BTreeMap<String, i64>,
+    seen: &mut std::collections::HashSet<(String, String)>,
+    rng: &mut fastrand::Rng,
+    p: &mut PodShape,
+) {
+    // Random 5-character suffixes can collide (5000 DaemonSet pods in one namespace): re-roll.
+    while !seen.insert((p.ns.clone(), p.name.clone())) {
+        let keep = p.name.len().saturating_sub(5);
+        p.name = format!("{}{}", &p.name[..keep], rng_suffix(rng));
+    }
     if let Some((r, n)) = &p.gpu
         && r == "nvidia.com/gpu"
         && !matches!(p.phase.as_str(), "Succeeded" | "Failed")
@@ -958,6 +969,7 @@ impl Cluster {
         // requests per namespace tallied for the quotas.
         let mut raw: Vec<Vec<u8>> = Vec::new();
         let mut used: std::collections::BTreeMap<String, i64> = Default::default();
+        let mut seen: std::collections::HashSet<(String, String)> = Default::default();
         for ns in ["default", "kube-system", "gpu-operator"] {
             objects.push(namespace(ns, None, tl, now - 400 * day));
         }
@@ -1047,7 +1059,7 @@ impl Cluster {
                 if pod_count >= ds_budget {
                     break 'ds;
                 }
-                let p = PodShape {
+                let mut p = PodShape {
                     ns: ns.into(),
                     name: format!("{}-{}", ow.2, rng_suffix(&mut rng)),
                     uid: rng_uid(&mut rng),
@@ -1064,7 +1076,7 @@ impl Cluster {
                     ip: next_ip(),
                     ..Default::default()
                 };
-                push_pod(&mut raw, &mut used, &p);
+                push_pod(&mut raw, &mut used, &mut seen, &mut rng, &mut p);
                 pod_count += 1;
             }
         }
@@ -1080,7 +1092,7 @@ impl Cluster {
                 break;
             }
             let rs = owner("apps/v1", "ReplicaSet", &format!("mig-embedder-{}", &s.name[4..]));
-            let p = PodShape {
+            let mut p = PodShape {
                 ns: "inference".into(),
                 name: format!("{}-{}", rs.2, rng_suffix(&mut rng)),
                 uid: rng_uid(&mut rng),
@@ -1095,7 +1107,7 @@ impl Cluster {
                 ip: next_ip(),
                 ..Default::default()
             };
-            push_pod(&mut raw, &mut used, &p);
+            push_pod(&mut raw, &mut used, &mut seen, &mut rng, &mut p);
             pod_count += 1;
             gpu_left -= 1;
         }
@@ -1331,7 +1343,7 @@ impl Cluster {
                         (None, "Pending", None, 0)
                     }
                 };
-                let p = PodShape {
+                let mut p = PodShape {
                     ns: team.into(),
                     name,
                     uid: rng_uid(&mut rng),
@@ -1356,7 +1368,7 @@ impl Cluster {
                 if p.node.is_none() && pending_pods.len() < 20 {
                     pending_pods.push((team.to_string(), p.name.clone()));
                 }
-                push_pod(&mut raw, &mut used, &p);
+                push_pod(&mut raw, &mut used, &mut seen, &mut rng, &mut p);
                 pod_count += 1;
                 gpu_left -= 1;
             }
@@ -1452,7 +1464,7 @@ impl Cluster {
                     }
                 }
             }
-            push_pod(&mut raw, &mut used, &p);
+            push_pod(&mut raw, &mut used, &mut seen, &mut rng, &mut p);
             pod_count += 1;
         }
         // Quotas: a share of the GPUs per team, used = what the team's pods request.
