@@ -44,6 +44,10 @@ struct Args {
     /// Serve the small hand-built cluster instead of a generated one.
     #[arg(long)]
     small: bool,
+    /// Watch events per second to generate (benchmarks): node heartbeats (the Ready condition's
+    /// lastHeartbeatTime) and container restarts of pods, alternately, round-robin over the cluster.
+    #[arg(long, default_value_t = 0)]
+    churn: u32,
 }
 
 fn main() {
@@ -79,7 +83,65 @@ fn main() {
             "fake-kube-apiserver: the kubeconfig is in a temporary directory (--kubeconfig PATH to choose)"
         );
     }
+    if a.churn > 0 {
+        churn(&fake, a.churn);
+    }
     loop {
         std::thread::park();
+    }
+}
+
+/// Writes `rate` changes per second, in 10 ms steps, forever.
+fn churn(fake: &kube_support::Handle, rate: u32) {
+    let name = |v: &serde_json::Value, f: &str| v["metadata"][f].as_str().unwrap_or_default().to_string();
+    let nodes: Vec<String> = fake.list("v1", "Node").iter().map(|n| name(n, "name")).collect();
+    let pods: Vec<(String, String)> =
+        fake.list("v1", "Pod").iter().map(|p| (name(p, "namespace"), name(p, "name"))).collect();
+    if nodes.is_empty() || pods.is_empty() {
+        return;
+    }
+    eprintln!(
+        "fake-kube-apiserver: churn {rate} events/s over {} nodes and {} pods",
+        nodes.len(),
+        pods.len()
+    );
+    let start = Instant::now();
+    let (mut done, mut i) = (0u64, 0usize);
+    let mut report = Instant::now();
+    loop {
+        let due = (start.elapsed().as_secs_f64() * f64::from(rate)) as u64;
+        while done < due {
+            let now = kube_support::util::ts(kube_support::util::now_secs());
+            if done % 2 == 0 {
+                let n = &nodes[i % nodes.len()];
+                fake.patch("v1", "Node", "", n, serde_json::json!({"status": {"conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+                     "lastHeartbeatTime": now, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}));
+            } else {
+                let (ns, p) = &pods[i % pods.len()];
+                fake.patch(
+                    "v1",
+                    "Pod",
+                    ns,
+                    p,
+                    // A container restart (every console shows restarts) and a controller's annotation.
+                    serde_json::json!({
+                        "metadata": {"annotations": {"gpuplane.io/churn": done.to_string()}},
+                        "status": {"containerStatuses": [{"name": "main", "ready": true, "restartCount": done / 2 % 50,
+                            "image": "nvcr.io/nvidia/pytorch:24.08-py3", "imageID": "", "started": true,
+                            "state": {"running": {"startedAt": now}}}]}}),
+                );
+                i += 1;
+            }
+            done += 1;
+        }
+        if report.elapsed().as_secs() >= 10 {
+            eprintln!(
+                "fake-kube-apiserver: {done} churn events, {:.0}/s",
+                done as f64 / start.elapsed().as_secs_f64()
+            );
+            report = Instant::now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

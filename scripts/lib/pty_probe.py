@@ -9,6 +9,7 @@ and at its peak (`rss_mb`, `peak_rss_mb`, from /proc), and whether it exited on 
 Used by scripts/bench-kube to run gpuplane and kdash the same way.
 """
 import argparse
+import pyte  # a terminal emulator: the regex is matched against the rendered screen
 import os
 import pty
 import re
@@ -64,9 +65,10 @@ def main():
         os.execvp(cmd[0], cmd)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", a.rows, a.cols, 0, 0))
     os.kill(pid, signal.SIGWINCH)
-    pat = re.compile(a.wait.encode())
+    pat = re.compile(a.wait)
+    screen = pyte.Screen(a.cols, a.rows)
+    stream = pyte.ByteStream(screen)
     t0 = time.monotonic()
-    buf = b""
     ready = None
     next_key = None
     cpu0 = 0.0
@@ -86,9 +88,12 @@ def main():
                 break
             if not data:
                 break
+            # Answer cursor-position queries (some TUIs wait for them at start-up).
+            for _ in range(data.count(b"\x1b[6n")):
+                os.write(fd, b"\x1b[1;1R")
             if ready is None:
-                buf = (buf + data)[-65536:]
-                if pat.search(buf):
+                stream.feed(data)
+                if pat.search("\n".join(screen.display)):
                     ready = time.monotonic()
                     cpu0 = cpu_s(pid)
                     print(f"ready_s={ready - t0:.3f}")

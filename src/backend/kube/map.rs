@@ -60,6 +60,8 @@ pub struct Store {
     pub positions: HashMap<String, Pending>,
     /// The namespace label that names a team.
     pub team_label: String,
+    /// Bumped when a pod is added or removed (pod names only change then).
+    pub pod_set_version: u64,
 }
 
 pub fn key(ns: Option<&str>, name: Option<&str>) -> String {
@@ -75,21 +77,31 @@ fn text(s: &str) -> Text {
 }
 
 impl Store {
-    /// Keeps a pod only when it asks for GPUs (a pod that stops asking is dropped).
-    pub fn put_pod(&mut self, p: SlimPod) {
+    /// Keeps a pod only when it asks for GPUs (a pod that stops asking is dropped). Returns
+    /// whether anything the console shows changed.
+    pub fn put_pod(&mut self, mut p: SlimPod) -> bool {
         let k = key(p.metadata.namespace.as_deref(), p.metadata.name.as_deref());
         if p.gpus() > 0 {
-            self.pods.insert(k, p);
+            if self.pods.get(&k).is_some_and(|old| slim::unchanged(old, &mut p)) {
+                return false;
+            }
+            if self.pods.insert(k, p).is_none() {
+                self.pod_set_version += 1;
+            }
+            true
         } else {
-            self.pods.remove(&k);
+            let gone = self.pods.remove(&k).is_some();
+            self.pod_set_version += u64::from(gone);
+            gone
         }
     }
 
-    pub fn put_event(&mut self, e: &SlimEvent) {
+    /// Keeps a node's newest Warning event; returns whether it replaced anything.
+    pub fn put_event(&mut self, e: &SlimEvent) -> bool {
         if e.involved_object.kind.as_deref() != Some("Node") || e.type_.as_deref() != Some("Warning") {
-            return;
+            return false;
         }
-        let Some(node) = e.involved_object.name.clone() else { return };
+        let Some(node) = e.involved_object.name.clone() else { return false };
         let at = e
             .last_timestamp
             .as_ref()
@@ -102,13 +114,13 @@ impl Store {
                     .map(|t| t.as_second())
             })
             .unwrap_or_else(|| epoch(e.metadata.creation_timestamp.as_ref()));
+        let ev = (e.reason.clone().unwrap_or_default(), e.message.clone().unwrap_or_default(), at);
         let newer = self.node_events.get(&node).is_none_or(|(_, _, t)| at >= *t);
-        if newer {
-            self.node_events.insert(
-                node,
-                (e.reason.clone().unwrap_or_default(), e.message.clone().unwrap_or_default(), at),
-            );
+        if newer && self.node_events.get(&node) != Some(&ev) {
+            self.node_events.insert(node, ev);
+            return true;
         }
+        false
     }
 
     fn team(&self, ns: &str) -> Text {
@@ -150,7 +162,8 @@ fn node_ready(n: &SlimNode) -> Option<&slim::Condition> {
 /// Builds one node, with its GPUs assigned to the jobs of the pods on it (in creation order:
 /// the API does not say which device a pod holds; Prometheus' pod labels do, when joined).
 pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping) -> Node {
-    let labels = n.metadata.labels.clone().unwrap_or_default();
+    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+    let labels = n.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
     let name = n.metadata.name.clone().unwrap_or_default();
     let count = physical_gpus(n);
     let product = labels.get("nvidia.com/gpu.product").map(|s| text(s)).unwrap_or_default();
@@ -438,6 +451,7 @@ pub fn pod_names(store: &Store) -> HashMap<Text, Text> {
 }
 
 pub fn build(store: &Store, m: &Mapping) -> Built {
+    let t0 = std::time::Instant::now();
     // Group pods and workloads by owner.
     let mut groups: HashMap<(String, String, String), Group> = HashMap::new();
     for p in store.pods.values() {
@@ -495,6 +509,7 @@ pub fn build(store: &Store, m: &Mapping) -> Built {
         jobs.push(j);
     }
     jobs.sort_by_key(|j| j.id);
+    let t_jobs = t0.elapsed();
     // Pods per node, in creation order, for GPU assignment.
     let mut by_node: HashMap<&str, Vec<(&SlimPod, JobId)>> = HashMap::new();
     for p in store.pods.values() {
@@ -511,6 +526,7 @@ pub fn build(store: &Store, m: &Mapping) -> Built {
                 .cmp(&(epoch(b.0.metadata.creation_timestamp.as_ref()), &b.0.metadata.name))
         });
     }
+    let t_bynode = t0.elapsed();
     let mut nodes: Vec<Node> = store
         .nodes
         .values()
@@ -586,6 +602,7 @@ pub fn build(store: &Store, m: &Mapping) -> Built {
         });
     }
     quotas.sort_by(|a, b| a.team.cmp(&b.team));
+    tracing::debug!(?t_jobs, ?t_bynode, total = ?t0.elapsed(), "kube build phases");
     Built { nodes, jobs, queues, quotas, owners }
 }
 

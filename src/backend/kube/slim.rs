@@ -19,9 +19,91 @@ struct WireMeta {
     resource_version: Option<String>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
+    #[serde(deserialize_with = "labels_kept")]
     labels: Option<BTreeMap<String, String>>,
+    #[serde(deserialize_with = "annotations_kept")]
     annotations: Option<BTreeMap<String, String>>,
     owner_references: Option<Vec<OwnerReference>>,
+}
+
+/// Label prefixes and keys the console reads (GPU Feature Discovery, pools, owners, queues).
+const LABEL_PREFIXES: &[&str] = &[
+    "nvidia.com/",
+    "gpuplane.io/",
+    "kueue.x-k8s.io/",
+    "jobset.sigs.k8s.io/",
+    "leaderworkerset.sigs.k8s.io/",
+    "ray.io/",
+    "training.kubeflow.org/",
+    "topology.kubernetes.io/",
+];
+const LABEL_KEYS: &[&str] = &[
+    "node.kubernetes.io/instance-type",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "karpenter.sh/nodepool",
+    "kubernetes.azure.com/agentpool",
+    "pod-template-hash",
+    "user",
+    "owner",
+];
+
+/// Labels the configuration names (pool, team and user labels), kept besides the built-in ones.
+static EXTRA_LABELS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Keeps these labels too (the first call wins: the mapping is fixed for the process).
+pub fn keep_labels(keys: Vec<String>) {
+    let _ = EXTRA_LABELS.set(keys);
+}
+
+pub fn label_kept(k: &str) -> bool {
+    LABEL_PREFIXES.iter().any(|p| k.starts_with(p))
+        || LABEL_KEYS.contains(&k)
+        || EXTRA_LABELS.get().is_some_and(|e| e.iter().any(|x| x == k))
+}
+
+/// A string map that allocates only the entries `keep` accepts (the rest are skipped unread).
+fn filtered_map<'de, D: Deserializer<'de>>(
+    d: D,
+    keep: fn(&str) -> bool,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    struct V(fn(&str) -> bool);
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<BTreeMap<String, String>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of strings")
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some(k) = m.next_key::<Cow<'de, str>>()? {
+                if (self.0)(&k) {
+                    let v: String = m.next_value()?;
+                    out.insert(k.into_owned(), v);
+                } else {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(Some(out))
+        }
+    }
+    d.deserialize_option(V(keep))
+}
+
+fn labels_kept<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    filtered_map(d, label_kept)
+}
+
+fn annotations_kept<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    filtered_map(d, ours)
 }
 
 impl WireMeta {
@@ -43,12 +125,35 @@ impl WireMeta {
     }
 }
 
+/// Whether `new` says nothing `old` did not, apart from its resourceVersion (a heartbeat, or a
+/// change only in fields the trimmed object does not keep).
+pub fn unchanged<K: kube::Resource + PartialEq>(old: &K, new: &mut K) -> bool {
+    let rv = std::mem::replace(&mut new.meta_mut().resource_version, old.meta().resource_version.clone());
+    let same = old == &*new;
+    new.meta_mut().resource_version = rv;
+    same
+}
+
 /// Annotations gpuplane writes (who cordoned, why) and the static-pod marker.
 pub fn ours(key: &str) -> bool {
     key.starts_with("gpuplane.io/") || key == MIRROR_ANNOTATION
 }
 
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+fn ready_only<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
+    let all: Option<Vec<Condition>> = Option::deserialize(d)?;
+    Ok(all.unwrap_or_default().into_iter().filter(|c| c.type_ == "Ready").collect())
+}
+
+fn unscheduled<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
+    let all: Option<Vec<Condition>> = Option::deserialize(d)?;
+    Ok(all
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.type_ == "PodScheduled" && c.status == "False")
+        .collect())
+}
 
 fn meta_ours<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
     Ok(WireMeta::deserialize(d)?.into_meta(ours))
@@ -107,7 +212,7 @@ macro_rules! resource {
 
 // ------------------------------------------------------------------------------------ nodes
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct SlimNode {
     #[serde(deserialize_with = "meta_ours")]
@@ -117,7 +222,7 @@ pub struct SlimNode {
 }
 resource!(SlimNode, "Node", "", "v1", "nodes", k8s_openapi::ClusterResourceScope);
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSpec {
     pub unschedulable: bool,
@@ -133,18 +238,20 @@ pub struct Taint {
     pub time_added: Option<Time>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeStatus {
     #[serde(deserialize_with = "gpu_cpu_mem")]
     pub capacity: Resources,
     #[serde(deserialize_with = "gpu_cpu_mem")]
     pub allocatable: Resources,
+    /// Only the Ready condition (the others are dropped).
+    #[serde(deserialize_with = "ready_only")]
     pub conditions: Vec<Condition>,
     pub node_info: NodeInfo,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeInfo {
     pub kubelet_version: String,
@@ -163,7 +270,7 @@ pub struct Condition {
 
 // ------------------------------------------------------------------------------------- pods
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct SlimPod {
     #[serde(deserialize_with = "meta_ours")]
@@ -173,7 +280,7 @@ pub struct SlimPod {
 }
 resource!(SlimPod, "Pod", "", "v1", "pods", k8s_openapi::NamespaceResourceScope);
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PodSpec {
     pub node_name: Option<String>,
@@ -182,13 +289,13 @@ pub struct PodSpec {
     pub volumes: Vec<Volume>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Container {
     pub resources: ContainerResources,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ContainerResources {
     #[serde(deserialize_with = "gpu_cpu_mem")]
@@ -198,44 +305,46 @@ pub struct ContainerResources {
 }
 
 /// Only whether the pod has node-local storage (drain refuses those without a flag).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Volume {
     pub empty_dir: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PodStatus {
     pub phase: Option<String>,
     pub reason: Option<String>,
     pub start_time: Option<Time>,
+    /// Only a `PodScheduled=False` condition (why a pod waits); the others are dropped.
+    #[serde(deserialize_with = "unscheduled")]
     pub conditions: Vec<Condition>,
     pub container_statuses: Vec<ContainerStatus>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ContainerStatus {
     pub restart_count: u32,
     pub state: ContainerState,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ContainerState {
     pub waiting: Option<Reasoned>,
     pub terminated: Option<Terminated>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Reasoned {
     pub reason: Option<String>,
     pub message: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Terminated {
     pub reason: Option<String>,
@@ -326,7 +435,7 @@ pub fn bytes(q: &str) -> u64 {
 // ------------------------------------------------------------------------------- namespaces
 
 /// Only the labels (a configurable one names the team).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct SlimNamespace {
     #[serde(deserialize_with = "meta_none")]
@@ -336,7 +445,7 @@ resource!(SlimNamespace, "Namespace", "", "v1", "namespaces", k8s_openapi::Clust
 
 // --------------------------------------------------------------------------- resource quotas
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct SlimQuota {
     #[serde(deserialize_with = "meta_none")]
@@ -345,7 +454,7 @@ pub struct SlimQuota {
 }
 resource!(SlimQuota, "ResourceQuota", "", "v1", "resourcequotas", k8s_openapi::NamespaceResourceScope);
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct QuotaStatus {
     #[serde(deserialize_with = "gpu_quota")]
@@ -377,7 +486,7 @@ impl SlimQuota {
 // ------------------------------------------------------------------------------ node events
 
 /// A core/v1 Event about a node (watched with `involvedObject.kind=Node`).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SlimEvent {
     #[serde(deserialize_with = "meta_none")]
@@ -393,7 +502,7 @@ pub struct SlimEvent {
 }
 resource!(SlimEvent, "Event", "", "v1", "events", k8s_openapi::NamespaceResourceScope);
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct InvolvedObject {
     pub kind: Option<String>,
