@@ -157,7 +157,10 @@ async fn the_model_matches_the_fake_servers_objects() {
     let fake = FakeKube::start(Cluster::small(), Opts::default());
     let mut live = Live::start(config(&fake, "fake-admin"));
     live.synced().await;
-    live.until("the quotas", |s| s.quotas.len() >= 2).await;
+    live.until("the quotas and the teams", |s| {
+        s.quotas.len() >= 2 && s.jobs.iter().any(|j| j.name == "llm-pretrain" && j.account == "research")
+    })
+    .await;
     let s = &live.state;
     // Every node the server has, and nothing else.
     let mut names: Vec<String> =
@@ -633,4 +636,45 @@ async fn acceptance_runs_as_a_job_pinned_to_the_node_and_its_log_is_judged() {
     assert!(rec.error.is_none(), "{:?}", rec.error);
     assert_eq!(rec.busbw, Some(338.82));
     assert_ne!(rec.judgement.as_ref().unwrap().verdict, Verdict::Fail, "{:?}", rec.judgement);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn break_glass_writes_impersonate_the_configured_identity_only_while_elevated() {
+    init();
+    let fake = FakeKube::start(Cluster::small(), Opts::default());
+    // The viewer may read and may impersonate the break-glass user, nothing more; the
+    // break-glass user may do everything.
+    fake.set_user_rules(
+        "viewer",
+        vec![
+            Rule::allow(&["get", "list", "watch"], &["*"], &["*"]),
+            Rule::allow(&["create"], &["authorization.k8s.io"], &["selfsubjectaccessreviews"]),
+            Rule::allow(&["impersonate"], &[""], &["users"]).names(&["sre-breakglass"]),
+        ],
+    );
+    fake.set_user_rules("sre-breakglass", vec![Rule::allow(&["*"], &["*"], &["*"])]);
+    let mut cfg = config(&fake, "fake-viewer");
+    cfg.break_glass_user = Some("sre-breakglass".into());
+    let mut live = Live::start(cfg);
+    live.synced().await;
+    let mut exec = live.executor();
+    assert!(exec.supports(ActionKind::Cordon).is_err(), "the viewer alone may not cordon");
+    exec.elevate(true);
+    assert!(exec.identity().unwrap().contains("as sre-breakglass (break-glass impersonation)"));
+    let dir = tempfile::tempdir().unwrap();
+    let mut ops = ops_for(dir.path());
+    ops.break_glass = Some("bg-1".into());
+    let r = req(ActionKind::Cordon, "gpu-node-1");
+    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan under break-glass");
+    let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
+    assert!(out.results[0].ok, "{:?}", out.results);
+    assert_eq!(fake.get("v1", "Node", "", "gpu-node-1").unwrap()["spec"]["unschedulable"], true);
+    let patch = fake.requests().into_iter().find(|r| r.method == "PATCH").expect("a PATCH");
+    assert_eq!(patch.user, "viewer as sre-breakglass");
+    // The audit records carry the session and the impersonated identity.
+    let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    assert!(text.contains("bg-1") && text.contains("sre-breakglass"), "{text}");
+    // Back to normal: the viewer's own refusal again.
+    exec.elevate(false);
+    assert!(exec.supports(ActionKind::Uncordon).is_err());
 }

@@ -175,6 +175,8 @@ fn the_model_equals_the_script() {
         owners,
         vec![(0, 4242, "pod 8f6a1c2e"), (2, 4444, "session-1.scope"), (5, 4343, "slurm 4343.0")]
     );
+    let pod_uid = node.gpus[0].processes[0].pod_uid.clone().expect("the pod's UID is kept");
+    assert!(pod_uid.starts_with("8f6a1c2e"), "{pod_uid}");
     let mut state = gpuplane::state::ClusterState::default();
     state.apply(gpuplane::backend::Update::Inventory {
         at: s.at,
@@ -198,6 +200,22 @@ fn the_model_equals_the_script() {
     assert!(
         screen.contains("slurm 4343.0") && screen.contains("pod 8f6a1c2e") && screen.contains("torchrun")
     );
+    // With the Kubernetes backend connected, the pod is named.
+    app.update(gpuplane::tui::app::Msg::Update(gpuplane::backend::Update::PodNames(
+        [(pod_uid, "team-a/train-llm-0-h5t8r".into())].into_iter().collect(),
+    )));
+    app.prepare();
+    term.draw(|f| gpuplane::tui::draw::draw(f, &mut app, now)).unwrap();
+    let screen: String = term.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+    let rows: Vec<String> = term
+        .backend()
+        .buffer()
+        .content()
+        .chunks(160)
+        .map(|r| r.iter().map(|c| c.symbol()).collect::<String>())
+        .filter(|l| l.contains("4242"))
+        .collect();
+    assert!(screen.contains("team-a/train-llm-0-h5t8r"), "the pod's name in the owners: {rows:#?}");
 }
 
 #[test]

@@ -95,16 +95,34 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let ctype = header("content-type");
     let auth = header("authorization");
     let user = auth.strip_prefix("Bearer ").and_then(|t| sh.tokens.read().unwrap().get(t.trim()).cloned());
+    // Impersonation (Impersonate-User / Impersonate-Group): the caller must be allowed to
+    // `impersonate` each; the request then runs as the impersonated identity.
+    let imp_user = header("impersonate-user");
+    let imp_groups: Vec<String> = req
+        .headers()
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
     };
-    let resp = match &user {
-        None => err_resp(&ApiError::new(401, "Unauthorized", "Unauthorized")),
-        Some(u) => match route(&sh, u, &method, &path, &q, &accept, &ctype, &body).await {
+    let acting = match &user {
+        Some(u) if !imp_user.is_empty() => impersonate(&sh, u, &imp_user, &imp_groups),
+        Some(u) => Ok(u.clone()),
+        None => Err(ApiError::new(401, "Unauthorized", "Unauthorized")),
+    };
+    let resp = match &acting {
+        Err(e) => err_resp(e),
+        Ok(u) => match route(&sh, u, &method, &path, &q, &accept, &ctype, &body).await {
             Ok(r) => r,
             Err(e) => err_resp(&e),
         },
+    };
+    let user = match (&user, &acting) {
+        (Some(u), Ok(a)) if a != u => Some(format!("{u} as {a}")),
+        _ => user,
     };
     sh.requests.lock().unwrap().push(RequestLog {
         method: method.to_string(),
@@ -114,6 +132,34 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         status: resp.status().as_u16(),
     });
     Ok(resp)
+}
+
+/// Checks that `caller` may impersonate `user` and `groups`; returns the identity to act as: the
+/// user's own rules when the policy has them, else the first group's (`group:NAME`).
+fn impersonate(sh: &Shared, caller: &str, user: &str, groups: &[String]) -> Result<String, ApiError> {
+    let policy = sh.policy.read().unwrap();
+    let attrs = |resource: &str, name: &str| super::policy::Attrs {
+        verb: "impersonate".into(),
+        resource: resource.into(),
+        name: name.into(),
+        ..Default::default()
+    };
+    for (resource, name) in
+        std::iter::once(("users", user)).chain(groups.iter().map(|g| ("groups", g.as_str())))
+    {
+        let a = attrs(resource, name);
+        if !policy.check(caller, &a).allowed {
+            return Err(super::policy::Policy::forbidden(caller, &a));
+        }
+    }
+    if policy.has_user(user) {
+        return Ok(user.to_string());
+    }
+    Ok(groups
+        .iter()
+        .map(|g| format!("group:{g}"))
+        .find(|k| policy.has_user(k))
+        .unwrap_or_else(|| user.to_string()))
 }
 
 struct Target {

@@ -109,6 +109,11 @@ impl Policy {
         self.users.insert(user.to_string(), rules);
     }
 
+    /// Whether any rule names this user (or `group:NAME`).
+    pub fn has_user(&self, user: &str) -> bool {
+        self.users.contains_key(user)
+    }
+
     pub fn check(&self, user: &str, a: &Attrs) -> Decision {
         let rules = self.users.get(user).map(Vec::as_slice).unwrap_or(&[]);
         if rules.iter().any(|r| !r.allow && r.matches(a)) {

@@ -486,6 +486,12 @@ async fn session(
         detail.push_str(&format!(" · kueue {v}"));
     }
     let mut events = streams(cfg, client, kueue.as_ref().map(|(_, r)| r));
+    // Kinds watched: nodes, pods, quotas, node events, namespaces (all-namespace mode), Kueue's.
+    let expected = 4
+        + usize::from(cfg.namespace.is_none())
+        + kueue.as_ref().map_or(0, |(_, r)| {
+            ["clusterqueues", "localqueues", "workloads"].iter().filter(|p| r.contains_key(**p)).count()
+        });
     let mut s = Session::default();
     s.store.team_label = cfg.mapping.team_label.clone();
     let mut coalesce = tokio::time::interval(cfg.coalesce);
@@ -504,6 +510,7 @@ async fn session(
             },
             ev = events.next() => {
                 let Some(ev) = ev else { return End::Switch(conn.context.clone()) };
+                let synced_before = s.synced.len();
                 match ev {
                     Ev::Node(r) => s.handle(r),
                     Ev::Pod(r) => s.handle(r),
@@ -514,6 +521,15 @@ async fn session(
                     Ev::Lq(r) => s.handle(r.map(|e| map_event(e, |o| kueue::local_queue(&dynamic_value(o))))),
                     Ev::Wl(r) => s.handle(r.map(|e| map_event(e, |o| kueue::workload(&dynamic_value(o))))),
                 }
+                // The nodes' first listing, and the moment every kind has listed, are shown at
+                // once, not at the next tick.
+                if s.synced.len() > synced_before
+                    && (s.synced.len() == 1 || s.synced.len() == expected)
+                    && s.synced.contains("nodes")
+                    && emit(&mut s, &mut names_version, tx, conn, cfg, kueue.is_some(), shared).await.is_err()
+                {
+                    return End::Cancelled;
+                }
                 if s.errors_changed {
                     s.errors_changed = false;
                     let err = (!s.errors.is_empty()).then(|| s.errors.values().cloned().collect::<Vec<_>>().join("; "));
@@ -521,17 +537,8 @@ async fn session(
                 }
             }
             _ = coalesce.tick() => {
-                if s.dirty && s.synced.contains("nodes") {
-                    s.dirty = false;
-                    if s.store.pod_set_version != names_version {
-                        names_version = s.store.pod_set_version;
-                        let _ = tx.send(Update::PodNames(map::pod_names(&s.store))).await;
-                    }
-                    let inv = inventory(&s, &conn.context, &cfg.mapping, kueue.is_some(), shared);
-                    if tx.send(Update::Inventory { at: jiff::Timestamp::now().as_second(), inventory: Box::new(inv) }).await.is_err() {
-                        return End::Cancelled;
-                    }
-                    release_free_memory();
+                if s.dirty && s.synced.contains("nodes") && emit(&mut s, &mut names_version, tx, conn, cfg, kueue.is_some(), shared).await.is_err() {
+                    return End::Cancelled;
                 }
             }
             _ = heartbeat.tick() => {
@@ -568,6 +575,28 @@ async fn session(
             }
         }
     }
+}
+
+/// Sends the model built from the store (and the pod names when the set of pods changed).
+async fn emit(
+    s: &mut Session,
+    names_version: &mut u64,
+    tx: &mpsc::Sender<Update>,
+    conn: &Connection,
+    cfg: &KubeConfig,
+    kueue: bool,
+    shared: &Shared,
+) -> Result<(), ()> {
+    s.dirty = false;
+    if s.store.pod_set_version != *names_version {
+        *names_version = s.store.pod_set_version;
+        tx.send(Update::PodNames(map::pod_names(&s.store))).await.map_err(|_| ())?;
+    }
+    let inv = inventory(s, &conn.context, &cfg.mapping, kueue, shared);
+    let at = jiff::Timestamp::now().as_second();
+    tx.send(Update::Inventory { at, inventory: Box::new(inv) }).await.map_err(|_| ())?;
+    release_free_memory();
+    Ok(())
 }
 
 /// Hands freed heap pages back to the system. A rebuild frees as much as it allocates, but
