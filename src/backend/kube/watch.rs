@@ -510,7 +510,7 @@ async fn session(
             },
             ev = events.next() => {
                 let Some(ev) = ev else { return End::Switch(conn.context.clone()) };
-                let synced_before = s.synced.len();
+                let synced_before = (s.synced.len(), s.synced.contains("nodes"));
                 match ev {
                     Ev::Node(r) => s.handle(r),
                     Ev::Pod(r) => s.handle(r),
@@ -523,8 +523,9 @@ async fn session(
                 }
                 // The nodes' first listing, and the moment every kind has listed, are shown at
                 // once, not at the next tick.
-                if s.synced.len() > synced_before
-                    && (s.synced.len() == 1 || s.synced.len() == expected)
+                let nodes_now = s.synced.contains("nodes") && !synced_before.1;
+                let all_now = s.synced.len() > synced_before.0 && s.synced.len() == expected;
+                if (nodes_now || all_now)
                     && s.synced.contains("nodes")
                     && emit(&mut s, &mut names_version, tx, conn, cfg, kueue.is_some(), shared).await.is_err()
                 {
