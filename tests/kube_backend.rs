@@ -107,6 +107,19 @@ impl Drop for Live {
     }
 }
 
+/// The backend on `context` of a running fake, after its first complete listing.
+async fn synced(fake: &Handle, context: &str) -> Live {
+    let mut live = Live::start(config(fake, context));
+    live.synced().await;
+    live
+}
+
+/// Plans and runs one action through the audited road.
+async fn run_op(ops: &Ops, r: &OpRequest, live: &Live, exec: &mut KubeExecutor) -> ops::Outcome {
+    let plan = ops::plan(r, &live.state, &*exec, false).expect("plan");
+    ops.run(r, &plan, exec, |_| {}).await.expect("run")
+}
+
 fn node<'a>(s: &'a ClusterState, name: &str) -> &'a gpuplane::model::Node {
     s.node(name).unwrap_or_else(|| panic!("node {name} missing"))
 }
@@ -134,29 +147,11 @@ fn req(kind: ActionKind, target: &str) -> OpRequest {
     }
 }
 
-fn pods_on(fake: &Handle, node: &str) -> Vec<String> {
-    let mut v: Vec<String> = fake
-        .list("v1", "Pod")
-        .iter()
-        .filter(|p| p["spec"]["nodeName"] == node)
-        .map(|p| {
-            format!(
-                "{}/{}",
-                p["metadata"]["namespace"].as_str().unwrap(),
-                p["metadata"]["name"].as_str().unwrap()
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_matches_the_fake_servers_objects() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let mut live = synced(&fake, "fake-admin").await;
     live.until("the quotas and the teams", |s| {
         s.quotas.len() >= 2 && s.jobs.iter().any(|j| j.name == "llm-pretrain" && j.account == "research")
     })
@@ -221,8 +216,7 @@ async fn the_model_matches_the_fake_servers_objects() {
 async fn watch_events_reach_the_state() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let mut live = synced(&fake, "fake-admin").await;
     fake.set_node_ready("gpu-node-1", false);
     live.until("gpu-node-1 down", |s| s.node("gpu-node-1").is_some_and(|n| n.state == NodeState::Down)).await;
     fake.schedule_pod("team-a", "train-pending", "gpu-node-2");
@@ -241,8 +235,7 @@ async fn watch_events_reach_the_state() {
 async fn a_dropped_watch_and_a_410_relist_lose_no_objects() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let mut live = synced(&fake, "fake-admin").await;
     let mut relisted = false;
     for round in 0..10 {
         let lists_before = list_requests(&fake);
@@ -287,8 +280,7 @@ fn list_requests(fake: &Handle) -> usize {
 async fn cordon_and_uncordon_record_who_and_why_and_an_event() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let mut live = synced(&fake, "fake-admin").await;
     let dir = tempfile::tempdir().unwrap();
     let ops = ops_for(dir.path());
     let mut exec = live.executor();
@@ -315,8 +307,7 @@ async fn cordon_and_uncordon_record_who_and_why_and_an_event() {
         "no Event on the node: {events:#?}"
     );
     let r = req(ActionKind::Uncordon, "gpu-node-1");
-    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
-    let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
+    let out = run_op(&ops, &r, &live, &mut exec).await;
     assert!(out.results[0].ok, "{:?}", out.results);
     let n = fake.get("v1", "Node", "", "gpu-node-1").unwrap();
     assert!(n["spec"]["unschedulable"].is_null() || n["spec"]["unschedulable"] == false);
@@ -331,12 +322,11 @@ async fn cordon_and_uncordon_record_who_and_why_and_an_event() {
 async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let mut live = synced(&fake, "fake-admin").await;
     let dir = tempfile::tempdir().unwrap();
     let ops = ops_for(dir.path());
     // gpu-node-2: two inference pods behind a PDB that allows no disruption, and a DaemonSet pod.
-    let before = pods_on(&fake, "gpu-node-2");
+    let before = fake.pods_on("gpu-node-2");
     assert!(before.iter().any(|p| p.starts_with("kube-system/nvidia-device-plugin")));
     // GPU pods mount a memory-backed emptyDir (/dev/shm): like `kubectl drain
     // --delete-emptydir-data`, that has to be allowed.
@@ -367,7 +357,7 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     let out = out.expect("run");
     assert!(out.results[0].ok, "{:?}", out.results);
     assert!(out.results[0].message.contains("waited on PodDisruptionBudgets"), "{}", out.results[0].message);
-    let after = pods_on(&fake, "gpu-node-2");
+    let after = fake.pods_on("gpu-node-2");
     assert_eq!(
         after,
         before.iter().filter(|p| p.starts_with("kube-system/")).cloned().collect::<Vec<_>>(),
@@ -376,7 +366,7 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     assert_eq!(fake.get("v1", "Node", "", "gpu-node-2").unwrap()["spec"]["unschedulable"], true);
 
     // gpu-node-1 has a pod with emptyDir data and a bare pod: drain refuses and evicts nothing.
-    let before = pods_on(&fake, "gpu-node-1");
+    let before = fake.pods_on("gpu-node-1");
     let ops = ops_for(dir.path());
     let r = req(ActionKind::Drain, "gpu-node-1");
     let plan = ops::plan(&r, &live.state, &live.executor(), false).expect("plan");
@@ -386,7 +376,7 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     let msg = &out.results[0].message;
     assert!(msg.contains("team-a/cache-warmer-6d9f8b7c5-qk2xv has local storage"), "{msg}");
     assert!(msg.contains("team-a/debug-shell declares no controller"), "{msg}");
-    assert_eq!(pods_on(&fake, "gpu-node-1"), before);
+    assert_eq!(fake.pods_on("gpu-node-1"), before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -394,8 +384,7 @@ async fn a_forbidden_access_review_disables_actions_with_the_reason() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
     real_viewer(&fake);
-    let mut live = Live::start(config(&fake, "fake-viewer"));
-    live.synced().await;
+    let live = synced(&fake, "fake-viewer").await;
     let exec = live.executor();
     let why = exec.supports(ActionKind::Cordon).expect_err("viewer may not cordon");
     assert!(why.contains("may not patch nodes"), "{why}");
@@ -435,8 +424,7 @@ async fn read_only_context_and_context_switch() {
 async fn cancel_deletes_the_owning_job() {
     init();
     let fake = FakeKube::start(Cluster::small_with(KueueMode::V1beta2), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let mut live = synced(&fake, "fake-admin").await;
     live.until("the sweep-a workload", |s| s.jobs.iter().any(|j| j.name == "sweep-a")).await;
     let id = job(&live.state, "sweep-a").id;
     // Kueue holds the Job suspended while its workload waits.
@@ -539,8 +527,7 @@ fn subcommands_read_and_act_on_a_kubernetes_context() {
 async fn writes_fail_closed_when_the_audit_log_cannot_be_written() {
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let live = synced(&fake, "fake-admin").await;
     let dir = tempfile::tempdir().unwrap();
     // The audit "file" is a directory: the intent record cannot be written.
     let ops = Ops {
@@ -591,8 +578,7 @@ async fn acceptance_runs_as_a_job_pinned_to_the_node_and_its_log_is_judged() {
     use gpuplane::acceptance::{JudgeConfig, Mode, Template, Verdict};
     init();
     let fake = FakeKube::start(Cluster::small(), Opts::default());
-    let mut live = Live::start(config(&fake, "fake-admin"));
-    live.synced().await;
+    let live = synced(&fake, "fake-admin").await;
     let template = Template { image: Some("ghcr.io/acme/nccl-tests:2.13".into()), ..Default::default() };
     let mut exec = live.executor().with_acceptance(template, "default".into());
     // Across nodes needs MPI: refused with the reason, nothing created.

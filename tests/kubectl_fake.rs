@@ -57,23 +57,6 @@ fn unschedulable(fake: &Handle, node: &str) -> bool {
     fake.get("v1", "Node", "", node).expect("node")["spec"]["unschedulable"] == serde_json::json!(true)
 }
 
-fn pods_on(fake: &Handle, node: &str) -> Vec<String> {
-    let mut v: Vec<String> = fake
-        .list("v1", "Pod")
-        .iter()
-        .filter(|p| p["spec"]["nodeName"] == node)
-        .map(|p| {
-            format!(
-                "{}/{}",
-                p["metadata"]["namespace"].as_str().unwrap(),
-                p["metadata"]["name"].as_str().unwrap()
-            )
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// Rows of a kubectl table: the first line is the header.
 fn rows(out: &str) -> Vec<Vec<String>> {
     out.lines().map(|l| l.split_whitespace().map(String::from).collect()).collect()
@@ -157,7 +140,7 @@ fn get_pods_all_namespaces_and_wide() {
         &kubectl(&fake, cache.path(), &["get", "pods", "-A", "--field-selector", "spec.nodeName=gpu-node-2"]),
         "get pods --field-selector",
     );
-    assert_eq!(rows(&out).len() - 1, pods_on(&fake, "gpu-node-2").len(), "{out}");
+    assert_eq!(rows(&out).len() - 1, fake.pods_on("gpu-node-2").len(), "{out}");
 }
 
 #[test]
@@ -229,7 +212,7 @@ fn drain_evicts_exactly_the_evictable_pods() {
     assert!(unschedulable(&fake, "gpu-node-1"));
     // Left: DaemonSet pods and the mirror pod.
     assert_eq!(
-        pods_on(&fake, "gpu-node-1"),
+        fake.pods_on("gpu-node-1"),
         [
             "gpu-operator/nvidia-dcgm-exporter-w8d5c",
             "kube-system/kube-proxy-gpu-node-1",
@@ -272,7 +255,7 @@ fn drain_evicts_exactly_the_evictable_pods() {
 fn drain_without_flags_refuses_and_evicts_nothing() {
     let fake = FakeKube::start(Cluster::small(), Default::default());
     let cache = tempfile::tempdir().unwrap();
-    let before = pods_on(&fake, "gpu-node-1");
+    let before = fake.pods_on("gpu-node-1");
     let o = kubectl(&fake, cache.path(), &["drain", "gpu-node-1", "--timeout=30s"]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
@@ -284,7 +267,7 @@ fn drain_without_flags_refuses_and_evicts_nothing() {
         ),
         "{err}"
     );
-    assert_eq!(pods_on(&fake, "gpu-node-1"), before);
+    assert_eq!(fake.pods_on("gpu-node-1"), before);
     assert!(!fake.requests().iter().any(|r| r.path.ends_with("/eviction")));
     // kubectl cordons first, and leaves the node cordoned.
     assert!(unschedulable(&fake, "gpu-node-1"));
@@ -321,7 +304,7 @@ fn drain_blocked_by_pdb_retries_until_the_budget_allows() {
                 "{line}"
             );
             // Nothing went while the budget said no.
-            assert_eq!(pods_on(&fake, "gpu-node-2").len(), 3);
+            assert_eq!(fake.pods_on("gpu-node-2").len(), 3);
             fake.set_pdb("team-b", "inference-pdb", Some(serde_json::json!(0)), None);
             relaxed = true;
         }
@@ -332,7 +315,7 @@ fn drain_blocked_by_pdb_retries_until_the_budget_allows() {
     assert!(relaxed, "kubectl never reported the PDB retry: {err_lines:#?}");
     assert!(status.success(), "drain failed: {out}\n{err_lines:#?}");
     assert!(out.contains("node/gpu-node-2 drained") || out.contains("node/gpu-node-2 evicted"), "{out}");
-    assert_eq!(pods_on(&fake, "gpu-node-2"), ["kube-system/nvidia-device-plugin-daemonset-m4q9z"]);
+    assert_eq!(fake.pods_on("gpu-node-2"), ["kube-system/nvidia-device-plugin-daemonset-m4q9z"]);
     let codes: Vec<u16> =
         fake.requests().iter().filter(|r| r.path.ends_with("/eviction")).map(|r| r.status).collect();
     assert!(codes.contains(&429) && codes.iter().filter(|c| **c == 201).count() == 2, "{codes:?}");
@@ -357,7 +340,7 @@ fn drain_gives_up_at_its_timeout_while_the_pdb_holds() {
             "{err}"
         );
     }
-    assert_eq!(pods_on(&fake, "gpu-node-2").len(), 3);
+    assert_eq!(fake.pods_on("gpu-node-2").len(), 3);
     assert!(unschedulable(&fake, "gpu-node-2"));
     assert!(fake.requests().iter().filter(|r| r.path.ends_with("/eviction")).all(|r| r.status == 429));
 }

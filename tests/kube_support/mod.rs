@@ -410,6 +410,19 @@ impl Handle {
 
     /// Sets a node's Ready condition (NotReady also gets the not-ready taint, like the node
     /// lifecycle controller).
+    /// `namespace/name` of every pod bound to `node`, sorted.
+    pub fn pods_on(&self, node: &str) -> Vec<String> {
+        let name = |p: &Value, f: &str| p["metadata"][f].as_str().unwrap_or_default().to_string();
+        let mut v: Vec<String> = self
+            .list("v1", "Pod")
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == node)
+            .map(|p| format!("{}/{}", name(p, "namespace"), name(p, "name")))
+            .collect();
+        v.sort();
+        v
+    }
+
     pub fn set_node_ready(&self, node: &str, ready: bool) {
         self.write(|st, eff| {
             let Some(mut v) = st.get_value(ops::NODES, "", node) else { panic!("no node {node}") };
