@@ -62,6 +62,9 @@ pub struct Store {
     pub team_label: String,
     /// Bumped when a pod is added or removed (pod names only change then).
     pub pod_set_version: u64,
+    /// Something the node rows show changed (a node, or a pod's placement, requests or phase)
+    /// since the nodes were last built. Starts set.
+    pub nodes_dirty: bool,
 }
 
 pub fn key(ns: Option<&str>, name: Option<&str>) -> String {
@@ -85,13 +88,21 @@ impl Store {
             if self.pods.get(&k).is_some_and(|old| slim::unchanged(old, &mut p)) {
                 return false;
             }
-            if self.pods.insert(k, p).is_none() {
-                self.pod_set_version += 1;
+            // A restart or a status message changes the job, not the node it runs on.
+            let placed = |q: &SlimPod| (q.spec.clone(), q.terminal(), q.metadata.creation_timestamp.clone());
+            let new_place = placed(&p);
+            match self.pods.insert(k, p) {
+                None => {
+                    self.pod_set_version += 1;
+                    self.nodes_dirty = true;
+                }
+                Some(old) => self.nodes_dirty |= placed(&old) != new_place,
             }
             true
         } else {
             let gone = self.pods.remove(&k).is_some();
             self.pod_set_version += u64::from(gone);
+            self.nodes_dirty |= gone;
             gone
         }
     }
@@ -118,6 +129,7 @@ impl Store {
         let newer = self.node_events.get(&node).is_none_or(|(_, _, t)| at >= *t);
         if newer && self.node_events.get(&node) != Some(&ev) {
             self.node_events.insert(node, ev);
+            self.nodes_dirty = true;
             return true;
         }
         false
@@ -424,6 +436,11 @@ pub fn job_id(ns: &str, kind: &str, name: &str) -> JobId {
     h | (1 << 63)
 }
 
+/// Builds everything, nodes included.
+pub fn build(store: &Store, m: &Mapping) -> Built {
+    build_with(store, m, true)
+}
+
 /// Work grouped by owner: the pods of a Job/JobSet/… and its Kueue workload.
 #[derive(Default)]
 struct Group<'a> {
@@ -450,7 +467,9 @@ pub fn pod_names(store: &Store) -> HashMap<Text, Text> {
     store.pods.iter().filter_map(|(k, p)| Some((text(p.metadata.uid.as_deref()?), text(k)))).collect()
 }
 
-pub fn build(store: &Store, m: &Mapping) -> Built {
+/// Builds the model; the nodes only when `with_nodes` (they are the costly part and most events
+/// leave them as they were).
+pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
     let t0 = std::time::Instant::now();
     // Group pods and workloads by owner.
     let mut groups: HashMap<(String, String, String), Group> = HashMap::new();
@@ -527,21 +546,29 @@ pub fn build(store: &Store, m: &Mapping) -> Built {
         });
     }
     let t_bynode = t0.elapsed();
-    let mut nodes: Vec<Node> = store
-        .nodes
-        .values()
-        .map(|n| {
-            let name = n.metadata.name.as_deref().unwrap_or("");
-            node(n, by_node.get(name).map_or(&[][..], Vec::as_slice), store, m)
-        })
-        .collect();
+    let mut nodes: Vec<Node> = if with_nodes {
+        store
+            .nodes
+            .values()
+            .map(|n| {
+                let name = n.metadata.name.as_deref().unwrap_or("");
+                node(n, by_node.get(name).map_or(&[][..], Vec::as_slice), store, m)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    // A job's GPU model: its first node's.
-    let model: HashMap<&str, &Text> =
-        nodes.iter().filter_map(|n| n.gpus.first().map(|g| (n.name.as_str(), &g.model))).collect();
+    // A job's GPU model: its first node's product label.
     for j in &mut jobs {
-        if let Some(m) = j.nodes.first().and_then(|n| model.get(n.as_str())).filter(|m| !m.is_empty()) {
-            j.gpu_model = Some((*m).clone());
+        let product = j
+            .nodes
+            .first()
+            .and_then(|n| store.nodes.get(n.as_str()))
+            .and_then(|n| n.metadata.labels.as_ref()?.get("nvidia.com/gpu.product"))
+            .filter(|p| !p.is_empty());
+        if let Some(p) = product {
+            j.gpu_model = Some(text(p));
         }
     }
     let mut queues: Vec<Queue> = store
@@ -602,7 +629,7 @@ pub fn build(store: &Store, m: &Mapping) -> Built {
         });
     }
     quotas.sort_by(|a, b| a.team.cmp(&b.team));
-    tracing::debug!(?t_jobs, ?t_bynode, total = ?t0.elapsed(), "kube build phases");
+    tracing::debug!(?t_jobs, ?t_bynode, total = ?t0.elapsed(), with_nodes, "kube build phases");
     Built { nodes, jobs, queues, quotas, owners }
 }
 
@@ -970,6 +997,26 @@ mod tests {
             (b.jobs[0].name.as_str(), b.jobs[0].queue.as_str(), b.jobs[0].state),
             ("trainer", "cq", JobState::Running)
         );
+    }
+
+    #[test]
+    fn only_changes_that_move_work_between_nodes_rebuild_the_nodes() {
+        let mut s = Store::default();
+        let p = gpu_pod("a", "p", Some("n1"), 4, ("Job", "j"), "Running");
+        assert!(s.put_pod(pod_obj(p.clone())));
+        assert!(std::mem::take(&mut s.nodes_dirty), "a new pod");
+        let mut restarted = p.clone();
+        restarted["status"]["containerStatuses"] = json!([{"restartCount": 3}]);
+        restarted["metadata"]["resourceVersion"] = json!("99");
+        assert!(s.put_pod(pod_obj(restarted.clone())), "the job changed");
+        assert!(!s.nodes_dirty, "a restart leaves the nodes as they were");
+        assert!(!s.put_pod(pod_obj(restarted.clone())), "the same again changes nothing");
+        let mut done = restarted;
+        done["status"]["phase"] = json!("Succeeded");
+        assert!(s.put_pod(pod_obj(done)));
+        assert!(std::mem::take(&mut s.nodes_dirty), "a finished pod frees its GPUs");
+        let b = build_with(&s, &Mapping::default(), false);
+        assert!(b.nodes.is_empty() && b.jobs.len() == 1);
     }
 
     #[test]

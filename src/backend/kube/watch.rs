@@ -96,13 +96,16 @@ impl Keep for SlimNode {
             return false;
         }
         s.nodes.insert(name, self);
+        s.nodes_dirty = true;
         true
     }
     fn remove(&self, s: &mut Store) {
         s.nodes.remove(self.metadata.name.as_deref().unwrap_or(""));
+        s.nodes_dirty = true;
     }
     fn clear(s: &mut Store) {
         s.nodes.clear();
+        s.nodes_dirty = true;
     }
 }
 
@@ -117,11 +120,13 @@ impl Keep for SlimPod {
     fn remove(&self, s: &mut Store) {
         if s.pods.remove(&key(self.metadata.namespace.as_deref(), self.metadata.name.as_deref())).is_some() {
             s.pod_set_version += 1;
+            s.nodes_dirty = true;
         }
     }
     fn clear(s: &mut Store) {
         s.pods.clear();
         s.pod_set_version += 1;
+        s.nodes_dirty = true;
     }
 }
 
@@ -610,9 +615,16 @@ fn release_free_memory() {
     }
 }
 
-fn inventory(s: &Session, context: &str, mapping: &map::Mapping, kueue: bool, shared: &Shared) -> Inventory {
+fn inventory(
+    s: &mut Session,
+    context: &str,
+    mapping: &map::Mapping,
+    kueue: bool,
+    shared: &Shared,
+) -> Inventory {
     let t = std::time::Instant::now();
-    let b = map::build(&s.store, mapping);
+    let with_nodes = std::mem::take(&mut s.store.nodes_dirty);
+    let b = map::build_with(&s.store, mapping, with_nodes);
     tracing::debug!(
         us = t.elapsed().as_micros() as u64,
         nodes = b.nodes.len(),
@@ -626,7 +638,7 @@ fn inventory(s: &Session, context: &str, mapping: &map::Mapping, kueue: bool, sh
     Inventory {
         source: SOURCE.into(),
         cluster: Some(context.into()),
-        nodes: Some(b.nodes),
+        nodes: with_nodes.then_some(b.nodes),
         jobs: pods_synced.then_some(b.jobs),
         queues: (!kueue || s.synced.contains("clusterqueues")).then_some(b.queues),
         quotas: s.synced.contains("resourcequotas").then_some(b.quotas),
