@@ -250,25 +250,59 @@ pub(crate) fn confirm(plan: &ops::Plan, kind: ActionKind, yes: bool, dry_run: bo
     Ok(())
 }
 
+/// A command-line action read, planned, shown and confirmed: what `action` and
+/// `gpuplane acceptance run` share. `Err` carries the exit code (the reason is printed).
+pub(crate) struct Prepared {
+    pub rt: tokio::runtime::Runtime,
+    pub state: ClusterState,
+    pub exec: Box<dyn Executor>,
+    pub req: OpRequest,
+    pub plan: ops::Plan,
+}
+
+pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prepared, ExitCode> {
+    let fail = |e: &dyn std::fmt::Display, code: u8| {
+        eprintln!("gpuplane: {e}");
+        ExitCode::from(code)
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail(&e, 1))?;
+    let (state, exec, label) =
+        rt.block_on(target_cluster(config)).map_err(|e| fail(&format!("cannot read the cluster: {e}"), 2))?;
+    let Some(exec) = exec else {
+        return Err(fail(
+            &format!(
+                "{label} has no scheduler to run {} through: configure one (--slurm, --kube)",
+                req.kind.label()
+            ),
+            2,
+        ));
+    };
+    let plan = ops::plan(&req, &state, exec.as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    println!("cluster {label}");
+    for l in plan.lines() {
+        println!("  {l}");
+    }
+    confirm(&plan, req.kind, yes, req.dry_run)?;
+    Ok(Prepared { rt, state, exec, req, plan })
+}
+
+impl Prepared {
+    /// Runs the plan through the audited road, printing each target's result.
+    pub fn run(&mut self, config: &Config) -> (Ops, Result<ops::Outcome, ops::OpError>) {
+        let ops = Ops {
+            audit: audit_log(config),
+            readonly: config.readonly,
+            cluster: self.state.cluster.to_string(),
+            break_glass: None,
+        };
+        let out = self.rt.block_on(ops.run(&self.req, &self.plan, self.exec.as_mut(), |t| {
+            println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
+        }));
+        (ops, out)
+    }
+}
+
 fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (state, exec, label) = match rt.block_on(target_cluster(config)) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("gpuplane: cannot read the cluster: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(mut exec) = exec else {
-        eprintln!("gpuplane: {label} cannot {}: configure a scheduler (--slurm)", kind.label());
-        return ExitCode::from(2);
-    };
     let req = OpRequest {
         kind,
         targets: a.targets.clone(),
@@ -276,29 +310,11 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         ticket: a.ticket.clone(),
         dry_run: a.dry_run,
     };
-    let plan = match ops::plan(&req, &state, exec.as_ref(), config.readonly) {
+    let mut p = match prepare(config, req, a.yes) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    println!("cluster {label}");
-    for l in plan.lines() {
-        println!("  {l}");
-    }
-    if let Err(code) = confirm(&plan, kind, a.yes, a.dry_run) {
-        return code;
-    }
-    let ops = Ops {
-        audit: audit_log(config),
-        readonly: config.readonly,
-        cluster: state.cluster.to_string(),
-        break_glass: None,
-    };
-    let out = rt.block_on(ops.run(&req, &plan, exec.as_mut(), |t| {
-        println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
-    }));
+    let (ops, out) = p.run(config);
     match out {
         Ok(o) => {
             if o.dry_run {

@@ -27,56 +27,20 @@ pub fn run(cmd: &AcceptanceCommand, config: &Config) -> ExitCode {
 /// `gpuplane acceptance run`: plan, confirm, audit, submit; then track, collect, record, judge.
 fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
     use super::launch::{Origin, record, track};
-    use crate::ops::{self, ActionKind, OpRequest, Ops};
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (state, exec, label) = match rt.block_on(crate::commands::target_cluster(config)) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("gpuplane: cannot read the cluster: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(mut exec) = exec else {
-        eprintln!("gpuplane: {label} cannot run acceptance tests: configure a scheduler (--slurm)");
-        return ExitCode::from(2);
-    };
-    let kind = ActionKind::Acceptance(a.mode);
+    use crate::ops::{ActionKind, OpRequest};
     let req = OpRequest {
-        kind,
+        kind: ActionKind::Acceptance(a.mode),
         targets: a.nodes.clone(),
         reason: a.reason.clone(),
         ticket: a.ticket.clone(),
         dry_run: a.dry_run,
     };
-    let plan = match ops::plan(&req, &state, exec.as_ref(), config.readonly) {
+    let mut p = match crate::commands::prepare(config, req, a.yes) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    println!("cluster {label}");
-    for l in plan.lines() {
-        println!("  {l}");
-    }
-    if let Err(code) = crate::commands::confirm(&plan, kind, a.yes, a.dry_run) {
-        return code;
-    }
-    let ops = Ops {
-        audit: crate::commands::audit_log(config),
-        readonly: config.readonly,
-        cluster: state.cluster.to_string(),
-        break_glass: None,
-    };
-    let out = rt.block_on(ops.run(&req, &plan, exec.as_mut(), |t| {
-        println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
-    }));
+    let (ops, out) = p.run(config);
+    let (rt, exec) = (&p.rt, &p.exec);
     let out = match out {
         Ok(o) => o,
         Err(e) => {
