@@ -194,7 +194,12 @@ pub(crate) async fn target_cluster(
         r.map_err(|e| e.to_string())?;
         prom_once(config, &mut state).await?;
         let exec = crate::ops::SlurmExecutor::new(&slurm.client)?
-            .with_acceptance(config.acceptance.template.clone())?;
+            .with_acceptance(config.acceptance.template.clone())?
+            .with_slurm_user(&slurm.slurm_user);
+        // The permission preflight; when it cannot answer, the server decides.
+        if let Err(e) = exec.check_permission().await {
+            tracing::warn!("slurm permission preflight: {e}");
+        }
         let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
         return Ok((state, Some(Box::new(exec)), label));
     }

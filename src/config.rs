@@ -44,6 +44,8 @@ struct SlurmSection {
     break_glass_token_file: Option<PathBuf>,
     break_glass_token_cmd: Option<String>,
     break_glass_user: Option<String>,
+    /// The cluster's `SlurmUser` (privileged like root in the permission preflight).
+    slurm_user: Option<String>,
 }
 
 /// `[kube]`: a Kubernetes cluster through a kubeconfig context.
@@ -345,6 +347,9 @@ fn slurm_config(
             .map_err(|e| warnings.push(format!("config: slurm.refresh = {r:?}: {e}")))
             .ok()
     });
+    if let Some(u) = file.slurm_user.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+        cfg.slurm_user = u.to_string();
+    }
     if let Some(r) = refresh {
         cfg.refresh = r.max(Duration::from_secs(1));
         // Keep the full job list at one per 5 minutes whatever the refresh.
@@ -399,11 +404,14 @@ mod tests {
 
     #[test]
     fn slurm_section_selects_the_slurm_backend_and_flags_win() {
-        let text = "[slurm]\nurl = \"http://127.0.0.1:6820\"\nuser = \"alice\"\ntoken_cmd = \"scontrol token\"\nrefresh = \"30s\"\n";
+        let text = "[slurm]\nurl = \"http://127.0.0.1:6820\"\nuser = \"alice\"\ntoken_cmd = \"scontrol token\"\nrefresh = \"30s\"\nslurm_user = \"slurmadm\"\n";
         let file: FileConfig = toml::from_str(text).unwrap();
         let mut w = Vec::new();
         let s = slurm_config(&Cli::default(), &file.slurm, None, &mut w).expect("slurm configured");
         assert!(w.is_empty(), "{w:?}");
+        assert_eq!(s.slurm_user, "slurmadm");
+        let plain: FileConfig = toml::from_str("[slurm]\nurl = \"http://h:1\"\n").unwrap();
+        assert_eq!(slurm_config(&Cli::default(), &plain.slurm, None, &mut w).unwrap().slurm_user, "slurm");
         assert_eq!(s.client.url, "http://127.0.0.1:6820");
         assert_eq!(s.client.user.as_deref(), Some("alice"));
         assert_eq!(s.client.token, TokenSource::Command("scontrol token".into()));

@@ -164,14 +164,23 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 let template = config.acceptance.template.clone();
                 let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
                     .and_then(|e| e.with_acceptance(template.clone()))
+                    .map(|e| e.with_slurm_user(&slurm_cfg.slurm_user))
                     .and_then(|e| match &config.slurm_break_glass {
                         Some(bg) => e.with_break_glass(bg),
                         None => Ok(e),
                     });
                 let planner = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
-                    .and_then(|e| e.with_acceptance(template.clone()));
+                    .and_then(|e| e.with_acceptance(template.clone()))
+                    .and_then(|e| match &config.slurm_break_glass {
+                        Some(bg) => e.with_break_glass(bg),
+                        None => Ok(e),
+                    });
                 match (planner, exec) {
                     (Ok(planner), Ok(exec)) => {
+                        // The permission preflight: asked at start and every 5 minutes; the
+                        // planner refuses what the identity may not do before a plan is shown.
+                        let planner = planner.sharing_permission(&exec);
+                        tokio::spawn(exec.permission_watch(std::time::Duration::from_secs(300)));
                         app.planner = Some(Box::new(planner));
                         app.ops_tx = Some(ops_tx);
                         tokio::spawn(gpuplane::ops::worker_with(

@@ -589,3 +589,29 @@ fn acceptance_command_modes_usage_and_help() {
     assert!(screen.contains("NCCL acceptance test per node"), "{screen}");
     assert!(screen.contains(":acceptance"), "{screen}");
 }
+
+/// A drain's per-pod progress arrives as `Step` events while it runs: each becomes a panel line
+/// (cluster text sanitised), and a very long drain keeps the panel bounded.
+#[test]
+fn step_progress_lines_reach_the_panel_sanitised_and_bounded() {
+    use gpuplane::ops::{ActionKind, OpEvent};
+    let mut a = app();
+    a.update(Msg::Op(OpEvent::Step {
+        kind: ActionKind::Drain,
+        target: "gpu-node-2".into(),
+        message: "team-b/evil\x1b[2Jpod eviction accepted; waiting for it to terminate".into(),
+    }));
+    let last = &a.op_panel.last().expect("a line").0;
+    assert!(last.starts_with("drain gpu-node-2: team-b/evil"), "{last}");
+    assert!(!last.contains('\x1b'), "escape sequences never reach the screen: {last:?}");
+    assert!(render(&mut a, 80, 24).contains("drain gpu-node-2: team-b/evil"));
+    for i in 0..2_000 {
+        a.update(Msg::Op(OpEvent::Step {
+            kind: ActionKind::Drain,
+            target: "gpu-node-2".into(),
+            message: format!("ns/pod-{i} evicted and gone"),
+        }));
+    }
+    assert!(a.op_panel.len() <= 500, "{}", a.op_panel.len());
+    assert_eq!(a.op_panel.last().unwrap().0, "drain gpu-node-2: ns/pod-1999 evicted and gone");
+}

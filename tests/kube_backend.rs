@@ -336,6 +336,13 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     live.cfg.drain_delete_emptydir = true;
     let mut exec = live.executor();
     live.cfg.drain_delete_emptydir = false;
+    // Per-pod progress is reported while the drain runs, not only in the final result.
+    let notes = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = notes.clone();
+    exec.notes(Some(std::sync::Arc::new(move |t: &str, m: &str| {
+        sink.lock().unwrap().push(format!("{t}: {m}"));
+    })));
+    let seen = |what: &str| notes.lock().unwrap().iter().any(|n| n.contains(what));
     let run = tokio::spawn(async move {
         let out = ops.run(&r, &plan, &mut exec, |_| {}).await;
         (out, ops)
@@ -351,12 +358,23 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!run.is_finished(), "drain must wait while the PDB refuses");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen("a PodDisruptionBudget refuses (try 1)") {
+        assert!(Instant::now() < deadline, "no per-pod progress while waiting: {:?}", notes.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(seen("gpu-node-2: cordoned; evicting 2 pod(s), skipping 1"), "{:?}", notes.lock().unwrap());
+    assert!(!seen("evicted and gone"), "{:?}", notes.lock().unwrap());
     fake.set_pdb("team-b", "inference-pdb", Some(serde_json::json!(0)), None);
     let (out, _ops) =
         tokio::time::timeout(Duration::from_secs(20), run).await.expect("drain finished").unwrap();
     let out = out.expect("run");
     assert!(out.results[0].ok, "{:?}", out.results);
     assert!(out.results[0].message.contains("waited on PodDisruptionBudgets"), "{}", out.results[0].message);
+    let gone: Vec<String> =
+        notes.lock().unwrap().iter().filter(|n| n.ends_with("evicted and gone")).cloned().collect();
+    assert_eq!(gone.len(), 2, "one line per evicted pod: {:?}", notes.lock().unwrap());
+    assert!(gone.iter().all(|n| n.starts_with("gpu-node-2: team-b/")), "{gone:?}");
     let after = fake.pods_on("gpu-node-2");
     assert_eq!(
         after,

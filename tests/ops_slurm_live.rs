@@ -196,3 +196,59 @@ async fn slurm22_get_lists_what_the_backend_reads() {
         assert_eq!(v.as_array().unwrap().len(), n, "{what}");
     }
 }
+
+/// The permission preflight on Slurm 22.05 with slurmdbd: root is uid 0; `nobody` (AdminLevel
+/// None in slurmdbd, coordinator of nothing) may not drain, and may not cancel root's job — both
+/// refused before a plan exists, so nothing reaches slurmctld; its own jobs it may cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_permission_preflight_from_slurmdbd_refuses_before_planning() {
+    use gpuplane::backend::slurm::perm::AdminLevel;
+    use gpuplane::ops::Executor;
+    let (c, _g) = slurm22().await;
+    let s = read(&c).await;
+    let root = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
+    let p = root.check_permission().await.unwrap();
+    assert_eq!((p.user.as_str(), p.level), ("root", Some(AdminLevel::Administrator)), "{p:?}");
+    let victim = s
+        .jobs
+        .iter()
+        .find(|j| j.user == "root" && j.state.is_active())
+        .expect("an active job of root's on 22.05");
+    let id = victim.id.to_string();
+    assert!(plan(&req(ActionKind::Cancel, &id), &s, &root, false).is_ok());
+
+    let out = c.cli(&["scontrol", "token", "username=nobody", "lifespan=600"]);
+    let jwt = out.trim().strip_prefix("SLURM_JWT=").expect("a token for nobody").to_string();
+    let mut cfg = c.config(&jwt).client;
+    cfg.user = Some("nobody".into());
+    let nobody = SlurmExecutor::new(&cfg).unwrap();
+    assert_eq!(nobody.permission(), None, "nothing is known before the preflight");
+    let p = nobody.check_permission().await.unwrap();
+    // What sacctmgr says about the same user.
+    let admin = c.cli(&["sacctmgr", "-n", "-P", "show", "user", "nobody", "format=adminlevel"]);
+    assert_eq!(admin.trim(), "None");
+    assert_eq!(
+        (p.user.as_str(), p.level, p.coordinates.len()),
+        ("nobody", Some(AdminLevel::None), 0),
+        "{p:?}"
+    );
+    assert_eq!(p.source, "slurmdbd");
+    assert_eq!(nobody.identity().as_deref(), Some("slurm:nobody"));
+
+    let e = plan(&req(ActionKind::Cancel, &id), &s, &nobody, false).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, OpError::Unsupported { .. }), "{e:?}");
+    assert!(msg.contains(&format!("job {id} belongs to root")) && msg.contains("only its own jobs"), "{msg}");
+    let node = s.nodes.iter().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let e = plan(&req(ActionKind::Drain, &node), &s, &nobody, false).unwrap_err().to_string();
+    assert!(e.contains("AdminLevel None") && e.contains("sacctmgr modify user nobody"), "{e}");
+    // The job is untouched (no request was ever sent).
+    let state = c.cli(&["squeue", "-h", "-j", &id, "-o", "%T"]);
+    assert!(matches!(state.trim(), "PENDING" | "RUNNING"), "{state}");
+    // Its own job (same model, owner rewritten) is its to cancel.
+    let mut own = s.clone();
+    if let Some(j) = own.jobs.iter_mut().find(|j| j.id == victim.id) {
+        j.user = "nobody".into();
+    }
+    assert!(plan(&req(ActionKind::Cancel, &id), &own, &nobody, false).is_ok());
+}

@@ -496,3 +496,56 @@ async fn a_failing_server_keeps_the_last_data_and_backs_off() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// The permission preflight in the v0.0.40+ shapes: without `X-SLURM-USER-NAME` the identity is
+/// the ping's `meta.client.user`; slurmdbd's level is an array; no slurmdbd (404) leaves the
+/// level unknown so the server decides; root and the SlurmUser need no lookup.
+#[tokio::test]
+async fn permission_preflight_reads_the_identity_and_the_admin_level() {
+    use gpuplane::backend::slurm::Client;
+    use gpuplane::backend::slurm::perm::{AdminLevel, Permission};
+    // The recorded 24.11 ping names "root"; a user token's ping names its user.
+    let ping = String::from_utf8(fixture("v0.0.42/02_ping.json")).unwrap();
+    assert!(ping.contains(r#""user": "root""#), "the fixture's meta.client.user changed shape");
+    let ping_as = |u: &str| ping.replace(r#""user": "root""#, &format!(r#""user": "{u}""#)).into_bytes();
+    async fn ask(ping: Vec<u8>, user: Option<&str>, db: Option<(u16, &[u8])>) -> Permission {
+        let server = MockServer::start().await;
+        mount(&server, "/slurm/v0.0.43/ping/", 404, Vec::new()).await;
+        mount(&server, "/slurm/v0.0.42/ping/", 200, ping).await;
+        if let Some((status, body)) = db {
+            mount(&server, "/slurmdb/v0.0.42/user/gpuplane", status, body.to_vec()).await;
+        }
+        let mut c = cfg(&server.uri(), "tok").client;
+        c.user = user.map(String::from);
+        Client::new(&c).unwrap().permission("slurm").await.unwrap()
+    }
+    let operator = br#"{"users":[{"name":"gpuplane","administrator_level":["Operator"],
+        "coordinators":[{"name":"ml-research","direct":true}]}],"errors":[],"warnings":[]}"#;
+    let p = ask(ping_as("gpuplane"), None, Some((200, operator))).await;
+    assert_eq!((p.user.as_str(), p.level), ("gpuplane", Some(AdminLevel::Operator)), "{p:?}");
+    assert_eq!(p.coordinates, vec!["ml-research".to_string()]);
+    assert!(p.may_update_nodes().is_ok());
+
+    // The same user with level None may not drain; the refusal says how to get the right.
+    let none = br#"{"users":[{"name":"gpuplane","administrator_level":["None"],"coordinators":[]}]}"#;
+    let p = ask(ping_as("gpuplane"), None, Some((200, none))).await;
+    assert_eq!((p.level, p.source.as_str()), (Some(AdminLevel::None), "slurmdbd"));
+    assert!(p.may_update_nodes().unwrap_err().contains("AdminLevel None"));
+
+    // No slurmdbd behind slurmrestd: unknown, and the server decides.
+    let p = ask(ping_as("gpuplane"), None, Some((404, b"Unable find requested URL"))).await;
+    assert_eq!(p.level, None);
+    assert!(p.source.contains("no slurmdbd"), "{}", p.source);
+    assert!(p.may_update_nodes().is_ok());
+
+    // A configured user name wins over the server's; root and the SlurmUser need no lookup.
+    let p = ask(ping_as("root"), Some("gpuplane"), Some((200, none))).await;
+    assert_eq!((p.user.as_str(), p.level), ("gpuplane", Some(AdminLevel::None)));
+    let p = ask(ping_as("root"), None, None).await;
+    assert_eq!(
+        (p.user.as_str(), p.level, p.source.as_str()),
+        ("root", Some(AdminLevel::Administrator), "uid 0")
+    );
+    let p = ask(ping_as("root"), Some("slurm"), None).await;
+    assert_eq!((p.level, p.source.as_str()), (Some(AdminLevel::Administrator), "the cluster's SlurmUser"));
+}

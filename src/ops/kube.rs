@@ -24,6 +24,8 @@ pub struct KubeExecutor {
     pub evict_retry: Duration,
     pub poll: Duration,
     launcher: Option<std::sync::Arc<crate::acceptance::kube::KubeLauncher>>,
+    /// Per-pod progress of a drain, as it happens.
+    notes: Option<super::StepNotes>,
 }
 
 impl KubeExecutor {
@@ -35,6 +37,7 @@ impl KubeExecutor {
             evict_retry: Duration::from_secs(5),
             poll: Duration::from_secs(1),
             launcher: None,
+            notes: None,
         }
     }
 
@@ -119,6 +122,10 @@ impl Executor for KubeExecutor {
 
     fn elevate(&mut self, on: bool) {
         self.elevated = on && self.cfg.break_glass_user.is_some();
+    }
+
+    fn notes(&mut self, to: Option<super::StepNotes>) {
+        self.notes = to;
     }
 
     fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
@@ -312,6 +319,12 @@ pub fn drain_filter(p: &Pod, delete_emptydir: bool) -> PodVerdict {
 }
 
 impl KubeExecutor {
+    fn note(&self, node: &str, message: &str) {
+        if let Some(n) = &self.notes {
+            n(node, message);
+        }
+    }
+
     async fn drain(
         &self,
         client: &kube::Client,
@@ -349,8 +362,10 @@ impl KubeExecutor {
         if !refused.is_empty() {
             return Err(format!("{node} is cordoned but not drained: {}", refused.join("; ")));
         }
+        self.note(node, &format!("cordoned; evicting {} pod(s), skipping {}", evict.len(), skipped.len()));
         let deadline = Instant::now() + self.cfg.drain_timeout;
-        let results = futures::future::join_all(evict.iter().map(|p| self.evict(client, p, deadline))).await;
+        let results =
+            futures::future::join_all(evict.iter().map(|p| self.evict(client, node, p, deadline))).await;
         let mut done = Vec::new();
         let mut failed = Vec::new();
         let mut waited = 0;
@@ -383,7 +398,33 @@ impl KubeExecutor {
 
     /// Evicts one pod, retrying while a PodDisruptionBudget refuses (429), then waits until it
     /// is gone. Returns how many times a budget said no.
-    async fn evict(&self, client: &kube::Client, p: &Pod, deadline: Instant) -> Result<u32, String> {
+    async fn evict(
+        &self,
+        client: &kube::Client,
+        node: &str,
+        p: &Pod,
+        deadline: Instant,
+    ) -> Result<u32, String> {
+        let r = self.evict_pod(client, node, p, deadline).await;
+        let pod = format!(
+            "{}/{}",
+            p.metadata.namespace.as_deref().unwrap_or(""),
+            p.metadata.name.as_deref().unwrap_or("")
+        );
+        match &r {
+            Ok(_) => self.note(node, &format!("{pod} evicted and gone")),
+            Err(e) => self.note(node, &format!("{pod} not evicted: {e}")),
+        }
+        r
+    }
+
+    async fn evict_pod(
+        &self,
+        client: &kube::Client,
+        node: &str,
+        p: &Pod,
+        deadline: Instant,
+    ) -> Result<u32, String> {
         let ns = p.metadata.namespace.as_deref().unwrap_or("default");
         let name = p.metadata.name.as_deref().unwrap_or("");
         let uid = p.metadata.uid.clone();
@@ -405,10 +446,20 @@ impl KubeExecutor {
                 .body(serde_json::to_vec(&body).unwrap_or_default())
                 .map_err(|e| e.to_string())?;
             match client.request::<serde_json::Value>(req).await {
-                Ok(_) => break,
+                Ok(_) => {
+                    self.note(node, &format!("{ns}/{name} eviction accepted; waiting for it to terminate"));
+                    break;
+                }
                 Err(e) if code(&e) == Some(404) => return Ok(refusals),
                 Err(e) if code(&e) == Some(429) => {
                     refusals += 1;
+                    self.note(
+                        node,
+                        &format!(
+                            "{ns}/{name}: a PodDisruptionBudget refuses (try {refusals}); retrying in {}s",
+                            self.evict_retry.as_secs_f32()
+                        ),
+                    );
                     if Instant::now() + self.evict_retry > deadline {
                         return Err(format!(
                             "a PodDisruptionBudget still refuses after {}s: {}",

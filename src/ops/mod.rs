@@ -166,6 +166,10 @@ pub struct Outcome {
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Where an executor reports progress inside one target's step as it happens (a drain's
+/// per-pod evictions): `(target, message)`.
+pub type StepNotes = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 /// The owning backend's side of a write.
 pub trait Executor: Send {
     /// `sim`, `slurm`, `kube`.
@@ -174,8 +178,13 @@ pub trait Executor: Send {
     fn identity(&self) -> Option<String>;
     /// The call `kind` makes on `target`, as shown in the plan.
     fn describe(&self, kind: ActionKind, target: &str) -> String;
-    /// Whether this backend can do `kind` at all (e.g. slurmrestd v0.0.38 cannot drain).
+    /// Whether this backend can do `kind` at all (e.g. slurmrestd v0.0.38 cannot drain), and
+    /// whether the identity may (the backend's permission preflight).
     fn supports(&self, kind: ActionKind) -> Result<(), String>;
+    /// Whether the identity may do `kind` to this job (e.g. cancel another user's job).
+    fn permits_job(&self, _kind: ActionKind, _job: &crate::model::Job) -> Result<(), String> {
+        Ok(())
+    }
     fn execute<'a>(
         &'a mut self,
         kind: ActionKind,
@@ -185,6 +194,9 @@ pub trait Executor: Send {
     /// Switches to (or back from) the break-glass credentials for the next writes. Backends
     /// without an elevated identity ignore it.
     fn elevate(&mut self, _on: bool) {}
+    /// Where to report progress within a step (`None`: nowhere). Backends whose steps are one
+    /// call ignore it.
+    fn notes(&mut self, _to: Option<StepNotes>) {}
     /// What submits acceptance jobs for this backend (`None`: it cannot).
     fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
         None
@@ -274,6 +286,11 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
                     j.state.label()
                 )));
             }
+            exec.permits_job(req.kind, j).map_err(|why| OpError::Unsupported {
+                backend: exec.backend().to_string(),
+                action: req.kind.label(),
+                why,
+            })?;
             vec![Affected { job: j.id, name: j.name.clone(), user: j.user.clone(), gpus: j.gpus }]
         } else {
             let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;

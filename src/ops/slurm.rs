@@ -1,8 +1,15 @@
 //! Slurm as an executor: drain, resume and cancel over slurmrestd. Slurm has no cordon; its
-//! closest is drain, so cordon/uncordon are refused with that advice.
+//! closest is drain, so cordon/uncordon are refused with that advice. What the identity may do
+//! is asked beforehand (uid 0 / SlurmUser / slurmdbd's AdminLevel and coordinators, see
+//! [`crate::backend::slurm::perm`]); a known refusal disables the action with the reason
+//! before anything is planned or sent.
 
 use super::{ActionKind, BoxFuture, Executor};
+use crate::backend::slurm::perm::Permission;
 use crate::backend::slurm::{Client, ClientConfig};
+use crate::model::Job;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 pub struct SlurmExecutor {
     client: Client,
@@ -12,6 +19,10 @@ pub struct SlurmExecutor {
     elevated: bool,
     cfg: ClientConfig,
     launcher: Option<std::sync::Arc<crate::acceptance::launch::SlurmLauncher>>,
+    /// The cluster's SlurmUser (privileged like root).
+    slurm_user: String,
+    /// The preflight's latest answer, shared by the planner and the ops task's executor.
+    permission: Arc<RwLock<Option<Permission>>>,
 }
 
 impl SlurmExecutor {
@@ -23,7 +34,63 @@ impl SlurmExecutor {
             elevated: false,
             cfg: cfg.clone(),
             launcher: None,
+            slurm_user: "slurm".into(),
+            permission: Arc::new(RwLock::new(None)),
         })
+    }
+
+    /// The cluster's `SlurmUser`, privileged like root (default `slurm`).
+    pub fn with_slurm_user(mut self, user: &str) -> Self {
+        self.slurm_user = user.to_string();
+        self
+    }
+
+    /// Plans with the permission `other` learns (the console's planner and the ops task's
+    /// executor are two executors over one preflight).
+    pub fn sharing_permission(mut self, other: &SlurmExecutor) -> Self {
+        self.permission = other.permission.clone();
+        self
+    }
+
+    /// The preflight's latest answer (`None` before the first one).
+    pub fn permission(&self) -> Option<Permission> {
+        self.permission.read().ok().and_then(|p| p.clone())
+    }
+
+    /// Asks the server who we are and what slurmdbd lets that user do; keeps the answer for
+    /// [`Executor::supports`]. A failure (server down, token refused) keeps the last answer.
+    pub async fn check_permission(&self) -> Result<Permission, String> {
+        let mut c = Client::new(&self.cfg).map_err(|e| e.to_string())?;
+        let p = c.permission(&self.slurm_user).await.map_err(|e| e.to_string())?;
+        if let Ok(mut slot) = self.permission.write() {
+            *slot = Some(p.clone());
+        }
+        Ok(p)
+    }
+
+    /// Repeats the preflight every `every` (AdminLevels change while the console runs).
+    pub fn permission_watch(
+        &self,
+        every: Duration,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let probe = SlurmExecutor {
+            client: self.client.clone(),
+            user: self.user.clone(),
+            privileged: None,
+            elevated: false,
+            cfg: self.cfg.clone(),
+            launcher: None,
+            slurm_user: self.slurm_user.clone(),
+            permission: self.permission.clone(),
+        };
+        async move {
+            loop {
+                if let Err(e) = probe.check_permission().await {
+                    tracing::warn!("slurm permission preflight: {e}");
+                }
+                tokio::time::sleep(every).await;
+            }
+        }
     }
 
     /// Acceptance runs are submitted with this template (as the executor's normal identity).
@@ -57,7 +124,9 @@ impl Executor for SlurmExecutor {
             (Some((_, u)), true) => (u.as_deref(), " (break-glass token)"),
             _ => (self.user.as_deref(), ""),
         };
-        Some(format!("slurm:{}{how}", user.unwrap_or("(token user)")))
+        let learnt = self.permission().map(|p| p.user).filter(|u| !u.is_empty());
+        let user = user.map(str::to_string).or(learnt).unwrap_or_else(|| "(token user)".into());
+        Some(format!("slurm:{user}{how}"))
     }
 
     fn elevate(&mut self, on: bool) {
@@ -90,6 +159,20 @@ impl Executor for SlurmExecutor {
             }
             ActionKind::Acceptance(_) if self.launcher.is_none() => {
                 Err("no acceptance template configured".into())
+            }
+            // Under break-glass the privileged token's rights are the server's to check.
+            ActionKind::Drain | ActionKind::Resume if !self.elevated => match self.permission() {
+                Some(p) => p.may_update_nodes(),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn permits_job(&self, kind: ActionKind, job: &Job) -> Result<(), String> {
+        match (kind, self.permission()) {
+            (ActionKind::Cancel, Some(p)) if !self.elevated => {
+                p.may_cancel(&job.id.to_string(), &job.user, &job.account)
             }
             _ => Ok(()),
         }

@@ -57,6 +57,12 @@ pub enum OpEvent {
         kind: ActionKind,
         result: TargetResult,
     },
+    /// Progress inside one target's step (e.g. each pod a drain evicts), as it happens.
+    Step {
+        kind: ActionKind,
+        target: String,
+        message: String,
+    },
     Done {
         kind: ActionKind,
         result: Result<Outcome, OpError>,
@@ -236,11 +242,16 @@ pub async fn worker_with(
         exec.elevate(job.break_glass.is_some());
         let kind = job.req.kind;
         let ev = events.clone();
+        exec.notes(Some(Arc::new(move |target: &str, message: &str| {
+            let _ = ev.send(OpEvent::Step { kind, target: target.to_string(), message: message.to_string() });
+        })));
+        let ev = events.clone();
         let result = ops
             .run(&job.req, &job.plan, exec.as_mut(), move |t| {
                 let _ = ev.send(OpEvent::Target { kind, result: t.clone() });
             })
             .await;
+        exec.notes(None);
         let follow_up = match (&result, &acceptance, exec.launcher()) {
             (Ok(o), Some(acc), Some(l)) if !o.dry_run => o
                 .submitted

@@ -713,6 +713,11 @@ impl App {
             return;
         }
         self.prepare();
+        // Plans during break-glass are checked as the elevated identity would be.
+        let elevated = self.break_glass.is_some();
+        if let Some(p) = self.planner.as_mut() {
+            p.elevate(elevated);
+        }
         let Some(planner) = self.planner.as_ref() else { return };
         let targets: Vec<String> = if kind.on_jobs() {
             if self.marks.jobs.is_empty() {
@@ -818,6 +823,14 @@ impl App {
             OpEvent::Target { kind, result } => self
                 .op_panel
                 .push((format!("{} {}: {}", kind.label(), result.target, result.message), !result.ok)),
+            OpEvent::Step { kind, target, message } => {
+                // The panel shows the newest lines; a long drain keeps the last few hundred.
+                if self.op_panel.len() >= 500 {
+                    self.op_panel.drain(1..100);
+                }
+                let (t, m) = (crate::sanitize::sanitize(&target), crate::sanitize::sanitize(&message));
+                self.op_panel.push((format!("{} {t}: {m}", kind.label()), false))
+            }
             OpEvent::Done { kind, result } => match result {
                 Ok(o) if o.dry_run => self.op_panel.push((
                     format!("{} dry run recorded in the audit log; nothing was executed", kind.label()),

@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod map;
 pub mod ops;
+pub mod perm;
 pub mod poll;
 pub mod text;
 pub mod token;
@@ -49,6 +50,9 @@ pub struct SlurmConfig {
     pub accounting_every: Duration,
     /// How far back job history goes.
     pub history: Duration,
+    /// The cluster's `SlurmUser` (`slurm.conf`), privileged like root: the permission
+    /// preflight does not ask slurmdbd about it. Debian's default: `slurm`.
+    pub slurm_user: String,
 }
 
 impl SlurmConfig {
@@ -59,6 +63,7 @@ impl SlurmConfig {
             full_jobs_every: 30,
             accounting_every: Duration::from_secs(60),
             history: Duration::from_secs(7 * 86_400),
+            slurm_user: "slurm".into(),
         }
     }
 }

@@ -61,12 +61,21 @@ fn clean(raw: &str) -> String {
     line.strip_prefix("SLURM_JWT=").unwrap_or(line).trim().to_string()
 }
 
-/// The `exp` claim of a JWT, without verifying it (only the server can).
-pub fn jwt_exp(token: &str) -> Option<i64> {
+fn jwt_claims(token: &str) -> Option<serde_json::Value> {
     let payload = token.split('.').nth(1)?;
     let bytes = base64url_decode(payload)?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    v.get("exp")?.as_i64()
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The `exp` claim of a JWT, without verifying it (only the server can).
+pub fn jwt_exp(token: &str) -> Option<i64> {
+    jwt_claims(token)?.get("exp")?.as_i64()
+}
+
+/// The user a Slurm JWT names (`sun`), without verifying it.
+pub fn jwt_user(token: &str) -> Option<String> {
+    let v = jwt_claims(token)?;
+    v.get("sun")?.as_str().filter(|u| !u.is_empty()).map(str::to_string)
 }
 
 fn base64url_decode(s: &str) -> Option<Vec<u8>> {
@@ -191,6 +200,8 @@ mod tests {
     fn expiry_is_read_from_the_jwt() {
         assert_eq!(jwt_exp(JWT), Some(1_796_051_537));
         assert_eq!(jwt_exp("not-a-jwt"), None);
+        assert_eq!(jwt_user(JWT).as_deref(), Some("root"));
+        assert_eq!(jwt_user("not-a-jwt"), None);
         let t = Token::new(&format!("SLURM_JWT={JWT}\n"));
         assert_eq!(t.value(), JWT);
         assert!(t.expired(1_796_051_537));
