@@ -104,7 +104,15 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         // Prometheus telemetry; alone, it discovers the nodes; with a scheduler it joins its nodes.
         if let Some(mut p) = config.prometheus.clone() {
             p.discover_nodes = config.slurm.is_none() && config.kube.is_none();
-            tokio::spawn(gpuplane::backend::prom::run(p, tx.clone(), cancel.clone()));
+            // The detail pane's last hour is range-queried for what it shows, nothing else.
+            let (focus_tx, focus_rx) = tokio::sync::watch::channel(None);
+            app.focus_tx = Some(focus_tx);
+            tokio::spawn(gpuplane::backend::prom::run_with_focus(
+                p,
+                tx.clone(),
+                cancel.clone(),
+                Some(focus_rx),
+            ));
         }
         // This host's GPUs through NVML: asked for with --local, or joined to a configured
         // cluster when NVML loads (silently nothing on hosts without the driver).

@@ -423,3 +423,87 @@ fn get_reads_prometheus_alone() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The detail pane's history comes from `query_range` for what it shows and nothing else: no
+/// focus, no history; a node's and then one GPU's last hour arrive, equal to the same range
+/// queried directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_is_range_queried_for_the_focus_only() {
+    use gpuplane::backend::{Focus, FocusHistory};
+    let url = url();
+    let (tx, mut rx) = mpsc::channel(1024);
+    let (focus_tx, focus_rx) = tokio::sync::watch::channel(None);
+    let cancel = CancellationToken::new();
+    let mut c = cfg(&url);
+    c.backfill = Duration::from_secs(60);
+    tokio::spawn(prom::run_with_focus(c, tx, cancel.clone(), Some(focus_rx)));
+    let mut next_history = async |secs: u64, refreshes: &mut u32| -> Option<FocusHistory> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Err(_) => return None,
+                Ok(None) => panic!("the backend stopped"),
+                Ok(Some(Update::History(h))) => return Some(*h),
+                Ok(Some(Update::Delta(_))) => *refreshes += 1,
+                Ok(Some(_)) => {}
+            }
+        }
+    };
+    // Nothing on screen: refreshes come, history does not.
+    let mut refreshes = 0;
+    assert!(next_history(4, &mut refreshes).await.is_none());
+    assert!(refreshes >= 2, "the backend refreshed meanwhile: {refreshes}");
+
+    // Every point equals the direct range query, but the newest (its samples may still arrive).
+    async fn direct(url: &str, q: &str, h: &FocusHistory) -> Vec<Option<f32>> {
+        let c = PromClient::new(&cfg(url)).unwrap();
+        let n = h.series[0].values.len();
+        let end = h.start + (n as i64 - 1) * i64::from(h.step);
+        let body = c.query_range(q, h.start as f64, end as f64, f64::from(h.step)).await.unwrap();
+        let r = body.parse().unwrap();
+        let mut v = vec![None; n];
+        for s in r.results.iter() {
+            for p in s.points {
+                v[((p.t - h.start as f64) / f64::from(h.step)).round() as usize] = Some(p.v as f32);
+            }
+        }
+        v
+    }
+    let close = |a: &[Option<f32>], b: &[Option<f32>]| {
+        a.len() == b.len()
+            && a[..a.len() - 1].iter().zip(&b[..b.len() - 1]).all(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) => (x - y).abs() < 1e-3,
+                (None, None) => true,
+                _ => false,
+            })
+    };
+    focus_tx.send_replace(Some(Focus::Node("gpu-003".into())));
+    let h = next_history(20, &mut refreshes).await.expect("the node's history");
+    assert_eq!(h.focus, Focus::Node("gpu-003".into()));
+    assert_eq!((h.step, h.series[0].values.len()), (30, 121), "one hour at 30 s");
+    let util = h.series("util").unwrap();
+    assert!(util.iter().flatten().count() > 100, "the hour is filled: {util:?}");
+    let want =
+        direct(&url, "avg(max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{Hostname=\"gpu-003\"}))", &h).await;
+    assert!(close(util, &want), "\n{util:?}\n{want:?}");
+    let want =
+        direct(&url, "sum(max by (Hostname, gpu) (DCGM_FI_DEV_POWER_USAGE{Hostname=\"gpu-003\"}))", &h).await;
+    assert!(close(h.series("power").unwrap(), &want));
+
+    // The hot GPU: its temperature history, and nothing of the node's any more.
+    focus_tx.send_replace(Some(Focus::Gpu("gpu-008".into(), 4)));
+    let h = next_history(20, &mut refreshes).await.expect("the GPU's history");
+    assert_eq!(h.focus, Focus::Gpu("gpu-008".into(), 4));
+    let want = direct(&url, "max(DCGM_FI_DEV_GPU_TEMP{Hostname=\"gpu-008\",gpu=\"4\"})", &h).await;
+    assert!(close(h.series("temp").unwrap(), &want), "{:?}\n{want:?}", h.series("temp"));
+    // The heatmap's strip: the fleet's mean utilisation over the hour.
+    focus_tx.send_replace(Some(Focus::Fleet));
+    let h = next_history(20, &mut refreshes).await.expect("the fleet's history");
+    assert_eq!(h.focus, Focus::Fleet);
+    let want = direct(&url, "avg(max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL))", &h).await;
+    assert!(close(h.series("util").unwrap(), &want), "{:?}\n{want:?}", h.series("util"));
+    // Closing the pane stops the range queries.
+    focus_tx.send_replace(None);
+    assert!(next_history(3, &mut refreshes).await.is_none());
+    cancel.cancel();
+}

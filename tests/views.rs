@@ -107,3 +107,80 @@ fn audit_view_and_confirmation_dialog() {
     // drain the first allocated node: the dialog shows the plan, reason, ticket, typed name
     snap("confirm_drain", ":nodes state=alloc\rr");
 }
+
+/// The node detail pane with its last hour from the history source (range queries for what the
+/// pane shows): the pane publishes its focus, and a history for it is drawn, gaps as dots.
+#[test]
+fn nodes_detail_with_range_history() {
+    use gpuplane::backend::{Focus, FocusHistory, HistorySeries, Update};
+    use gpuplane::tui::app::Msg;
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        let mut a = app();
+        typed(&mut a, ":nodes\r\r");
+        render(&mut a, w, h);
+        let focus = a.focus().expect("the open pane has a focus");
+        let Focus::Node(name) = &focus else { panic!("{focus:?}") };
+        assert_eq!(name, &a.state().nodes[0].name);
+        let wave = |k: usize, base: f32, amp: f32| {
+            (!(40..46).contains(&k)).then(|| base + amp * ((k as f32) / 9.0).sin())
+        };
+        let start = a.state().now - 3600;
+        a.update(Msg::Update(Update::History(Box::new(FocusHistory {
+            focus: focus.clone(),
+            start,
+            step: 30,
+            series: vec![
+                HistorySeries { metric: "util", values: (0..121).map(|k| wave(k, 60.0, 35.0)).collect() },
+                HistorySeries { metric: "temp", values: (0..121).map(|k| wave(k, 62.0, 10.0)).collect() },
+                HistorySeries {
+                    metric: "power",
+                    values: (0..121).map(|k| wave(k, 4800.0, 1500.0)).collect(),
+                },
+            ],
+            at: a.state().now,
+        }))));
+        let screen = render(&mut a, w, h);
+        if h == 48 {
+            assert!(screen.contains("last 60 min (Prometheus, 30 s steps)"), "{screen}");
+            assert!(screen.contains('·'), "the gap is drawn: {screen}");
+        }
+        insta::assert_snapshot!(format!("nodes_detail_history_{w}x{h}"), screen);
+        // Another node's history is not drawn in this pane.
+        typed(&mut a, "\x1bj\r");
+        render(&mut a, w, h);
+        assert_ne!(a.focus(), Some(focus.clone()));
+        assert!(!render(&mut a, w, h).contains("last 60 min"));
+    }
+}
+
+/// The GPU heatmap asks for the fleet's last hour; once it arrives the strip charts it.
+#[test]
+fn wall_strip_charts_the_fleets_hour() {
+    use gpuplane::backend::{Focus, FocusHistory, HistorySeries, Update};
+    use gpuplane::tui::app::Msg;
+    let mut a = app();
+    typed(&mut a, ":wall\r");
+    let before = render(&mut a, 80, 24);
+    assert_eq!(a.focus(), Some(Focus::Fleet));
+    assert!(before.contains("cluster") && !before.contains("fleet 1h"), "{before}");
+    let start = a.state().now - 3600;
+    a.update(Msg::Update(Update::History(Box::new(FocusHistory {
+        focus: Focus::Fleet,
+        start,
+        step: 30,
+        series: vec![HistorySeries {
+            metric: "util",
+            values: (0..121).map(|k| Some(k as f32 * 0.5 + 20.0)).collect(),
+        }],
+        at: a.state().now,
+    }))));
+    let screen = render(&mut a, 80, 24);
+    let strip = screen.lines().find(|l| l.contains("fleet 1h")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        strip.contains("▂") && strip.contains("▄") && strip.trim_end_matches('│').trim_end().ends_with("80%"),
+        "{strip}"
+    );
+    // Leaving the heatmap drops the fleet focus (nothing on screen to chart).
+    typed(&mut a, ":nodes\r");
+    assert_eq!(a.focus(), None);
+}

@@ -104,4 +104,43 @@ pub enum Update {
     /// The latest acceptance result, history and drift per node (from the run store; replaces
     /// what was there).
     Acceptance(Box<std::collections::BTreeMap<String, crate::acceptance::NodeAcceptance>>),
+    /// History of what the console shows in its detail pane, from a history source's range
+    /// queries (replaces the previous one).
+    History(Box<FocusHistory>),
+}
+
+/// What the detail pane is showing, so a history source can fetch just that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Focus {
+    Node(Text),
+    Gpu(Text, u8),
+    /// A job and the GPUs it holds.
+    Job(crate::model::JobId, Vec<(Text, u8)>),
+    /// The whole fleet (the GPU heatmap's strip).
+    Fleet,
+}
+
+/// One series of a [`FocusHistory`]: a value (or a gap) per step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistorySeries {
+    /// `util`, `temp`, `power`.
+    pub metric: &'static str,
+    pub values: Vec<Option<f32>>,
+}
+
+/// Range-query history for one [`Focus`]: `start + k·step` for each value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FocusHistory {
+    pub focus: Focus,
+    pub start: Epoch,
+    pub step: u32,
+    pub series: Vec<HistorySeries>,
+    /// When it was fetched.
+    pub at: Epoch,
+}
+
+impl FocusHistory {
+    pub fn series(&self, metric: &str) -> Option<&[Option<f32>]> {
+        self.series.iter().find(|s| s.metric == metric).map(|s| s.values.as_slice())
+    }
 }

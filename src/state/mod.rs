@@ -70,6 +70,8 @@ pub struct ClusterState {
     pub sources: Vec<SourceStatus>,
     /// Pod UID → `namespace/name`, from the Kubernetes backend.
     pub pod_names: std::collections::HashMap<Text, Text>,
+    /// Range-query history of what the detail pane shows (Prometheus), when fetched.
+    pub focus_history: Option<crate::backend::FocusHistory>,
     pub prices: PriceCard,
     pub thresholds: Thresholds,
     /// Acceptance results per node name (may name nodes this cluster does not have).
@@ -163,6 +165,7 @@ impl ClusterState {
                 self.rederive(jobs_changed, 0.0, false);
             }
             Update::PodNames(names) => self.pod_names = names,
+            Update::History(h) => self.focus_history = Some(*h),
             Update::Delta(delta) => {
                 self.mark_fresh(&delta.source, delta.at);
                 let telemetry = !delta.nodes.is_empty();

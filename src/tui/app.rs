@@ -128,6 +128,8 @@ pub struct App {
     pub wall_now: crate::model::Epoch,
     /// Asks polling backends for an immediate refresh.
     pub refresh_now: Vec<std::sync::Arc<tokio::sync::Notify>>,
+    /// Tells a history source (Prometheus) what the detail pane shows.
+    pub focus_tx: Option<tokio::sync::watch::Sender<Option<crate::backend::Focus>>>,
     /// Break-glass session length when none is given, and the longest allowed (minutes).
     pub break_glass_limits: (i64, i64),
     /// User aliases and hotkeys.
@@ -180,6 +182,7 @@ impl App {
             break_glass: None,
             wall_now: 0,
             refresh_now: Vec::new(),
+            focus_tx: None,
             break_glass_limits: (30, BREAK_GLASS_MAX_MIN),
             user_commands: Default::default(),
             plugins: Vec::new(),
@@ -662,6 +665,59 @@ pub fn complete(buf: &str) -> (String, Vec<&'static str>) {
 
 /// Actions: marks, the confirmation dialog, results from the ops task, break-glass.
 impl App {
+    /// The node, GPU or job the open detail pane shows, or the fleet under the GPU heatmap
+    /// (`None` when there is no such chart on screen).
+    pub fn focus(&self) -> Option<crate::backend::Focus> {
+        use crate::backend::Focus;
+        if !self.ui.detail {
+            // The heatmap's strip charts the fleet's last hour.
+            return (self.ui.view == ViewId::Gpus && self.ui.wall).then_some(Focus::Fleet);
+        }
+        let t = self.focused_table()?;
+        let key = self.ui.tables[t as usize].selected_key()?;
+        let s = self.state();
+        let job = |i: usize| {
+            let j = s.jobs.get(i)?;
+            let gpus: Vec<(Text, u8)> = j
+                .nodes
+                .iter()
+                .filter_map(|n| s.node(n))
+                .flat_map(|n| {
+                    n.gpus.iter().filter(|g| g.job == Some(j.id)).map(|g| (n.name.clone(), g.index))
+                })
+                .collect();
+            Some(Focus::Job(j.id, gpus))
+        };
+        match t {
+            TableId::Nodes | TableId::FabricNodes => {
+                s.nodes.get(key as usize).map(|n| Focus::Node(n.name.clone()))
+            }
+            TableId::Gpus => {
+                let (ni, gi) = crate::tui::widgets::table::unpack(key);
+                let n = s.nodes.get(ni)?;
+                n.gpus.get(gi).map(|g| Focus::Gpu(n.name.clone(), g.index))
+            }
+            TableId::Jobs | TableId::MyJobs => job(key as usize),
+            TableId::CostJobs => self.cost.jobs.get(key as usize).and_then(|c| job(c.index)),
+            _ => None,
+        }
+    }
+
+    /// Publishes [`App::focus`] to the history source when it changed (after each frame).
+    pub fn publish_focus(&self) {
+        if let Some(tx) = &self.focus_tx {
+            let now = self.focus();
+            tx.send_if_modified(|f| {
+                if *f == now {
+                    false
+                } else {
+                    *f = now;
+                    true
+                }
+            });
+        }
+    }
+
     /// The node or job the selected row stands for in the focused table.
     fn selected_target(&self) -> Option<(bool, String)> {
         let t = self.focused_table()?;

@@ -168,6 +168,7 @@ pub async fn run(
                 tracing::warn!("terminal write failed, exiting: {e}");
                 break Exit::HungUp;
             }
+            app.publish_focus();
             // Frames count once there is data to show: nodes (a usable first screen); the first
             // frame with jobs is logged too (the complete Jobs view).
             if !app.state().nodes.is_empty() {

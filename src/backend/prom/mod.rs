@@ -17,8 +17,10 @@
 //! * **History**: at start, the last `backfill` minutes of GPU utilisation and temperature
 //!   come from one `query_range` each and are replayed as deltas, so sparklines and the
 //!   allocated-but-idle timer start filled; the XID window is read once to date each GPU's
-//!   current XID. After that the state's own history rings fill from the deltas (querying
-//!   ranges only for what is on screen needs a UI→backend request path that does not exist yet).
+//!   current XID. After that the state's own history rings fill from the deltas, and the
+//!   detail pane's last hour comes from [`focus`]: the console publishes what it shows (a node,
+//!   a GPU, a job) and only that is range-queried (three queries, debounced while scrolling,
+//!   renewed every minute while it stays on screen).
 //! * **Health**: every outcome is an [`Update::Status`]: unreachable, slow, 5xx or refused
 //!   credentials say so with the age of the last data, and retry with exponential backoff and
 //!   jitter; the API's own errors (`bad_data`, `execution`) and warnings are shown verbatim, and
@@ -27,6 +29,7 @@
 pub mod api;
 pub mod client;
 pub mod config;
+pub mod focus;
 pub mod map;
 pub mod queries;
 
@@ -49,6 +52,12 @@ pub const SOURCE: &str = "prom";
 
 /// Refreshes between two discovery queries (Prometheus alone).
 const REDISCOVER_EVERY: u32 = 20;
+
+/// Wait after the focus changes before asking (scrolling settles first).
+const FOCUS_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// Age at which the focus's history is asked again while it stays on screen.
+const FOCUS_RENEW_S: Epoch = 60;
 
 /// Longest wait between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -142,7 +151,18 @@ impl Outcome {
 
 /// The backend task: runs until `cancel`.
 pub async fn run(cfg: PromConfig, tx: Sender<Update>, cancel: CancellationToken) {
+    run_with_focus(cfg, tx, cancel, None).await
+}
+
+/// The backend task, also range-querying what the console's detail pane shows (`focus`).
+pub async fn run_with_focus(
+    cfg: PromConfig,
+    tx: Sender<Update>,
+    cancel: CancellationToken,
+    focus: Option<tokio::sync::watch::Receiver<Option<crate::backend::Focus>>>,
+) {
     let mut b = Backend::new(cfg, tx, cancel.clone());
+    b.focus = focus;
     tokio::select! {
         _ = cancel.cancelled() => {}
         _ = b.main() => {}
@@ -160,6 +180,9 @@ struct Backend {
     /// Discovered nodes not sent yet: the first inventory goes out dated at the backfill's start,
     /// so that replayed history is not older than the state's clock.
     pending: Option<Vec<crate::model::Node>>,
+    /// What the console shows, and what was last fetched for it (and when).
+    focus: Option<tokio::sync::watch::Receiver<Option<crate::backend::Focus>>>,
+    focus_fetched: Option<(crate::backend::Focus, Epoch)>,
 }
 
 impl Backend {
@@ -173,6 +196,8 @@ impl Backend {
             mem: Memory::default(),
             known: HashSet::new(),
             pending: None,
+            focus: None,
+            focus_fetched: None,
         }
     }
 
@@ -250,7 +275,53 @@ impl Backend {
             }
             failures = if ok { 0 } else { failures + 1 };
             let wait = if ok { jitter(self.cfg.refresh) } else { backoff(self.cfg.refresh, failures) };
-            tokio::time::sleep(wait).await;
+            if ok {
+                self.fetch_focus(&client, false).await;
+            }
+            self.pause(&client, wait).await;
+        }
+    }
+
+    /// Waits `wait`, fetching the history of each new focus meanwhile.
+    async fn pause(&mut self, client: &PromClient, wait: Duration) {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let Some(rx) = self.focus.as_mut() else {
+                tokio::time::sleep_until(until).await;
+                return;
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return,
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        self.focus = None;
+                        continue;
+                    }
+                    // Scrolling through rows asks once, for the row it stops on.
+                    tokio::time::sleep(FOCUS_DEBOUNCE).await;
+                    self.fetch_focus(client, true).await;
+                }
+            }
+        }
+    }
+
+    /// Range-queries the focus when it is new (or `changed`), or its history is a minute old.
+    async fn fetch_focus(&mut self, client: &PromClient, changed: bool) {
+        let Some(focus) = self.focus.as_mut().and_then(|rx| rx.borrow_and_update().clone()) else {
+            return;
+        };
+        let t = now();
+        let fresh = matches!(&self.focus_fetched, Some((f, at)) if *f == focus && t - at < FOCUS_RENEW_S);
+        if fresh && !changed {
+            return;
+        }
+        match focus::fetch(client, &self.cfg, &focus, t).await {
+            Ok(Some(h)) => {
+                self.focus_fetched = Some((focus, t));
+                self.send(Update::History(Box::new(h))).await;
+            }
+            Ok(None) => self.focus_fetched = Some((focus, t)),
+            Err(e) => tracing::warn!("prometheus: history for the detail pane: {e}"),
         }
     }
 

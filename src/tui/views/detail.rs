@@ -21,3 +21,66 @@ pub fn spark_line<'a>(cx: &Cx<'a>, label: &str, spark: String, last: Option<Stri
         Span::styled(last.unwrap_or_default(), cx.theme.text),
     ])
 }
+
+/// `values` squeezed into at most `width` columns: each column is the mean of the samples in
+/// its span (`None` where there are none).
+pub fn resample(values: &[Option<f32>], width: usize) -> Vec<Option<f32>> {
+    if width == 0 || values.is_empty() {
+        return Vec::new();
+    }
+    let cols = width.min(values.len());
+    (0..cols)
+        .map(|c| {
+            let span = &values
+                [c * values.len() / cols..((c + 1) * values.len() / cols).max(c * values.len() / cols + 1)];
+            let present: Vec<f32> = span.iter().flatten().copied().collect();
+            (!present.is_empty()).then(|| present.iter().sum::<f32>() / present.len() as f32)
+        })
+        .collect()
+}
+
+/// The detail pane's last hour from the history source, when it holds `focus`'s: one
+/// sparkline per series (util, tensor and temperature on 0–100, power scaled to its peak).
+pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::backend::Focus, width: u16) -> Vec<Line<'a>> {
+    let Some(h) = cx.s.focus_history.as_ref().filter(|h| h.focus == *focus) else {
+        return Vec::new();
+    };
+    let w = (width as usize).saturating_sub(20).clamp(8, 120);
+    let mut out = vec![section(
+        cx,
+        &format!(
+            "last {} min (Prometheus, {} s steps)",
+            (h.series.first().map_or(0, |s| s.values.len().saturating_sub(1)) as u32 * h.step) / 60,
+            h.step
+        ),
+    )];
+    for s in &h.series {
+        let cols = resample(&s.values, w);
+        let ints: Vec<Option<u32>> = cols.iter().map(|v| v.map(|x| x.max(0.0).round() as u32)).collect();
+        let (max, unit) = match s.metric {
+            "power" => (ints.iter().flatten().copied().max().unwrap_or(1), "W"),
+            "temp" => (100, "C"),
+            _ => (100, "%"),
+        };
+        let last = s.values.iter().rev().find_map(|v| *v).map(|v| match unit {
+            "W" if v >= 1000.0 => format!(" {:.1}kW", v / 1000.0),
+            _ => format!(" {v:.0}{unit}"),
+        });
+        out.push(spark_line(cx, s.metric, cx.glyphs.spark_gaps(&ints, max), last));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resample;
+
+    #[test]
+    fn resampling_averages_spans_and_keeps_gaps() {
+        let v = [Some(10.0), Some(30.0), None, None, Some(50.0), None];
+        assert_eq!(resample(&v, 3), vec![Some(20.0), None, Some(50.0)]);
+        assert_eq!(resample(&v, 10), v.to_vec(), "never stretched");
+        assert!(resample(&v, 0).is_empty());
+        assert!(resample(&[], 5).is_empty());
+    }
+}

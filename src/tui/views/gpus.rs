@@ -188,6 +188,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         let last = temp.last().map(|v| format!(" {v}C"));
         out.push(spark_line(cx, "temp", cx.glyphs.spark(temp.into_iter().map(u32::from), 100), last));
     }
+    out.extend(super::detail::focus_history(cx, &crate::backend::Focus::Gpu(n.name.clone(), g.index), width));
     out
 }
 
@@ -304,12 +305,26 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
         ));
     }
     lines.push(Line::from(legend));
-    let w = inner.width as usize - 10;
-    lines.push(spark_line(
-        cx,
-        "cluster",
-        g.spark(s.history.util.tail(w).map(u32::from), 100),
-        s.history.util.last().map(|v| format!(" {v}%")),
-    ));
+    let w = (inner.width as usize).saturating_sub(16);
+    // The fleet's last hour when the history source has it, else the live ring.
+    let hour = s
+        .focus_history
+        .as_ref()
+        .filter(|h| h.focus == crate::backend::Focus::Fleet)
+        .and_then(|h| h.series("util"));
+    match hour {
+        Some(util) => {
+            let cols = super::detail::resample(util, w);
+            let ints: Vec<Option<u32>> = cols.iter().map(|v| v.map(|x| x.max(0.0).round() as u32)).collect();
+            let last = util.iter().rev().find_map(|v| *v).map(|v| format!(" {v:.0}%"));
+            lines.push(spark_line(cx, "fleet 1h", g.spark_gaps(&ints, 100), last));
+        }
+        None => lines.push(spark_line(
+            cx,
+            "cluster",
+            g.spark(s.history.util.tail(w).map(u32::from), 100),
+            s.history.util.last().map(|v| format!(" {v}%")),
+        )),
+    }
     f.render_widget(Paragraph::new(lines), inner);
 }

@@ -286,5 +286,12 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             out.push(spark_line(cx, "mean", cx.glyphs.spark(mean.into_iter(), 100), last));
         }
     }
+    if let Some(h) = s
+        .focus_history
+        .as_ref()
+        .filter(|h| matches!(h.focus, crate::backend::Focus::Job(id, _) if id == j.id))
+    {
+        out.extend(super::detail::focus_history(cx, &h.focus, width));
+    }
     out
 }

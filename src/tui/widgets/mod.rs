@@ -107,6 +107,18 @@ impl Glyphs {
         values.map(|v| set[((v.min(max) * 8 + max / 2) / max) as usize]).collect()
     }
 
+    /// A sparkline with gaps: `None` points (no sample) are drawn as a dot, not as zero.
+    pub fn spark_gaps(&self, values: &[Option<u32>], max: u32) -> String {
+        let gap = if self.unicode { '·' } else { ' ' };
+        values
+            .iter()
+            .map(|v| match v {
+                Some(v) => self.spark(std::iter::once(*v), max).chars().next().unwrap_or(gap),
+                None => gap,
+            })
+            .collect()
+    }
+
     /// A horizontal bar of `width` cells filled to `pct`.
     pub fn bar(&self, pct: u32, width: usize) -> String {
         let filled = ((pct.min(100) as usize * width) + 50) / 100;
