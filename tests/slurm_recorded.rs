@@ -1,6 +1,7 @@
 //! Recorded slurmrestd responses for every supported version, through the version families into
 //! the model: v0.0.38 (Slurm 22.05.8) and v0.0.42 (Slurm 24.11.5) as recorded from real
-//! clusters, dbv0.0.38 (slurmdbd), and v0.0.40/41/43 shapes built from their OpenAPI specs
+//! clusters, dbv0.0.38 and v0.0.40–42 (slurmdbd 22.05 and 24.11), and v0.0.40/41/43 shapes
+//! built from their OpenAPI specs
 //! (tests/fixtures/slurm/README.md). Plus the HTTP layer against a mock slurmrestd: version
 //! negotiation, 304, the irregular error bodies, backoff and the token header.
 
@@ -8,8 +9,8 @@ mod slurm_support;
 
 use gpuplane::backend::Update;
 use gpuplane::backend::slurm::{
-    ApiVersion, ClientConfig, Poller, SlurmConfig, SlurmError, TokenSource, assign_gpus, merge_jobs, parse,
-    queue_gpus, quotas,
+    ApiVersion, ClientConfig, Limit, LimitScope, Poller, SlurmConfig, SlurmError, TokenSource, assign_gpus,
+    merge_jobs, parse, queue_gpus, quotas,
 };
 use gpuplane::model::{JobState, NodeState};
 use gpuplane::state::ClusterState;
@@ -258,6 +259,102 @@ fn malformed_json_names_the_endpoint() {
     assert_eq!((n[0].cpus_total, n[0].pool.as_str(), n[0].state), (64, "a,b", NodeState::Idle));
 }
 
+// ------------------------------------------------------------------ slurmdbd v0.0.40–42 (Slurm 24.11)
+
+/// When the recorded Slurm 24.11 answers were taken (their last query): the Cost window ends here.
+const DB24_AT: i64 = 1_795_982_743;
+
+fn db24(v: ApiVersion) -> (Vec<Limit>, Vec<gpuplane::model::Job>) {
+    let dir = v.as_str();
+    let mut limits = parse::qos(v, &fixture(&format!("{dir}/db_qos.json"))).unwrap();
+    limits.extend(parse::associations(v, &fixture(&format!("{dir}/db_associations.json"))).unwrap());
+    (limits, parse::db_jobs(v, &fixture(&format!("{dir}/db_jobs.json"))).unwrap())
+}
+
+/// Slurm 24.11's slurmdbd, recorded after scripts/slurm-jobs 24: QOS gpu-capped (GrpTRES
+/// gres/gpu=16, MaxTRESPerUser 8), accounts inference (GrpTRES 12) and ml-research (256),
+/// jobs 1–13 (running, finished, failed with GPUs, pending). v0.0.40, v0.0.41 and v0.0.42 map
+/// to the same limits and history.
+#[test]
+fn db24_limits_and_history_from_slurmdbd() {
+    for v in [ApiVersion::V0040, ApiVersion::V0041, ApiVersion::V0042] {
+        let (limits, hist) = db24(v);
+        let got: Vec<(LimitScope, &str, u32)> =
+            limits.iter().map(|l| (l.scope, l.name.as_str(), l.gpus)).collect();
+        assert_eq!(
+            got,
+            [
+                (LimitScope::Qos, "gpu-capped", 16),
+                (LimitScope::Account, "inference", 12),
+                (LimitScope::Account, "ml-research", 256)
+            ],
+            "{v}: only GrpTRES gres/gpu limits; the root account and user rows have none"
+        );
+        assert_eq!(hist.len(), 13, "{v}");
+        let by = |name: &str| hist.iter().find(|j| j.name == name).unwrap_or_else(|| panic!("{v}: {name}"));
+        // finished: GPU time is elapsed × allocated GPUs (AllocTRES gres/gpu)
+        let rows = [
+            ("done-ok", JobState::Completed, "ml-research", 1, 0.0, None),
+            ("done-fail", JobState::Failed, "ml-research", 1, 1.0, Some("exit 3")),
+            ("done-2s", JobState::Completed, "ml-research", 2, 4.0, None),
+            ("done-fail-inf", JobState::Failed, "inference", 2, 4.0, Some("exit 1")),
+        ];
+        for (name, state, account, gpus, gs, exit) in rows {
+            let j = by(name);
+            assert_eq!(
+                (j.state, j.account.as_str(), j.gpus, j.gpu_seconds, j.exit_reason.as_deref()),
+                (state, account, gpus, gs, exit),
+                "{v}: {name}"
+            );
+            assert!(j.start.is_some() && j.end >= j.start, "{v}: {name}");
+        }
+        assert_eq!(by("done-2s").nodes, ["l40s-01"]);
+        // running: no GPU time from accounting yet (elapsed keeps growing), no end
+        let r = by("run-4node");
+        assert_eq!((r.state, r.gpus, r.gpu_seconds, r.end), (JobState::Running, 32, 0.0, None), "{v}");
+        assert_eq!(r.nodes, ["h100-01", "h100-02", "h100-03", "h100-04"]);
+        assert_eq!(by("run-capped").account, "ml-research");
+        // pending: slurmdbd sends the query time as start and end and "None assigned" as nodes
+        let p = by("pend-high");
+        assert_eq!((p.state, p.start, p.end, p.est_start), (JobState::Pending, None, None, None), "{v}");
+        assert!(p.nodes.is_empty(), "{v}: {:?}", p.nodes);
+        // names are stored as sent (MariaDB utf8mb4)
+        assert!(hist.iter().any(|j| j.name.ends_with("ünïcødé 漢字 🚀")), "{v}");
+    }
+}
+
+/// The Cost view from Slurm 24.11's accounting alone (slurmctld has forgotten the jobs):
+/// per-job and per-account GPU-hours, failed jobs' GPU-hours apart.
+#[test]
+fn db24_history_gives_cost_per_job_and_account() {
+    let v = ApiVersion::V0042;
+    let (_, hist) = db24(v);
+    let nodes = parse::nodes(v, &fixture("v0.0.42/04_nodes_idle.json")).unwrap().data;
+    let jobs = merge_jobs(Vec::new(), &hist, &nodes);
+    assert_eq!(jobs.len(), 4, "only finished jobs come from history alone");
+    assert!(jobs.iter().all(|j| j.gpu_model.is_some()), "GPU model from the job's node");
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    s.apply(Update::Inventory {
+        at: DB24_AT,
+        inventory: Box::new(gpuplane::backend::Inventory {
+            source: "slurm".into(),
+            nodes: Some(nodes),
+            jobs: Some(jobs),
+            ..Default::default()
+        }),
+    });
+    s.now = DB24_AT;
+    let r = gpuplane::cost::report(&s, 3_600);
+    let job_h: Vec<(u64, f64)> = r.jobs.iter().map(|j| (j.id, j.gpu_hours * 3_600.0)).collect();
+    // done-ok ran 0 s: no GPU time, as sacct says (ElapsedRaw 0)
+    assert_eq!(job_h, [(6, 4.0), (9, 4.0), (5, 1.0)]);
+    let team = |t: &str| r.teams.iter().find(|x| x.team == t).unwrap_or_else(|| panic!("{t}: {:?}", r.teams));
+    let ml = team("ml-research");
+    assert_eq!((ml.jobs, ml.gpu_hours * 3_600.0, ml.failed_gpu_hours * 3_600.0), (2, 5.0, 1.0));
+    let inf = team("inference");
+    assert_eq!((inf.jobs, inf.gpu_hours * 3_600.0, inf.failed_gpu_hours * 3_600.0), (1, 4.0, 4.0));
+}
+
 // ------------------------------------------------------------------ HTTP against a mock slurmrestd
 
 fn cfg(url: &str, token: &str) -> SlurmConfig {
@@ -495,4 +592,48 @@ async fn a_failing_server_keeps_the_last_data_and_backs_off() {
     assert!(gap >= Duration::from_millis(1500), "backoff: {gap:?}");
     cancel.cancel();
     task.await.unwrap();
+}
+
+/// The poller against recorded Slurm 24.11 answers with slurmdbd: the accounting endpoints are
+/// read (job history over the configured 7 days), quotas come out of the GPU limits with use
+/// from slurmctld's jobs, and history jobs reach the state.
+#[tokio::test]
+async fn accounting_v0042_reaches_quotas_and_jobs() {
+    let server = MockServer::start().await;
+    mount(&server, "/slurm/v0.0.43/ping/", 404, Vec::new()).await;
+    mount(&server, "/slurm/v0.0.42/ping/", 200, fixture("v0.0.42/02_ping.json")).await;
+    mount(&server, "/slurm/v0.0.42/nodes/", 200, fixture("v0.0.42/04_nodes_idle.json")).await;
+    mount(&server, "/slurm/v0.0.42/partitions/", 200, fixture("v0.0.42/36_partitions_busy.json")).await;
+    // slurmctld has forgotten every job: all of them come from accounting
+    mount(&server, "/slurm/v0.0.42/jobs/", 200, br#"{"jobs": [], "errors": [], "warnings": []}"#.to_vec())
+        .await;
+    mount(&server, "/slurmdb/v0.0.42/qos/", 200, fixture("v0.0.42/db_qos.json")).await;
+    mount(&server, "/slurmdb/v0.0.42/associations/", 200, fixture("v0.0.42/db_associations.json")).await;
+    Mock::given(method("GET"))
+        .and(path("/slurmdb/v0.0.42/jobs/"))
+        .and(query_param("start_time", "now-7days"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(fixture("v0.0.42/db_jobs.json"), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let mut p = Poller::new(cfg(&server.uri(), "tok")).unwrap();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    slurm_support::refresh_into(&mut p, &mut s).await.unwrap();
+    let st = s.sources.iter().find(|x| x.name == "slurm").unwrap();
+    assert!(st.error.is_none(), "{:?}", st.error);
+    assert_eq!(p.accounting_available(), Some(true));
+    assert!(!st.detail.as_deref().unwrap_or("").contains("no accounting"), "{:?}", st.detail);
+    let q: Vec<(&str, u32, u32)> =
+        s.quotas.iter().map(|q| (q.team.as_str(), q.gpu_quota, q.gpu_used)).collect();
+    assert_eq!(q, [("inference", 12, 0), ("ml-research", 256, 0), ("qos:gpu-capped", 16, 0)]);
+    let mut ids: Vec<(u64, JobState)> = s.jobs.iter().map(|j| (j.id, j.state)).collect();
+    ids.sort_unstable_by_key(|x| x.0);
+    assert_eq!(
+        ids,
+        [(4, JobState::Completed), (5, JobState::Failed), (6, JobState::Completed), (9, JobState::Failed)]
+    );
+    let failed = s.jobs.iter().find(|j| j.id == 9).unwrap();
+    assert_eq!((failed.account.as_str(), failed.gpu_seconds), ("inference", 4.0));
+    assert_eq!(failed.gpu_model.as_deref(), Some("l40s"), "model from the job's node");
 }

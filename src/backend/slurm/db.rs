@@ -4,6 +4,11 @@
 //! `state.current` as a string or an array, `exit_code.return_code` as an integer or a
 //! `{set, infinite, number}` struct, `signal.signal_id` vs `signal.id`) are absorbed here and
 //! by the lenient types of `wire.rs`.
+//!
+//! What Slurm 24.11's slurmdbd really sends (tests/fixtures/slurm/v0.0.4{0,1,2}/db_*.json):
+//! `time.start`/`time.end` of a job not yet started, and `time.end` of a running one, are the
+//! time of the query rather than 0; `nodes` of a pending job is the text `None assigned`;
+//! `elapsed` of a running job grows with every query. Only finished jobs' GPU time is taken.
 
 use super::map::{Exit, JobIn};
 use super::wire::{Loose, Num, Words};
@@ -180,6 +185,10 @@ pub fn db_jobs(body: &[u8]) -> serde_json::Result<DbJobs> {
         .filter_map(|j| {
             let id = j.job_id.get().filter(|id| *id > 0)? as u64;
             let signal = j.exit_code.signal.signal_id.get().or(j.exit_code.signal.id.get());
+            let state = j.state.current.upper();
+            // slurmdbd fills a pending job's start and end with "now": neither happened.
+            let pending = state.iter().any(|s| s.as_str() == "PENDING");
+            let (start, end) = if pending { (None, None) } else { (j.time.start.pos(), j.time.end.pos()) };
             Some(super::map::job(
                 JobIn {
                     id,
@@ -188,12 +197,12 @@ pub fn db_jobs(body: &[u8]) -> serde_json::Result<DbJobs> {
                     account: j.account.text(),
                     qos: j.qos.text(),
                     partition: j.partition.text(),
-                    state: j.state.current.upper(),
+                    state,
                     reason: j.state.reason.text(),
                     priority: j.priority.get(),
                     submit: j.time.submission.pos(),
-                    start: j.time.start.pos(),
-                    end: j.time.end.pos(),
+                    start,
+                    end,
                     nodes: j.nodes.into_string(),
                     exit: Exit { code: j.exit_code.return_code.get(), signal: signal.filter(|s| *s > 0) },
                     gpus_alloc: tres_list_gpus(&j.tres.allocated),
