@@ -262,7 +262,7 @@ fn malformed_json_names_the_endpoint() {
 // ------------------------------------------------------------------ slurmdbd v0.0.40–42 (Slurm 24.11)
 
 /// When the recorded Slurm 24.11 answers were taken (their last query): the Cost window ends here.
-const DB24_AT: i64 = 1_795_982_743;
+const DB24_AT: i64 = 1_795_983_874;
 
 fn db24(v: ApiVersion) -> (Vec<Limit>, Vec<gpuplane::model::Job>) {
     let dir = v.as_str();
