@@ -504,14 +504,21 @@ fn tres_gpu(tres: &str) -> Option<(Option<u32>, Option<u32>)> {
 }
 
 /// GPU limits as sacctmgr lists them, with the use slurmctld counts against them
-/// (`scontrol show assoc_mgr`): (team as gpuplane names it, limit, GPUs in use).
+/// (`scontrol show assoc_mgr`): (team as gpuplane names it, limit, GPUs in use). Per-user QOS
+/// limits only for users with GPUs in use.
 fn cli_quotas(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
     let mut limits: BTreeMap<String, u32> = BTreeMap::new();
-    for l in c.cli(&["sacctmgr", "-n", "-P", "show", "qos", "format=name,grptres"]).lines() {
-        if let Some((name, tres)) = l.split_once('|')
-            && let Some((Some(n), _)) = tres_gpu(tres)
-        {
-            limits.insert(format!("qos:{name}"), n);
+    let mut per_user: BTreeMap<String, u32> = BTreeMap::new();
+    for l in c.cli(&["sacctmgr", "-n", "-P", "show", "qos", "format=name,grptres,maxtrespu"]).lines() {
+        let f: Vec<&str> = l.split('|').collect();
+        if f.len() != 3 {
+            continue;
+        }
+        if let Some((Some(n), _)) = tres_gpu(f[1]) {
+            limits.insert(format!("qos:{}", f[0]), n);
+        }
+        if let Some((Some(n), _)) = tres_gpu(f[2]) {
+            per_user.insert(f[0].to_string(), n);
         }
     }
     for l in
@@ -529,12 +536,36 @@ fn cli_quotas(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
     // slurmctld's view: one block per QOS / association, its GrpTRES line with limit(used)
     let mut used: BTreeMap<String, (Option<u32>, u32)> = BTreeMap::new();
     let mut team: Option<String> = None;
+    let (mut qos, mut in_users, mut user): (Option<String>, bool, Option<String>) = (None, false, None);
+    let mut users_in_use = BTreeSet::new();
     let assoc_mgr = c.cli(&["scontrol", "show", "assoc_mgr", "flags=qos,assoc"]);
     for l in assoc_mgr.lines() {
-        let t = l.trim_start();
+        let t = l.trim();
         if let Some(q) = t.strip_prefix("QOS=") {
-            team = Some(format!("qos:{}", q.split('(').next().unwrap_or(q)));
+            let name = q.split('(').next().unwrap_or(q).to_string();
+            team = Some(format!("qos:{name}"));
+            (qos, in_users, user) = (Some(name), false, None);
+        } else if t == "User Limits" || t == "Account Limits" {
+            in_users = t == "User Limits";
+        } else if in_users && !t.contains('=') && !t.is_empty() {
+            user = Some(t.split('(').next().unwrap_or(t).to_string());
+        } else if let Some(tres) = t.strip_prefix("MaxTRESPU=")
+            && in_users
+            && let (Some(q), Some(u)) = (&qos, user.take())
+            && let Some(&want) = per_user.get(q)
+            && let Some((limit, Some(n))) = tres_gpu(tres)
+            && n > 0
+        {
+            // (a QOS without a per-user GPU limit still counts each user's use: no quota)
+            assert_eq!(
+                limit,
+                Some(want),
+                "{}: qos {q} user {u}: slurmctld's MaxTRESPU differs from slurmdbd's",
+                c.name
+            );
+            users_in_use.insert((format!("qos:{q}/{u}"), want, n));
         } else if t.starts_with("ClusterName=") {
+            (qos, in_users, user) = (None, false, None);
             let field = |k: &str| t.split(' ').find_map(|w| w.strip_prefix(k)).unwrap_or("").to_string();
             let account_level = field("UserName=").is_empty() && field("Partition=").is_empty();
             team = account_level.then(|| field("Account="));
@@ -545,7 +576,7 @@ fn cli_quotas(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
             used.insert(name, (limit, u));
         }
     }
-    limits
+    let mut out: BTreeSet<(String, u32, u32)> = limits
         .into_iter()
         .map(|(name, n)| {
             let (limit, u) =
@@ -553,7 +584,9 @@ fn cli_quotas(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
             assert_eq!(limit, Some(n), "{}: {name}: slurmctld's limit differs from slurmdbd's", c.name);
             (name, n, u)
         })
-        .collect()
+        .collect();
+    out.extend(users_in_use);
+    out
 }
 
 /// The quotas (GPU limits from slurmdbd's QOS and associations, use from the running jobs)
@@ -563,8 +596,13 @@ async fn quotas_equal_sacctmgr(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
     // The scheduler may start or end a job between our read and the CLI's: a few tries.
     for _ in 0..5 {
         let s = read(c).await;
-        let ours: BTreeSet<(String, u32, u32)> =
-            s.quotas.iter().map(|q| (q.team.to_string(), q.gpu_quota, q.gpu_used)).collect();
+        // per-user rows of users with only pending jobs: slurmctld counts nothing for them
+        let ours: BTreeSet<(String, u32, u32)> = s
+            .quotas
+            .iter()
+            .filter(|q| !q.team.contains('/') || q.gpu_used > 0)
+            .map(|q| (q.team.to_string(), q.gpu_quota, q.gpu_used))
+            .collect();
         let theirs = cli_quotas(c);
         if ours == theirs {
             return ours;
@@ -582,6 +620,7 @@ async fn slurm24_quotas_equal_sacctmgr_and_assoc_mgr() {
     // the workload: run-capped holds 2 GPUs of QOS gpu-capped, run-serve 2 of account inference
     let get = |t: &str| q.iter().find(|x| x.0 == t).map(|x| (x.1, x.2));
     assert_eq!(get("qos:gpu-capped"), Some((16, 2)), "{q:?}");
+    assert_eq!(get("qos:gpu-capped/root"), Some((8, 2)), "MaxTRESPerUser: {q:?}");
     assert_eq!(get("inference"), Some((12, 2)), "{q:?}");
     assert!(get("ml-research").is_some_and(|(n, u)| n == 256 && u >= 37), "{q:?}");
 }

@@ -123,7 +123,13 @@ fn dbv0038_quotas_and_history() {
     let v = ApiVersion::V0038;
     let mut limits = parse::qos(v, &fixture("dbv0.0.38/qos.json")).unwrap();
     limits.extend(parse::associations(v, &fixture("dbv0.0.38/associations.json")).unwrap());
-    assert_eq!(limits.len(), 1, "only gpu-capped limits GPUs: {limits:?}");
+    let got: Vec<(LimitScope, &str, u32)> =
+        limits.iter().map(|l| (l.scope, l.name.as_str(), l.gpus)).collect();
+    assert_eq!(
+        got,
+        [(LimitScope::Qos, "gpu-capped", 16), (LimitScope::QosPerUser, "gpu-capped", 8)],
+        "only gpu-capped limits GPUs (GrpTRES and MaxTRESPerUser)"
+    );
     let hist = parse::db_jobs(v, &fixture("dbv0.0.38/jobs.json")).unwrap();
     assert_eq!(hist.len(), 4);
     let cancelled = hist.iter().find(|j| j.id == 3).unwrap();
@@ -138,6 +144,15 @@ fn dbv0038_quotas_and_history() {
     assert_eq!(
         (q[0].team.as_str(), q[0].gpu_quota, q[0].gpu_used, q[0].gpu_pending),
         ("qos:gpu-capped", 16, 8, 8)
+    );
+    // MaxTRESPerUser: one quota per user with active jobs in the QOS
+    jobs[1].user = "alice".into();
+    let q = quotas(&limits, &jobs, &qos);
+    let rows: Vec<(&str, u32, u32, u32)> =
+        q.iter().map(|q| (q.team.as_str(), q.gpu_quota, q.gpu_used, q.gpu_pending)).collect();
+    assert_eq!(
+        rows,
+        [("qos:gpu-capped", 16, 8, 8), ("qos:gpu-capped/alice", 8, 0, 8), ("qos:gpu-capped/root", 8, 8, 0)]
     );
     // history jobs slurmctld has forgotten are added; known ones keep slurmctld's record and
     // take accounting's GPU time
@@ -285,10 +300,11 @@ fn db24_limits_and_history_from_slurmdbd() {
             got,
             [
                 (LimitScope::Qos, "gpu-capped", 16),
+                (LimitScope::QosPerUser, "gpu-capped", 8),
                 (LimitScope::Account, "inference", 12),
                 (LimitScope::Account, "ml-research", 256)
             ],
-            "{v}: only GrpTRES gres/gpu limits; the root account and user rows have none"
+            "{v}: only gres/gpu limits; the root account and user rows have none"
         );
         assert_eq!(hist.len(), 13, "{v}");
         let by = |name: &str| hist.iter().find(|j| j.name == name).unwrap_or_else(|| panic!("{v}: {name}"));

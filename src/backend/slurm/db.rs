@@ -77,6 +77,14 @@ pub fn associations(body: &[u8]) -> serde_json::Result<Vec<Limit>> {
 #[serde(default)]
 struct QosMaxTres {
     total: Vec<Tres>,
+    per: QosTresPer,
+}
+
+/// `MaxTRESPerUser` etc.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct QosTresPer {
+    user: Vec<Tres>,
 }
 
 #[derive(Deserialize, Default)]
@@ -107,13 +115,17 @@ struct QosResp {
 
 pub fn qos(body: &[u8]) -> serde_json::Result<Vec<Limit>> {
     let r: QosResp = serde_json::from_slice(body)?;
-    Ok(r.qos
-        .into_iter()
-        .filter_map(|q| {
-            let gpus = tres_list_gpus(&q.limits.max.tres.total)?;
-            Some(Limit { scope: LimitScope::Qos, name: q.name.text(), gpus })
-        })
-        .collect())
+    let mut out = Vec::new();
+    for q in r.qos {
+        let tres = &q.limits.max.tres;
+        if let Some(gpus) = tres_list_gpus(&tres.total) {
+            out.push(Limit { scope: LimitScope::Qos, name: q.name.text(), gpus });
+        }
+        if let Some(gpus) = tres_list_gpus(&tres.per.user) {
+            out.push(Limit { scope: LimitScope::QosPerUser, name: q.name.text(), gpus });
+        }
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize, Default)]
