@@ -252,3 +252,86 @@ async fn slurm22_permission_preflight_from_slurmdbd_refuses_before_planning() {
     }
     assert!(plan(&req(ActionKind::Cancel, &id), &own, &nobody, false).is_ok());
 }
+
+/// The permission preflight on Slurm 24.11 with slurmdbd (v0.0.42), identities from the tokens:
+/// `gpuplane` (AdminLevel None) and `gpuops` as an Operator are refused a drain before planning,
+/// and slurmctld agrees (the same drain sent without the preflight is refused); made an
+/// Administrator, `gpuops` — neither root nor SlurmUser — is allowed and its drain and resume go
+/// through; the SlurmUser's token is privileged without a lookup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_permission_preflight_follows_slurmdbd_admin_levels() {
+    use gpuplane::backend::slurm::perm::AdminLevel;
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node =
+        s.nodes.iter().rev().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let level =
+        |u: &str| c.cli(&["sacctmgr", "-n", "-P", "show", "user", u, "format=adminlevel"]).trim().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let ops = ops(dir.path().join("audit.jsonl"));
+
+    let user = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
+    let p = user.check_permission().await.unwrap();
+    assert_eq!(
+        (p.user.as_str(), p.level, p.source.as_str()),
+        ("gpuplane", Some(AdminLevel::None), "slurmdbd")
+    );
+    assert_eq!(level("gpuplane"), "None");
+    let e = plan(&req(ActionKind::Drain, &node), &s, &user, false).unwrap_err().to_string();
+    assert!(e.contains("Slurm user gpuplane has AdminLevel None"), "{e}");
+
+    let out = c.cli(&["scontrol", "token", "username=gpuops", "lifespan=600"]);
+    let jwt = out.trim().strip_prefix("SLURM_JWT=").expect("a token for gpuops").to_string();
+    let cfg = c.config(&jwt).client;
+    let operator = SlurmExecutor::new(&cfg).unwrap();
+    let p = operator.check_permission().await.unwrap();
+    assert_eq!((p.user.as_str(), p.level), ("gpuops", Some(AdminLevel::Operator)), "{p:?}");
+    assert_eq!(level("gpuops"), "Operator");
+    let r = req(ActionKind::Drain, &node);
+    let e = plan(&r, &s, &operator, false).unwrap_err().to_string();
+    assert!(e.contains("AdminLevel Operator"), "{e}");
+    // slurmctld agrees: the same drain, planned without the preflight, is refused by it.
+    let mut unchecked = SlurmExecutor::new(&cfg).unwrap();
+    let pl = plan(&r, &s, &unchecked, false).unwrap();
+    let out = ops.run(&r, &pl, &mut unchecked, |_| {}).await.unwrap();
+    assert!(!out.results[0].ok && out.results[0].message.contains("Invalid user id"), "{out:?}");
+    assert!(!c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
+
+    // An Administrator by AdminLevel alone may drain, and slurmctld agrees.
+    c.cli(&["sacctmgr", "-i", "modify", "user", "gpuops", "set", "adminlevel=Administrator"]);
+    let mut admin = SlurmExecutor::new(&cfg).unwrap();
+    let p = admin.check_permission().await.unwrap();
+    assert_eq!(p.level, Some(AdminLevel::Administrator), "{p:?}");
+    let pl = plan(&r, &s, &admin, false).expect("an administrator may drain");
+    let mut drained = false;
+    for _ in 0..20 {
+        // slurmctld hears of the new level from slurmdbd shortly after sacctmgr returns.
+        let out = ops.run(&r, &pl, &mut admin, |_| {}).await.unwrap();
+        if out.results[0].ok {
+            drained = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let resumed = if drained {
+        let after = read(&c).await;
+        let r = req(ActionKind::Resume, &node);
+        let pl = plan(&r, &after, &admin, false).unwrap();
+        ops.run(&r, &pl, &mut admin, |_| {}).await.unwrap().results[0].ok
+    } else {
+        false
+    };
+    c.cli(&["sacctmgr", "-i", "modify", "user", "gpuops", "set", "adminlevel=Operator"]);
+    assert!(drained && resumed, "slurmctld agrees with the preflight");
+    wait_undrained(&c, &node).await;
+    let last = ops.audit.read_all().unwrap();
+    assert!(last.last().unwrap().identity.as_deref().unwrap().contains("slurm:gpuops"), "{last:?}");
+
+    let mut admin_cfg = c.config(&c.admin_jwt).client;
+    admin_cfg.user = None;
+    let p = SlurmExecutor::new(&admin_cfg).unwrap().check_permission().await.unwrap();
+    assert_eq!(
+        (p.user.as_str(), p.level, p.source.as_str()),
+        ("slurm", Some(AdminLevel::Administrator), "the cluster's SlurmUser")
+    );
+}

@@ -490,3 +490,253 @@ async fn requests_per_refresh_are_constant() {
         );
     }
 }
+
+// ------------------------------------------------------------------ accounting vs sacct/sacctmgr
+
+/// `gres/gpu=N` out of a TRES list (`cpu=4,gres/gpu=32,mem=4G`); `N(used)` gives both.
+fn tres_gpu(tres: &str) -> Option<(Option<u32>, Option<u32>)> {
+    let v = tres.split(',').find_map(|t| t.strip_prefix("gres/gpu="))?;
+    let (limit, used) = match v.split_once('(') {
+        Some((l, u)) => (l, u.trim_end_matches(')').parse().ok()),
+        None => (v, None),
+    };
+    Some((limit.parse().ok(), used))
+}
+
+/// GPU limits as sacctmgr lists them, with the use slurmctld counts against them
+/// (`scontrol show assoc_mgr`): (team as gpuplane names it, limit, GPUs in use). Per-user QOS
+/// limits only for users with GPUs in use.
+fn cli_quotas(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
+    let mut limits: BTreeMap<String, u32> = BTreeMap::new();
+    let mut per_user: BTreeMap<String, u32> = BTreeMap::new();
+    for l in c.cli(&["sacctmgr", "-n", "-P", "show", "qos", "format=name,grptres,maxtrespu"]).lines() {
+        let f: Vec<&str> = l.split('|').collect();
+        if f.len() != 3 {
+            continue;
+        }
+        if let Some((Some(n), _)) = tres_gpu(f[1]) {
+            limits.insert(format!("qos:{}", f[0]), n);
+        }
+        if let Some((Some(n), _)) = tres_gpu(f[2]) {
+            per_user.insert(f[0].to_string(), n);
+        }
+    }
+    for l in
+        c.cli(&["sacctmgr", "-n", "-P", "show", "assoc", "format=account,user,partition,grptres"]).lines()
+    {
+        let f: Vec<&str> = l.split('|').collect();
+        if f.len() == 4
+            && f[1].is_empty()
+            && f[2].is_empty()
+            && let Some((Some(n), _)) = tres_gpu(f[3])
+        {
+            limits.insert(f[0].to_string(), n);
+        }
+    }
+    // slurmctld's view: one block per QOS / association, its GrpTRES line with limit(used)
+    let mut used: BTreeMap<String, (Option<u32>, u32)> = BTreeMap::new();
+    let mut team: Option<String> = None;
+    let (mut qos, mut in_users, mut user): (Option<String>, bool, Option<String>) = (None, false, None);
+    let mut users_in_use = BTreeSet::new();
+    let assoc_mgr = c.cli(&["scontrol", "show", "assoc_mgr", "flags=qos,assoc"]);
+    for l in assoc_mgr.lines() {
+        let t = l.trim();
+        if let Some(q) = t.strip_prefix("QOS=") {
+            let name = q.split('(').next().unwrap_or(q).to_string();
+            team = Some(format!("qos:{name}"));
+            (qos, in_users, user) = (Some(name), false, None);
+        } else if t == "User Limits" || t == "Account Limits" {
+            in_users = t == "User Limits";
+        } else if in_users && !t.contains('=') && !t.is_empty() {
+            user = Some(t.split('(').next().unwrap_or(t).to_string());
+        } else if let Some(tres) = t.strip_prefix("MaxTRESPU=")
+            && in_users
+            && let (Some(q), Some(u)) = (&qos, user.take())
+            && let Some(&want) = per_user.get(q)
+            && let Some((limit, Some(n))) = tres_gpu(tres)
+            && n > 0
+        {
+            // (a QOS without a per-user GPU limit still counts each user's use: no quota)
+            assert_eq!(
+                limit,
+                Some(want),
+                "{}: qos {q} user {u}: slurmctld's MaxTRESPU differs from slurmdbd's",
+                c.name
+            );
+            users_in_use.insert((format!("qos:{q}/{u}"), want, n));
+        } else if t.starts_with("ClusterName=") {
+            (qos, in_users, user) = (None, false, None);
+            let field = |k: &str| t.split(' ').find_map(|w| w.strip_prefix(k)).unwrap_or("").to_string();
+            let account_level = field("UserName=").is_empty() && field("Partition=").is_empty();
+            team = account_level.then(|| field("Account="));
+        } else if let Some(tres) = t.strip_prefix("GrpTRES=")
+            && let Some(name) = team.take()
+            && let Some((limit, Some(u))) = tres_gpu(tres)
+        {
+            used.insert(name, (limit, u));
+        }
+    }
+    let mut out: BTreeSet<(String, u32, u32)> = limits
+        .into_iter()
+        .map(|(name, n)| {
+            let (limit, u) =
+                used.get(&name).copied().unwrap_or_else(|| panic!("{name} not in assoc_mgr:\n{assoc_mgr}"));
+            assert_eq!(limit, Some(n), "{}: {name}: slurmctld's limit differs from slurmdbd's", c.name);
+            (name, n, u)
+        })
+        .collect();
+    out.extend(users_in_use);
+    out
+}
+
+/// The quotas (GPU limits from slurmdbd's QOS and associations, use from the running jobs)
+/// equal sacctmgr's limits and slurmctld's own count of GPUs in use against them.
+async fn quotas_equal_sacctmgr(c: &Cluster) -> BTreeSet<(String, u32, u32)> {
+    let mut last = String::new();
+    // The scheduler may start or end a job between our read and the CLI's: a few tries.
+    for _ in 0..5 {
+        let s = read(c).await;
+        // per-user rows of users with only pending jobs: slurmctld counts nothing for them
+        let ours: BTreeSet<(String, u32, u32)> = s
+            .quotas
+            .iter()
+            .filter(|q| !q.team.contains('/') || q.gpu_used > 0)
+            .map(|q| (q.team.to_string(), q.gpu_quota, q.gpu_used))
+            .collect();
+        let theirs = cli_quotas(c);
+        if ours == theirs {
+            return ours;
+        }
+        last = format!("ours {ours:?}\nsacctmgr/assoc_mgr {theirs:?}");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    panic!("{}: quotas differ: {last}", c.name);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_quotas_equal_sacctmgr_and_assoc_mgr() {
+    let (c, _g) = slurm24().await;
+    let q = quotas_equal_sacctmgr(&c).await;
+    // the workload: run-capped holds 2 GPUs of QOS gpu-capped, run-serve 2 of account inference
+    let get = |t: &str| q.iter().find(|x| x.0 == t).map(|x| (x.1, x.2));
+    assert_eq!(get("qos:gpu-capped"), Some((16, 2)), "{q:?}");
+    assert_eq!(get("qos:gpu-capped/root"), Some((8, 2)), "MaxTRESPerUser: {q:?}");
+    assert_eq!(get("inference"), Some((12, 2)), "{q:?}");
+    assert!(get("ml-research").is_some_and(|(n, u)| n == 256 && u >= 37), "{q:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_quotas_equal_sacctmgr_and_assoc_mgr() {
+    let (c, _g) = slurm22().await;
+    let q = quotas_equal_sacctmgr(&c).await;
+    assert!(q.iter().any(|x| x.0 == "qos:gpu-capped" && x.1 == 16), "{q:?}");
+}
+
+/// One sacct row: (job, account, state, GPUs allocated, elapsed s, start epoch).
+type SacctRow = (u64, String, String, u32, i64, Option<i64>);
+
+fn sacct(c: &Cluster) -> Vec<SacctRow> {
+    let out = c.cli(&[
+        "env",
+        "SLURM_TIME_FORMAT=%s",
+        "sacct",
+        "-a",
+        "-X",
+        "-n",
+        "-P",
+        "-S",
+        "now-7days",
+        "-o",
+        "JobID,Account,State,AllocTRES,ElapsedRaw,Start",
+    ]);
+    out.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let gpus = tres_gpu(f.get(3)?).and_then(|(n, _)| n).unwrap_or(0);
+            let state = f[2].split(' ').next().unwrap_or("").to_string();
+            Some((f[0].parse().ok()?, f[1].to_string(), state, gpus, f[4].parse().ok()?, f[5].parse().ok()))
+        })
+        .collect()
+}
+
+/// The Cost view's per-job and per-account GPU-hours, and the GPU-hours of failed jobs, equal
+/// what sacct says: finished jobs `ElapsedRaw × AllocTRES gres/gpu`, running ones GPUs × time
+/// since `Start` at the moment of our read. `at_least`: jobs with GPU time the workload made.
+async fn cost_equals_sacct(c: &Cluster, at_least: usize) -> Vec<gpuplane::cost::TeamCost> {
+    let mut last = String::new();
+    // A job may end between our read and sacct's (another test's): a few tries.
+    for _ in 0..5 {
+        match compare_cost(c, at_least).await {
+            Ok(teams) => return teams,
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    panic!("{}: Cost differs from sacct: {last}", c.name);
+}
+
+async fn compare_cost(c: &Cluster, at_least: usize) -> Result<Vec<gpuplane::cost::TeamCost>, String> {
+    let s = read(c).await;
+    let r = gpuplane::cost::report(&s, 7 * 86_400);
+    let rows = sacct(c);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    let mut want_team: BTreeMap<String, (u32, f64, f64)> = BTreeMap::new();
+    let mut checked = 0;
+    for (id, account, state, gpus, elapsed, start) in &rows {
+        let secs = match (state.as_str(), start) {
+            ("PENDING", _) | (_, None) => 0.0,
+            ("RUNNING", Some(st)) => f64::from(*gpus) * (s.now - st) as f64,
+            _ => f64::from(*gpus) * *elapsed as f64,
+        };
+        let ours = r.jobs.iter().find(|j| j.id == *id).map_or(0.0, |j| j.gpu_hours * 3_600.0);
+        if !close(ours, secs) {
+            return Err(format!("job {id} ({state}): {ours} GPU-s, sacct {secs}"));
+        }
+        if secs > 0.0 {
+            let t = want_team.entry(account.clone()).or_default();
+            t.0 += 1;
+            t.1 += secs;
+            if matches!(state.as_str(), "FAILED" | "TIMEOUT" | "NODE_FAIL") {
+                t.2 += secs;
+            }
+            checked += 1;
+        }
+    }
+    if checked < at_least || r.jobs.len() != checked {
+        return Err(format!("{checked} jobs with GPU time in sacct {rows:?}, ours {:?}", r.jobs));
+    }
+    let ours: BTreeMap<String, (u32, f64, f64)> = r
+        .teams
+        .iter()
+        .map(|t| (t.team.to_string(), (t.jobs, t.gpu_hours * 3_600.0, t.failed_gpu_hours * 3_600.0)))
+        .collect();
+    if ours.keys().ne(want_team.keys()) {
+        return Err(format!("accounts: ours {ours:?}, sacct {want_team:?}"));
+    }
+    for (team, (n, gs, fs)) in &want_team {
+        let (on, ogs, ofs) = ours[team];
+        if !(on == *n && close(ogs, *gs) && close(ofs, *fs)) {
+            return Err(format!("{team}: ours {:?}, sacct {n} jobs {gs} GPU-s, {fs} failed", ours[team]));
+        }
+    }
+    Ok(r.teams)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_cost_equals_sacct_including_failed_jobs() {
+    let (c, _g) = slurm24().await;
+    // 5 runners, done-fail, done-2s, done-fail-inf (done-ok ran 0 s)
+    let teams = cost_equals_sacct(&c, 8).await;
+    let failed = |t: &str| teams.iter().find(|x| x.team == t).map(|x| x.failed_gpu_hours * 3_600.0);
+    // done-fail (1 GPU, 1 s) and done-fail-inf (2 GPUs, 2 s) burnt GPU time
+    assert!(failed("ml-research").is_some_and(|f| f >= 1.0), "{teams:?}");
+    assert!(failed("inference").is_some_and(|f| f >= 4.0), "{teams:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_cost_equals_sacct_including_failed_jobs() {
+    let (c, _g) = slurm22().await;
+    // 3 runners, done-fail, done-2s (done-ok ran 0 s)
+    let teams = cost_equals_sacct(&c, 5).await;
+    assert!(teams.iter().any(|t| t.failed_gpu_hours > 0.0), "{teams:?}");
+}

@@ -1,6 +1,7 @@
 //! Recorded slurmrestd responses for every supported version, through the version families into
 //! the model: v0.0.38 (Slurm 22.05.8) and v0.0.42 (Slurm 24.11.5) as recorded from real
-//! clusters, dbv0.0.38 (slurmdbd), and v0.0.40/41/43 shapes built from their OpenAPI specs
+//! clusters, dbv0.0.38 and v0.0.40–42 (slurmdbd 22.05 and 24.11), and v0.0.40/41/43 shapes
+//! built from their OpenAPI specs
 //! (tests/fixtures/slurm/README.md). Plus the HTTP layer against a mock slurmrestd: version
 //! negotiation, 304, the irregular error bodies, backoff and the token header.
 
@@ -8,8 +9,8 @@ mod slurm_support;
 
 use gpuplane::backend::Update;
 use gpuplane::backend::slurm::{
-    ApiVersion, ClientConfig, Poller, SlurmConfig, SlurmError, TokenSource, assign_gpus, merge_jobs, parse,
-    queue_gpus, quotas,
+    ApiVersion, ClientConfig, Limit, LimitScope, Poller, SlurmConfig, SlurmError, TokenSource, assign_gpus,
+    merge_jobs, parse, queue_gpus, quotas,
 };
 use gpuplane::model::{JobState, NodeState};
 use gpuplane::state::ClusterState;
@@ -122,7 +123,13 @@ fn dbv0038_quotas_and_history() {
     let v = ApiVersion::V0038;
     let mut limits = parse::qos(v, &fixture("dbv0.0.38/qos.json")).unwrap();
     limits.extend(parse::associations(v, &fixture("dbv0.0.38/associations.json")).unwrap());
-    assert_eq!(limits.len(), 1, "only gpu-capped limits GPUs: {limits:?}");
+    let got: Vec<(LimitScope, &str, u32)> =
+        limits.iter().map(|l| (l.scope, l.name.as_str(), l.gpus)).collect();
+    assert_eq!(
+        got,
+        [(LimitScope::Qos, "gpu-capped", 16), (LimitScope::QosPerUser, "gpu-capped", 8)],
+        "only gpu-capped limits GPUs (GrpTRES and MaxTRESPerUser)"
+    );
     let hist = parse::db_jobs(v, &fixture("dbv0.0.38/jobs.json")).unwrap();
     assert_eq!(hist.len(), 4);
     let cancelled = hist.iter().find(|j| j.id == 3).unwrap();
@@ -137,6 +144,15 @@ fn dbv0038_quotas_and_history() {
     assert_eq!(
         (q[0].team.as_str(), q[0].gpu_quota, q[0].gpu_used, q[0].gpu_pending),
         ("qos:gpu-capped", 16, 8, 8)
+    );
+    // MaxTRESPerUser: one quota per user with active jobs in the QOS
+    jobs[1].user = "alice".into();
+    let q = quotas(&limits, &jobs, &qos);
+    let rows: Vec<(&str, u32, u32, u32)> =
+        q.iter().map(|q| (q.team.as_str(), q.gpu_quota, q.gpu_used, q.gpu_pending)).collect();
+    assert_eq!(
+        rows,
+        [("qos:gpu-capped", 16, 8, 8), ("qos:gpu-capped/alice", 8, 0, 8), ("qos:gpu-capped/root", 8, 8, 0)]
     );
     // history jobs slurmctld has forgotten are added; known ones keep slurmctld's record and
     // take accounting's GPU time
@@ -256,6 +272,103 @@ fn malformed_json_names_the_endpoint() {
     let odd = br#"{"nodes":[{"name":"n1","state":"idle","cpus":"64","real_memory":null,"partitions":"a,b","gres":7}]}"#;
     let n = parse::nodes(ApiVersion::V0038, odd).unwrap().data;
     assert_eq!((n[0].cpus_total, n[0].pool.as_str(), n[0].state), (64, "a,b", NodeState::Idle));
+}
+
+// ------------------------------------------------------------------ slurmdbd v0.0.40–42 (Slurm 24.11)
+
+/// When the recorded Slurm 24.11 answers were taken (their last query): the Cost window ends here.
+const DB24_AT: i64 = 1_795_983_874;
+
+fn db24(v: ApiVersion) -> (Vec<Limit>, Vec<gpuplane::model::Job>) {
+    let dir = v.as_str();
+    let mut limits = parse::qos(v, &fixture(&format!("{dir}/db_qos.json"))).unwrap();
+    limits.extend(parse::associations(v, &fixture(&format!("{dir}/db_associations.json"))).unwrap());
+    (limits, parse::db_jobs(v, &fixture(&format!("{dir}/db_jobs.json"))).unwrap())
+}
+
+/// Slurm 24.11's slurmdbd, recorded after scripts/slurm-jobs 24: QOS gpu-capped (GrpTRES
+/// gres/gpu=16, MaxTRESPerUser 8), accounts inference (GrpTRES 12) and ml-research (256),
+/// jobs 1–13 (running, finished, failed with GPUs, pending). v0.0.40, v0.0.41 and v0.0.42 map
+/// to the same limits and history.
+#[test]
+fn db24_limits_and_history_from_slurmdbd() {
+    for v in [ApiVersion::V0040, ApiVersion::V0041, ApiVersion::V0042] {
+        let (limits, hist) = db24(v);
+        let got: Vec<(LimitScope, &str, u32)> =
+            limits.iter().map(|l| (l.scope, l.name.as_str(), l.gpus)).collect();
+        assert_eq!(
+            got,
+            [
+                (LimitScope::Qos, "gpu-capped", 16),
+                (LimitScope::QosPerUser, "gpu-capped", 8),
+                (LimitScope::Account, "inference", 12),
+                (LimitScope::Account, "ml-research", 256)
+            ],
+            "{v}: only gres/gpu limits; the root account and user rows have none"
+        );
+        assert_eq!(hist.len(), 13, "{v}");
+        let by = |name: &str| hist.iter().find(|j| j.name == name).unwrap_or_else(|| panic!("{v}: {name}"));
+        // finished: GPU time is elapsed × allocated GPUs (AllocTRES gres/gpu)
+        let rows = [
+            ("done-ok", JobState::Completed, "ml-research", 1, 0.0, None),
+            ("done-fail", JobState::Failed, "ml-research", 1, 1.0, Some("exit 3")),
+            ("done-2s", JobState::Completed, "ml-research", 2, 4.0, None),
+            ("done-fail-inf", JobState::Failed, "inference", 2, 4.0, Some("exit 1")),
+        ];
+        for (name, state, account, gpus, gs, exit) in rows {
+            let j = by(name);
+            assert_eq!(
+                (j.state, j.account.as_str(), j.gpus, j.gpu_seconds, j.exit_reason.as_deref()),
+                (state, account, gpus, gs, exit),
+                "{v}: {name}"
+            );
+            assert!(j.start.is_some() && j.end >= j.start, "{v}: {name}");
+        }
+        assert_eq!(by("done-2s").nodes, ["l40s-01"]);
+        // running: no GPU time from accounting yet (elapsed keeps growing), no end
+        let r = by("run-4node");
+        assert_eq!((r.state, r.gpus, r.gpu_seconds, r.end), (JobState::Running, 32, 0.0, None), "{v}");
+        assert_eq!(r.nodes, ["h100-01", "h100-02", "h100-03", "h100-04"]);
+        assert_eq!(by("run-capped").account, "ml-research");
+        // pending: slurmdbd sends the query time as start and end and "None assigned" as nodes
+        let p = by("pend-high");
+        assert_eq!((p.state, p.start, p.end, p.est_start), (JobState::Pending, None, None, None), "{v}");
+        assert!(p.nodes.is_empty(), "{v}: {:?}", p.nodes);
+        // names are stored as sent (MariaDB utf8mb4)
+        assert!(hist.iter().any(|j| j.name.ends_with("ünïcødé 漢字 🚀")), "{v}");
+    }
+}
+
+/// The Cost view from Slurm 24.11's accounting alone (slurmctld has forgotten the jobs):
+/// per-job and per-account GPU-hours, failed jobs' GPU-hours apart.
+#[test]
+fn db24_history_gives_cost_per_job_and_account() {
+    let v = ApiVersion::V0042;
+    let (_, hist) = db24(v);
+    let nodes = parse::nodes(v, &fixture("v0.0.42/04_nodes_idle.json")).unwrap().data;
+    let jobs = merge_jobs(Vec::new(), &hist, &nodes);
+    assert_eq!(jobs.len(), 4, "only finished jobs come from history alone");
+    assert!(jobs.iter().all(|j| j.gpu_model.is_some()), "GPU model from the job's node");
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    s.apply(Update::Inventory {
+        at: DB24_AT,
+        inventory: Box::new(gpuplane::backend::Inventory {
+            source: "slurm".into(),
+            nodes: Some(nodes),
+            jobs: Some(jobs),
+            ..Default::default()
+        }),
+    });
+    s.now = DB24_AT;
+    let r = gpuplane::cost::report(&s, 3_600);
+    let job_h: Vec<(u64, f64)> = r.jobs.iter().map(|j| (j.id, j.gpu_hours * 3_600.0)).collect();
+    // done-ok ran 0 s: no GPU time, as sacct says (ElapsedRaw 0)
+    assert_eq!(job_h, [(6, 4.0), (9, 4.0), (5, 1.0)]);
+    let team = |t: &str| r.teams.iter().find(|x| x.team == t).unwrap_or_else(|| panic!("{t}: {:?}", r.teams));
+    let ml = team("ml-research");
+    assert_eq!((ml.jobs, ml.gpu_hours * 3_600.0, ml.failed_gpu_hours * 3_600.0), (2, 5.0, 1.0));
+    let inf = team("inference");
+    assert_eq!((inf.jobs, inf.gpu_hours * 3_600.0, inf.failed_gpu_hours * 3_600.0), (1, 4.0, 4.0));
 }
 
 // ------------------------------------------------------------------ HTTP against a mock slurmrestd
@@ -498,54 +611,119 @@ async fn a_failing_server_keeps_the_last_data_and_backs_off() {
 }
 
 /// The permission preflight in the v0.0.40+ shapes: without `X-SLURM-USER-NAME` the identity is
-/// the ping's `meta.client.user`; slurmdbd's level is an array; no slurmdbd (404) leaves the
-/// level unknown so the server decides; root and the SlurmUser need no lookup.
+/// the token's `sun` claim (not the ping's `meta.client.user`, which names `root` for any
+/// token); slurmdbd's level is an array; no slurmdbd (404) leaves the level unknown so the
+/// server decides; root and the SlurmUser need no lookup.
 #[tokio::test]
 async fn permission_preflight_reads_the_identity_and_the_admin_level() {
     use gpuplane::backend::slurm::Client;
     use gpuplane::backend::slurm::perm::{AdminLevel, Permission};
-    // The recorded 24.11 ping names "root"; a user token's ping names its user.
-    let ping = String::from_utf8(fixture("v0.0.42/02_ping.json")).unwrap();
-    assert!(ping.contains(r#""user": "root""#), "the fixture's meta.client.user changed shape");
-    let ping_as = |u: &str| ping.replace(r#""user": "root""#, &format!(r#""user": "{u}""#)).into_bytes();
-    async fn ask(ping: Vec<u8>, user: Option<&str>, db: Option<(u16, &[u8])>) -> Permission {
+    // Unsigned JWTs naming a user (`sun`), as `scontrol token username=…` mints them.
+    const GPUPLANE: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsImlhdCI6MTc5NTk2NTEzNywic3VuIjoiZ3B1cGxhbmUifQ.c2ln";
+    const ROOT: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsImlhdCI6MTc5NTk2NTEzNywic3VuIjoicm9vdCJ9.c2ln";
+    const SLURM: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsImlhdCI6MTc5NTk2NTEzNywic3VuIjoic2x1cm0ifQ.c2ln";
+    async fn ask(token: &str, user: Option<&str>, db: Option<(u16, &[u8])>) -> Permission {
         let server = MockServer::start().await;
         mount(&server, "/slurm/v0.0.43/ping/", 404, Vec::new()).await;
-        mount(&server, "/slurm/v0.0.42/ping/", 200, ping).await;
+        // The recorded 24.11 ping: its meta.client.user is "root" whoever asks.
+        mount(&server, "/slurm/v0.0.42/ping/", 200, fixture("v0.0.42/02_ping.json")).await;
         if let Some((status, body)) = db {
             mount(&server, "/slurmdb/v0.0.42/user/gpuplane", status, body.to_vec()).await;
         }
-        let mut c = cfg(&server.uri(), "tok").client;
+        let mut c = cfg(&server.uri(), token).client;
         c.user = user.map(String::from);
         Client::new(&c).unwrap().permission("slurm").await.unwrap()
     }
     let operator = br#"{"users":[{"name":"gpuplane","administrator_level":["Operator"],
         "coordinators":[{"name":"ml-research","direct":true}]}],"errors":[],"warnings":[]}"#;
-    let p = ask(ping_as("gpuplane"), None, Some((200, operator))).await;
+    let p = ask(GPUPLANE, None, Some((200, operator))).await;
     assert_eq!((p.user.as_str(), p.level), ("gpuplane", Some(AdminLevel::Operator)), "{p:?}");
     assert_eq!(p.coordinates, vec!["ml-research".to_string()]);
-    assert!(p.may_update_nodes().is_ok());
+    assert!(p.may_update_nodes().is_err(), "an Operator may not update nodes");
+    assert!(p.may_cancel("1", "alice", "inference").is_ok(), "an Operator may cancel any job");
 
     // The same user with level None may not drain; the refusal says how to get the right.
     let none = br#"{"users":[{"name":"gpuplane","administrator_level":["None"],"coordinators":[]}]}"#;
-    let p = ask(ping_as("gpuplane"), None, Some((200, none))).await;
+    let p = ask(GPUPLANE, None, Some((200, none))).await;
     assert_eq!((p.level, p.source.as_str()), (Some(AdminLevel::None), "slurmdbd"));
     assert!(p.may_update_nodes().unwrap_err().contains("AdminLevel None"));
 
     // No slurmdbd behind slurmrestd: unknown, and the server decides.
-    let p = ask(ping_as("gpuplane"), None, Some((404, b"Unable find requested URL"))).await;
+    let p = ask(GPUPLANE, None, Some((404, b"Unable find requested URL"))).await;
     assert_eq!(p.level, None);
     assert!(p.source.contains("no slurmdbd"), "{}", p.source);
     assert!(p.may_update_nodes().is_ok());
 
-    // A configured user name wins over the server's; root and the SlurmUser need no lookup.
-    let p = ask(ping_as("root"), Some("gpuplane"), Some((200, none))).await;
+    // A configured user name wins over the token's; root and the SlurmUser need no lookup; a
+    // token naming nobody leaves the identity unknown.
+    let p = ask(ROOT, Some("gpuplane"), Some((200, none))).await;
     assert_eq!((p.user.as_str(), p.level), ("gpuplane", Some(AdminLevel::None)));
-    let p = ask(ping_as("root"), None, None).await;
+    let p = ask(ROOT, None, None).await;
     assert_eq!(
         (p.user.as_str(), p.level, p.source.as_str()),
         ("root", Some(AdminLevel::Administrator), "uid 0")
     );
-    let p = ask(ping_as("root"), Some("slurm"), None).await;
+    let p = ask(SLURM, None, None).await;
     assert_eq!((p.level, p.source.as_str()), (Some(AdminLevel::Administrator), "the cluster's SlurmUser"));
+    let p = ask("opaque", None, None).await;
+    assert_eq!((p.user.as_str(), p.level), ("", None));
+    assert!(p.source.contains("names the Slurm user"), "{}", p.source);
+}
+
+/// The poller against recorded Slurm 24.11 answers with slurmdbd: the accounting endpoints are
+/// read (job history over the configured 7 days), quotas come out of the GPU limits with use
+/// from slurmctld's jobs, and history jobs reach the state.
+#[tokio::test]
+async fn accounting_v0042_reaches_quotas_and_jobs() {
+    let server = MockServer::start().await;
+    mount(&server, "/slurm/v0.0.43/ping/", 404, Vec::new()).await;
+    mount(&server, "/slurm/v0.0.42/ping/", 200, fixture("v0.0.42/02_ping.json")).await;
+    mount(&server, "/slurm/v0.0.42/nodes/", 200, fixture("v0.0.42/04_nodes_idle.json")).await;
+    mount(&server, "/slurm/v0.0.42/partitions/", 200, fixture("v0.0.42/36_partitions_busy.json")).await;
+    // slurmctld has forgotten every job: all of them come from accounting
+    mount(&server, "/slurm/v0.0.42/jobs/", 200, br#"{"jobs": [], "errors": [], "warnings": []}"#.to_vec())
+        .await;
+    mount(&server, "/slurmdb/v0.0.42/qos/", 200, fixture("v0.0.42/db_qos.json")).await;
+    mount(&server, "/slurmdb/v0.0.42/associations/", 200, fixture("v0.0.42/db_associations.json")).await;
+    Mock::given(method("GET"))
+        .and(path("/slurmdb/v0.0.42/jobs/"))
+        .and(query_param("start_time", "now-7days"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(fixture("v0.0.42/db_jobs.json"), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let mut p = Poller::new(cfg(&server.uri(), "tok")).unwrap();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    slurm_support::refresh_into(&mut p, &mut s).await.unwrap();
+    let st = s.sources.iter().find(|x| x.name == "slurm").unwrap();
+    assert!(st.error.is_none(), "{:?}", st.error);
+    assert_eq!(p.accounting_available(), Some(true));
+    assert!(!st.detail.as_deref().unwrap_or("").contains("no accounting"), "{:?}", st.detail);
+    let q: Vec<(&str, u32, u32)> =
+        s.quotas.iter().map(|q| (q.team.as_str(), q.gpu_quota, q.gpu_used)).collect();
+    assert_eq!(q, [("inference", 12, 0), ("ml-research", 256, 0), ("qos:gpu-capped", 16, 0)]);
+    let mut ids: Vec<(u64, JobState)> = s.jobs.iter().map(|j| (j.id, j.state)).collect();
+    ids.sort_unstable_by_key(|x| x.0);
+    assert_eq!(
+        ids,
+        [(4, JobState::Completed), (5, JobState::Failed), (6, JobState::Completed), (9, JobState::Failed)]
+    );
+    let failed = s.jobs.iter().find(|j| j.id == 9).unwrap();
+    assert_eq!((failed.account.as_str(), failed.gpu_seconds), ("inference", 4.0));
+    assert_eq!(failed.gpu_model.as_deref(), Some("l40s"), "model from the job's node");
+}
+
+/// slurmdbd's user records as Slurm 24.11 wrote them (v0.0.40–42): the preflight's reading.
+#[test]
+fn recorded_user_records_give_each_admin_level() {
+    use gpuplane::backend::slurm::perm::{AdminLevel, parse_user};
+    for v in ["v0.0.40", "v0.0.41", "v0.0.42"] {
+        let body = fixture(&format!("{v}/db_users.json"));
+        let level = |u: &str| parse_user(&body, u).unwrap().map(|(l, _)| l);
+        assert_eq!(level("gpuops"), Some(AdminLevel::Operator), "{v}");
+        assert_eq!(level("gpuplane"), Some(AdminLevel::None), "{v}");
+        assert_eq!(level("root"), Some(AdminLevel::Administrator), "{v}");
+        assert_eq!(level("mallory"), None, "{v}");
+    }
 }

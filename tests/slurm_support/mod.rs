@@ -57,7 +57,7 @@ pub async fn slurm22() -> (Cluster, MutexGuard<'static, ()>) {
     (c, g)
 }
 
-/// Slurm 24.11 (v0.0.40–42) in its chroot, without slurmdbd.
+/// Slurm 24.11 (v0.0.40–42) in its chroot, with slurmdbd.
 pub async fn slurm24() -> (Cluster, MutexGuard<'static, ()>) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let g = LOCK24.lock().await;

@@ -96,8 +96,6 @@ pub struct Client {
     /// `22.05.8`, from the ping's `meta`.
     pub release: Option<String>,
     pub cluster: Option<String>,
-    /// The user slurmrestd says it acts as (v0.0.40+ `meta.client.user` of the ping).
-    pub client_user: Option<String>,
     /// Requests sent so far (for tests and the load figures).
     pub requests: u64,
 }
@@ -148,7 +146,6 @@ impl Client {
             version: cfg.version,
             release: None,
             cluster: None,
-            client_user: None,
             requests: 0,
         })
     }
@@ -306,7 +303,6 @@ impl Client {
                     self.version = Some(v);
                     self.release = env.meta.release().map(str::to_string);
                     self.cluster = env.meta.cluster().map(str::to_string);
-                    self.client_user = env.meta.client_user().map(str::to_string);
                     if !env.errors.is_empty() {
                         let a = Answer { status: 500, body: a.body };
                         return Err(self.error_of(&path, &a));
@@ -325,10 +321,11 @@ impl Client {
         Err(SlurmError::NoVersion { url: self.base.clone() })
     }
 
-    /// The Slurm user requests act as: `X-SLURM-USER-NAME` when configured, else what the
-    /// server said (`meta.client.user`), else the token's `sun` claim.
+    /// The Slurm user requests act as: `X-SLURM-USER-NAME` when configured, else the token's
+    /// `sun` claim. (The v0.0.40+ `meta.client.user` is not it: slurmrestd reports `root` there
+    /// for a user token, seen live on 24.11.)
     pub async fn identity(&mut self) -> Option<String> {
-        if let Some(u) = self.user.clone().or_else(|| self.client_user.clone()) {
+        if let Some(u) = self.user.clone() {
             return Some(u);
         }
         let t = self.tokens.get(now()).await.ok()?;

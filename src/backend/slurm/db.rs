@@ -4,6 +4,11 @@
 //! `state.current` as a string or an array, `exit_code.return_code` as an integer or a
 //! `{set, infinite, number}` struct, `signal.signal_id` vs `signal.id`) are absorbed here and
 //! by the lenient types of `wire.rs`.
+//!
+//! What Slurm 24.11's slurmdbd really sends (tests/fixtures/slurm/v0.0.4{0,1,2}/db_*.json):
+//! `time.start`/`time.end` of a job not yet started, and `time.end` of a running one, are the
+//! time of the query rather than 0; `nodes` of a pending job is the text `None assigned`;
+//! `elapsed` of a running job grows with every query. Only finished jobs' GPU time is taken.
 
 use super::map::{Exit, JobIn};
 use super::wire::{Loose, Num, Words};
@@ -72,6 +77,14 @@ pub fn associations(body: &[u8]) -> serde_json::Result<Vec<Limit>> {
 #[serde(default)]
 struct QosMaxTres {
     total: Vec<Tres>,
+    per: QosTresPer,
+}
+
+/// `MaxTRESPerUser` etc.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct QosTresPer {
+    user: Vec<Tres>,
 }
 
 #[derive(Deserialize, Default)]
@@ -102,13 +115,17 @@ struct QosResp {
 
 pub fn qos(body: &[u8]) -> serde_json::Result<Vec<Limit>> {
     let r: QosResp = serde_json::from_slice(body)?;
-    Ok(r.qos
-        .into_iter()
-        .filter_map(|q| {
-            let gpus = tres_list_gpus(&q.limits.max.tres.total)?;
-            Some(Limit { scope: LimitScope::Qos, name: q.name.text(), gpus })
-        })
-        .collect())
+    let mut out = Vec::new();
+    for q in r.qos {
+        let tres = &q.limits.max.tres;
+        if let Some(gpus) = tres_list_gpus(&tres.total) {
+            out.push(Limit { scope: LimitScope::Qos, name: q.name.text(), gpus });
+        }
+        if let Some(gpus) = tres_list_gpus(&tres.per.user) {
+            out.push(Limit { scope: LimitScope::QosPerUser, name: q.name.text(), gpus });
+        }
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize, Default)]
@@ -180,6 +197,10 @@ pub fn db_jobs(body: &[u8]) -> serde_json::Result<DbJobs> {
         .filter_map(|j| {
             let id = j.job_id.get().filter(|id| *id > 0)? as u64;
             let signal = j.exit_code.signal.signal_id.get().or(j.exit_code.signal.id.get());
+            let state = j.state.current.upper();
+            // slurmdbd fills a pending job's start and end with "now": neither happened.
+            let pending = state.iter().any(|s| s.as_str() == "PENDING");
+            let (start, end) = if pending { (None, None) } else { (j.time.start.pos(), j.time.end.pos()) };
             Some(super::map::job(
                 JobIn {
                     id,
@@ -188,12 +209,12 @@ pub fn db_jobs(body: &[u8]) -> serde_json::Result<DbJobs> {
                     account: j.account.text(),
                     qos: j.qos.text(),
                     partition: j.partition.text(),
-                    state: j.state.current.upper(),
+                    state,
                     reason: j.state.reason.text(),
                     priority: j.priority.get(),
                     submit: j.time.submission.pos(),
-                    start: j.time.start.pos(),
-                    end: j.time.end.pos(),
+                    start,
+                    end,
                     nodes: j.nodes.into_string(),
                     exit: Exit { code: j.exit_code.return_code.get(), signal: signal.filter(|s| *s > 0) },
                     gpus_alloc: tres_list_gpus(&j.tres.allocated),

@@ -29,7 +29,7 @@ pub use token::TokenSource;
 
 use crate::model::{Job, JobId, JobState, Node, Queue, Quota, Text};
 use map::GpuAlloc;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 /// The source name in the header.
@@ -91,9 +91,11 @@ pub enum LimitScope {
     Account,
     /// A QOS's GrpTRES.
     Qos,
+    /// A QOS's MaxTRESPerUser: a quota for each user with jobs in the QOS.
+    QosPerUser,
 }
 
-/// A GPU limit (`GrpTRES=gres/gpu=N`) from slurmdbd.
+/// A GPU limit (`GrpTRES=gres/gpu=N`, `MaxTRESPerUser=gres/gpu=N`) from slurmdbd.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limit {
     pub scope: LimitScope,
@@ -207,26 +209,34 @@ pub fn merge_jobs(mut live: Vec<Job>, history: &[Job], nodes: &[Node]) -> Vec<Jo
 }
 
 /// Quotas from GPU limits, with use from the live jobs. `qos` is parallel to `jobs` (may be
-/// shorter: missing entries count as no QOS).
+/// shorter: missing entries count as no QOS). A QOS's per-user limit becomes one quota per
+/// user with running or pending jobs in it (`qos:NAME/USER`).
 pub fn quotas(limits: &[Limit], jobs: &[Job], qos: &[Text]) -> Vec<Quota> {
-    let mut out: Vec<Quota> = limits
-        .iter()
-        .map(|l| {
-            let mut q = Quota {
-                team: match l.scope {
-                    LimitScope::Account => l.name.clone(),
-                    LimitScope::Qos => format!("qos:{}", l.name).into(),
-                },
-                gpu_quota: l.gpus,
-                gpu_used: 0,
-                borrowed: 0,
-                lendable: 0,
-                gpu_pending: 0,
-            };
+    let in_qos = |i: usize, name: &Text| qos.get(i).is_some_and(|q| q == name);
+    let mut out: Vec<Quota> = Vec::new();
+    for l in limits {
+        // (team, which jobs count)
+        let teams: Vec<(Text, Option<&Text>)> = match l.scope {
+            LimitScope::Account => vec![(l.name.clone(), None)],
+            LimitScope::Qos => vec![(format!("qos:{}", l.name).into(), None)],
+            LimitScope::QosPerUser => {
+                let users: BTreeSet<&Text> = jobs
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, j)| in_qos(*i, &l.name) && j.state.is_active())
+                    .map(|(_, j)| &j.user)
+                    .collect();
+                users.into_iter().map(|u| (format!("qos:{}/{u}", l.name).into(), Some(u))).collect()
+            }
+        };
+        for (team, user) in teams {
+            let mut q =
+                Quota { team, gpu_quota: l.gpus, gpu_used: 0, borrowed: 0, lendable: 0, gpu_pending: 0 };
             for (i, j) in jobs.iter().enumerate() {
                 let hit = match l.scope {
                     LimitScope::Account => j.account == l.name,
-                    LimitScope::Qos => qos.get(i).is_some_and(|q| *q == l.name),
+                    LimitScope::Qos => in_qos(i, &l.name),
+                    LimitScope::QosPerUser => in_qos(i, &l.name) && Some(&j.user) == user,
                 };
                 if !hit {
                     continue;
@@ -237,10 +247,10 @@ pub fn quotas(limits: &[Limit], jobs: &[Job], qos: &[Text]) -> Vec<Quota> {
                     _ => {}
                 }
             }
-            // GrpTRES is a hard cap in Slurm: nothing is borrowed or lent.
-            q
-        })
-        .collect();
+            // GrpTRES and MaxTRESPerUser are hard caps in Slurm: nothing is borrowed or lent.
+            out.push(q);
+        }
+    }
     out.sort_by(|a, b| a.team.cmp(&b.team));
     out
 }

@@ -2,9 +2,11 @@
 //! preflight), so a refusal is explained up front instead of coming back as a target's failure.
 //!
 //! Slurm's rules: uid 0 and the `SlurmUser` may do everything; otherwise slurmdbd's
-//! `AdminLevel` decides — `Operator` and `Administrator` may update nodes and cancel any job,
-//! `None` may cancel its own jobs and, as a coordinator, the jobs of the accounts it
-//! coordinates. Without slurmdbd the level is unknown and the server decides.
+//! `AdminLevel` decides — only `Administrator` may update nodes (slurmctld answers an
+//! `Operator`'s node update with "Invalid user id", seen live on 24.11), `Operator` and
+//! `Administrator` may cancel any job, `None` may cancel its own jobs and, as a coordinator, the
+//! jobs of the accounts it coordinates. Without slurmdbd the level is unknown and the server
+//! decides.
 
 use super::client::Client;
 use super::error::SlurmError;
@@ -44,8 +46,8 @@ impl AdminLevel {
 /// The preflight's answer for one identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Permission {
-    /// The user the server acts as (`X-SLURM-USER-NAME`, the ping's `meta.client.user`, or the
-    /// token's `sun` claim); empty when none of them names one.
+    /// The user the server acts as (`X-SLURM-USER-NAME`, or the token's `sun` claim); empty
+    /// when neither names one.
     pub user: String,
     /// `None` when it could not be learnt (no slurmdbd behind this slurmrestd, or it failed).
     pub level: Option<AdminLevel>,
@@ -60,14 +62,18 @@ impl Permission {
         matches!(self.level, Some(AdminLevel::Operator | AdminLevel::Administrator))
     }
 
-    /// Drain and resume: an operator's right.
+    /// Drain and resume: an administrator's right (root, SlurmUser or AdminLevel
+    /// Administrator).
     pub fn may_update_nodes(&self) -> Result<(), String> {
         match self.level {
-            Some(AdminLevel::None) => Err(format!(
-                "Slurm user {} has AdminLevel None ({}): draining or resuming nodes needs Operator or \
-                 Administrator — an administrator can run `sacctmgr modify user {} set adminlevel=Operator`, \
-                 or start break-glass with the privileged token",
-                self.user, self.source, self.user
+            Some(l @ (AdminLevel::None | AdminLevel::Operator)) => Err(format!(
+                "Slurm user {} has AdminLevel {} ({}): draining or resuming nodes needs Administrator \
+                 (or root/SlurmUser) — an administrator can run `sacctmgr modify user {} set \
+                 adminlevel=Administrator`, or start break-glass with the privileged token",
+                self.user,
+                l.label(),
+                self.source,
+                self.user
             )),
             _ => Ok(()),
         }
@@ -216,10 +222,12 @@ mod tests {
     }
 
     #[test]
-    fn node_updates_need_an_operator() {
+    fn node_updates_need_an_administrator() {
         let e = perm(Some(AdminLevel::None), &[]).may_update_nodes().unwrap_err();
         assert!(e.contains("AdminLevel None") && e.contains("sacctmgr modify user bob"), "{e}");
-        assert!(perm(Some(AdminLevel::Operator), &[]).may_update_nodes().is_ok());
+        let e = perm(Some(AdminLevel::Operator), &[]).may_update_nodes().unwrap_err();
+        assert!(e.contains("AdminLevel Operator") && e.contains("adminlevel=Administrator"), "{e}");
+        assert!(perm(Some(AdminLevel::Administrator), &[]).may_update_nodes().is_ok());
         assert!(perm(None, &[]).may_update_nodes().is_ok(), "unknown: the server decides");
     }
 

@@ -284,14 +284,6 @@ pub struct Meta {
     /// v0.0.38 spells it with a capital S.
     #[serde(rename = "Slurm")]
     pub slurm_old: MetaSlurm,
-    /// v0.0.40+: who the server acts as.
-    pub client: MetaClient,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct MetaClient {
-    pub user: Loose,
 }
 
 impl Meta {
@@ -300,9 +292,6 @@ impl Meta {
     }
     pub fn cluster(&self) -> Option<&str> {
         Some(self.slurm.cluster.as_str()).filter(|c| !c.is_empty())
-    }
-    pub fn client_user(&self) -> Option<&str> {
-        Some(self.client.user.as_str()).filter(|u| !u.is_empty())
     }
 }
 
