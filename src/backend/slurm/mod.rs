@@ -5,7 +5,8 @@
 //! * [`v0038`] and [`v0040`]: one translation layer per version family; [`db`] for slurmdbd
 //!   records; [`wire`] holds the lenient JSON types they share; [`text`] parses hostlists and
 //!   GRES/TRES strings; [`map`] turns normalised records into the domain model.
-//! * [`split`] and [`stream`]: the job list parsed while it streams in, on every core.
+//! * [`split`], [`pick`] and [`stream`]: the job list parsed while it streams in, on every core,
+//!   reading only the members of each job that gpuplane uses.
 //! * [`poll`]: the polite refresh loop ([`run`]).
 //! * [`ops`]: writes (drain, resume, cancel, submit).
 
@@ -14,6 +15,7 @@ pub mod db;
 pub mod error;
 pub mod map;
 pub mod ops;
+pub mod pick;
 pub mod poll;
 pub mod split;
 pub mod stream;

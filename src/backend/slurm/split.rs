@@ -73,18 +73,79 @@ static STOP: [bool; 256] = {
     t
 };
 
-fn bare_byte(b: u8) -> bool {
+pub fn bare_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
+}
+
+/// Finds where a JSON string, object or array ends: tracks strings, escapes and nesting (not
+/// which bracket closes which; the parser that reads the value checks that).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lexer {
+    in_str: bool,
+    escape: bool,
+    depth: u32,
+}
+
+impl Lexer {
+    /// For scanning from just after a string's opening quote.
+    pub fn in_string() -> Lexer {
+        Lexer { in_str: true, ..Lexer::default() }
+    }
+
+    /// Scans on from `i` (the state carries over from an earlier call, for a value split across
+    /// chunks); the index just past the value's end, if it ends in `chunk`.
+    pub fn value_end(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
+        let n = chunk.len();
+        while i < n {
+            if self.in_str {
+                if self.escape {
+                    self.escape = false;
+                    i += 1;
+                    continue;
+                }
+                let k = memchr::memchr2(b'"', b'\\', &chunk[i..])?;
+                i += k + 1;
+                if chunk[i - 1] == b'\\' {
+                    self.escape = true;
+                } else {
+                    self.in_str = false;
+                    if self.depth == 0 {
+                        return Some(i);
+                    }
+                }
+            } else {
+                while i < n && !STOP[usize::from(chunk[i])] {
+                    i += 1;
+                }
+                if i == n {
+                    return None;
+                }
+                match chunk[i] {
+                    b'"' => self.in_str = true,
+                    b'{' | b'[' => self.depth += 1,
+                    _ => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                }
+                i += 1;
+            }
+        }
+        None
+    }
 }
 
 /// The push-based splitter (see the module docs).
 #[derive(Debug)]
 pub struct Splitter {
     mode: Mode,
+    /// The envelope's string state.
     in_str: bool,
     escape: bool,
-    /// Nesting inside the current element.
-    depth: u32,
+    /// The element in progress.
+    lex: Lexer,
     /// Nesting of the envelope.
     env_depth: u32,
     key: Key,
@@ -109,7 +170,7 @@ impl Splitter {
             mode: Mode::Envelope,
             in_str: false,
             escape: false,
-            depth: 0,
+            lex: Lexer::default(),
             env_depth: 0,
             key: Key::Other,
             str_start: 0,
@@ -154,9 +215,7 @@ impl Splitter {
                         }
                         _ if !need_comma && b != b',' && b != b']' && b != b'}' && b != b':' => {
                             start = i;
-                            self.depth = 0;
-                            self.in_str = false;
-                            self.escape = false;
+                            self.lex = Lexer::default();
                             self.mode = match b {
                                 b'{' | b'[' => Mode::Container,
                                 b'"' => Mode::Str,
@@ -164,14 +223,14 @@ impl Splitter {
                                 _ => return Err(self.syntax(b)),
                             };
                             if self.mode == Mode::Str {
-                                self.in_str = true;
+                                self.lex.in_str = true;
                                 i += 1;
                             }
                         }
                         _ => return Err(self.syntax(b)),
                     }
                 }
-                Mode::Container | Mode::Str => match self.element_end(chunk, i) {
+                Mode::Container | Mode::Str => match self.lex.value_end(chunk, i) {
                     Some(end) => {
                         self.finish_element(chunk, start, end, &mut emit)?;
                         i = end;
@@ -224,50 +283,6 @@ impl Splitter {
         self.jobs += 1;
         self.mode = Mode::Between { need_comma: true };
         Ok(())
-    }
-
-    /// Scans a container or string element from `i`; the index just past its end, if it ends
-    /// in this chunk.
-    fn element_end(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
-        let n = chunk.len();
-        while i < n {
-            if self.in_str {
-                if self.escape {
-                    self.escape = false;
-                    i += 1;
-                    continue;
-                }
-                let k = memchr::memchr2(b'"', b'\\', &chunk[i..])?;
-                i += k + 1;
-                if chunk[i - 1] == b'\\' {
-                    self.escape = true;
-                } else {
-                    self.in_str = false;
-                    if self.depth == 0 {
-                        return Some(i);
-                    }
-                }
-            } else {
-                while i < n && !STOP[usize::from(chunk[i])] {
-                    i += 1;
-                }
-                if i == n {
-                    return None;
-                }
-                match chunk[i] {
-                    b'"' => self.in_str = true,
-                    b'{' | b'[' => self.depth += 1,
-                    _ => {
-                        self.depth = self.depth.saturating_sub(1);
-                        if self.depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                }
-                i += 1;
-            }
-        }
-        None
     }
 
     /// Copies envelope bytes from `i` until the `jobs` array opens (or the chunk ends); returns

@@ -186,7 +186,7 @@ struct Job40 {
 
 /// One element of `jobs[]` (see [`super::stream`]); jobs without an id are skipped.
 pub fn job(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
-    let j: Job40 = serde_json::from_slice(elem)?;
+    let j: Job40 = super::pick::from_object(elem)?;
     let Some(id) = j.job_id.get().filter(|id| *id > 0) else { return Ok(()) };
     let exit = j.exit_code.exit();
     out.qos.push(j.qos.text());
