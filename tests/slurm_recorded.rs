@@ -727,3 +727,79 @@ fn recorded_user_records_give_each_admin_level() {
         assert_eq!(level("mallory"), None, "{v}");
     }
 }
+
+// ------------------------------------------------------------------ large job lists, streamed
+
+/// A `jobs` body with `n` jobs built from a recorded answer: ids 1..=n, names `job-{i}`.
+fn many_jobs(fixture_path: &str, n: usize) -> Vec<u8> {
+    let mut doc: serde_json::Value = serde_json::from_slice(&fixture(fixture_path)).unwrap();
+    let all = doc["jobs"].as_array().cloned().unwrap();
+    let jobs: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let mut j = all[i % all.len()].clone();
+            j["job_id"] = (i as u64 + 1).into();
+            j["name"] = format!("job-{i}").into();
+            j
+        })
+        .collect();
+    doc["jobs"] = jobs.into();
+    serde_json::to_vec(&doc).unwrap()
+}
+
+/// A 24.11 slurmrestd with the recorded nodes and partitions and this job list.
+async fn serve_v0042(jobs: Vec<u8>) -> MockServer {
+    let server = MockServer::start().await;
+    mount(&server, "/slurm/v0.0.43/ping/", 404, Vec::new()).await;
+    for (p, f) in [("ping", "02_ping"), ("nodes", "35_nodes_busy"), ("partitions", "36_partitions_busy")] {
+        mount(&server, &format!("/slurm/v0.0.42/{p}/"), 200, fixture(&format!("v0.0.42/{f}.json"))).await;
+    }
+    mount(&server, "/slurm/v0.0.42/jobs/", 200, jobs).await;
+    mount(&server, "/slurmdb/v0.0.42/qos/", 404, Vec::new()).await;
+    server
+}
+
+#[test]
+fn a_job_list_reads_the_same_in_any_chunks() {
+    for (v, f) in [(ApiVersion::V0038, "v0.0.38/jobs.json"), (ApiVersion::V0042, "v0.0.42/24_jobs.json")] {
+        let body = many_jobs(f, 1500);
+        let whole = parse::jobs(v, &body).unwrap();
+        assert_eq!(whole.data.jobs.len(), 1500, "{v}");
+        assert_eq!(whole.data.jobs[1499].name, "job-1499");
+        for size in [1000, 4096, 65_536] {
+            let chunks = body.chunks(size).map(bytes::Bytes::copy_from_slice);
+            let p = parse::jobs_streamed(v, chunks).unwrap();
+            assert_eq!(p.data.jobs, whole.data.jobs, "{v}, chunks of {size}");
+            assert_eq!((&p.data.allocs, &p.data.qos), (&whole.data.allocs, &whole.data.qos));
+            assert_eq!(p.last_update, whole.last_update);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_large_job_list_is_parsed_while_it_streams_in() {
+    let server = serve_v0042(many_jobs("v0.0.42/24_jobs.json", 3000)).await;
+    let mut p = Poller::new(cfg(&server.uri(), "tok")).unwrap();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    slurm_support::refresh_into(&mut p, &mut s).await.unwrap();
+    assert_eq!(s.jobs.len(), 3000);
+    let mut ids: Vec<u64> = s.jobs.iter().map(|j| j.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=3000).collect::<Vec<u64>>());
+    assert_eq!(s.jobs.iter().find(|j| j.id == 2000).unwrap().name, "job-1999");
+}
+
+#[tokio::test]
+async fn a_broken_job_in_a_large_list_fails_the_refresh_naming_the_endpoint() {
+    let body = String::from_utf8(many_jobs("v0.0.42/24_jobs.json", 3000)).unwrap();
+    let body = body.replacen(r#""job_id":2000,"#, r#""job_id":2000,"bad":tru,"#, 1);
+    let server = serve_v0042(body.into_bytes()).await;
+    let mut p = Poller::new(cfg(&server.uri(), "tok")).unwrap();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let e = slurm_support::refresh_into(&mut p, &mut s).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("slurmrestd: /slurm/v0.0.42/jobs/: malformed response: job 2000 of the list:"),
+        "{e}"
+    );
+    assert!(s.jobs.is_empty() && s.nodes.len() == 18, "nodes came first; no half list");
+}

@@ -85,6 +85,19 @@ pub struct Answer {
     pub body: Bytes,
 }
 
+/// A success body longer than this is streamed rather than read whole (and, like every body of
+/// 64 KiB or more, taken as data rather than checked for `errors[]`).
+pub const STREAM_AFTER: usize = 64 * 1024;
+
+/// What [`Client::get_streamed`] got.
+#[derive(Debug)]
+pub enum Fetched {
+    /// A small body, read and checked.
+    Whole(Bytes),
+    /// A large success: its first bytes, and the response to read the rest from.
+    Streaming { head: Bytes, rest: reqwest::Response },
+}
+
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -163,6 +176,20 @@ impl Client {
         query: &[(&str, String)],
         body: Option<&serde_json::Value>,
     ) -> Result<Answer, SlurmError> {
+        let resp = self.start(method, path, query, body).await?;
+        let status = resp.status().as_u16();
+        let body = resp.bytes().await.map_err(|e| self.transport(e))?;
+        Ok(Answer { status, body })
+    }
+
+    /// [`send`](Self::send) up to the status line: the body is left to read.
+    async fn start(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<reqwest::Response, SlurmError> {
         let t = now();
         let token = self.tokens.get(t).await?;
         if token.expired(t) && !self.tokens.can_refresh() {
@@ -186,12 +213,16 @@ impl Client {
         self.requests += 1;
         let resp = req.send().await.map_err(|e| self.transport(e))?;
         let status = resp.status().as_u16();
-        let body = resp.bytes().await.map_err(|e| self.transport(e))?;
         if status == 401 || status == 511 || (token.expired(now()) && status >= 400) {
             self.tokens.invalidate();
             return Err(SlurmError::Auth { status });
         }
-        Ok(Answer { status, body })
+        Ok(resp)
+    }
+
+    /// The next piece of a body being read.
+    pub async fn chunk(&self, resp: &mut reqwest::Response) -> Result<Option<Bytes>, SlurmError> {
+        resp.chunk().await.map_err(|e| self.transport(e))
     }
 
     fn transport(&self, e: reqwest::Error) -> SlurmError {
@@ -211,7 +242,7 @@ impl Client {
     /// A Slurm 22.05 answer (HTTP 500, or a small 200) whose only errors are
     /// "Unspecified error" (-1).
     fn ambiguous_500(&self, a: &Answer) -> bool {
-        let suspicious = a.status == 500 || ((200..300).contains(&a.status) && a.body.len() < 64 * 1024);
+        let suspicious = a.status == 500 || ((200..300).contains(&a.status) && a.body.len() < STREAM_AFTER);
         if !(self.version.is_some_and(ApiVersion::is_legacy) && suspicious) {
             return false;
         }
@@ -253,7 +284,46 @@ impl Client {
 
     /// GET a collection. `Ok(None)` for 304 (nothing changed since `update_time`).
     pub async fn get(&mut self, path: &str, query: &[(&str, String)]) -> Result<Option<Bytes>, SlurmError> {
-        let mut a = self.send(reqwest::Method::GET, path, query, None).await?;
+        let a = self.send(reqwest::Method::GET, path, query, None).await?;
+        self.settle(path, query, a).await
+    }
+
+    /// GET a collection whose body may be large (the job list): a success larger than
+    /// [`STREAM_AFTER`] comes back unread past its head, for the caller to stream; anything else
+    /// is read whole and judged as by [`get`](Self::get).
+    pub async fn get_streamed(
+        &mut self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<Option<Fetched>, SlurmError> {
+        let mut resp = self.start(reqwest::Method::GET, path, query, None).await?;
+        let status = resp.status().as_u16();
+        let mut head = bytes::BytesMut::new();
+        let whole = loop {
+            if (200..300).contains(&status) && head.len() >= STREAM_AFTER {
+                break false;
+            }
+            match self.chunk(&mut resp).await? {
+                Some(c) => head.extend_from_slice(&c),
+                None => break true,
+            }
+        };
+        let head = head.freeze();
+        if !whole {
+            return Ok(Some(Fetched::Streaming { head, rest: resp }));
+        }
+        let a = Answer { status, body: head };
+        Ok(self.settle(path, query, a).await?.map(Fetched::Whole))
+    }
+
+    /// Judges a GET's answer: retries a failed incremental fetch in full, turns errors (and a
+    /// small 200 carrying `errors[]`) into [`SlurmError`]s.
+    async fn settle(
+        &mut self,
+        path: &str,
+        query: &[(&str, String)],
+        mut a: Answer,
+    ) -> Result<Option<Bytes>, SlurmError> {
         let incremental = query.iter().any(|(k, _)| *k == "update_time");
         if incremental && (a.status >= 500 || self.ambiguous_500(&a)) {
             // An incremental fetch (`update_time`) can fail where a full one succeeds: seen on
@@ -270,7 +340,7 @@ impl Client {
             200..=299 => {
                 // Small bodies are checked for `errors[]` (a 200 can carry them); large ones
                 // are data.
-                if a.body.len() < 64 * 1024
+                if a.body.len() < STREAM_AFTER
                     && let Ok(env) = serde_json::from_slice::<Envelope>(&a.body)
                     && !env.errors.is_empty()
                 {

@@ -5,6 +5,8 @@
 //! * [`v0038`] and [`v0040`]: one translation layer per version family; [`db`] for slurmdbd
 //!   records; [`wire`] holds the lenient JSON types they share; [`text`] parses hostlists and
 //!   GRES/TRES strings; [`map`] turns normalised records into the domain model.
+//! * [`split`], [`pick`] and [`stream`]: the job list parsed while it streams in, on every core,
+//!   reading only the members of each job that gpuplane uses.
 //! * [`poll`]: the polite refresh loop ([`run`]).
 //! * [`ops`]: writes (drain, resume, cancel, submit).
 
@@ -14,7 +16,10 @@ pub mod error;
 pub mod map;
 pub mod ops;
 pub mod perm;
+pub mod pick;
 pub mod poll;
+pub mod split;
+pub mod stream;
 pub mod text;
 pub mod token;
 pub mod v0038;
@@ -125,8 +130,22 @@ pub mod parse {
     }
 
     pub fn jobs(v: ApiVersion, body: &[u8]) -> Result<Parsed<JobsOut>, SlurmError> {
-        let r = if v.is_legacy() { v0038::jobs(body) } else { v0040::jobs(body) };
-        r.map_err(|e| malformed(&v.ctld("jobs"), e))
+        jobs_streamed(v, [body])
+    }
+
+    /// A `jobs` body as it arrives, chunk by chunk (see [`stream`]).
+    pub fn jobs_streamed<C: stream::Chunk>(
+        v: ApiVersion,
+        chunks: impl IntoIterator<Item = C>,
+    ) -> Result<Parsed<JobsOut>, SlurmError> {
+        let read: stream::JobReader = if v.is_legacy() { v0038::job } else { v0040::job };
+        let mut p = stream::jobs(read, chunks)
+            .map_err(|detail| SlurmError::Malformed { endpoint: v.ctld("jobs"), detail })?;
+        // v0.0.38 has no `last_update`.
+        if v.is_legacy() {
+            p.last_update = None;
+        }
+        Ok(p)
     }
 
     pub fn job_states(v: ApiVersion, body: &[u8]) -> Result<Vec<(JobId, JobState)>, SlurmError> {

@@ -12,7 +12,7 @@
 //! accounting; never a request per node or per job. Errors are retried with exponential backoff
 //! and jitter; the state keeps the last good data and the header shows the error and its age.
 
-use super::client::{ApiVersion, Client};
+use super::client::{ApiVersion, Client, Fetched};
 use super::error::SlurmError;
 use super::map::GpuAlloc;
 use super::{JobsOut, Limit, SOURCE, SlurmConfig, parse};
@@ -23,6 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
+
+/// Chunks of a streaming job list read ahead of the parser at most.
+const CHUNKS_IN_FLIGHT: usize = 32;
 
 fn now() -> Epoch {
     jiff::Timestamp::now().as_second()
@@ -146,8 +149,7 @@ impl Poller {
             full || self.since_full_jobs + 1 >= self.cfg.full_jobs_every.max(1) || self.jobs_stamp.is_none();
         if v.is_legacy() {
             let stamp = if force { None } else { self.jobs_stamp };
-            if let Some(body) = self.get(&v.ctld("jobs"), stamp).await? {
-                self.take_jobs(v, body, t0).await?;
+            if self.fetch_jobs(v, stamp, t0).await? {
                 jobs_changed = true;
             } else {
                 self.since_full_jobs += 1;
@@ -165,10 +167,7 @@ impl Poller {
                 }
             }
             if fetch {
-                if let Some(body) = self.get(&v.ctld("jobs"), None).await? {
-                    self.take_jobs(v, body, t0).await?;
-                    jobs_changed = true;
-                }
+                jobs_changed = self.fetch_jobs(v, None, t0).await?;
             } else {
                 self.since_full_jobs += 1;
             }
@@ -219,8 +218,52 @@ impl Poller {
         let _ = tx.send(Update::Inventory { at, inventory: Box::new(inv) }).await;
     }
 
-    async fn take_jobs(&mut self, v: ApiVersion, body: Bytes, t0: Epoch) -> Result<(), SlurmError> {
-        let p = blocking(move || parse::jobs(v, &body)).await?;
+    /// GETs the job list and parses it while it streams in (a large list is never held whole).
+    /// `Ok(false)`: 304, nothing changed.
+    async fn fetch_jobs(&mut self, v: ApiVersion, stamp: Option<i64>, t0: Epoch) -> Result<bool, SlurmError> {
+        let q: Vec<(&str, String)> = stamp.map(|t| vec![("update_time", t.to_string())]).unwrap_or_default();
+        let p = match self.client.get_streamed(&v.ctld("jobs"), &q).await? {
+            None => return Ok(false),
+            Some(Fetched::Whole(body)) => blocking(move || parse::jobs(v, &body)).await?,
+            Some(Fetched::Streaming { head, mut rest }) => {
+                let (tx, mut rx) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
+                let parser = tokio::task::spawn_blocking(move || {
+                    let more = std::iter::from_fn(move || rx.blocking_recv());
+                    parse::jobs_streamed(v, std::iter::once(head).chain(more))
+                });
+                let mut read = Ok(());
+                loop {
+                    match self.client.chunk(&mut rest).await {
+                        Ok(Some(c)) => {
+                            // A closed channel: the parser stopped, and its result says why.
+                            if tx.send(c).await.is_err() {
+                                break;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            read = Err(e);
+                            break;
+                        }
+                    }
+                }
+                drop(tx);
+                let parsed = parser.await.unwrap_or_else(|e| {
+                    Err(SlurmError::Malformed {
+                        endpoint: "parser".into(),
+                        detail: format!("parser task failed: {e}"),
+                    })
+                });
+                // A broken download explains a list that ended early.
+                read?;
+                parsed?
+            }
+        };
+        self.take_jobs(v, p, t0);
+        Ok(true)
+    }
+
+    fn take_jobs(&mut self, v: ApiVersion, p: super::Parsed<JobsOut>, t0: Epoch) {
         if !v.is_legacy() {
             let mut st: Vec<(JobId, JobState)> = p.data.jobs.iter().map(|j| (j.id, j.state)).collect();
             st.sort_unstable_by_key(|(id, _)| *id);
@@ -229,7 +272,6 @@ impl Poller {
         self.live = p.data;
         self.jobs_stamp = if v.is_legacy() { Some(t0 - 2) } else { Some(p.last_update.unwrap_or(t0)) };
         self.since_full_jobs = 0;
-        Ok(())
     }
 
     /// Reads accounting when it is due. Failures are kept aside (the header shows them) and

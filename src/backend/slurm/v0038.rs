@@ -6,7 +6,7 @@
 //! `state.current` as a string (see `db.rs`). Node updates are not available over REST in
 //! this version.
 
-use super::map::{Exit, JobIn, NodeIn, PartitionIn};
+use super::map::{NodeIn, PartitionIn};
 use super::wire::{Loose, Num, Words};
 use super::{JobsOut, Parsed};
 use crate::model::{Node, Queue};
@@ -100,75 +100,9 @@ pub fn partitions(body: &[u8]) -> serde_json::Result<Parsed<Vec<Queue>>> {
     Ok(Parsed { data: queues, last_update: None })
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Job38 {
-    job_id: Num,
-    name: Loose,
-    user_name: Loose,
-    account: Loose,
-    qos: Loose,
-    partition: Loose,
-    job_state: Words,
-    state_reason: Loose,
-    priority: Num,
-    submit_time: Num,
-    start_time: Num,
-    end_time: Num,
-    nodes: Loose,
-    node_count: Num,
-    tasks: Num,
-    tres_alloc_str: Loose,
-    tres_req_str: Loose,
-    tres_per_node: Loose,
-    tres_per_job: Loose,
-    tres_per_task: Loose,
-    gres_detail: Words,
-    exit_code: Num,
-    restart_cnt: Num,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct JobsResp {
-    jobs: Vec<Job38>,
-}
-
-pub fn jobs(body: &[u8]) -> serde_json::Result<Parsed<JobsOut>> {
-    let r: JobsResp = serde_json::from_slice(body)?;
-    let mut out = JobsOut { jobs: Vec::with_capacity(r.jobs.len()), ..Default::default() };
-    for j in r.jobs {
-        let Some(id) = j.job_id.get().filter(|id| *id > 0) else { continue };
-        out.qos.push(j.qos.text());
-        out.jobs.push(super::map::job(
-            JobIn {
-                id: id as u64,
-                name: j.name.text(),
-                user: j.user_name.text(),
-                account: j.account.text(),
-                qos: j.qos.text(),
-                partition: j.partition.text(),
-                state: j.job_state.upper(),
-                reason: j.state_reason.text(),
-                priority: j.priority.get(),
-                submit: j.submit_time.pos(),
-                start: j.start_time.pos(),
-                end: j.end_time.pos(),
-                nodes: j.nodes.into_string(),
-                node_count: j.node_count.get(),
-                tasks: j.tasks.get(),
-                tres_alloc: j.tres_alloc_str.into_string(),
-                tres_req: j.tres_req_str.into_string(),
-                tres_per_node: j.tres_per_node.into_string(),
-                tres_per_job: j.tres_per_job.into_string(),
-                tres_per_task: j.tres_per_task.into_string(),
-                gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
-                exit: j.exit_code.get().map(Exit::from_wait_status).unwrap_or_default(),
-                restarts: j.restart_cnt.u32(),
-                ..Default::default()
-            },
-            &mut out.allocs,
-        ));
-    }
-    Ok(Parsed { data: out, last_update: None })
+/// One element of `jobs[]`. A v0.0.38 job record has the fields the v0.0.40+ reader takes, under
+/// the same names; the differences (a string `job_state`, a raw wait status in `exit_code`) are
+/// shapes that reader's lenient types accept, so it is shared.
+pub fn job(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
+    super::v0040::job(elem, out)
 }

@@ -131,7 +131,7 @@ struct ExitCode {
     signal: Signal,
 }
 
-/// `exit_code` is verbose from v0.0.40 on, but tolerate the old integer too.
+/// `exit_code` is verbose from v0.0.40 on; the v0.0.38 raw wait status is read too.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum ExitField {
@@ -184,51 +184,42 @@ struct Job40 {
     restart_cnt: Num,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct JobsResp {
-    jobs: Vec<Job40>,
-    last_update: Num,
-}
-
-pub fn jobs(body: &[u8]) -> serde_json::Result<Parsed<JobsOut>> {
-    let r: JobsResp = serde_json::from_slice(body)?;
-    let mut out = JobsOut { jobs: Vec::with_capacity(r.jobs.len()), ..Default::default() };
-    for j in r.jobs {
-        let Some(id) = j.job_id.get().filter(|id| *id > 0) else { continue };
-        let exit = j.exit_code.exit();
-        out.qos.push(j.qos.text());
-        out.jobs.push(super::map::job(
-            JobIn {
-                id: id as u64,
-                name: j.name.text(),
-                user: j.user_name.text(),
-                account: j.account.text(),
-                qos: j.qos.text(),
-                partition: j.partition.text(),
-                state: j.job_state.upper(),
-                reason: j.state_reason.text(),
-                priority: j.priority.get(),
-                submit: j.submit_time.pos(),
-                start: j.start_time.pos(),
-                end: j.end_time.pos(),
-                nodes: j.nodes.into_string(),
-                node_count: j.node_count.get(),
-                tasks: j.tasks.get(),
-                tres_alloc: j.tres_alloc_str.into_string(),
-                tres_req: j.tres_req_str.into_string(),
-                tres_per_node: j.tres_per_node.into_string(),
-                tres_per_job: j.tres_per_job.into_string(),
-                tres_per_task: j.tres_per_task.into_string(),
-                gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
-                exit,
-                restarts: j.restart_cnt.u32(),
-                ..Default::default()
-            },
-            &mut out.allocs,
-        ));
-    }
-    Ok(Parsed { data: out, last_update: r.last_update.pos() })
+/// One element of `jobs[]` (see [`super::stream`]); jobs without an id are skipped.
+pub fn job(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
+    let j: Job40 = super::pick::from_object(elem)?;
+    let Some(id) = j.job_id.get().filter(|id| *id > 0) else { return Ok(()) };
+    let exit = j.exit_code.exit();
+    out.qos.push(j.qos.text());
+    out.jobs.push(super::map::job(
+        JobIn {
+            id: id as u64,
+            name: j.name.text(),
+            user: j.user_name.text(),
+            account: j.account.text(),
+            qos: j.qos.text(),
+            partition: j.partition.text(),
+            state: j.job_state.upper(),
+            reason: j.state_reason.text(),
+            priority: j.priority.get(),
+            submit: j.submit_time.pos(),
+            start: j.start_time.pos(),
+            end: j.end_time.pos(),
+            nodes: j.nodes.into_string(),
+            node_count: j.node_count.get(),
+            tasks: j.tasks.get(),
+            tres_alloc: j.tres_alloc_str.into_string(),
+            tres_req: j.tres_req_str.into_string(),
+            tres_per_node: j.tres_per_node.into_string(),
+            tres_per_job: j.tres_per_job.into_string(),
+            tres_per_task: j.tres_per_task.into_string(),
+            gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
+            exit,
+            restarts: j.restart_cnt.u32(),
+            ..Default::default()
+        },
+        &mut out.allocs,
+    ));
+    Ok(())
 }
 
 #[derive(Deserialize, Default)]

@@ -1,0 +1,498 @@
+//! Splits a `jobs` response into one JSON text per job while the body streams in, so that jobs
+//! can be parsed as they arrive (on several threads) and the whole body is never held.
+//!
+//! The body is `{"jobs": [ {…}, {…} ], "last_update": …, "meta": …, "errors": […]}`. The
+//! [`Splitter`] is fed the body chunk by chunk (chunks may end anywhere: inside a string, after
+//! a backslash, between two brackets). It reports each element of the top-level `jobs` array as
+//! a range of the current chunk, or, when the element began in an earlier chunk, as the bytes
+//! it carried over. Everything outside the `jobs` elements (the envelope, with `"jobs":[]`) is
+//! kept aside and parsed at the end; it is small.
+//!
+//! Only the structure needed to find the elements is checked here: strings and their escapes,
+//! bracket nesting, the commas between elements. The element texts themselves go to a real
+//! JSON parser, which rejects whatever else is wrong with them.
+
+use std::ops::Range;
+
+/// The envelope (everything outside the `jobs` elements) may not grow past this.
+pub const MAX_ENVELOPE: usize = 32 << 20;
+/// Nor may one job.
+pub const MAX_ELEMENT: usize = 64 << 20;
+
+/// Why a body could not be split.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SplitError {
+    #[error("the body ended inside the jobs list (after {0} jobs)")]
+    Truncated(usize),
+    #[error("unexpected {found:?} in the jobs list after {jobs} jobs")]
+    Syntax { found: char, jobs: usize },
+    #[error("{what} is larger than {limit} bytes")]
+    TooLarge { what: &'static str, limit: usize },
+}
+
+/// One element of the `jobs` array.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Elem {
+    /// Wholly inside the chunk just pushed.
+    In(Range<usize>),
+    /// Began in an earlier chunk: its bytes.
+    Carried(Vec<u8>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Outside the `jobs` array.
+    Envelope,
+    /// Inside the `jobs` array, between elements.
+    Between { need_comma: bool },
+    /// Inside an object or array element.
+    Container,
+    /// Inside a string element.
+    Str,
+    /// Inside a bare element (number, `true`, `null`…).
+    Bare,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Other,
+    /// The last string in the top-level object was `"jobs"`…
+    JobsString,
+    /// …and a colon followed it.
+    JobsColon,
+}
+
+/// Stops the container scan: quotes and brackets.
+static STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
+
+pub fn bare_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
+}
+
+/// Finds where a JSON string, object or array ends: tracks strings, escapes and nesting (not
+/// which bracket closes which; the parser that reads the value checks that).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lexer {
+    in_str: bool,
+    escape: bool,
+    depth: u32,
+}
+
+impl Lexer {
+    /// For scanning from just after a string's opening quote.
+    pub fn in_string() -> Lexer {
+        Lexer { in_str: true, ..Lexer::default() }
+    }
+
+    /// Scans on from `i` (the state carries over from an earlier call, for a value split across
+    /// chunks); the index just past the value's end, if it ends in `chunk`.
+    pub fn value_end(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
+        let n = chunk.len();
+        while i < n {
+            if self.in_str {
+                if self.escape {
+                    self.escape = false;
+                    i += 1;
+                    continue;
+                }
+                let k = memchr::memchr2(b'"', b'\\', &chunk[i..])?;
+                i += k + 1;
+                if chunk[i - 1] == b'\\' {
+                    self.escape = true;
+                } else {
+                    self.in_str = false;
+                    if self.depth == 0 {
+                        return Some(i);
+                    }
+                }
+            } else {
+                while i < n && !STOP[usize::from(chunk[i])] {
+                    i += 1;
+                }
+                if i == n {
+                    return None;
+                }
+                match chunk[i] {
+                    b'"' => self.in_str = true,
+                    b'{' | b'[' => self.depth += 1,
+                    _ => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                }
+                i += 1;
+            }
+        }
+        None
+    }
+}
+
+/// The push-based splitter (see the module docs).
+#[derive(Debug)]
+pub struct Splitter {
+    mode: Mode,
+    /// The envelope's string state.
+    in_str: bool,
+    escape: bool,
+    /// The element in progress.
+    lex: Lexer,
+    /// Nesting of the envelope.
+    env_depth: u32,
+    key: Key,
+    /// Where the envelope's current string's content starts.
+    str_start: usize,
+    envelope: Vec<u8>,
+    carry: Vec<u8>,
+    jobs: usize,
+    /// `jobs` when the list opened (an empty list may close at once).
+    list_start: usize,
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Splitter {
+    pub fn new() -> Splitter {
+        Splitter {
+            mode: Mode::Envelope,
+            in_str: false,
+            escape: false,
+            lex: Lexer::default(),
+            env_depth: 0,
+            key: Key::Other,
+            str_start: 0,
+            envelope: Vec::new(),
+            carry: Vec::new(),
+            jobs: 0,
+            list_start: 0,
+        }
+    }
+
+    /// Elements reported so far.
+    pub fn jobs(&self) -> usize {
+        self.jobs
+    }
+
+    /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
+    pub fn push(&mut self, chunk: &[u8], mut emit: impl FnMut(Elem)) -> Result<(), SplitError> {
+        let n = chunk.len();
+        let mut i = 0;
+        // Where the element in progress starts in this chunk (0 when it was carried in).
+        let mut start = 0;
+        while i < n {
+            match self.mode {
+                Mode::Envelope => {
+                    i = self.envelope_until_jobs(chunk, i)?;
+                    start = i;
+                }
+                Mode::Between { need_comma } => {
+                    let b = chunk[i];
+                    match b {
+                        b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+                        b',' if need_comma => {
+                            self.mode = Mode::Between { need_comma: false };
+                            i += 1;
+                        }
+                        b']' if need_comma || self.jobs == self.list_start => {
+                            self.envelope.push(b']');
+                            self.env_depth = self.env_depth.saturating_sub(1);
+                            self.mode = Mode::Envelope;
+                            self.key = Key::Other;
+                            i += 1;
+                        }
+                        _ if !need_comma && b != b',' && b != b']' && b != b'}' && b != b':' => {
+                            start = i;
+                            self.lex = Lexer::default();
+                            self.mode = match b {
+                                b'{' | b'[' => Mode::Container,
+                                b'"' => Mode::Str,
+                                _ if bare_byte(b) => Mode::Bare,
+                                _ => return Err(self.syntax(b)),
+                            };
+                            if self.mode == Mode::Str {
+                                self.lex.in_str = true;
+                                i += 1;
+                            }
+                        }
+                        _ => return Err(self.syntax(b)),
+                    }
+                }
+                Mode::Container | Mode::Str => match self.lex.value_end(chunk, i) {
+                    Some(end) => {
+                        self.finish_element(chunk, start, end, &mut emit)?;
+                        i = end;
+                    }
+                    None => i = n,
+                },
+                Mode::Bare => {
+                    let len = chunk[i..].iter().position(|b| !bare_byte(*b));
+                    match len {
+                        Some(k) => {
+                            self.finish_element(chunk, start, i + k, &mut emit)?;
+                            i += k;
+                        }
+                        None => i = n,
+                    }
+                }
+            }
+        }
+        if matches!(self.mode, Mode::Container | Mode::Str | Mode::Bare) {
+            self.carry_over(&chunk[start.min(n)..])?;
+        }
+        Ok(())
+    }
+
+    fn syntax(&self, b: u8) -> SplitError {
+        SplitError::Syntax { found: char::from(b), jobs: self.jobs }
+    }
+
+    fn carry_over(&mut self, bytes: &[u8]) -> Result<(), SplitError> {
+        if self.carry.len() + bytes.len() > MAX_ELEMENT {
+            return Err(SplitError::TooLarge { what: "one job", limit: MAX_ELEMENT });
+        }
+        self.carry.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn finish_element(
+        &mut self,
+        chunk: &[u8],
+        start: usize,
+        end: usize,
+        emit: &mut impl FnMut(Elem),
+    ) -> Result<(), SplitError> {
+        if self.carry.is_empty() {
+            emit(Elem::In(start..end));
+        } else {
+            self.carry_over(&chunk[..end])?;
+            emit(Elem::Carried(std::mem::take(&mut self.carry)));
+        }
+        self.jobs += 1;
+        self.mode = Mode::Between { need_comma: true };
+        Ok(())
+    }
+
+    /// Copies envelope bytes from `i` until the `jobs` array opens (or the chunk ends); returns
+    /// where it stopped.
+    fn envelope_until_jobs(&mut self, chunk: &[u8], mut i: usize) -> Result<usize, SplitError> {
+        let from = i;
+        let mut open = false;
+        while i < chunk.len() {
+            let b = chunk[i];
+            i += 1;
+            if self.in_str {
+                if self.escape {
+                    self.escape = false;
+                } else if b == b'\\' {
+                    self.escape = true;
+                } else if b == b'"' {
+                    self.in_str = false;
+                    let at = self.envelope.len() + (i - 1 - from);
+                    let s = self.str_start.min(at);
+                    let is_jobs = self.env_depth == 1 && self.string_is_jobs(chunk, from, s, at);
+                    self.key = if is_jobs { Key::JobsString } else { Key::Other };
+                }
+                continue;
+            }
+            match b {
+                b'"' => {
+                    self.in_str = true;
+                    self.str_start = self.envelope.len() + (i - from);
+                    self.key = Key::Other;
+                }
+                b':' => self.key = if self.key == Key::JobsString { Key::JobsColon } else { Key::Other },
+                b'[' if self.key == Key::JobsColon && self.env_depth == 1 => {
+                    self.env_depth += 1;
+                    open = true;
+                    break;
+                }
+                b'{' | b'[' => {
+                    self.env_depth += 1;
+                    self.key = Key::Other;
+                }
+                b'}' | b']' => {
+                    self.env_depth = self.env_depth.saturating_sub(1);
+                    self.key = Key::Other;
+                }
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                _ => self.key = Key::Other,
+            }
+        }
+        if self.envelope.len() + (i - from) > MAX_ENVELOPE {
+            return Err(SplitError::TooLarge {
+                what: "the response outside the jobs list",
+                limit: MAX_ENVELOPE,
+            });
+        }
+        self.envelope.extend_from_slice(&chunk[from..i]);
+        if open {
+            self.mode = Mode::Between { need_comma: false };
+            self.list_start = self.jobs;
+        }
+        Ok(i)
+    }
+
+    /// Whether the envelope string between `s` and `at` (envelope offsets, counting the bytes of
+    /// `chunk[from..]` not yet copied as if they were) reads `jobs`.
+    fn string_is_jobs(&self, chunk: &[u8], from: usize, s: usize, at: usize) -> bool {
+        if at - s != 4 {
+            return false;
+        }
+        let have = self.envelope.len();
+        (s..at).zip(b"jobs").all(|(k, want)| {
+            let b = if k < have { self.envelope[k] } else { chunk[from + (k - have)] };
+            b == *want
+        })
+    }
+
+    /// The end of the body: the envelope (with `"jobs":[]`) to parse, or why the body is
+    /// incomplete.
+    pub fn finish(self) -> Result<Vec<u8>, SplitError> {
+        match self.mode {
+            Mode::Envelope => Ok(self.envelope),
+            _ => Err(SplitError::Truncated(self.jobs)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Splits `body` fed in chunks of `size` bytes: the element texts and the envelope.
+    fn split(body: &[u8], size: usize) -> Result<(Vec<String>, String), SplitError> {
+        let mut s = Splitter::new();
+        let mut out = Vec::new();
+        for chunk in body.chunks(size.max(1)) {
+            s.push(chunk, |e| {
+                let bytes = match e {
+                    Elem::In(r) => chunk[r].to_vec(),
+                    Elem::Carried(v) => v,
+                };
+                out.push(String::from_utf8(bytes).unwrap());
+            })?;
+        }
+        let env = s.finish()?;
+        Ok((out, String::from_utf8(env).unwrap()))
+    }
+
+    /// The same result for every chunk size from 1 to the whole body.
+    fn split_all_ways(body: &str) -> Result<(Vec<String>, String), SplitError> {
+        let whole = split(body.as_bytes(), body.len());
+        for size in 1..body.len() {
+            assert_eq!(split(body.as_bytes(), size), whole, "chunks of {size} bytes");
+        }
+        whole
+    }
+
+    #[test]
+    fn elements_and_envelope() {
+        let body = r#"{"meta":{"jobs":[1]},"jobs": [ {"job_id":1,"a":[1,{"b":2}]} , {"job_id":2} ],"last_update":{"number":7}}"#;
+        let (jobs, env) = split_all_ways(body).unwrap();
+        assert_eq!(jobs, [r#"{"job_id":1,"a":[1,{"b":2}]}"#, r#"{"job_id":2}"#]);
+        // Only the top-level `jobs` is split; the nested one stays in the envelope.
+        assert_eq!(env, r#"{"meta":{"jobs":[1]},"jobs": []"#.to_string() + r#","last_update":{"number":7}}"#);
+        let v: serde_json::Value = serde_json::from_str(&env).unwrap();
+        assert_eq!(v["jobs"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn strings_with_brackets_quotes_and_escapes() {
+        let body = r#"{"jobs":[{"name":"a}]\"{[","x":"\\","y":"\\\"}"},{"name":"\u0041\\\\"}],"errors":[]}"#;
+        let (jobs, env) = split_all_ways(body).unwrap();
+        assert_eq!(jobs, [r#"{"name":"a}]\"{[","x":"\\","y":"\\\"}"}"#, r#"{"name":"\u0041\\\\"}"#]);
+        assert_eq!(env, r#"{"jobs":[],"errors":[]}"#);
+        for j in &jobs {
+            serde_json::from_str::<serde_json::Value>(j).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_key_that_only_looks_like_jobs() {
+        // "jobs" as a value, an escaped key, and a longer key are not the list.
+        let body = r#"{"a":"jobs","b":["jobs"],"jo\"bs":[{"x":1}],"jobsx":[{"y":2}],"jobs":[{"z":3}]}"#;
+        let (jobs, env) = split_all_ways(body).unwrap();
+        assert_eq!(jobs, [r#"{"z":3}"#]);
+        assert!(env.contains(r#""jobsx":[{"y":2}]"#) && env.ends_with(r#""jobs":[]}"#), "{env}");
+    }
+
+    #[test]
+    fn bare_and_string_elements_are_passed_on() {
+        let (jobs, env) = split_all_ways(r#"{"jobs":[null, 12 ,"s,]\"",true,[1,[2]]]}"#).unwrap();
+        assert_eq!(jobs, ["null", "12", r#""s,]\"""#, "true", "[1,[2]]"]);
+        assert_eq!(env, r#"{"jobs":[]}"#);
+        let (jobs, _) = split_all_ways(r#"{"jobs":[ ]}"#).unwrap();
+        assert!(jobs.is_empty());
+    }
+
+    #[test]
+    fn bodies_without_a_jobs_list_are_all_envelope() {
+        for body in ["Unable to parse query.", r#"{"errors":[{"error":"x"}]}"#, r#"{"jobs":null}"#, ""] {
+            let (jobs, env) = split_all_ways(body).unwrap();
+            assert!(jobs.is_empty());
+            assert_eq!(env, body);
+        }
+    }
+
+    #[test]
+    fn truncated_bodies_are_errors_not_panics() {
+        let body = r#"{"jobs":[{"a":"x\"y"},{"b":[1,2]}],"last_update":1}"#;
+        let open = body.find('[').unwrap() + 1;
+        let close = body.find("],").unwrap() + 1;
+        for cut in 0..body.len() {
+            let r = split(&body.as_bytes()[..cut], 3);
+            let inside = (open..close).contains(&cut);
+            match r {
+                Err(SplitError::Truncated(n)) => assert!(inside && n <= 2, "cut {cut}: {n}"),
+                Ok((jobs, env)) => {
+                    assert!(!inside, "cut {cut} passed: {env}");
+                    // Outside the list the envelope parser reports the truncation.
+                    if cut < body.len() {
+                        assert!(serde_json::from_str::<serde_json::Value>(&env).is_err(), "cut {cut}");
+                    }
+                    assert!(jobs.len() <= 2);
+                }
+                Err(e) => panic!("cut {cut}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn broken_lists_are_errors() {
+        for body in [
+            r#"{"jobs":[{}{}]}"#,
+            r#"{"jobs":[,{}]}"#,
+            r#"{"jobs":[{},]}"#,
+            r#"{"jobs":[}]}"#,
+            r#"{"jobs":[:]}"#,
+        ] {
+            assert!(matches!(split(body.as_bytes(), 2), Err(SplitError::Syntax { .. })), "{body}");
+        }
+    }
+
+    #[test]
+    fn odd_bytes_do_not_panic() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let alphabet = br#"{}[]",:\ jobs1"#;
+        for _ in 0..2000 {
+            let len = rng.usize(0..40);
+            let mut body = br#"{"jobs":["#.to_vec();
+            body.extend((0..len).map(|_| alphabet[rng.usize(0..alphabet.len())]));
+            let size = rng.usize(1..8);
+            let _ = split(&body, size);
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The job list parsed while it streams in: the [`Splitter`] cuts the body into one JSON text
+//! per job, batches of them go to parser threads (one per core, at most [`MAX_WORKERS`]), and
+//! each job becomes its compact model record there. Memory is bounded by the records and the
+//! batches in flight, not by the size of the JSON; the body's chunks are dropped as soon as
+//! their jobs are parsed. Job order is kept.
+
+use super::split::{Elem, Splitter};
+use super::wire::Num;
+use super::{JobsOut, Parsed};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
+
+/// Parser threads at most.
+pub const MAX_WORKERS: usize = 4;
+/// A batch goes to a parser thread once it holds this many bytes of job text.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// A piece of the body that job texts can be cut from without copying.
+pub trait Chunk: AsRef<[u8]> + Send {
+    fn part(&self, r: Range<usize>) -> Self;
+}
+
+impl Chunk for Bytes {
+    fn part(&self, r: Range<usize>) -> Bytes {
+        self.slice(r)
+    }
+}
+
+impl Chunk for &[u8] {
+    fn part(&self, r: Range<usize>) -> Self {
+        &self[r]
+    }
+}
+
+/// One job's JSON text.
+enum Piece<C> {
+    Part(C),
+    Own(Vec<u8>),
+}
+
+impl<C: AsRef<[u8]>> Piece<C> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Part(c) => c.as_ref(),
+            Piece::Own(v) => v,
+        }
+    }
+}
+
+/// A version family's reader of one job element: adds the job (if it has an id) to `out`.
+pub type JobReader = fn(&[u8], &mut JobsOut) -> serde_json::Result<()>;
+
+/// Batch number, number of the batch's first job, the job texts.
+type Batch<C> = (usize, usize, Vec<Piece<C>>);
+
+/// What the body holds besides the jobs (`jobs` is the emptied list).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Envelope {
+    jobs: Vec<IgnoredAny>,
+    last_update: Num,
+}
+
+/// Parses a `jobs` body arriving as `chunks`. The error is a message for
+/// [`SlurmError::Malformed`](super::SlurmError::Malformed).
+pub fn jobs<C: Chunk>(
+    read: JobReader,
+    chunks: impl IntoIterator<Item = C>,
+) -> Result<Parsed<JobsOut>, String> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_WORKERS);
+    let (tx, rx) = mpsc::sync_channel::<Batch<C>>(workers * 2);
+    let rx = Mutex::new(rx);
+    let failed = AtomicBool::new(false);
+    let (split, done) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| work(read, &rx, &failed))).collect();
+        let split = split_into_batches(chunks, &tx, &failed);
+        drop(tx);
+        let done: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        (split, done)
+    });
+    let mut parts = Vec::new();
+    for d in done {
+        parts.extend(d.map_err(|_| "a parser thread failed".to_string())?);
+    }
+    parts.sort_by_key(|(idx, _)| *idx);
+    let mut outs = Vec::with_capacity(parts.len());
+    for (_, p) in parts {
+        outs.push(p?);
+    }
+    let envelope = split?;
+    let env: Envelope = serde_json::from_slice(&envelope).map_err(|e| e.to_string())?;
+    if !env.jobs.is_empty() {
+        return Err("a jobs list written in a form gpuplane does not read".to_string());
+    }
+    let total = outs.iter().map(|o| o.jobs.len()).sum();
+    let mut out = JobsOut { jobs: Vec::with_capacity(total), ..Default::default() };
+    for o in outs {
+        out.jobs.extend(o.jobs);
+        out.allocs.extend(o.allocs);
+        out.qos.extend(o.qos);
+    }
+    Ok(Parsed { data: out, last_update: env.last_update.pos() })
+}
+
+/// Feeds the splitter and sends batches of job texts; the envelope at the end. Stops early
+/// (with an empty envelope) once a parser thread has failed.
+fn split_into_batches<C: Chunk>(
+    chunks: impl IntoIterator<Item = C>,
+    tx: &mpsc::SyncSender<Batch<C>>,
+    failed: &AtomicBool,
+) -> Result<Vec<u8>, String> {
+    let mut splitter = Splitter::new();
+    let (mut batch, mut bytes, mut idx, mut first) = (Vec::new(), 0usize, 0usize, 0usize);
+    for chunk in chunks {
+        if failed.load(Ordering::Relaxed) {
+            return Ok(Vec::new());
+        }
+        splitter
+            .push(chunk.as_ref(), |e| {
+                let p = match e {
+                    Elem::In(r) => Piece::Part(chunk.part(r)),
+                    Elem::Carried(v) => Piece::Own(v),
+                };
+                bytes += p.bytes().len();
+                batch.push(p);
+                if bytes >= BATCH_BYTES {
+                    let n = batch.len();
+                    // A send fails only when every parser thread has stopped (after a failure).
+                    let _ = tx.send((idx, first, std::mem::take(&mut batch)));
+                    (idx, first, bytes) = (idx + 1, first + n, 0);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    if !batch.is_empty() {
+        let _ = tx.send((idx, first, batch));
+    }
+    splitter.finish().map_err(|e| e.to_string())
+}
+
+/// A parser thread: batches in, model records out, tagged with the batch number.
+fn work<C: AsRef<[u8]>>(
+    read: JobReader,
+    rx: &Mutex<mpsc::Receiver<Batch<C>>>,
+    failed: &AtomicBool,
+) -> Vec<(usize, Result<JobsOut, String>)> {
+    let mut done = Vec::new();
+    loop {
+        let next = match rx.lock() {
+            Ok(r) => r.recv(),
+            Err(_) => break,
+        };
+        let Ok((idx, first, pieces)) = next else { break };
+        let mut out = JobsOut::default();
+        let mut result = Ok(());
+        for (k, p) in pieces.iter().enumerate() {
+            if let Err(e) = read(p.bytes(), &mut out) {
+                result = Err(format!("job {} of the list: {e}", first + k + 1));
+                failed.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        drop(pieces);
+        let stop = result.is_err();
+        done.push((idx, result.map(|()| out)));
+        if stop {
+            break;
+        }
+    }
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::slurm::map::JobIn;
+    use crate::model::Text;
+
+    /// A reader that records the `job_id` only.
+    fn ids(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
+        #[derive(Deserialize)]
+        struct J {
+            job_id: u64,
+        }
+        let j: J = serde_json::from_slice(elem)?;
+        let job = JobIn { id: j.job_id, state: vec!["PENDING".into()], ..Default::default() };
+        out.jobs.push(crate::backend::slurm::map::job(job, &mut out.allocs));
+        out.qos.push(Text::from(format!("q{}", j.job_id)));
+        Ok(())
+    }
+
+    fn body(n: usize) -> String {
+        let jobs: Vec<String> =
+            (1..=n).map(|i| format!(r#"{{"job_id":{i},"name":"j\"{{[{i}","x":[{{"y":"\\"}}]}}"#)).collect();
+        format!(
+            r#"{{"meta":{{"jobs":7}},"jobs":[{}],"last_update":{{"set":true,"number":99}}}}"#,
+            jobs.join(",")
+        )
+    }
+
+    fn chunked(b: &str, size: usize) -> Vec<Bytes> {
+        b.as_bytes().chunks(size).map(Bytes::copy_from_slice).collect()
+    }
+
+    #[test]
+    fn many_jobs_in_order_whatever_the_chunks() {
+        let b = body(3000);
+        for size in [1, 7, 4096, b.len()] {
+            let p = jobs(ids, chunked(&b, size)).unwrap();
+            let got: Vec<u64> = p.data.jobs.iter().map(|j| j.id).collect();
+            assert_eq!(got, (1..=3000).collect::<Vec<u64>>(), "chunks of {size}");
+            assert_eq!(p.data.qos[2999], "q3000");
+            assert_eq!(p.last_update, Some(99));
+        }
+        let p = jobs(ids, [b.as_bytes()]).unwrap();
+        assert_eq!(p.data.jobs.len(), 3000);
+    }
+
+    #[test]
+    fn a_bad_job_names_its_place_and_fails_the_list() {
+        let b = body(2000).replace(r#"{"job_id":1500,"#, r#"{"job_id":"x","#);
+        let e = jobs(ids, chunked(&b, 1000)).unwrap_err();
+        assert!(e.starts_with("job 1500 of the list: "), "{e}");
+    }
+
+    #[test]
+    fn truncated_and_broken_bodies_are_errors() {
+        let b = body(50);
+        let e = jobs(ids, chunked(&b[..b.len() / 2], 64)).unwrap_err();
+        assert!(e.contains("ended inside the jobs list"), "{e}");
+        let e = jobs(ids, chunked(&b[..b.len() - 1], 64)).unwrap_err();
+        assert!(e.contains("EOF"), "{e}");
+        assert!(jobs(ids, chunked("Unable to parse query.", 5)).is_err());
+        assert!(jobs(ids, [&b"{\"jobs\":null}"[..]]).is_err());
+        // `jobs` spelt with an escape is not split, and not silently dropped either.
+        assert!(jobs(ids, [&br#"{"job\u0073":[{"job_id":1}]}"#[..]]).is_err());
+        let empty = jobs(ids, [&b"{\"jobs\":[]}"[..]]).unwrap();
+        assert!(empty.data.jobs.is_empty() && empty.last_update.is_none());
+    }
+}
