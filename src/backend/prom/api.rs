@@ -368,8 +368,12 @@ mod fast {
     use std::borrow::Cow;
 
     struct Scan<'a> {
+        /// The body, checked to be UTF-8 once: every slice between ASCII delimiters is a `str`.
+        text: &'a str,
         b: &'a [u8],
         i: usize,
+        /// The last timestamp's bytes and value: an instant answer repeats one timestamp.
+        ts: (&'a [u8], f64),
     }
 
     impl<'a> Scan<'a> {
@@ -405,14 +409,14 @@ mod fast {
         /// A string without escapes or control characters, borrowed.
         fn str(&mut self) -> Option<&'a str> {
             self.eat(b'"')?;
-            let rest = self.b.get(self.i..)?;
-            let n = memchr::memchr2(b'"', b'\\', rest)?;
-            let raw = rest.get(..n)?;
-            if rest.get(n) != Some(&b'"') || raw.iter().any(|c| *c < 0x20) {
+            let start = self.i;
+            let n = self.b.get(start..)?.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20))?;
+            // Escapes and control characters: left to serde.
+            if self.b.get(start + n) != Some(&b'"') {
                 return None;
             }
-            self.i += n + 1;
-            std::str::from_utf8(raw).ok()
+            self.i = start + n + 1;
+            self.text.get(start..start + n)
         }
 
         fn num(&mut self) -> Option<f64> {
@@ -421,7 +425,13 @@ mod fast {
             while matches!(self.b.get(self.i), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
                 self.i += 1;
             }
-            std::str::from_utf8(self.b.get(start..self.i)?).ok()?.parse().ok()
+            let raw = self.b.get(start..self.i)?;
+            if raw == self.ts.0 {
+                return Some(self.ts.1);
+            }
+            let v = self.text.get(start..self.i)?.parse().ok()?;
+            self.ts = (raw, v);
+            Some(v)
         }
 
         /// `[ts, "value"]`.
@@ -549,7 +559,8 @@ mod fast {
     }
 
     pub(super) fn parse(body: &[u8], hint: usize) -> Option<Response<'_>> {
-        let mut s = Scan { b: body, i: 0 };
+        let text = std::str::from_utf8(body).ok()?;
+        let mut s = Scan { text, b: body, i: 0, ts: (&[], 0.0) };
         let mut out = Response::default();
         let (mut success, mut data) = (false, false);
         s.eat(b'{')?;

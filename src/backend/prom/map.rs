@@ -18,6 +18,9 @@ use std::collections::{BTreeMap, HashMap};
 
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// Allocation labels of a series: `hpc_job`, `pod`, `namespace`.
+type AllocKey<'r> = (Option<&'r str>, Option<&'r str>, Option<&'r str>);
+
 /// Who holds a GPU, from dcgm-exporter's allocation labels.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Alloc {
@@ -95,6 +98,8 @@ pub struct Memory {
     pub alloc_first: Map<JobId, Epoch>,
     pub jobs: BTreeMap<JobId, Job>,
     pub ports: Map<Text, Vec<FabricPort>>,
+    /// Nodes in the last refresh.
+    pub nodes: usize,
 }
 
 /// One refresh's answers, joined by node.
@@ -145,6 +150,14 @@ fn text(s: &str) -> Text {
 impl Refresh {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// For about `nodes` nodes (the last refresh's count): no regrowth of the node list.
+    pub fn with_capacity(nodes: usize) -> Self {
+        let mut r = Self::default();
+        r.nodes.reserve(nodes);
+        r.ix.reserve(nodes);
+        r
     }
 
     /// Marks a family as answered (even when its answer is empty).
@@ -218,6 +231,7 @@ impl Refresh {
     ) {
         let l = &cfg.labels;
         let mut hosts = Hosts::default();
+        let mut allocs = Allocs::default();
         for (s, p) in series {
             if !p.v.is_finite() {
                 continue;
@@ -242,14 +256,14 @@ impl Refresh {
                 Family::GpuUtil => {
                     g.s.util = clamp_u8(v, 100.0);
                     g.seen_util = true;
-                    let alloc = alloc_of(l, &s);
+                    let alloc = allocs.of(l, &s);
                     // Two series for one GPU (a pod label changing): the allocated one wins.
                     if alloc.is_some() || g.alloc.is_none() {
                         g.alloc = alloc;
                     }
                 }
                 Family::GpuAlloc => {
-                    if let Some(a) = alloc_of(l, &s) {
+                    if let Some(a) = allocs.of(l, &s) {
                         g.alloc = Some(a);
                     }
                 }
@@ -365,6 +379,7 @@ impl Refresh {
         let fs_ok = self.has(Family::FsSize) && self.has(Family::FsAvail);
         let mut allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)> = BTreeMap::new();
         let mut samples = Vec::with_capacity(self.nodes.len());
+        mem.nodes = self.nodes.len();
         let mut xid_seen: Map<(Text, u8), ()> = Map::default();
         for mut n in self.nodes {
             n.gpus.sort_unstable_by_key(|g| g.s.index);
@@ -571,14 +586,28 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: Vec<PortAcc>, asked: &PortsAske
     changed
 }
 
-/// The allocation a series' labels name, if any.
-fn alloc_of(l: &super::config::LabelNames, s: &Series<'_, '_>) -> Option<Alloc> {
-    match (s.label(&l.hpc_job), s.label(&l.pod)) {
-        (Some(j), _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
-        (None, Some(pod)) => {
-            Some(Alloc::Pod { namespace: text(s.label(&l.namespace).unwrap_or("")), pod: text(pod) })
+/// Allocation labels → allocation, within one answer: a pod's GPUs share one.
+#[derive(Default)]
+struct Allocs<'r> {
+    last: Option<(AllocKey<'r>, Option<Alloc>)>,
+}
+
+impl<'r> Allocs<'r> {
+    /// The allocation a series' labels name, if any.
+    fn of(&mut self, l: &super::config::LabelNames, s: &Series<'r, '_>) -> Option<Alloc> {
+        let key = (s.label(&l.hpc_job), s.label(&l.pod), s.label(&l.namespace));
+        if let Some((k, a)) = &self.last
+            && *k == key
+        {
+            return a.clone();
         }
-        _ => None,
+        let a = match key {
+            (Some(j), _, _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
+            (None, Some(pod), ns) => Some(Alloc::Pod { namespace: text(ns.unwrap_or("")), pod: text(pod) }),
+            _ => None,
+        };
+        self.last = Some((key, a.clone()));
+        a
     }
 }
 
