@@ -10,7 +10,7 @@
 //! * `gpu_alloc`: 90 % of GPUs allocated to pods (`Hostname`, `gpu`, `namespace`, `pod`);
 //!   free GPUs are not in the answer;
 //! * `ib_rate`, `ib_rx`, `ib_tx`: one series per port (80,000: `device`, `instance`, `port`);
-//! * sparse: 1 GPU in 1,000 with an XID / ECC errors, 1 port in 1,000 not Active or
+//! * sparse: 1 GPU in 1,000 with an XID / ECC / NVLink / PCIe errors, 1 port in 1,000 not Active or
 //!   flapping, 1 port in 200 with a growing error counter; one shared filesystem.
 //!
 //! `cargo bench --bench prom_join` (divan, wall time), or `PROM_JOIN_CPU=1 cargo bench --bench
@@ -161,7 +161,13 @@ fn answer(f: Family) -> Vec<u8> {
         // Backfill only.
         Family::GpuUtil | Family::GpuTemp => vector(std::iter::empty()),
         // Sparse: 1 GPU in 1,000 with an XID or ECC errors.
-        Family::XidLast | Family::XidCount | Family::EccSbe | Family::EccDbe => vector(
+        Family::XidLast
+        | Family::XidCount
+        | Family::EccSbe
+        | Family::EccDbe
+        | Family::NvlinkCrc
+        | Family::NvlinkReplay
+        | Family::PcieReplay => vector(
             gpus()
                 .filter(|(n, g)| (n * GPUS + g) % 1000 == 7)
                 .map(|(n, g)| (gpu_labels(n, g), "2".to_string())),

@@ -165,6 +165,40 @@ async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
     assert!((shown - t).abs() <= 2.0, "{} vs {t}", i.title);
     assert_eq!(s.incidents.iter().filter(|i| i.title.starts_with("GPU hot")).count(), 1);
 
+    // NVLink CRC errors and replays on gpu-014 GPU 1, a PCIe replay storm on gpu-007 GPU 2:
+    // fabric incidents with the window's counts (the counters grow live: a few of slack).
+    let crc = one(&url, "round(increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{Hostname=\"gpu-014\",gpu=\"1\"}[3600s]) + increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL{Hostname=\"gpu-014\",gpu=\"1\"}[3600s]))").await;
+    let replay = one(
+        &url,
+        "round(increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{Hostname=\"gpu-014\",gpu=\"1\"}[3600s]))",
+    )
+    .await;
+    let i = incident(&s, "gpu-014/gpu1", "NVLink errors: ");
+    assert_eq!(i.plane, gpuplane::state::Plane::Network);
+    assert!(i.action.contains("NVLink diagnostics"), "{}", i.action);
+    let l = s.node("gpu-014").unwrap().gpus[1].links;
+    assert_eq!(
+        i.title,
+        format!("NVLink errors: {} CRC, {} replays in the window", l.nvlink_crc, l.nvlink_replay)
+    );
+    assert!((f64::from(l.nvlink_crc) - crc).abs() <= 3.0, "{} vs {crc}", i.title);
+    assert!((f64::from(l.nvlink_replay) - replay).abs() <= 1.0 && replay >= 5.0, "{} vs {replay}", i.title);
+    let pcie =
+        one(&url, "round(increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{Hostname=\"gpu-007\",gpu=\"2\"}[3600s]))")
+            .await;
+    let i = incident(&s, "gpu-007/gpu2", "PCIe replay storm: ");
+    assert!(i.action.contains("PCIe link"), "{}", i.action);
+    let shown = s.node("gpu-007").unwrap().gpus[2].links.pcie_replay;
+    assert_eq!(i.title, format!("PCIe replay storm: {shown} replays in the window"));
+    assert!((f64::from(shown) - pcie).abs() <= 8.0, "{} vs {pcie}", i.title);
+    assert_eq!(
+        s.incidents
+            .iter()
+            .filter(|i| i.title.starts_with("NVLink errors") || i.title.starts_with("PCIe replay"))
+            .count(),
+        2
+    );
+
     // The flapping IB port.
     let flaps = one(&url, "round(increase(node_infiniband_link_downed_total{instance=\"gpu-010:9100\",device=\"mlx5_3\"}[3600s]))").await;
     assert!(flaps >= 3.0, "the flaps are older than the window: restart Prometheus (scripts/test does)");
@@ -286,6 +320,7 @@ fn scheduler_nodes() -> Vec<Node> {
                     xid: None,
                     mig: Vec::new(),
                     job: Some(1000 + i),
+                    links: Default::default(),
                     idle_since: None,
                     processes: Vec::new(),
                 })
@@ -429,8 +464,8 @@ async fn a_promql_syntax_error_is_shown_verbatim_and_the_rest_still_arrives() {
     let err = last_status(&updates).unwrap().error.clone().expect("the failed family is reported");
     assert!(direct.to_string().starts_with("bad_data: invalid parameter \"query\": "), "{direct}");
     assert!(err.contains(&format!("ib_state: {direct}")), "{err}\nvs {direct}");
-    // The first refresh reads every rotating family too (17 queries).
-    assert!(err.starts_with("prometheus: partial data, 1 of 17 queries failed: "), "{err}");
+    // The first refresh reads every rotating family too (20 queries).
+    assert!(err.starts_with("prometheus: partial data, 1 of 20 queries failed: "), "{err}");
     // The other families arrived: GPU telemetry, and ports from their rate family.
     assert!(s.node("gpu-008").unwrap().gpus[4].temp_c.is_some());
     assert_eq!(s.node("gpu-010").unwrap().ports.len(), 8);

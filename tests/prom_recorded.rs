@@ -235,7 +235,7 @@ fn status_text_for_partial_data_names_the_family_and_the_error_verbatim() {
     let text = out.problems().unwrap();
     assert_eq!(
         text,
-        "prometheus: partial data, 1 of 14 queries failed: ib_state: bad_data: invalid parameter \"query\": 1:18: parse error: unexpected \"(\" in grouping opts, expected \",\" or \")\""
+        "prometheus: partial data, 1 of 17 queries failed: ib_state: bad_data: invalid parameter \"query\": 1:18: parse error: unexpected \"(\" in grouping opts, expected \",\" or \")\""
     );
 }
 

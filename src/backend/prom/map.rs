@@ -10,8 +10,8 @@ use super::config::PromConfig;
 use super::queries::{Family, unpack};
 use crate::backend::{GpuSample, GpuSamples, NodeSample};
 use crate::model::{
-    EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, Node, NodeState,
-    PortState, StorageKind, Text, XidEvent,
+    EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, LinkErrors, Node,
+    NodeState, PortState, StorageKind, Text, XidEvent,
 };
 use crate::sanitize::sanitize;
 use std::collections::{BTreeMap, HashMap};
@@ -52,6 +52,9 @@ struct GpuAcc {
     seen_util: bool,
     sbe: Option<u32>,
     dbe: Option<u32>,
+    nvl_crc: Option<u32>,
+    nvl_replay: Option<u32>,
+    pcie_replay: Option<u32>,
     xid: Option<u16>,
     xid_count: Option<u32>,
     alloc: Option<Alloc>,
@@ -283,6 +286,9 @@ impl Refresh {
                 Family::XidCount => g.xid_count = clamp_u32(v),
                 Family::EccSbe => g.sbe = clamp_u32(v),
                 Family::EccDbe => g.dbe = clamp_u32(v),
+                Family::NvlinkCrc => g.nvl_crc = clamp_u32(v),
+                Family::NvlinkReplay => g.nvl_replay = clamp_u32(v),
+                Family::PcieReplay => g.pcie_replay = clamp_u32(v),
                 _ => {}
             }
         }
@@ -366,6 +372,8 @@ impl Refresh {
     pub fn finish(mut self, at: Epoch, discover: bool, mem: &mut Memory) -> Mapped {
         let util_ok = self.has(Family::GpuUtil) || self.has(Family::GpuAlloc);
         let ecc_ok = self.has(Family::EccSbe) && self.has(Family::EccDbe);
+        let links_ok =
+            self.has(Family::NvlinkCrc) && self.has(Family::NvlinkReplay) && self.has(Family::PcieReplay);
         let asked = PortsAsked::of(&self);
         if asked.any() {
             // Nodes whose ports are remembered but not in any answer: their state and error
@@ -390,6 +398,13 @@ impl Refresh {
                 let mut s = g.s;
                 if ecc_ok {
                     s.ecc = Some(EccCounts { sbe: g.sbe.unwrap_or(0), dbe: g.dbe.unwrap_or(0) });
+                }
+                if links_ok {
+                    s.links = Some(LinkErrors {
+                        nvlink_crc: g.nvl_crc.unwrap_or(0),
+                        nvlink_replay: g.nvl_replay.unwrap_or(0),
+                        pcie_replay: g.pcie_replay.unwrap_or(0),
+                    });
                 }
                 if let Some(code) = g.xid {
                     let key = (n.name.clone(), s.index);
@@ -737,6 +752,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             xid: None,
             mig: Vec::new(),
             job: None,
+            links: Default::default(),
             idle_since: None,
             processes: Vec::new(),
         });

@@ -13,6 +13,9 @@
 //!   rx/tx) is read by a [`ROTATING`] slot, one family per refresh, so each is at most
 //!   `ROTATING.len()` refreshes old.
 //!
+//! NVLink CRC/replay and PCIe replay errors are read the same way: the counters' increase in the
+//! window, non-zero only.
+//!
 //! Per refresh: [`PER_REFRESH`] queries ([`EVERY`] plus one rotating family), whatever the
 //! cluster size. The first refresh after start reads every rotating family at once
 //! (`EVERY.len() + ROTATING.len()` queries). In Prometheus-only mode, [`discovery`] adds one
@@ -37,6 +40,12 @@ pub enum Family {
     XidCount,
     EccSbe,
     EccDbe,
+    /// NVLink CRC errors (flit + data) in the window, non-zero only.
+    NvlinkCrc,
+    /// NVLink replays in the window, non-zero only.
+    NvlinkReplay,
+    /// PCIe replays in the window, non-zero only.
+    PcieReplay,
     /// Ports that are not Active (a missing port is Active).
     IbState,
     /// Every port with its rate: the port list.
@@ -64,6 +73,9 @@ impl Family {
             Self::XidCount => "xid_count",
             Self::EccSbe => "ecc_sbe",
             Self::EccDbe => "ecc_dbe",
+            Self::NvlinkCrc => "nvlink_crc",
+            Self::NvlinkReplay => "nvlink_replay",
+            Self::PcieReplay => "pcie_replay",
             Self::IbState => "ib_state",
             Self::IbRate => "ib_rate",
             Self::IbSymbol => "ib_symbol_errors",
@@ -90,6 +102,9 @@ impl Family {
                 | Self::XidCount
                 | Self::EccSbe
                 | Self::EccDbe
+                | Self::NvlinkCrc
+                | Self::NvlinkReplay
+                | Self::PcieReplay
         )
     }
 }
@@ -101,6 +116,9 @@ pub const EVERY: &[Family] = &[
     Family::XidCount,
     Family::EccSbe,
     Family::EccDbe,
+    Family::NvlinkCrc,
+    Family::NvlinkReplay,
+    Family::PcieReplay,
     Family::IbState,
     Family::IbSymbol,
     Family::IbRcvErrors,
@@ -215,6 +233,18 @@ pub fn promql(c: &PromConfig, f: Family) -> String {
         }
         Family::EccSbe => format!("{} > 0", gauge(&m.ecc_sbe)),
         Family::EccDbe => format!("{} > 0", gauge(&m.ecc_dbe)),
+        // Flit + data CRC errors; either alone where a GPU exports one of them.
+        Family::NvlinkCrc => {
+            let inc = |metric: &str| format!("sum by ({g}) (increase({}[{w}]))", sel(c, metric, ""));
+            let (f, d) = (inc(&m.nvlink_crc_flit), inc(&m.nvlink_crc_data));
+            format!("round(({f} + {d}) or {f} or {d}) > 0")
+        }
+        Family::NvlinkReplay => {
+            format!("round(max by ({g}) (increase({}[{w}]))) > 0", sel(c, &m.nvlink_replay, ""))
+        }
+        Family::PcieReplay => {
+            format!("round(max by ({g}) (increase({}[{w}]))) > 0", sel(c, &m.pcie_replay, ""))
+        }
         // 4 Active, 5 ActDefer.
         Family::IbState => format!("max by ({p}) ({}) != 4 != 5", sel(c, &m.ib_state, "")),
         Family::IbRate => format!("max by ({p}) ({})", sel(c, &m.ib_rate, "")),
@@ -303,7 +333,7 @@ mod tests {
     #[test]
     fn queries_are_cluster_wide_and_constant() {
         let c = PromConfig::new("http://x");
-        assert_eq!(PER_REFRESH, 14);
+        assert_eq!(PER_REFRESH, 17);
         for k in 0..10 {
             let n = if k == 0 { EVERY.len() + ROTATING.len() } else { PER_REFRESH };
             assert_eq!(schedule(k).len(), n);
