@@ -165,6 +165,40 @@ async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
     assert!((shown - t).abs() <= 2.0, "{} vs {t}", i.title);
     assert_eq!(s.incidents.iter().filter(|i| i.title.starts_with("GPU hot")).count(), 1);
 
+    // NVLink CRC errors and replays on gpu-014 GPU 1, a PCIe replay storm on gpu-007 GPU 2:
+    // fabric incidents with the window's counts (the counters grow live: a few of slack).
+    let crc = one(&url, "round(increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{Hostname=\"gpu-014\",gpu=\"1\"}[3600s]) + increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL{Hostname=\"gpu-014\",gpu=\"1\"}[3600s]))").await;
+    let replay = one(
+        &url,
+        "round(increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{Hostname=\"gpu-014\",gpu=\"1\"}[3600s]))",
+    )
+    .await;
+    let i = incident(&s, "gpu-014/gpu1", "NVLink errors: ");
+    assert_eq!(i.plane, gpuplane::state::Plane::Network);
+    assert!(i.action.contains("NVLink diagnostics"), "{}", i.action);
+    let l = s.node("gpu-014").unwrap().gpus[1].links;
+    assert_eq!(
+        i.title,
+        format!("NVLink errors: {} CRC, {} replays in the window", l.nvlink_crc, l.nvlink_replay)
+    );
+    assert!((f64::from(l.nvlink_crc) - crc).abs() <= 3.0, "{} vs {crc}", i.title);
+    assert!((f64::from(l.nvlink_replay) - replay).abs() <= 1.0 && replay >= 5.0, "{} vs {replay}", i.title);
+    let pcie =
+        one(&url, "round(increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{Hostname=\"gpu-007\",gpu=\"2\"}[3600s]))")
+            .await;
+    let i = incident(&s, "gpu-007/gpu2", "PCIe replay storm: ");
+    assert!(i.action.contains("PCIe link"), "{}", i.action);
+    let shown = s.node("gpu-007").unwrap().gpus[2].links.pcie_replay;
+    assert_eq!(i.title, format!("PCIe replay storm: {shown} replays in the window"));
+    assert!((f64::from(shown) - pcie).abs() <= 8.0, "{} vs {pcie}", i.title);
+    assert_eq!(
+        s.incidents
+            .iter()
+            .filter(|i| i.title.starts_with("NVLink errors") || i.title.starts_with("PCIe replay"))
+            .count(),
+        2
+    );
+
     // The flapping IB port.
     let flaps = one(&url, "round(increase(node_infiniband_link_downed_total{instance=\"gpu-010:9100\",device=\"mlx5_3\"}[3600s]))").await;
     assert!(flaps >= 3.0, "the flaps are older than the window: restart Prometheus (scripts/test does)");
@@ -210,6 +244,52 @@ async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
     assert!(!s.incidents.iter().any(|i| i.node.as_deref() == Some("gpu-016")), "{:#?}", s.incidents);
 }
 
+/// After the start-up refresh, each refresh reads the per-refresh families and one rotating
+/// family: over a whole cycle nothing the views show goes missing or stale, and the packed
+/// per-GPU value carries the server's figures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rotating_schedule_keeps_every_view_complete() {
+    let url = url();
+    let c = cfg(&url);
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    let cycle = prom::queries::ROTATING.len();
+    let mut refreshes = 0;
+    let updates = drive(c, &mut s, 120, |u, st| {
+        if first_refresh(u, st) {
+            refreshes += 1;
+            // Every state after a steady-state refresh is complete.
+            if refreshes > 1 {
+                assert!(st.nodes.iter().all(|n| n.ports.len() == 8), "refresh {refreshes}");
+                assert!(st.incidents.iter().any(|i| i.title.starts_with("IB port flapping")));
+                assert_eq!(
+                    st.incidents.iter().filter(|i| i.title.contains("allocated GPUs idle")).count(),
+                    2
+                );
+            }
+        }
+        refreshes > cycle + 1
+    })
+    .await;
+    let deltas: Vec<_> =
+        updates.iter().filter_map(|u| if let Update::Delta(d) = u { Some(d) } else { None }).collect();
+    assert!(deltas.len() > cycle + 1);
+    // Ports go out whole once a cycle (with the port list), else only where they changed.
+    let with_ports: Vec<usize> =
+        deltas.iter().map(|d| d.nodes.iter().filter(|n| n.ports.is_some()).count()).collect();
+    assert!(with_ports.iter().filter(|&&n| n == 16).count() >= 2, "{with_ports:?}");
+    // Power, tensor activity and framebuffer from the packed value, against direct PromQL.
+    let g = &s.node("gpu-006").unwrap().gpus[0];
+    let fb = one(&url, "DCGM_FI_DEV_FB_USED{Hostname=\"gpu-006\",gpu=\"0\"}").await;
+    assert_eq!(g.mem_used_mib, Some(fb as u32));
+    let p = one(&url, "DCGM_FI_DEV_POWER_USAGE{Hostname=\"gpu-008\",gpu=\"4\"}").await;
+    let shown = f64::from(s.node("gpu-008").unwrap().gpus[4].power_w.unwrap());
+    assert!((shown - p).abs() <= 0.1 * p + 5.0, "{shown} W vs {p}");
+    let t = one(&url, "100 * DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{Hostname=\"gpu-008\",gpu=\"4\"}").await;
+    let shown = f64::from(s.node("gpu-008").unwrap().gpus[4].tensor_active.unwrap());
+    assert!((shown - t).abs() <= 10.0, "{shown} % vs {t}");
+    assert_eq!(s.job(48377).map(|j| j.gpus), Some(2));
+}
+
 fn scheduler_nodes() -> Vec<Node> {
     (1..=17u64)
         .map(|i| Node {
@@ -240,6 +320,7 @@ fn scheduler_nodes() -> Vec<Node> {
                     xid: None,
                     mig: Vec::new(),
                     job: Some(1000 + i),
+                    links: Default::default(),
                     idle_since: None,
                     processes: Vec::new(),
                 })
@@ -383,6 +464,7 @@ async fn a_promql_syntax_error_is_shown_verbatim_and_the_rest_still_arrives() {
     let err = last_status(&updates).unwrap().error.clone().expect("the failed family is reported");
     assert!(direct.to_string().starts_with("bad_data: invalid parameter \"query\": "), "{direct}");
     assert!(err.contains(&format!("ib_state: {direct}")), "{err}\nvs {direct}");
+    // The first refresh reads every rotating family too (20 queries).
     assert!(err.starts_with("prometheus: partial data, 1 of 20 queries failed: "), "{err}");
     // The other families arrived: GPU telemetry, and ports from their rate family.
     assert!(s.node("gpu-008").unwrap().gpus[4].temp_c.is_some());

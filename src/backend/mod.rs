@@ -50,6 +50,7 @@ pub struct GpuSample {
     pub power_w: Option<u16>,
     pub mem_used_mib: Option<u32>,
     pub ecc: Option<EccCounts>,
+    pub links: Option<crate::model::LinkErrors>,
     pub xid: Option<XidEvent>,
     /// `Some(None)`: released; `Some(Some(id))`: allocated to `id`.
     pub job: Option<Option<JobId>>,

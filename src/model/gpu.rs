@@ -1,5 +1,22 @@
 use super::{Epoch, JobId, Text};
 
+/// Link errors of a GPU in the recent window (dcgm-exporter counters' increase; 0 = none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LinkErrors {
+    /// NVLink CRC errors (flit + data).
+    pub nvlink_crc: u32,
+    /// NVLink replays.
+    pub nvlink_replay: u32,
+    /// PCIe replays.
+    pub pcie_replay: u32,
+}
+
+impl LinkErrors {
+    pub fn any(&self) -> bool {
+        *self != Self::default()
+    }
+}
+
 /// Error-correcting-code counters (volatile, since the last driver load).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EccCounts {
@@ -58,6 +75,8 @@ pub struct Gpu {
     pub power_w: Option<u16>,
     pub power_limit_w: u16,
     pub ecc: EccCounts,
+    /// NVLink and PCIe errors in the recent window.
+    pub links: LinkErrors,
     pub xid: Option<XidEvent>,
     pub mig: Vec<MigSlice>,
     /// The job that holds this GPU.

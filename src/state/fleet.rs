@@ -17,6 +17,7 @@ pub(super) struct Flags {
 fn gpu_flagged(g: &Gpu, now: Epoch, th: &Thresholds) -> bool {
     g.xid.is_some()
         || g.ecc.dbe > 0
+        || super::incidents::link_errors_flagged(&g.links)
         || g.temp_c.is_some_and(|t| t >= th.hot_temp_c)
         || g.idle_since.is_some_and(|s| now - s >= th.idle_after_s)
 }

@@ -5,6 +5,16 @@ use super::fleet::Flags;
 use crate::model::{Epoch, JobId, Node, PortState, Text, xid_info};
 use std::collections::BTreeMap;
 
+/// NVLink CRC + replay errors in the window that make an incident (a healthy link has none).
+pub const NVLINK_ERRORS_BURST: u32 = 10;
+/// PCIe replays in the window that make an incident.
+pub const PCIE_REPLAY_STORM: u32 = 100;
+
+/// Whether a GPU's link errors make an incident.
+pub fn link_errors_flagged(l: &crate::model::LinkErrors) -> bool {
+    l.nvlink_crc.saturating_add(l.nvlink_replay) >= NVLINK_ERRORS_BURST || l.pcie_replay >= PCIE_REPLAY_STORM
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -165,6 +175,29 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 subject(),
                 format!("{} double-bit ECC errors", g.ecc.dbe),
                 xid_info(48).action,
+                None,
+            ));
+        }
+        let l = &g.links;
+        if l.nvlink_crc.saturating_add(l.nvlink_replay) >= NVLINK_ERRORS_BURST {
+            out.push(inc(
+                n,
+                Severity::Warning,
+                Plane::Network,
+                subject(),
+                format!("NVLink errors: {} CRC, {} replays in the window", l.nvlink_crc, l.nvlink_replay),
+                "drain the node, run NVLink diagnostics (nvidia-smi nvlink -e, dcgmi diag -r 3); reseat or replace the GPU baseboard/NVSwitch tray if it recurs",
+                None,
+            ));
+        }
+        if l.pcie_replay >= PCIE_REPLAY_STORM {
+            out.push(inc(
+                n,
+                Severity::Warning,
+                Plane::Network,
+                subject(),
+                format!("PCIe replay storm: {} replays in the window", l.pcie_replay),
+                "check the GPU's PCIe link (nvidia-smi -q: link generation/width), reseat the GPU/riser; drain the node if replays keep climbing",
                 None,
             ));
         }

@@ -452,6 +452,9 @@ pub(crate) fn merge_node(new: &mut Node, old: &Node) {
         if g.ecc == Default::default() {
             g.ecc = o.ecc;
         }
+        if !g.links.any() {
+            g.links = o.links;
+        }
         if g.uuid.is_empty() {
             g.uuid = o.uuid.clone();
         }
@@ -520,6 +523,9 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
             ($($f:ident),*) => { $( if let Some(v) = g.$f { gpu.$f = Some(v); } )* };
         }
         set!(util, tensor_active, temp_c, power_w, mem_used_mib, xid);
+        if let Some(links) = g.links {
+            gpu.links = links;
+        }
         if let Some(ecc) = g.ecc {
             gpu.ecc = ecc;
         }

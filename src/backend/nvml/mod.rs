@@ -145,6 +145,7 @@ pub fn node_of(s: &LocalSnapshot) -> Node {
             xid: lost_xid(g, s.at),
             mig: g.mig.iter().map(|m| MigSlice { profile: m.profile.clone(), job: None }).collect(),
             job: None,
+            links: Default::default(),
             idle_since: None,
             processes: g.processes.iter().map(proc_of).collect(),
         })
@@ -200,6 +201,7 @@ pub fn sample_of(s: &LocalSnapshot) -> NodeSample {
                 power_w: g.power_w,
                 mem_used_mib: g.mem_used_mib,
                 ecc: g.ecc,
+                links: None,
                 xid: lost_xid(g, s.at),
                 job: None,
             })

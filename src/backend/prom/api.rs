@@ -121,6 +121,13 @@ impl<'a> Results<'a> {
     }
 }
 
+thread_local! {
+    /// Series in the body being parsed (counted before parsing) and the body's length, to size
+    /// the vectors once. A label or a point takes more than 8 bytes of JSON: the body bounds
+    /// what is reserved.
+    static SERIES_HINT: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 fn parse_value(s: &str) -> f64 {
     // Prometheus writes "NaN", "+Inf", "-Inf" and plain decimals; Rust parses all of them.
     s.parse().unwrap_or(f64::NAN)
@@ -236,6 +243,12 @@ impl<'de> Visitor<'de> for ElemSeed<'_, 'de> {
         }
         out.series
             .push(SeriesRef { labels: (l0, out.labels.len() as u32), points: (p0, out.points.len() as u32) });
+        if out.series.len() == 1 {
+            // Series of one answer have the same labels and (instant or range) point counts.
+            let (n, len) = SERIES_HINT.get();
+            out.labels.reserve(n.saturating_mul(out.labels.len()).min(len / 8));
+            out.points.reserve(n.saturating_mul(out.points.len()).min(len / 8));
+        }
         Ok(())
     }
 }
@@ -250,9 +263,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Results<'a> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Results<'de>, A::Error> {
                 let mut out = Results::default();
-                if let Some(n) = seq.size_hint() {
-                    out.series.reserve(n);
-                }
+                out.series.reserve(seq.size_hint().unwrap_or(0).max(SERIES_HINT.get().0));
                 let mut bare = (None, None);
                 while seq.next_element_seed(ElemSeed { out: &mut out, bare: &mut bare })?.is_some() {}
                 if let (Some(t), Some(v)) = bare {
@@ -309,8 +320,24 @@ pub enum BodyError {
 }
 
 /// Parses a query/query_range body. The API's error is returned verbatim.
+///
+/// A successful vector or matrix answer without escapes in its strings (what Prometheus sends
+/// for a fleet's series) takes a direct scan of the bytes ([`fast`]); anything else — errors,
+/// scalars, escapes, unknown keys, malformed bodies — goes through serde, which gives the
+/// verbatim errors and the precise reasons.
 pub fn parse(body: &[u8]) -> Result<Response<'_>, BodyError> {
-    let env: Envelope<'_> = serde_json::from_slice(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
+    let hint = memchr::memmem::find_iter(body, b"\"metric\"").count();
+    match fast::parse(body, hint) {
+        Some(r) => Ok(r),
+        None => parse_serde(body, hint),
+    }
+}
+
+fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
+    SERIES_HINT.set((hint, body.len()));
+    let env: Result<Envelope<'_>, _> = serde_json::from_slice(body);
+    SERIES_HINT.set((0, 0));
+    let env = env.map_err(|e| BodyError::NotJson(e.to_string()))?;
     let status = env.status.as_ref().map(|s| s.0.as_ref()).unwrap_or("");
     if status != "success" || env.error.is_some() {
         return Err(BodyError::Api {
@@ -334,6 +361,239 @@ pub fn parse(body: &[u8]) -> Result<Response<'_>, BodyError> {
     Ok(Response { results, warnings: env.warnings, infos: env.infos })
 }
 
+/// The direct scan of a successful vector/matrix answer. `None` at the first thing it does not
+/// expect (the caller then parses with serde). Never panics: every read is checked.
+mod fast {
+    use super::{Point, Response, ResultType, Results, SeriesRef, Str, parse_value};
+    use std::borrow::Cow;
+
+    struct Scan<'a> {
+        /// The body, checked to be UTF-8 once: every slice between ASCII delimiters is a `str`.
+        text: &'a str,
+        b: &'a [u8],
+        i: usize,
+        /// The last timestamp's bytes and value: an instant answer repeats one timestamp.
+        ts: (&'a [u8], f64),
+    }
+
+    impl<'a> Scan<'a> {
+        fn peek(&mut self) -> Option<u8> {
+            while let Some(c) = self.b.get(self.i) {
+                if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+                    return Some(*c);
+                }
+                self.i += 1;
+            }
+            None
+        }
+
+        fn eat(&mut self, c: u8) -> Option<()> {
+            (self.peek()? == c).then(|| self.i += 1)
+        }
+
+        /// `,` then true, or `close` then false.
+        fn next(&mut self, close: u8) -> Option<bool> {
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    Some(true)
+                }
+                c if c == close => {
+                    self.i += 1;
+                    Some(false)
+                }
+                _ => None,
+            }
+        }
+
+        /// A string without escapes or control characters, borrowed.
+        fn str(&mut self) -> Option<&'a str> {
+            self.eat(b'"')?;
+            let start = self.i;
+            let n = self.b.get(start..)?.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20))?;
+            // Escapes and control characters: left to serde.
+            if self.b.get(start + n) != Some(&b'"') {
+                return None;
+            }
+            self.i = start + n + 1;
+            self.text.get(start..start + n)
+        }
+
+        fn num(&mut self) -> Option<f64> {
+            self.peek()?;
+            let start = self.i;
+            while matches!(self.b.get(self.i), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+                self.i += 1;
+            }
+            let raw = self.b.get(start..self.i)?;
+            if raw == self.ts.0 {
+                return Some(self.ts.1);
+            }
+            let v = self.text.get(start..self.i)?.parse().ok()?;
+            self.ts = (raw, v);
+            Some(v)
+        }
+
+        /// `[ts, "value"]`.
+        fn point(&mut self) -> Option<Point> {
+            self.eat(b'[')?;
+            let t = self.num()?;
+            self.eat(b',')?;
+            let v = parse_value(self.str()?);
+            self.eat(b']')?;
+            Some(Point { t, v })
+        }
+
+        fn strings(&mut self) -> Option<Vec<String>> {
+            self.eat(b'[')?;
+            let mut out = Vec::new();
+            if self.peek()? == b']' {
+                self.i += 1;
+                return Some(out);
+            }
+            loop {
+                out.push(self.str()?.to_owned());
+                if !self.next(b']')? {
+                    return Some(out);
+                }
+            }
+        }
+
+        fn series(&mut self, out: &mut Results<'a>, hint: usize) -> Option<()> {
+            self.eat(b'{')?;
+            let l0 = out.labels.len() as u32;
+            let p0 = out.points.len() as u32;
+            if self.peek()? != b'}' {
+                loop {
+                    match self.str()? {
+                        "metric" => {
+                            self.eat(b':')?;
+                            self.eat(b'{')?;
+                            if self.peek()? == b'}' {
+                                self.i += 1;
+                            } else {
+                                loop {
+                                    let k = self.str()?;
+                                    self.eat(b':')?;
+                                    let v = self.str()?;
+                                    out.labels.push((Str(Cow::Borrowed(k)), Str(Cow::Borrowed(v))));
+                                    if !self.next(b'}')? {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        "value" => {
+                            self.eat(b':')?;
+                            let p = self.point()?;
+                            out.points.push(p);
+                        }
+                        "values" => {
+                            self.eat(b':')?;
+                            self.eat(b'[')?;
+                            if self.peek()? == b']' {
+                                self.i += 1;
+                            } else {
+                                loop {
+                                    let p = self.point()?;
+                                    out.points.push(p);
+                                    if !self.next(b']')? {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        _ => return None,
+                    }
+                    if !self.next(b'}')? {
+                        break;
+                    }
+                }
+            }
+            out.series.push(SeriesRef {
+                labels: (l0, out.labels.len() as u32),
+                points: (p0, out.points.len() as u32),
+            });
+            if out.series.len() == 1 {
+                let cap = self.b.len() / 8;
+                out.labels.reserve(hint.saturating_mul(out.labels.len()).min(cap));
+                out.points.reserve(hint.saturating_mul(out.points.len()).min(cap));
+            }
+            Some(())
+        }
+
+        fn data(&mut self, out: &mut Results<'a>, hint: usize) -> Option<()> {
+            self.eat(b'{')?;
+            loop {
+                match self.str()? {
+                    "resultType" => {
+                        self.eat(b':')?;
+                        out.result_type = match self.str()? {
+                            "vector" => ResultType::Vector,
+                            "matrix" => ResultType::Matrix,
+                            _ => return None,
+                        };
+                    }
+                    "result" => {
+                        self.eat(b':')?;
+                        self.eat(b'[')?;
+                        out.series.reserve(hint);
+                        if self.peek()? == b']' {
+                            self.i += 1;
+                        } else {
+                            loop {
+                                self.series(out, hint)?;
+                                if !self.next(b']')? {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    _ => return None,
+                }
+                if !self.next(b'}')? {
+                    return Some(());
+                }
+            }
+        }
+    }
+
+    pub(super) fn parse(body: &[u8], hint: usize) -> Option<Response<'_>> {
+        let text = std::str::from_utf8(body).ok()?;
+        let mut s = Scan { text, b: body, i: 0, ts: (&[], 0.0) };
+        let mut out = Response::default();
+        let (mut success, mut data) = (false, false);
+        s.eat(b'{')?;
+        loop {
+            match s.str()? {
+                "status" => {
+                    s.eat(b':')?;
+                    success = s.str()? == "success";
+                }
+                "data" if !data => {
+                    s.eat(b':')?;
+                    s.data(&mut out.results, hint)?;
+                    data = true;
+                }
+                "warnings" => {
+                    s.eat(b':')?;
+                    out.warnings = s.strings()?;
+                }
+                "infos" => {
+                    s.eat(b':')?;
+                    out.infos = s.strings()?;
+                }
+                _ => return None,
+            }
+            if !s.next(b'}')? {
+                break;
+            }
+        }
+        // Only whitespace after the object.
+        (success && data && s.peek().is_none()).then_some(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +610,53 @@ mod tests {
         assert_eq!(s[0].last().unwrap().v, 87.0);
         assert_eq!(s[1].label("Hostname"), Some("gpu-002"));
         assert!(s[1].last().unwrap().v.is_nan());
+    }
+
+    /// The direct scan and serde read the same answers the same way, and the scan leaves to
+    /// serde whatever it does not expect.
+    #[test]
+    fn the_fast_scan_agrees_with_serde() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/prometheus");
+        let mut bodies: Vec<Vec<u8>> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert!(bodies.len() > 20);
+        bodies.push(br#" { "status" : "success" , "data" : { "resultType" : "matrix" , "result" : [ { "metric" : { } , "values" : [ [ 1 , "2" ] , [ 1.5e3 , "+Inf" ] ] } ] } , "warnings" : [ "w" ] } "#.to_vec());
+        let mut fast_count = 0;
+        for b in &bodies {
+            let hint = memchr::memmem::find_iter(b, b"\"metric\"").count();
+            let slow = parse_serde(b, hint);
+            if let Some(f) = fast::parse(b, hint) {
+                fast_count += 1;
+                let s = slow.unwrap();
+                assert_eq!(f.results.result_type, s.results.result_type);
+                assert_eq!(f.results.labels, s.results.labels);
+                assert_eq!(f.results.series, s.results.series);
+                assert_eq!(format!("{:?}", f.results.points), format!("{:?}", s.results.points));
+                assert_eq!((f.warnings, f.infos), (s.warnings, s.infos));
+            }
+            // Every truncation of a body: an error or the same answer, never a panic.
+            for cut in [1, b.len() / 2, b.len().saturating_sub(2)] {
+                let t = &b[..cut.min(b.len())];
+                if let Some(f) = fast::parse(t, hint) {
+                    assert_eq!(f.results.series.len(), parse_serde(t, hint).unwrap().results.series.len());
+                }
+            }
+        }
+        assert!(fast_count >= 8, "{fast_count}");
+        // Escapes, scalars, errors and unknown keys go to serde.
+        for b in [
+            &br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"\u0041"},"value":[1,"2"]}]}}"#[..],
+            br#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#,
+            br#"{"status":"error","errorType":"bad_data","error":"x"}"#,
+            br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"histogram":[1,{}]}]}}"#,
+            br#"{"status":"success","data":{"resultType":"vector","result":[]}} x"#,
+        ] {
+            assert!(fast::parse(b, 1).is_none(), "{}", String::from_utf8_lossy(b));
+        }
     }
 
     #[test]

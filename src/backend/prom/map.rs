@@ -7,16 +7,19 @@
 
 use super::api::{Point, Results, Series};
 use super::config::PromConfig;
-use super::queries::Family;
+use super::queries::{Family, unpack};
 use crate::backend::{GpuSample, GpuSamples, NodeSample};
 use crate::model::{
-    EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, Node, NodeState,
-    PortState, StorageKind, Text, XidEvent,
+    EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, LinkErrors, Node,
+    NodeState, PortState, StorageKind, Text, XidEvent,
 };
 use crate::sanitize::sanitize;
 use std::collections::{BTreeMap, HashMap};
 
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Allocation labels of a series: `hpc_job`, `pod`, `namespace`.
+type AllocKey<'r> = (Option<&'r str>, Option<&'r str>, Option<&'r str>);
 
 /// Who holds a GPU, from dcgm-exporter's allocation labels.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -49,23 +52,27 @@ struct GpuAcc {
     seen_util: bool,
     sbe: Option<u32>,
     dbe: Option<u32>,
+    nvl_crc: Option<u32>,
+    nvl_replay: Option<u32>,
+    pcie_replay: Option<u32>,
     xid: Option<u16>,
     xid_count: Option<u32>,
     alloc: Option<Alloc>,
 }
 
+/// One port's samples in this refresh (`None`: not in the answer, or the family not asked).
 #[derive(Debug, Clone, Default)]
 struct PortAcc {
     name: Text,
     state: Option<f64>,
     rate: Option<f64>,
-    symbol: u64,
-    rcv: u64,
-    xmit: u64,
-    downed: u64,
-    flaps: u32,
-    rx_mbps: f64,
-    tx_mbps: f64,
+    symbol: Option<u64>,
+    rcv: Option<u64>,
+    xmit: Option<u64>,
+    downed: Option<u64>,
+    flaps: Option<u32>,
+    rx_mbps: Option<f64>,
+    tx_mbps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -86,12 +93,16 @@ struct FsAcc {
 }
 
 /// What the backend remembers between refreshes: when each XID code was first seen, when
-/// each allocation was first seen, and the jobs it reported (Prometheus alone).
+/// each allocation was first seen, the jobs it reported (Prometheus alone), and each node's
+/// ports as last sent (the sparse and rotating port families update them).
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     pub xid_first: Map<(Text, u8), (u16, Epoch)>,
     pub alloc_first: Map<JobId, Epoch>,
     pub jobs: BTreeMap<JobId, Job>,
+    pub ports: Map<Text, Vec<FabricPort>>,
+    /// Nodes in the last refresh.
+    pub nodes: usize,
 }
 
 /// One refresh's answers, joined by node.
@@ -101,6 +112,13 @@ pub struct Refresh {
     ix: Map<Text, u32>,
     fs: Vec<FsAcc>,
     ok: u64,
+}
+
+/// Host label → node index, within one answer.
+#[derive(Default)]
+struct Hosts<'r> {
+    cache: Map<&'r str, u32>,
+    last: Option<(&'r str, u32)>,
 }
 
 /// What a refresh turns into.
@@ -137,6 +155,14 @@ impl Refresh {
         Self::default()
     }
 
+    /// For about `nodes` nodes (the last refresh's count): no regrowth of the node list.
+    pub fn with_capacity(nodes: usize) -> Self {
+        let mut r = Self::default();
+        r.nodes.reserve(nodes);
+        r.ix.reserve(nodes);
+        r
+    }
+
     /// Marks a family as answered (even when its answer is empty).
     pub fn answered(&mut self, f: Family) {
         self.ok |= bit(f);
@@ -154,6 +180,25 @@ impl Refresh {
         let name = text(name);
         self.nodes.push(NodeAcc { name: name.clone(), ..NodeAcc::default() });
         self.ix.insert(name, i);
+        i
+    }
+
+    /// The node of a host label: answers are grouped by host, so the last one is checked first.
+    fn host_node<'r>(&mut self, cfg: &PromConfig, host: &'r str, hosts: &mut Hosts<'r>) -> u32 {
+        if let Some((h, i)) = hosts.last
+            && h == host
+        {
+            return i;
+        }
+        let i = match hosts.cache.get(host) {
+            Some(&i) => i,
+            None => {
+                let i = self.node(&cfg.host_map.map(host));
+                hosts.cache.insert(host, i);
+                i
+            }
+        };
+        hosts.last = Some((host, i));
         i
     }
 
@@ -188,29 +233,15 @@ impl Refresh {
         series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
     ) {
         let l = &cfg.labels;
-        let mut cache: Map<&'r str, u32> = Map::default();
-        let mut last: Option<(&'r str, u32)> = None;
+        let mut hosts = Hosts::default();
+        let mut allocs = Allocs::default();
         for (s, p) in series {
             if !p.v.is_finite() {
                 continue;
             }
             let Some(host) = s.first_label(&l.gpu_host) else { continue };
             let Some(idx) = s.label(&l.gpu).and_then(|g| g.parse::<u8>().ok()) else { continue };
-            let ni = match last {
-                Some((h, i)) if h == host => i,
-                _ => {
-                    let i = match cache.get(host) {
-                        Some(&i) => i,
-                        None => {
-                            let i = self.node(&cfg.host_map.map(host));
-                            cache.insert(host, i);
-                            i
-                        }
-                    };
-                    last = Some((host, i));
-                    i
-                }
-            };
+            let ni = self.host_node(cfg, host, &mut hosts);
             let node = &mut self.nodes[ni as usize];
             let k = match node.gpus.iter().position(|g| g.s.index == idx) {
                 Some(k) => k,
@@ -228,30 +259,36 @@ impl Refresh {
                 Family::GpuUtil => {
                     g.s.util = clamp_u8(v, 100.0);
                     g.seen_util = true;
-                    let alloc = match (s.label(&l.hpc_job), s.label(&l.pod)) {
-                        (Some(j), _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
-                        (None, Some(pod)) => Some(Alloc::Pod {
-                            namespace: text(s.label(&l.namespace).unwrap_or("")),
-                            pod: text(pod),
-                        }),
-                        _ => None,
-                    };
+                    let alloc = allocs.of(l, &s);
                     // Two series for one GPU (a pod label changing): the allocated one wins.
                     if alloc.is_some() || g.alloc.is_none() {
                         g.alloc = alloc;
                     }
                 }
-                Family::TensorActive => g.s.tensor_active = clamp_u8(v, 100.0),
+                Family::GpuAlloc => {
+                    if let Some(a) = allocs.of(l, &s) {
+                        g.alloc = Some(a);
+                    }
+                }
+                Family::Gpu => {
+                    let Some([util, tensor, temp, power, fb]) = unpack(v) else { continue };
+                    let pct = |x: Option<u32>| x.map(|x| x.min(100) as u8);
+                    g.s.util = pct(util);
+                    g.s.tensor_active = pct(tensor);
+                    g.s.temp_c = temp.map(|x| x.min(254) as u8);
+                    g.s.power_w = power.map(|x| x.min(65535) as u16);
+                    g.s.mem_used_mib = fb;
+                    g.seen_util = true;
+                }
                 // dcgm-exporter reports a huge sentinel where a sensor is missing.
                 Family::GpuTemp => g.s.temp_c = clamp_u8(v, 254.0).filter(|_| v < 1000.0),
-                Family::Power => {
-                    g.s.power_w = (v.is_finite() && v >= 0.0).then(|| v.round().min(65535.0) as u16)
-                }
-                Family::FbUsed => g.s.mem_used_mib = clamp_u32(v),
                 Family::XidLast => g.xid = (1.0..=65535.0).contains(&v).then_some(v as u16),
                 Family::XidCount => g.xid_count = clamp_u32(v),
                 Family::EccSbe => g.sbe = clamp_u32(v),
                 Family::EccDbe => g.dbe = clamp_u32(v),
+                Family::NvlinkCrc => g.nvl_crc = clamp_u32(v),
+                Family::NvlinkReplay => g.nvl_replay = clamp_u32(v),
+                Family::PcieReplay => g.pcie_replay = clamp_u32(v),
                 _ => {}
             }
         }
@@ -263,46 +300,43 @@ impl Refresh {
         f: Family,
         series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
     ) {
-        let mut cache: Map<&'r str, u32> = Map::default();
+        let mut hosts = Hosts::default();
         for (s, p) in series {
             if !p.v.is_finite() {
                 continue;
             }
             let Some(host) = s.first_label(&cfg.labels.node_host) else { continue };
             let (Some(dev), port) = (s.label("device"), s.label("port").unwrap_or("1")) else { continue };
-            let ni = match cache.get(host) {
-                Some(&i) => i,
-                None => {
-                    let i = self.node(&cfg.host_map.map(host));
-                    cache.insert(host, i);
-                    i
-                }
-            };
+            let ni = self.host_node(cfg, host, &mut hosts);
             let node = &mut self.nodes[ni as usize];
             let name_len = dev.len() + 1 + port.len();
-            let k = match node
-                .ports
-                .iter()
-                .position(|x| x.name.len() == name_len && x.name.starts_with(dev) && x.name.ends_with(port))
-            {
-                Some(k) => k,
-                None => {
-                    node.ports.push(PortAcc { name: text(&format!("{dev}/{port}")), ..PortAcc::default() });
-                    node.ports.len() - 1
-                }
-            };
+            let k =
+                match node.ports.iter().position(|x| {
+                    x.name.len() == name_len && x.name.starts_with(dev) && x.name.ends_with(port)
+                }) {
+                    Some(k) => k,
+                    None => {
+                        // Inline (no allocation) for names up to 24 bytes.
+                        let mut name = Text::with_capacity(name_len);
+                        name.push_str(&sanitize(dev));
+                        name.push('/');
+                        name.push_str(&sanitize(port));
+                        node.ports.push(PortAcc { name, ..PortAcc::default() });
+                        node.ports.len() - 1
+                    }
+                };
             let x = &mut node.ports[k];
             let v = p.v;
             match f {
                 Family::IbState => x.state = Some(v),
                 Family::IbRate => x.rate = Some(v),
-                Family::IbSymbol => x.symbol = clamp_u64(v),
-                Family::IbRcvErrors => x.rcv = clamp_u64(v),
-                Family::IbXmitDiscards => x.xmit = clamp_u64(v),
-                Family::IbLinkDowned => x.downed = clamp_u64(v),
-                Family::IbFlaps => x.flaps = clamp_u32(v).unwrap_or(0),
-                Family::IbRx => x.rx_mbps = v.max(0.0),
-                Family::IbTx => x.tx_mbps = v.max(0.0),
+                Family::IbSymbol => x.symbol = Some(clamp_u64(v)),
+                Family::IbRcvErrors => x.rcv = Some(clamp_u64(v)),
+                Family::IbXmitDiscards => x.xmit = Some(clamp_u64(v)),
+                Family::IbLinkDowned => x.downed = Some(clamp_u64(v)),
+                Family::IbFlaps => x.flaps = Some(clamp_u32(v).unwrap_or(0)),
+                Family::IbRx => x.rx_mbps = Some(v.max(0.0)),
+                Family::IbTx => x.tx_mbps = Some(v.max(0.0)),
                 _ => {}
             }
         }
@@ -335,14 +369,25 @@ impl Refresh {
 
     /// The delta's content. `discover` (Prometheus alone) also sets GPU ownership, node state
     /// and allocation, and the jobs made from the allocation labels.
-    pub fn finish(self, at: Epoch, discover: bool, mem: &mut Memory) -> Mapped {
-        let util_ok = self.has(Family::GpuUtil);
+    pub fn finish(mut self, at: Epoch, discover: bool, mem: &mut Memory) -> Mapped {
+        let util_ok = self.has(Family::GpuUtil) || self.has(Family::GpuAlloc);
         let ecc_ok = self.has(Family::EccSbe) && self.has(Family::EccDbe);
-        let ports_ok = self.has(Family::IbState) || self.has(Family::IbRate);
+        let links_ok =
+            self.has(Family::NvlinkCrc) && self.has(Family::NvlinkReplay) && self.has(Family::PcieReplay);
+        let asked = PortsAsked::of(&self);
+        if asked.any() {
+            // Nodes whose ports are remembered but not in any answer: their state and error
+            // counters may have gone back to normal.
+            let known: Vec<Text> = mem.ports.keys().filter(|k| !self.ix.contains_key(*k)).cloned().collect();
+            for name in known {
+                self.node(&name);
+            }
+        }
         let xid_ok = self.has(Family::XidLast);
         let fs_ok = self.has(Family::FsSize) && self.has(Family::FsAvail);
         let mut allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)> = BTreeMap::new();
         let mut samples = Vec::with_capacity(self.nodes.len());
+        mem.nodes = self.nodes.len();
         let mut xid_seen: Map<(Text, u8), ()> = Map::default();
         for mut n in self.nodes {
             n.gpus.sort_unstable_by_key(|g| g.s.index);
@@ -353,6 +398,13 @@ impl Refresh {
                 let mut s = g.s;
                 if ecc_ok {
                     s.ecc = Some(EccCounts { sbe: g.sbe.unwrap_or(0), dbe: g.dbe.unwrap_or(0) });
+                }
+                if links_ok {
+                    s.links = Some(LinkErrors {
+                        nvlink_crc: g.nvl_crc.unwrap_or(0),
+                        nvlink_replay: g.nvl_replay.unwrap_or(0),
+                        pcie_replay: g.pcie_replay.unwrap_or(0),
+                    });
                 }
                 if let Some(code) = g.xid {
                     let key = (n.name.clone(), s.index);
@@ -388,9 +440,23 @@ impl Refresh {
                     _ => NodeState::Mixed,
                 });
             }
-            if ports_ok && !n.ports.is_empty() {
-                n.ports.sort_by(|a, b| a.name.cmp(&b.name));
-                sample.ports = Some(n.ports.into_iter().map(port_of).collect());
+            if asked.any() {
+                let changed = match mem.ports.get_mut(&sample.node) {
+                    Some(known) => merge_ports(known, n.ports, &asked),
+                    None => {
+                        let mut known = Vec::new();
+                        merge_ports(&mut known, n.ports, &asked);
+                        mem.ports.insert(sample.node.clone(), known);
+                        true
+                    }
+                };
+                // The whole list again once a cycle (with the port list), else on change.
+                if asked.rate || changed {
+                    sample.ports = mem.ports.get(&sample.node).cloned();
+                }
+            }
+            if sample.gpus.is_empty() && sample.ports.is_none() && sample.state.is_none() {
+                continue;
             }
             samples.push(sample);
         }
@@ -409,26 +475,154 @@ impl Refresh {
     }
 }
 
-fn port_of(p: PortAcc) -> FabricPort {
-    let state = match p.state.map(|v| v as i64) {
-        Some(4) | Some(5) => PortState::Active,
-        Some(3) => PortState::Armed,
-        Some(2) => PortState::Init,
-        Some(1) => PortState::Down,
+/// Which port families this refresh answered.
+#[derive(Debug, Clone, Copy)]
+struct PortsAsked {
+    state: bool,
+    rate: bool,
+    symbol: bool,
+    rcv: bool,
+    xmit: bool,
+    downed: bool,
+    flaps: bool,
+    rx: bool,
+    tx: bool,
+}
+
+impl PortsAsked {
+    fn of(r: &Refresh) -> Self {
+        Self {
+            state: r.has(Family::IbState),
+            rate: r.has(Family::IbRate),
+            symbol: r.has(Family::IbSymbol),
+            rcv: r.has(Family::IbRcvErrors),
+            xmit: r.has(Family::IbXmitDiscards),
+            downed: r.has(Family::IbLinkDowned),
+            flaps: r.has(Family::IbFlaps),
+            rx: r.has(Family::IbRx),
+            tx: r.has(Family::IbTx),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.state
+            || self.rate
+            || self.symbol
+            || self.rcv
+            || self.xmit
+            || self.downed
+            || self.flaps
+            || self.rx
+            || self.tx
+    }
+}
+
+fn port_state(v: f64) -> PortState {
+    match v as i64 {
+        4 | 5 => PortState::Active,
+        3 => PortState::Armed,
+        2 => PortState::Init,
+        1 => PortState::Down,
         _ => PortState::Unknown,
-    };
+    }
+}
+
+fn new_port(name: Text) -> FabricPort {
     FabricPort {
-        name: p.name,
+        name,
         kind: FabricKind::InfiniBand,
-        state,
-        rate_gbps: p.rate.map_or(0, |r| (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32),
-        symbol_errors: p.symbol,
-        rcv_errors: p.rcv,
-        xmit_discards: p.xmit,
-        link_downed: p.downed,
-        flaps: p.flaps,
-        rx_gbps: (p.rx_mbps / 1000.0) as f32,
-        tx_gbps: (p.tx_mbps / 1000.0) as f32,
+        state: PortState::Unknown,
+        rate_gbps: 0,
+        symbol_errors: 0,
+        rcv_errors: 0,
+        xmit_discards: 0,
+        link_downed: 0,
+        flaps: 0,
+        rx_gbps: 0.0,
+        tx_gbps: 0.0,
+    }
+}
+
+/// Updates a node's remembered ports with this refresh (when the rate family answered, the
+/// list becomes the ports it names), each field replaced where its family answered. Sparse
+/// families: a port missing from the answer is normal (Active, no growing error counter, no
+/// flap). Whether anything changed.
+fn merge_ports(known: &mut Vec<FabricPort>, acc: Vec<PortAcc>, asked: &PortsAsked) -> bool {
+    let before = known.len();
+    if asked.rate {
+        known.retain(|p| acc.iter().any(|a| a.name == p.name && a.rate.is_some()));
+    }
+    let mut changed = known.len() != before;
+    for a in &acc {
+        if !known.iter().any(|p| p.name == a.name) {
+            known.push(new_port(a.name.clone()));
+            changed = true;
+        }
+    }
+    for p in known.iter_mut() {
+        let a = acc.iter().find(|a| a.name == p.name);
+        let mut q = p.clone();
+        let get = |f: fn(&PortAcc) -> Option<u64>| a.and_then(f).unwrap_or(0);
+        if asked.state {
+            q.state = a.and_then(|a| a.state).map_or(PortState::Active, port_state);
+        }
+        if let Some(r) = a.and_then(|a| a.rate) {
+            q.rate_gbps = (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32;
+        }
+        if asked.symbol {
+            q.symbol_errors = get(|a| a.symbol);
+        }
+        if asked.rcv {
+            q.rcv_errors = get(|a| a.rcv);
+        }
+        if asked.xmit {
+            q.xmit_discards = get(|a| a.xmit);
+        }
+        if asked.downed {
+            q.link_downed = get(|a| a.downed);
+        }
+        if asked.flaps {
+            q.flaps = a.and_then(|a| a.flaps).unwrap_or(0);
+        }
+        if asked.rx {
+            q.rx_gbps = (a.and_then(|a| a.rx_mbps).unwrap_or(0.0) / 1000.0) as f32;
+        }
+        if asked.tx {
+            q.tx_gbps = (a.and_then(|a| a.tx_mbps).unwrap_or(0.0) / 1000.0) as f32;
+        }
+        if q != *p {
+            *p = q;
+            changed = true;
+        }
+    }
+    if changed {
+        known.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    changed
+}
+
+/// Allocation labels → allocation, within one answer: a pod's GPUs share one.
+#[derive(Default)]
+struct Allocs<'r> {
+    last: Option<(AllocKey<'r>, Option<Alloc>)>,
+}
+
+impl<'r> Allocs<'r> {
+    /// The allocation a series' labels name, if any.
+    fn of(&mut self, l: &super::config::LabelNames, s: &Series<'r, '_>) -> Option<Alloc> {
+        let key = (s.label(&l.hpc_job), s.label(&l.pod), s.label(&l.namespace));
+        if let Some((k, a)) = &self.last
+            && *k == key
+        {
+            return a.clone();
+        }
+        let a = match key {
+            (Some(j), _, _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
+            (None, Some(pod), ns) => Some(Alloc::Pod { namespace: text(ns.unwrap_or("")), pod: text(pod) }),
+            _ => None,
+        };
+        self.last = Some((key, a.clone()));
+        a
     }
 }
 
@@ -558,6 +752,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             xid: None,
             mig: Vec::new(),
             job: None,
+            links: Default::default(),
             idle_since: None,
             processes: Vec::new(),
         });

@@ -2,10 +2,11 @@
 //! any Prometheus-compatible query API (Prometheus, Thanos, Mimir, Cortex).
 //!
 //! The backend is a tokio task that sends [`Update`]s; nothing here runs on the UI task.
-//! Each refresh (default 15 s, jittered ±10 %) sends the same [`queries::REFRESH`] queries —
-//! 20, one per metric family for the whole cluster, whatever its size — concurrently, parses
-//! and joins the answers off the async threads, and sends one [`Update::Delta`] (`source:
-//! "prom"`) with a [`NodeSample`](crate::backend::NodeSample) per node, plus the storage list.
+//! Each refresh (default 15 s, jittered ±10 %) sends [`queries::PER_REFRESH`] queries (17) —
+//! [`queries::EVERY`] and one [`queries::ROTATING`] family, each for the whole cluster,
+//! whatever its size — concurrently, parses and joins the answers off the async threads, and
+//! sends one [`Update::Delta`] (`source: "prom"`) with a [`NodeSample`](crate::backend::NodeSample)
+//! per node that has data, plus the storage list.
 //!
 //! * **Prometheus alone** (`discover_nodes`): nodes and GPUs are discovered from the series
 //!   (one query at start and every 20 refreshes, or sooner when an unknown host shows up) and
@@ -40,7 +41,7 @@ use crate::backend::{Delta, Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Text};
 use client::Body;
 use map::{Mapped, Memory, Refresh};
-use queries::{BACKFILL, Family, REFRESH};
+use queries::{BACKFILL, Family};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,6 +95,8 @@ pub struct Outcome {
     /// `family: error`, one per family that failed.
     pub failed: Vec<(Family, PromError)>,
     pub warnings: Vec<String>,
+    /// How many queries the refresh sent.
+    pub asked: usize,
 }
 
 /// Parses and joins one refresh's bodies (CPU work: run it off the async threads).
@@ -103,8 +106,8 @@ pub fn map_refresh(
     at: Epoch,
     mem: &mut Memory,
 ) -> Outcome {
-    let mut r = Refresh::new();
-    let mut out = Outcome::default();
+    let mut r = Refresh::with_capacity(mem.nodes);
+    let mut out = Outcome { asked: bodies.len(), ..Outcome::default() };
     for (f, body) in bodies {
         let parsed = body.as_ref().map_err(Clone::clone).and_then(Body::parse);
         match parsed {
@@ -127,7 +130,7 @@ impl Outcome {
     /// Everything went wrong in the same way a server that is down does.
     pub fn unreachable(&self) -> Option<&PromError> {
         let first = &self.failed.first()?.1;
-        (self.failed.len() == REFRESH.len() && first.is_unreachable()).then_some(first)
+        (self.failed.len() == self.asked && first.is_unreachable()).then_some(first)
     }
 
     /// The status text for partial data and warnings (`None` when all is well).
@@ -138,7 +141,7 @@ impl Outcome {
             parts.push(format!(
                 "partial data, {} of {} queries failed: {}",
                 self.failed.len(),
-                REFRESH.len(),
+                self.asked,
                 list.join("; ")
             ));
         }
@@ -176,6 +179,8 @@ struct Backend {
     ok_at: Option<Epoch>,
     version: Option<Text>,
     mem: Memory,
+    /// Refreshes sent so far (picks the rotating family, see [`queries::schedule`]).
+    refreshes: u64,
     known: HashSet<Text>,
     /// Discovered nodes not sent yet: the first inventory goes out dated at the backfill's start,
     /// so that replayed history is not older than the state's clock.
@@ -194,6 +199,7 @@ impl Backend {
             ok_at: None,
             version: None,
             mem: Memory::default(),
+            refreshes: 0,
             known: HashSet::new(),
             pending: None,
             focus: None,
@@ -396,9 +402,10 @@ impl Backend {
     async fn refresh(&mut self, client: &PromClient) -> Option<(bool, bool)> {
         let at = now();
         let t = at as f64;
-        let futures = REFRESH.iter().map(|f| {
-            let q = queries::promql(&self.cfg, *f);
-            async move { (*f, client.query(&q, Some(t)).await) }
+        let families = queries::schedule(self.refreshes);
+        let futures = families.into_iter().map(|f| {
+            let q = queries::promql(&self.cfg, f);
+            async move { (f, client.query(&q, Some(t)).await) }
         });
         let bodies: Vec<(Family, Result<Body, PromError>)> = futures::future::join_all(futures).await;
         let cfg = self.cfg.clone();
@@ -432,6 +439,7 @@ impl Backend {
             storage: m.storage,
         };
         self.ok_at = Some(at);
+        self.refreshes += 1;
         if !self.send(Update::Delta(Box::new(delta))).await {
             return None;
         }

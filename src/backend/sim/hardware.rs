@@ -492,6 +492,7 @@ impl Cluster {
                     xid: fault.and_then(|f| f.xid),
                     mig,
                     job: (g.job != 0).then_some(g.job),
+                    links: Default::default(),
                     idle_since: None,
                     processes: Vec::new(),
                 }

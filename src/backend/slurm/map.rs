@@ -215,6 +215,7 @@ fn new_gpu(index: u8, model: Text) -> Gpu {
         xid: None,
         mig: Vec::new(),
         job: None,
+        links: Default::default(),
         idle_since: None,
         processes: Vec::new(),
     }

@@ -142,6 +142,20 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         ),
         kv(cx, "job", Span::styled(opt(g.job), t.text)),
     ];
+    if g.links.any() {
+        let l = &g.links;
+        out.push(kv(
+            cx,
+            "links",
+            Span::styled(
+                format!(
+                    "NVLink {} CRC, {} replays; PCIe {} replays (in the window)",
+                    l.nvlink_crc, l.nvlink_replay, l.pcie_replay
+                ),
+                t.warn,
+            ),
+        ));
+    }
     if let Some(since) = g.idle_since {
         out.push(kv(
             cx,

@@ -196,6 +196,16 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         if gpu.ecc.dbe > 0 {
             spans.push(Span::styled(format!("  DBE {}", gpu.ecc.dbe), t.crit));
         }
+        let l = &gpu.links;
+        if l.nvlink_crc > 0 || l.nvlink_replay > 0 {
+            spans.push(Span::styled(
+                format!("  NVL err {}", l.nvlink_crc.saturating_add(l.nvlink_replay)),
+                t.warn,
+            ));
+        }
+        if l.pcie_replay > 0 {
+            spans.push(Span::styled(format!("  PCIe replay {}", l.pcie_replay), t.warn));
+        }
         if !gpu.mig.is_empty() {
             spans.push(Span::styled(format!("  MIG {}", gpu.mig.len()), t.info));
         }
