@@ -22,29 +22,37 @@ use std::ops::Range;
 #[derive(Debug, Clone)]
 pub struct Wanted {
     fields: &'static [&'static str],
-    /// Per first byte of a key (mod 64), the key lengths (mod 64) some field has.
-    seen: [u64; 64],
+    /// By the key's first byte and length (both mod 64): the field with that first byte and
+    /// length plus one, 0 for none, `u16::MAX` for several.
+    by_shape: Box<[u16; 4096]>,
+}
+
+fn shape(key: &[u8]) -> Option<usize> {
+    Some(usize::from(key.first()? & 63) << 6 | (key.len() & 63))
 }
 
 impl Wanted {
     pub fn new(fields: &'static [&'static str]) -> Wanted {
-        let mut seen = [0u64; 64];
-        for f in fields {
-            if let Some(b) = f.as_bytes().first() {
-                seen[usize::from(b & 63)] |= 1 << (f.len() & 63);
+        let mut by_shape = Box::new([0u16; 4096]);
+        for (k, f) in fields.iter().enumerate() {
+            if let Some(at) = shape(f.as_bytes()) {
+                let slot = &mut by_shape[at];
+                *slot = if *slot == 0 { u16::try_from(k + 1).unwrap_or(u16::MAX) } else { u16::MAX };
             }
         }
-        Wanted { fields, seen }
+        Wanted { fields, by_shape }
     }
 
     /// The field's index, for a key as written.
     pub fn find(&self, key: &[u8]) -> Option<u16> {
-        let first = *key.first()?;
-        if self.seen[usize::from(first & 63)] & (1 << (key.len() & 63)) == 0 {
-            return None;
+        match self.by_shape[shape(key)?] {
+            0 => None,
+            u16::MAX => {
+                let k = self.fields.iter().position(|f| f.as_bytes() == key)?;
+                u16::try_from(k).ok()
+            }
+            k => (self.fields.get(usize::from(k - 1))?.as_bytes() == key).then_some(k - 1),
         }
-        let k = self.fields.iter().position(|f| f.as_bytes() == key)?;
-        u16::try_from(k).ok()
     }
 }
 
@@ -134,14 +142,21 @@ fn walk_inner(s: &[u8], i: usize, wanted: &Wanted, out: &mut Vec<Member>) -> Res
 
 /// The index just past the string whose content starts at `i`, if it ends in `s`.
 pub fn string_end(s: &[u8], mut i: usize) -> Option<usize> {
-    // Most strings in a record are short: look at a few bytes before calling memchr.
-    let short = s.len().min(i + 16);
-    while i < short {
-        match s[i] {
-            b'"' => return Some(i + 1),
-            b'\\' => i += 2,
-            _ => i += 1,
+    // Most strings in a record are short: 16 bytes at a time before calling memchr.
+    for _ in 0..2 {
+        let Some(block) = s.get(i..).and_then(|r| r.first_chunk::<16>()) else { break };
+        let stops = quote_or_backslash(block);
+        if stops == 0 {
+            i += 16;
+            continue;
         }
+        let k = stops.trailing_zeros() as usize;
+        if block[k] == b'"' {
+            return Some(i + k + 1);
+        }
+        // An escape: byte by byte from here.
+        i += k;
+        break;
     }
     loop {
         let k = memchr::memchr2(b'"', b'\\', s.get(i..)?)?;
@@ -150,6 +165,30 @@ pub fn string_end(s: &[u8], mut i: usize) -> Option<usize> {
         }
         i += k + 2;
     }
+}
+
+/// Bit `k` set where `block[k]` is a quote or a backslash.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn quote_or_backslash(block: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline, and `block` is 16 readable bytes (the load
+    // has no alignment requirement).
+    let mask = unsafe {
+        let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+        _mm_movemask_epi8(_mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+        ))
+    };
+    mask as u32
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn quote_or_backslash(block: &[u8; 16]) -> u32 {
+    block.iter().enumerate().filter(|(_, b)| matches!(b, b'"' | b'\\')).fold(0, |m, (k, _)| m | 1 << k)
 }
 
 /// Bit masks (bit `k` for byte `k`) of a 64-byte block.
@@ -162,6 +201,7 @@ struct Masks {
 }
 
 #[cfg(target_arch = "x86_64")]
+#[inline]
 fn masks(block: &[u8; 64]) -> Masks {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
@@ -214,6 +254,7 @@ fn scalar_masks(block: &[u8; 64]) -> Masks {
 
 /// Each bit XORed with all the bits below it: with the quote mask, the bytes from an opening
 /// quote up to (not including) its closing quote.
+#[inline]
 fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 1;
     x ^= x << 2;
@@ -402,6 +443,42 @@ mod tests {
                 *b = if rng.bool() { alphabet[rng.usize(0..alphabet.len())] } else { rng.u8(..) };
             }
             assert_eq!(masks(&block), scalar_masks(&block));
+        }
+    }
+
+    #[test]
+    fn wanted_keys_are_exact() {
+        // "job_id"/"jab_id" and "name"/"nbme"/"Name" share first byte (mod 64) and length.
+        let w = Wanted::new(&["job_id", "jab_id", "name", "x"]);
+        for (key, want) in [
+            ("job_id", Some(0)),
+            ("jab_id", Some(1)),
+            ("jcb_id", None),
+            ("name", Some(2)),
+            ("nbme", None),
+            ("Name", None),
+            ("x", Some(3)),
+            ("y", None),
+            ("", None),
+            ("job_id2", None),
+        ] {
+            assert_eq!(w.find(key.as_bytes()), want, "{key}");
+        }
+    }
+
+    #[test]
+    fn strings_end_where_serde_json_says() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        let alphabet = ["a", "}", "[", "\\\"", "\\\\", "\\u0041", " ", "é"];
+        for _ in 0..3000 {
+            let body: String =
+                (0..rng.usize(0..40)).map(|_| alphabet[rng.usize(0..alphabet.len())]).collect();
+            let s = format!("\"{body}\",1");
+            let end = reference_end(&s);
+            assert_eq!(string_end(s.as_bytes(), 1), Some(end), "{s}");
+            for cut in 1..end {
+                assert_eq!(string_end(&s.as_bytes()[..cut], 1), None, "{s} cut at {cut}");
+            }
         }
     }
 
