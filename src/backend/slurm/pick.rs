@@ -1,5 +1,6 @@
 //! Reads a struct from one JSON object, handing the JSON parser only the members the struct has
-//! fields for. A slurmrestd job record has some 130 members and gpuplane reads about 20; the
+//! fields for: from the object's text ([`from_object`], for jobs the splitter hands on whole),
+//! or from the members the splitter already found ([`from_members`]). A slurmrestd job record has some 130 members and gpuplane reads about 20; the
 //! others (most of the ~5 KB, such as `job_resources`) are stepped over by the [`Lexer`],
 //! which only tracks strings and nesting, instead of being parsed and discarded.
 //!

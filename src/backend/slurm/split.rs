@@ -8,6 +8,9 @@
 //! it carried over. Everything outside the `jobs` elements (the envelope, with `"jobs":[]`) is
 //! kept aside and parsed at the end; it is small.
 //!
+//! A [`Splitter::picking`] also walks each object element that lies wholly in one chunk for
+//! the members a struct reads ([`scan`]), so that the body is scanned once.
+//!
 //! Only the structure needed to find the elements is checked here: strings and their escapes,
 //! bracket nesting, the commas between elements. The element texts themselves go to a real
 //! JSON parser, which rejects whatever else is wrong with them.

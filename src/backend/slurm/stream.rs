@@ -1,6 +1,8 @@
-//! The job list parsed while it streams in: the [`Splitter`] cuts the body into one JSON text
-//! per job, batches of them go to parser threads (one per core, at most [`MAX_WORKERS`]), and
-//! each job becomes its compact model record there. Memory is bounded by the records and the
+//! The job list parsed while it streams in: the [`Splitter`] cuts the body into jobs and, in
+//! the same pass, picks out of each the values of the members the job struct reads (see
+//! [`scan`](super::scan)); batches of those (or of whole job texts, for jobs cut by a chunk's
+//! end or malformed) go to parser threads (one per core, at most [`MAX_WORKERS`]), and each job
+//! becomes its compact model record there. Memory is bounded by the records and the
 //! batches in flight, not by the size of the JSON; the body's chunks are dropped as soon as
 //! their jobs are parsed. Job order is kept.
 
