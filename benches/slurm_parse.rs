@@ -13,8 +13,8 @@
 //! * now (one pass: the splitter walks each job as it finds it and keeps only the wanted
 //!   members' bytes, stepping over the rest 64 bytes at a time with SSE2 bit masks; the parser
 //!   threads read only those values; `src/backend/slurm/scan.rs`), same machine, load average
-//!   3–3.7 (another build running): parse 382–872 ms (median 397 ms), parse + apply 390–614 ms
-//!   (median 395 ms); about 0.6–0.75 CPU-s (`slurm_parse_rss`: 0.62–0.74 s parse, wall ≈ CPU as
+//!   3.1–3.5 (another build running), two runs: parse 382 ms–1.11 s (medians 397 and 653 ms),
+//!   parse + apply 390–662 ms (medians 395 and 623 ms); about 0.6–0.75 CPU-s (`slurm_parse_rss`: 0.62–0.74 s parse, wall ≈ CPU as
 //!   the second core was busy). The splitter thread alone takes about 230 ms of it (was 330 ms
 //!   for the split alone). The < 300 ms target is still missed: the rest is the parser threads'
 //!   serde work and building the model records (~0.4 CPU-s), which two busy cores cannot hide.
