@@ -7,12 +7,19 @@
 //! Measured on the 2-core machine while other builds ran (load average 2.3–4):
 //! * before (serde_json over the whole buffered body, one thread): parse 0.96–1.19 s,
 //!   parse + apply 1.02–1.19 s;
-//! * now (the body split into jobs as it streams in, only the ~20 members gpuplane reads handed
-//!   to serde, two parser threads): parse 0.78–1.08 s, parse + apply 0.84–1.15 s, about 1.15–1.4
-//!   CPU-s (more CPU than before: every byte is scanned twice, by the splitter and by the
-//!   member walker, so the gain needs free cores). The < 300 ms target is still missed.
-//! * memory: 92 MB added over the body (in memory), 93 MB peak in all when streamed (the body is
-//!   never held): < 200 MB.
+//! * one pass, then two (the body split into jobs as it streams in, then each job walked again
+//!   for the ~20 members gpuplane reads, on two parser threads): parse 0.78–1.08 s, parse +
+//!   apply 0.84–1.15 s, about 1.15–1.4 CPU-s (every byte scanned twice).
+//! * now (one pass: the splitter walks each job as it finds it and keeps only the wanted
+//!   members' bytes, stepping over the rest 64 bytes at a time with SSE2 bit masks; the parser
+//!   threads read only those values; `src/backend/slurm/scan.rs`), same machine, load average
+//!   3.1–3.5 (another build running), two runs: parse 382 ms–1.11 s (medians 397 and 653 ms),
+//!   parse + apply 390–662 ms (medians 395 and 623 ms); about 0.6–0.75 CPU-s (`slurm_parse_rss`: 0.62–0.74 s parse, wall ≈ CPU as
+//!   the second core was busy). The splitter thread alone takes about 230 ms of it (was 330 ms
+//!   for the split alone). The < 300 ms target is still missed: the rest is the parser threads'
+//!   serde work and building the model records (~0.4 CPU-s), which two busy cores cannot hide.
+//! * memory: 90–91 MB added over the body (in memory), 92 MB peak in all when streamed (the body
+//!   is never held): < 200 MB.
 
 use divan::Bencher;
 use gpuplane::backend::slurm::{ApiVersion, parse};

@@ -18,6 +18,7 @@ pub mod ops;
 pub mod perm;
 pub mod pick;
 pub mod poll;
+pub mod scan;
 pub mod split;
 pub mod stream;
 pub mod text;
@@ -138,7 +139,7 @@ pub mod parse {
         v: ApiVersion,
         chunks: impl IntoIterator<Item = C>,
     ) -> Result<Parsed<JobsOut>, SlurmError> {
-        let read: stream::JobReader = if v.is_legacy() { v0038::job } else { v0040::job };
+        let read = if v.is_legacy() { v0038::JOB } else { v0040::JOB };
         let mut p = stream::jobs(read, chunks)
             .map_err(|detail| SlurmError::Malformed { endpoint: v.ctld("jobs"), detail })?;
         // v0.0.38 has no `last_update`.

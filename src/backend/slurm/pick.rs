@@ -1,5 +1,6 @@
 //! Reads a struct from one JSON object, handing the JSON parser only the members the struct has
-//! fields for. A slurmrestd job record has some 130 members and gpuplane reads about 20; the
+//! fields for: from the object's text ([`from_object`], for jobs the splitter hands on whole),
+//! or from the members the splitter already found ([`from_members`]). A slurmrestd job record has some 130 members and gpuplane reads about 20; the
 //! others (most of the ~5 KB, such as `job_resources`) are stepped over by the [`Lexer`],
 //! which only tracks strings and nesting, instead of being parsed and discarded.
 //!
@@ -9,6 +10,7 @@
 //! Keys are compared as written: a key spelt with escapes (`"job\u005fid"`) is not recognised
 //! (slurmrestd never writes one).
 
+use super::scan::Member;
 use super::split::{Lexer, bare_byte};
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
@@ -17,6 +19,106 @@ use serde::forward_to_deserialize_any;
 /// Deserializes `T` from the JSON object `obj` (see the module docs).
 pub fn from_object<'de, T: de::Deserialize<'de>>(obj: &'de [u8]) -> serde_json::Result<T> {
     T::deserialize(Object { obj })
+}
+
+/// The field names `T` asks a deserializer for (`None` when it is no struct): the keys a
+/// [`Wanted`](super::scan::Wanted) set is made of.
+pub fn fields_of<T: de::DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut fields = None;
+    let _ = T::deserialize(Probe(&mut fields));
+    fields.filter(|f: &&[&str]| !f.is_empty())
+}
+
+struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
+
+impl<'de> Deserializer<'de> for Probe<'_> {
+    type Error = de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some(fields);
+        Err(de::Error::custom("fields noted"))
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// Deserializes the struct `T` from members found by [`scan::walk`](super::scan::walk) with the
+/// fields of [`fields_of::<T>`]: each member's value is the JSON text `buf[value]`.
+pub fn from_members<'de, T: de::Deserialize<'de>>(
+    buf: &'de [u8],
+    members: &'de [Member],
+) -> serde_json::Result<T> {
+    T::deserialize(Found { buf, members })
+}
+
+struct Found<'de> {
+    buf: &'de [u8],
+    members: &'de [Member],
+}
+
+impl<'de> Deserializer<'de> for Found<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> serde_json::Result<V::Value> {
+        Err(de::Error::custom("picked members read as something other than a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> serde_json::Result<V::Value> {
+        visitor.visit_map(FoundMap { buf: self.buf, members: self.members.iter(), fields, value: &[] })
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+struct FoundMap<'de> {
+    buf: &'de [u8],
+    members: std::slice::Iter<'de, Member>,
+    fields: &'static [&'static str],
+    value: &'de [u8],
+}
+
+impl<'de> MapAccess<'de> for FoundMap<'de> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> serde_json::Result<Option<K::Value>> {
+        let Some(m) = self.members.next() else { return Ok(None) };
+        let name = self.fields.get(usize::from(m.field));
+        let value = self.buf.get(m.value.clone());
+        let (Some(name), Some(value)) = (name, value) else {
+            return Err(de::Error::custom("a picked member out of range"));
+        };
+        self.value = value;
+        seed.deserialize(BorrowedStrDeserializer::new(name)).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> serde_json::Result<V::Value> {
+        let mut de = serde_json::Deserializer::from_slice(self.value);
+        let v = seed.deserialize(&mut de)?;
+        de.end()?;
+        Ok(v)
+    }
 }
 
 struct Object<'de> {

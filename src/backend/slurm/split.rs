@@ -8,10 +8,14 @@
 //! it carried over. Everything outside the `jobs` elements (the envelope, with `"jobs":[]`) is
 //! kept aside and parsed at the end; it is small.
 //!
+//! A [`Splitter::picking`] also walks each object element that lies wholly in one chunk for
+//! the members a struct reads ([`scan`]), so that the body is scanned once.
+//!
 //! Only the structure needed to find the elements is checked here: strings and their escapes,
 //! bracket nesting, the commas between elements. The element texts themselves go to a real
 //! JSON parser, which rejects whatever else is wrong with them.
 
+use super::scan::{self, Member, Walk, Wanted};
 use std::ops::Range;
 
 /// The envelope (everything outside the `jobs` elements) may not grow past this.
@@ -32,11 +36,14 @@ pub enum SplitError {
 
 /// One element of the `jobs` array.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Elem {
+pub enum Elem<'a> {
     /// Wholly inside the chunk just pushed.
     In(Range<usize>),
     /// Began in an earlier chunk: its bytes.
     Carried(Vec<u8>),
+    /// An object wholly inside the chunk just pushed, walked already (see
+    /// [`Splitter::picking`]): its range and its wanted members (ranges of the chunk).
+    Picked(Range<usize>, &'a [Member]),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +163,9 @@ pub struct Splitter {
     jobs: usize,
     /// `jobs` when the list opened (an empty list may close at once).
     list_start: usize,
+    /// The keys whose values object elements are walked for.
+    wanted: Option<Wanted>,
+    members: Vec<Member>,
 }
 
 impl Default for Splitter {
@@ -178,7 +188,16 @@ impl Splitter {
             carry: Vec::new(),
             jobs: 0,
             list_start: 0,
+            wanted: None,
+            members: Vec::new(),
         }
+    }
+
+    /// A splitter that also walks each object element lying wholly in one chunk for the members
+    /// named in `wanted` (see [`scan`]), reporting it as [`Elem::Picked`]: the body is scanned
+    /// once. Elements it cannot walk (cut by a chunk's end, or malformed) are reported whole.
+    pub fn picking(wanted: Wanted) -> Splitter {
+        Splitter { wanted: Some(wanted), ..Splitter::new() }
     }
 
     /// Elements reported so far.
@@ -187,7 +206,7 @@ impl Splitter {
     }
 
     /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
-    pub fn push(&mut self, chunk: &[u8], mut emit: impl FnMut(Elem)) -> Result<(), SplitError> {
+    pub fn push(&mut self, chunk: &[u8], mut emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
         let n = chunk.len();
         let mut i = 0;
         // Where the element in progress starts in this chunk (0 when it was carried in).
@@ -215,6 +234,15 @@ impl Splitter {
                         }
                         _ if !need_comma && b != b',' && b != b']' && b != b'}' && b != b':' => {
                             start = i;
+                            if let (b'{', Some(w)) = (b, &self.wanted)
+                                && let Walk::Done(end) = scan::walk(chunk, i, w, &mut self.members)
+                            {
+                                emit(Elem::Picked(i..end, &self.members));
+                                self.jobs += 1;
+                                self.mode = Mode::Between { need_comma: true };
+                                i = end;
+                                continue;
+                            }
                             self.lex = Lexer::default();
                             self.mode = match b {
                                 b'{' | b'[' => Mode::Container,
@@ -272,7 +300,7 @@ impl Splitter {
         chunk: &[u8],
         start: usize,
         end: usize,
-        emit: &mut impl FnMut(Elem),
+        emit: &mut impl FnMut(Elem<'_>),
     ) -> Result<(), SplitError> {
         if self.carry.is_empty() {
             emit(Elem::In(start..end));
@@ -379,7 +407,7 @@ mod tests {
         for chunk in body.chunks(size.max(1)) {
             s.push(chunk, |e| {
                 let bytes = match e {
-                    Elem::In(r) => chunk[r].to_vec(),
+                    Elem::In(r) | Elem::Picked(r, _) => chunk[r].to_vec(),
                     Elem::Carried(v) => v,
                 };
                 out.push(String::from_utf8(bytes).unwrap());
@@ -483,6 +511,78 @@ mod tests {
         }
     }
 
+    const FIELDS: &[&str] = &["job_id", "name"];
+
+    /// Splits with picking: each element's text, and for those picked, the kept members as
+    /// (field, value text).
+    type PickedSplit = (Vec<(String, Option<Vec<(u16, String)>>)>, String);
+
+    fn split_picking(body: &[u8], size: usize) -> Result<PickedSplit, SplitError> {
+        let mut s = Splitter::picking(Wanted::new(FIELDS));
+        let mut out = Vec::new();
+        for chunk in body.chunks(size.max(1)) {
+            s.push(chunk, |e| {
+                let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                out.push(match e {
+                    Elem::In(r) => (text(&chunk[r]), None),
+                    Elem::Carried(v) => (text(&v), None),
+                    Elem::Picked(r, found) => {
+                        let kept = found.iter().map(|m| (m.field, text(&chunk[m.value.clone()]))).collect();
+                        (text(&chunk[r]), Some(kept))
+                    }
+                });
+            })?;
+        }
+        Ok((out, String::from_utf8(s.finish()?).unwrap()))
+    }
+
+    #[test]
+    fn picking_finds_the_same_elements_and_only_top_level_wanted_members() {
+        let body = r#"{"meta":{"job_id":1},"jobs":[{"x":{"job_id":9,"name":"deep"},"job_id":1,"name":"a\"}]\\","y":["name",{"job_id":2}]},{"name":"\u0041","name":"dup","job_id":{"set":true,"number":3}},{},"s",{"job_id":4 , "z":[[],{}] }],"last_update":5}"#;
+        let plain = split_all_ways(body).unwrap();
+        let whole = split_picking(body.as_bytes(), body.len()).unwrap();
+        let texts: Vec<String> = whole.0.iter().map(|(t, _)| t.clone()).collect();
+        assert_eq!((texts, whole.1.clone()), plain);
+        let kept: Vec<_> = whole.0.iter().map(|(_, k)| k.clone()).collect();
+        let k = |v: &[(u16, &str)]| Some(v.iter().map(|(f, s)| (*f, s.to_string())).collect::<Vec<_>>());
+        assert_eq!(
+            kept,
+            [
+                k(&[(0, "1"), (1, r#""a\"}]\\""#)]),
+                k(&[(1, r#""\u0041""#), (1, r#""dup""#), (0, r#"{"set":true,"number":3}"#)]),
+                k(&[]),
+                None,
+                k(&[(0, "4")]),
+            ]
+        );
+        // Any chunking: the same elements; those wholly in a chunk picked the same way, the
+        // others (and all with 1-byte chunks) reported whole.
+        for size in 1..body.len() {
+            let (got, env) = split_picking(body.as_bytes(), size).unwrap();
+            assert_eq!(env, whole.1, "chunks of {size}");
+            assert_eq!(got.len(), whole.0.len());
+            for (g, w) in got.iter().zip(&whole.0) {
+                assert_eq!(g.0, w.0, "chunks of {size}");
+                assert!(g.1.is_none() || g.1 == w.1, "chunks of {size}: {g:?}");
+                assert!(size > 1 || g.1.is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn picking_leaves_malformed_jobs_whole_and_cut_bodies_fail_alike() {
+        let body = r#"{"jobs":[{"job_id":1 "name":2},{"job_id":tru},{"job_id":[1,"]"]}],"last_update":1}"#;
+        let (got, _) = split_picking(body.as_bytes(), body.len()).unwrap();
+        assert_eq!(got.iter().map(|(_, k)| k.is_some()).collect::<Vec<_>>(), [false, false, true]);
+        for cut in 0..body.len() {
+            for size in [1, 3, body.len()] {
+                let plain = split(&body.as_bytes()[..cut], size).map(|(jobs, _)| jobs.len());
+                let picked = split_picking(&body.as_bytes()[..cut], size).map(|(jobs, _)| jobs.len());
+                assert_eq!(plain, picked, "cut {cut}, chunks of {size}");
+            }
+        }
+    }
+
     #[test]
     fn odd_bytes_do_not_panic() {
         let mut rng = fastrand::Rng::with_seed(7);
@@ -493,6 +593,8 @@ mod tests {
             body.extend((0..len).map(|_| alphabet[rng.usize(0..alphabet.len())]));
             let size = rng.usize(1..8);
             let _ = split(&body, size);
+            let _ = split_picking(&body, size);
+            let _ = split_picking(&body, body.len());
         }
     }
 }

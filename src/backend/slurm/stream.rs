@@ -1,9 +1,12 @@
-//! The job list parsed while it streams in: the [`Splitter`] cuts the body into one JSON text
-//! per job, batches of them go to parser threads (one per core, at most [`MAX_WORKERS`]), and
-//! each job becomes its compact model record there. Memory is bounded by the records and the
+//! The job list parsed while it streams in: the [`Splitter`] cuts the body into jobs and, in
+//! the same pass, picks out of each the values of the members the job struct reads (see
+//! [`scan`](super::scan)); batches of those (or of whole job texts, for jobs cut by a chunk's
+//! end or malformed) go to parser threads (one per core, at most [`MAX_WORKERS`]), and each job
+//! becomes its compact model record there. Memory is bounded by the records and the
 //! batches in flight, not by the size of the JSON; the body's chunks are dropped as soon as
 //! their jobs are parsed. Job order is kept.
 
+use super::scan::{Member, Wanted};
 use super::split::{Elem, Splitter};
 use super::wire::Num;
 use super::{JobsOut, Parsed};
@@ -36,26 +39,42 @@ impl Chunk for &[u8] {
     }
 }
 
-/// One job's JSON text.
+/// One job: its JSON text, or its wanted members (a range of the batch's `members`).
 enum Piece<C> {
     Part(C),
     Own(Vec<u8>),
-}
-
-impl<C: AsRef<[u8]>> Piece<C> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Piece::Part(c) => c.as_ref(),
-            Piece::Own(v) => v,
-        }
-    }
+    Picked(Range<usize>),
 }
 
 /// A version family's reader of one job element: adds the job (if it has an id) to `out`.
-pub type JobReader = fn(&[u8], &mut JobsOut) -> serde_json::Result<()>;
+#[derive(Clone, Copy)]
+pub struct JobReader {
+    /// The job struct's fields (see [`pick::fields_of`](super::pick::fields_of)); `None`: no
+    /// job is picked in the splitter, each goes whole to `whole`.
+    pub fields: fn() -> Option<&'static [&'static str]>,
+    /// From the job's JSON text.
+    pub whole: fn(&[u8], &mut JobsOut) -> serde_json::Result<()>,
+    /// From its wanted members, found by [`scan::walk`](super::scan::walk) (values are ranges of
+    /// the buffer).
+    pub picked: fn(&[u8], &[Member], &mut JobsOut) -> serde_json::Result<()>,
+}
 
-/// Batch number, number of the batch's first job, the job texts.
-type Batch<C> = (usize, usize, Vec<Piece<C>>);
+/// Jobs for one parser thread.
+struct Batch<C> {
+    /// Batch number, number of the batch's first job.
+    idx: usize,
+    first: usize,
+    pieces: Vec<Piece<C>>,
+    /// The picked jobs' members, and their values' bytes.
+    members: Vec<Member>,
+    values: Vec<u8>,
+}
+
+impl<C> Batch<C> {
+    fn new(idx: usize, first: usize) -> Batch<C> {
+        Batch { idx, first, pieces: Vec::new(), members: Vec::new(), values: Vec::new() }
+    }
+}
 
 /// What the body holds besides the jobs (`jobs` is the emptied list).
 #[derive(Deserialize, Default)]
@@ -77,7 +96,8 @@ pub fn jobs<C: Chunk>(
     let failed = AtomicBool::new(false);
     let (split, done) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| work(read, &rx, &failed))).collect();
-        let split = split_into_batches(chunks, &tx, &failed);
+        let wanted = (read.fields)().map(Wanted::new);
+        let split = split_into_batches(chunks, wanted, &tx, &failed);
         drop(tx);
         let done: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         (split, done)
@@ -110,34 +130,54 @@ pub fn jobs<C: Chunk>(
 /// (with an empty envelope) once a parser thread has failed.
 fn split_into_batches<C: Chunk>(
     chunks: impl IntoIterator<Item = C>,
+    wanted: Option<Wanted>,
     tx: &mpsc::SyncSender<Batch<C>>,
     failed: &AtomicBool,
 ) -> Result<Vec<u8>, String> {
-    let mut splitter = Splitter::new();
-    let (mut batch, mut bytes, mut idx, mut first) = (Vec::new(), 0usize, 0usize, 0usize);
+    let mut splitter = wanted.map_or_else(Splitter::new, Splitter::picking);
+    let (mut batch, mut bytes) = (Batch::new(0, 0), 0usize);
     for chunk in chunks {
         if failed.load(Ordering::Relaxed) {
             return Ok(Vec::new());
         }
+        let raw = chunk.as_ref();
         splitter
-            .push(chunk.as_ref(), |e| {
+            .push(raw, |e| {
                 let p = match e {
-                    Elem::In(r) => Piece::Part(chunk.part(r)),
-                    Elem::Carried(v) => Piece::Own(v),
+                    Elem::In(r) => {
+                        bytes += r.len();
+                        Piece::Part(chunk.part(r))
+                    }
+                    Elem::Carried(v) => {
+                        bytes += v.len();
+                        Piece::Own(v)
+                    }
+                    Elem::Picked(r, found) => {
+                        // Only the wanted values are kept (copied: the chunk can go at once);
+                        // the parser thread's work is in proportion to them.
+                        let from = batch.members.len();
+                        let before = batch.values.len();
+                        for m in found {
+                            let at = batch.values.len();
+                            batch.values.extend_from_slice(&raw[m.value.clone()]);
+                            batch.members.push(Member { field: m.field, value: at..batch.values.len() });
+                        }
+                        bytes += (batch.values.len() - before) + r.len() / 16;
+                        Piece::Picked(from..batch.members.len())
+                    }
                 };
-                bytes += p.bytes().len();
-                batch.push(p);
+                batch.pieces.push(p);
                 if bytes >= BATCH_BYTES {
-                    let n = batch.len();
+                    let next = Batch::new(batch.idx + 1, batch.first + batch.pieces.len());
                     // A send fails only when every parser thread has stopped (after a failure).
-                    let _ = tx.send((idx, first, std::mem::take(&mut batch)));
-                    (idx, first, bytes) = (idx + 1, first + n, 0);
+                    let _ = tx.send(std::mem::replace(&mut batch, next));
+                    bytes = 0;
                 }
             })
             .map_err(|e| e.to_string())?;
     }
-    if !batch.is_empty() {
-        let _ = tx.send((idx, first, batch));
+    if !batch.pieces.is_empty() {
+        let _ = tx.send(batch);
     }
     splitter.finish().map_err(|e| e.to_string())
 }
@@ -154,17 +194,26 @@ fn work<C: AsRef<[u8]>>(
             Ok(r) => r.recv(),
             Err(_) => break,
         };
-        let Ok((idx, first, pieces)) = next else { break };
+        let Ok(batch) = next else { break };
+        let (idx, first) = (batch.idx, batch.first);
         let mut out = JobsOut::default();
         let mut result = Ok(());
-        for (k, p) in pieces.iter().enumerate() {
-            if let Err(e) = read(p.bytes(), &mut out) {
+        for (k, p) in batch.pieces.iter().enumerate() {
+            let r = match p {
+                Piece::Part(c) => (read.whole)(c.as_ref(), &mut out),
+                Piece::Own(v) => (read.whole)(v, &mut out),
+                Piece::Picked(m) => match batch.members.get(m.clone()) {
+                    Some(found) => (read.picked)(&batch.values, found, &mut out),
+                    None => Err(serde::de::Error::custom("picked members out of range")),
+                },
+            };
+            if let Err(e) = r {
                 result = Err(format!("job {} of the list: {e}", first + k + 1));
                 failed.store(true, Ordering::Relaxed);
                 break;
             }
         }
-        drop(pieces);
+        drop(batch);
         let stop = result.is_err();
         done.push((idx, result.map(|()| out)));
         if stop {
@@ -180,18 +229,31 @@ mod tests {
     use crate::backend::slurm::map::JobIn;
     use crate::model::Text;
 
-    /// A reader that records the `job_id` only.
-    fn ids(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
-        #[derive(Deserialize)]
-        struct J {
-            job_id: u64,
-        }
-        let j: J = serde_json::from_slice(elem)?;
+    #[derive(Deserialize)]
+    struct J {
+        job_id: u64,
+    }
+
+    fn add(j: J, out: &mut JobsOut) {
         let job = JobIn { id: j.job_id, state: vec!["PENDING".into()], ..Default::default() };
         out.jobs.push(crate::backend::slurm::map::job(job, &mut out.allocs));
         out.qos.push(Text::from(format!("q{}", j.job_id)));
+    }
+
+    fn whole(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
+        add(serde_json::from_slice(elem)?, out);
         Ok(())
     }
+
+    fn picked(values: &[u8], members: &[Member], out: &mut JobsOut) -> serde_json::Result<()> {
+        add(crate::backend::slurm::pick::from_members(values, members)?, out);
+        Ok(())
+    }
+
+    /// Readers that record the `job_id` only: one that has the splitter pick it, one that
+    /// reads each job whole.
+    const IDS: JobReader = JobReader { fields: crate::backend::slurm::pick::fields_of::<J>, whole, picked };
+    const WHOLE: JobReader = JobReader { fields: || None, whole, picked };
 
     fn body(n: usize) -> String {
         let jobs: Vec<String> =
@@ -209,36 +271,45 @@ mod tests {
     #[test]
     fn many_jobs_in_order_whatever_the_chunks() {
         let b = body(3000);
-        for size in [1, 7, 4096, b.len()] {
-            let p = jobs(ids, chunked(&b, size)).unwrap();
+        for (size, read) in [1, 7, 4096, b.len()].into_iter().flat_map(|n| [(n, IDS), (n, WHOLE)]) {
+            let p = jobs(read, chunked(&b, size)).unwrap();
             let got: Vec<u64> = p.data.jobs.iter().map(|j| j.id).collect();
             assert_eq!(got, (1..=3000).collect::<Vec<u64>>(), "chunks of {size}");
             assert_eq!(p.data.qos[2999], "q3000");
             assert_eq!(p.last_update, Some(99));
         }
-        let p = jobs(ids, [b.as_bytes()]).unwrap();
+        let p = jobs(IDS, [b.as_bytes()]).unwrap();
         assert_eq!(p.data.jobs.len(), 3000);
     }
 
     #[test]
     fn a_bad_job_names_its_place_and_fails_the_list() {
         let b = body(2000).replace(r#"{"job_id":1500,"#, r#"{"job_id":"x","#);
-        let e = jobs(ids, chunked(&b, 1000)).unwrap_err();
+        for read in [IDS, WHOLE] {
+            for size in [1000, b.len()] {
+                let e = jobs(read, chunked(&b, size)).unwrap_err();
+                assert!(e.starts_with("job 1500 of the list: "), "{e}");
+            }
+        }
+        // Malformed JSON in a job that the splitter would pick: the whole job goes to the
+        // parser thread, which names it.
+        let b = body(2000).replace(r#"{"job_id":1500,"#, r#"{"job_id":1500 "#);
+        let e = jobs(IDS, [b.as_bytes()]).unwrap_err();
         assert!(e.starts_with("job 1500 of the list: "), "{e}");
     }
 
     #[test]
     fn truncated_and_broken_bodies_are_errors() {
         let b = body(50);
-        let e = jobs(ids, chunked(&b[..b.len() / 2], 64)).unwrap_err();
+        let e = jobs(IDS, chunked(&b[..b.len() / 2], 64)).unwrap_err();
         assert!(e.contains("ended inside the jobs list"), "{e}");
-        let e = jobs(ids, chunked(&b[..b.len() - 1], 64)).unwrap_err();
+        let e = jobs(IDS, chunked(&b[..b.len() - 1], 64)).unwrap_err();
         assert!(e.contains("EOF"), "{e}");
-        assert!(jobs(ids, chunked("Unable to parse query.", 5)).is_err());
-        assert!(jobs(ids, [&b"{\"jobs\":null}"[..]]).is_err());
+        assert!(jobs(IDS, chunked("Unable to parse query.", 5)).is_err());
+        assert!(jobs(IDS, [&b"{\"jobs\":null}"[..]]).is_err());
         // `jobs` spelt with an escape is not split, and not silently dropped either.
-        assert!(jobs(ids, [&br#"{"job\u0073":[{"job_id":1}]}"#[..]]).is_err());
-        let empty = jobs(ids, [&b"{\"jobs\":[]}"[..]]).unwrap();
+        assert!(jobs(IDS, [&br#"{"job\u0073":[{"job_id":1}]}"#[..]]).is_err());
+        let empty = jobs(IDS, [&b"{\"jobs\":[]}"[..]]).unwrap();
         assert!(empty.data.jobs.is_empty() && empty.last_update.is_none());
     }
 }

@@ -6,9 +6,9 @@
 //! `state.current` as a string (see `db.rs`). Node updates are not available over REST in
 //! this version.
 
+use super::Parsed;
 use super::map::{NodeIn, PartitionIn};
 use super::wire::{Loose, Num, Words};
-use super::{JobsOut, Parsed};
 use crate::model::{Node, Queue};
 use serde::Deserialize;
 
@@ -103,6 +103,4 @@ pub fn partitions(body: &[u8]) -> serde_json::Result<Parsed<Vec<Queue>>> {
 /// One element of `jobs[]`. A v0.0.38 job record has the fields the v0.0.40+ reader takes, under
 /// the same names; the differences (a string `job_state`, a raw wait status in `exit_code`) are
 /// shapes that reader's lenient types accept, so it is shared.
-pub fn job(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
-    super::v0040::job(elem, out)
-}
+pub const JOB: super::stream::JobReader = super::v0040::JOB;

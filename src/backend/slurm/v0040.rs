@@ -9,6 +9,8 @@
 //! recorded v0.0.42 responses and the v0.0.40/41/43 specs).
 
 use super::map::{Exit, JobIn, NodeIn, PartitionIn};
+use super::scan::Member;
+use super::stream::JobReader;
 use super::wire::{Loose, Num, Words};
 use super::{JobsOut, Parsed};
 use crate::model::{JobId, JobState, Node, Queue};
@@ -184,10 +186,27 @@ struct Job40 {
     restart_cnt: Num,
 }
 
-/// One element of `jobs[]` (see [`super::stream`]); jobs without an id are skipped.
+/// The reader of `jobs[]` elements (see [`super::stream`]); v0.0.38 uses it too.
+pub const JOB: JobReader = JobReader { fields: job_fields, whole: job, picked: job_picked };
+
+fn job_fields() -> Option<&'static [&'static str]> {
+    super::pick::fields_of::<Job40>()
+}
+
+/// One element of `jobs[]`; jobs without an id are skipped.
 pub fn job(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
-    let j: Job40 = super::pick::from_object(elem)?;
-    let Some(id) = j.job_id.get().filter(|id| *id > 0) else { return Ok(()) };
+    add_job(super::pick::from_object(elem)?, out);
+    Ok(())
+}
+
+/// One element of `jobs[]` from its members found by the splitter.
+fn job_picked(values: &[u8], members: &[Member], out: &mut JobsOut) -> serde_json::Result<()> {
+    add_job(super::pick::from_members(values, members)?, out);
+    Ok(())
+}
+
+fn add_job(j: Job40, out: &mut JobsOut) {
+    let Some(id) = j.job_id.get().filter(|id| *id > 0) else { return };
     let exit = j.exit_code.exit();
     out.qos.push(j.qos.text());
     out.jobs.push(super::map::job(
@@ -219,7 +238,6 @@ pub fn job(elem: &[u8], out: &mut JobsOut) -> serde_json::Result<()> {
         },
         &mut out.allocs,
     ));
-    Ok(())
 }
 
 #[derive(Deserialize, Default)]
