@@ -84,6 +84,19 @@ impl<'r> Series<'r, '_> {
         self.labels.iter().find(|(k, _)| k.0 == name).map(|(_, v)| v.0.as_ref())
     }
 
+    /// The values of labels `names`, in one pass over the series' labels.
+    pub fn labels<const N: usize>(&self, names: [&str; N]) -> [Option<&'r str>; N] {
+        let mut out = [None; N];
+        for (k, v) in self.labels {
+            for (o, n) in out.iter_mut().zip(names) {
+                if o.is_none() && n == k.0 {
+                    *o = Some(v.0.as_ref());
+                }
+            }
+        }
+        out
+    }
+
     /// The first of `names` that is present.
     pub fn first_label(&self, names: &[String]) -> Option<&'r str> {
         names.iter().find_map(|n| self.label(n))

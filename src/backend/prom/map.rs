@@ -677,7 +677,8 @@ impl<'r> Allocs<'r> {
         s: &Series<'r, '_>,
         known: &mut Map<JobId, Alloc>,
     ) -> Option<JobId> {
-        let key = (s.label(&l.hpc_job), s.label(&l.pod), s.label(&l.namespace));
+        let [job, pod, ns] = s.labels([&l.hpc_job, &l.pod, &l.namespace]);
+        let key = (job, pod, ns);
         if let Some((k, a)) = &self.last
             && *k == key
         {
