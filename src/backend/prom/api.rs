@@ -84,6 +84,19 @@ impl<'r> Series<'r, '_> {
         self.labels.iter().find(|(k, _)| k.0 == name).map(|(_, v)| v.0.as_ref())
     }
 
+    /// The values of labels `names`, in one pass over the series' labels.
+    pub fn labels<const N: usize>(&self, names: [&str; N]) -> [Option<&'r str>; N] {
+        let mut out = [None; N];
+        for (k, v) in self.labels {
+            for (o, n) in out.iter_mut().zip(names) {
+                if o.is_none() && n == k.0 {
+                    *o = Some(v.0.as_ref());
+                }
+            }
+        }
+        out
+    }
+
     /// The first of `names` that is present.
     pub fn first_label(&self, names: &[String]) -> Option<&'r str> {
         names.iter().find_map(|n| self.label(n))
@@ -367,6 +380,28 @@ mod fast {
     use super::{Point, Response, ResultType, Results, SeriesRef, Str, parse_value};
     use std::borrow::Cow;
 
+    /// The index of the first `"`, `\` or control character in `b`, eight bytes at a time.
+    pub(super) fn special(b: &[u8]) -> Option<usize> {
+        const LO: u64 = 0x0101_0101_0101_0101;
+        const HI: u64 = 0x8080_8080_8080_8080;
+        let mut i = 0;
+        while let Some(w) = b.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
+            let x = u64::from_le_bytes(w);
+            let (q, e) = (x ^ (LO * u64::from(b'"')), x ^ (LO * u64::from(b'\\')));
+            // A byte's top bit: zero (`"`, `\`) or below 0x20. Bits above the first match may be
+            // wrong (borrows), the lowest one is exact.
+            let m =
+                ((q.wrapping_sub(LO) & !q) | (e.wrapping_sub(LO) & !e) | (x.wrapping_sub(LO * 0x20) & !x))
+                    & HI;
+            if m != 0 {
+                return Some(i + (m.trailing_zeros() / 8) as usize);
+            }
+            i += 8;
+        }
+        let tail = b.get(i..)?;
+        tail.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20)).map(|p| i + p)
+    }
+
     struct Scan<'a> {
         /// The body, checked to be UTF-8 once: every slice between ASCII delimiters is a `str`.
         text: &'a str,
@@ -410,7 +445,7 @@ mod fast {
         fn str(&mut self) -> Option<&'a str> {
             self.eat(b'"')?;
             let start = self.i;
-            let n = self.b.get(start..)?.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20))?;
+            let n = special(self.b.get(start..)?)?;
             // Escapes and control characters: left to serde.
             if self.b.get(start + n) != Some(&b'"') {
                 return None;
@@ -597,6 +632,30 @@ mod fast {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_scan_finds_the_first_quote_backslash_or_control_character() {
+        let naive = |b: &[u8]| b.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20));
+        let alphabet =
+            [b'a', b'"', b'\\', 0, 0x1f, b' ', 0x7f, 0x80, 0xff, b'!', b'#', b'[', b']', 0x21, 0x9c];
+        let mut x: u32 = 12345;
+        for len in 0..40 {
+            for _ in 0..300 {
+                let b: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                        // Mostly plain letters, so that matches land anywhere in a word.
+                        if (x >> 16).is_multiple_of(8) {
+                            alphabet[(x >> 20) as usize % alphabet.len()]
+                        } else {
+                            b'a' + (x >> 24) as u8 % 26
+                        }
+                    })
+                    .collect();
+                assert_eq!(fast::special(&b), naive(&b), "{b:?}");
+            }
+        }
+    }
 
     #[test]
     fn vector_labels_and_values() {

@@ -8,7 +8,7 @@
 use super::api::{Point, Results, Series};
 use super::config::PromConfig;
 use super::queries::{Family, unpack};
-use crate::backend::{GpuSample, GpuSamples, NodeSample};
+use crate::backend::{GpuSample, NodeSample};
 use crate::model::{
     EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, LinkErrors, Node,
     NodeState, PortState, StorageKind, Text, XidEvent,
@@ -57,7 +57,8 @@ struct GpuAcc {
     pcie_replay: Option<u32>,
     xid: Option<u16>,
     xid_count: Option<u32>,
-    alloc: Option<Alloc>,
+    /// The allocation's id ([`Refresh::allocs`] holds the allocation).
+    alloc: Option<JobId>,
 }
 
 /// One port's samples in this refresh (`None`: not in the answer, or the family not asked).
@@ -103,21 +104,37 @@ pub struct Memory {
     pub ports: Map<Text, Vec<FabricPort>>,
     /// Nodes in the last refresh.
     pub nodes: usize,
+    /// Host labels and node names, interned across refreshes.
+    names: Names,
+}
+
+/// Node names interned across refreshes: each host label is mapped and sanitised once, and
+/// a refresh finds its nodes by number.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    /// Number → mapped, sanitised node name.
+    names: Vec<Text>,
+    by_name: Map<Text, u32>,
+    /// Host label as answered → number.
+    by_host: Map<Box<str>, u32>,
 }
 
 /// One refresh's answers, joined by node.
 #[derive(Debug, Default)]
 pub struct Refresh {
     nodes: Vec<NodeAcc>,
-    ix: Map<Text, u32>,
+    names: Names,
+    /// Node number → index in `nodes` (`u32::MAX`: not in this refresh).
+    slot: Vec<u32>,
     fs: Vec<FsAcc>,
+    /// The allocations named in this refresh, by id (each id hashed once per distinct label set).
+    allocs: Map<JobId, Alloc>,
     ok: u64,
 }
 
-/// Host label → node index, within one answer.
+/// The last host label of an answer and its node index (answers are grouped by host).
 #[derive(Default)]
 struct Hosts<'r> {
-    cache: Map<&'r str, u32>,
     last: Option<(&'r str, u32)>,
 }
 
@@ -159,7 +176,18 @@ impl Refresh {
     pub fn with_capacity(nodes: usize) -> Self {
         let mut r = Self::default();
         r.nodes.reserve(nodes);
-        r.ix.reserve(nodes);
+        r
+    }
+
+    /// For the last refresh's node count, with the node names interned so far.
+    pub fn with_memory(mem: &mut Memory) -> Self {
+        let mut r = Self::with_capacity(mem.nodes);
+        r.names = std::mem::take(&mut mem.names);
+        // Host labels that no longer answer are forgotten once they pile up.
+        if r.names.by_host.len() > 4 * mem.nodes.max(1024) {
+            r.names = Names::default();
+        }
+        r.slot = vec![u32::MAX; r.names.names.len()];
         r
     }
 
@@ -172,15 +200,38 @@ impl Refresh {
         self.ok & bit(f) != 0
     }
 
-    fn node(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.ix.get(name) {
-            return i;
+    /// The number of a (mapped, unsanitised) node name, interned.
+    fn number(&mut self, name: &str) -> u32 {
+        if let Some(&k) = self.names.by_name.get(name) {
+            return k;
         }
-        let i = self.nodes.len() as u32;
         let name = text(name);
-        self.nodes.push(NodeAcc { name: name.clone(), ..NodeAcc::default() });
-        self.ix.insert(name, i);
-        i
+        if let Some(&k) = self.names.by_name.get(&name) {
+            return k;
+        }
+        let k = self.names.names.len() as u32;
+        self.names.names.push(name.clone());
+        self.names.by_name.insert(name, k);
+        k
+    }
+
+    /// This refresh's index of node number `k`.
+    fn slot(&mut self, k: u32) -> u32 {
+        let k = k as usize;
+        if self.slot.len() <= k {
+            self.slot.resize(k + 1, u32::MAX);
+        }
+        if self.slot[k] == u32::MAX {
+            self.slot[k] = self.nodes.len() as u32;
+            let name = self.names.names.get(k).cloned().unwrap_or_default();
+            self.nodes.push(NodeAcc { name, ..NodeAcc::default() });
+        }
+        self.slot[k]
+    }
+
+    fn node(&mut self, name: &str) -> u32 {
+        let k = self.number(name);
+        self.slot(k)
     }
 
     /// The node of a host label: answers are grouped by host, so the last one is checked first.
@@ -190,14 +241,15 @@ impl Refresh {
         {
             return i;
         }
-        let i = match hosts.cache.get(host) {
-            Some(&i) => i,
+        let k = match self.names.by_host.get(host) {
+            Some(&k) => k,
             None => {
-                let i = self.node(&cfg.host_map.map(host));
-                hosts.cache.insert(host, i);
-                i
+                let k = self.number(&cfg.host_map.map(host));
+                self.names.by_host.insert(host.into(), k);
+                k
             }
         };
+        let i = self.slot(k);
         hosts.last = Some((host, i));
         i
     }
@@ -235,12 +287,14 @@ impl Refresh {
         let l = &cfg.labels;
         let mut hosts = Hosts::default();
         let mut allocs = Allocs::default();
+        let with_alloc = matches!(f, Family::GpuUtil | Family::GpuAlloc);
         for (s, p) in series {
             if !p.v.is_finite() {
                 continue;
             }
             let Some(host) = s.first_label(&l.gpu_host) else { continue };
             let Some(idx) = s.label(&l.gpu).and_then(|g| g.parse::<u8>().ok()) else { continue };
+            let alloc = if with_alloc { allocs.of(l, &s, &mut self.allocs) } else { None };
             let ni = self.host_node(cfg, host, &mut hosts);
             let node = &mut self.nodes[ni as usize];
             let k = match node.gpus.iter().position(|g| g.s.index == idx) {
@@ -259,17 +313,12 @@ impl Refresh {
                 Family::GpuUtil => {
                     g.s.util = clamp_u8(v, 100.0);
                     g.seen_util = true;
-                    let alloc = allocs.of(l, &s);
                     // Two series for one GPU (a pod label changing): the allocated one wins.
                     if alloc.is_some() || g.alloc.is_none() {
                         g.alloc = alloc;
                     }
                 }
-                Family::GpuAlloc => {
-                    if let Some(a) = allocs.of(l, &s) {
-                        g.alloc = Some(a);
-                    }
-                }
+                Family::GpuAlloc if alloc.is_some() => g.alloc = alloc,
                 Family::Gpu => {
                     let Some([util, tensor, temp, power, fb]) = unpack(v) else { continue };
                     let pct = |x: Option<u32>| x.map(|x| x.min(100) as u8);
@@ -378,23 +427,28 @@ impl Refresh {
         if asked.any() {
             // Nodes whose ports are remembered but not in any answer: their state and error
             // counters may have gone back to normal.
-            let known: Vec<Text> = mem.ports.keys().filter(|k| !self.ix.contains_key(*k)).cloned().collect();
-            for name in known {
-                self.node(&name);
+            for name in mem.ports.keys() {
+                self.node(name);
             }
         }
         let xid_ok = self.has(Family::XidLast);
         let fs_ok = self.has(Family::FsSize) && self.has(Family::FsAvail);
         let mut allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)> = BTreeMap::new();
+        let alloc_of = std::mem::take(&mut self.allocs);
         let mut samples = Vec::with_capacity(self.nodes.len());
         mem.nodes = self.nodes.len();
+        mem.names = std::mem::take(&mut self.names);
         let mut xid_seen: Map<(Text, u8), ()> = Map::default();
-        for mut n in self.nodes {
+        // Built in place (a node's accumulator and sample are about a kilobyte each: no moves).
+        for n in &mut self.nodes {
             n.gpus.sort_unstable_by_key(|g| g.s.index);
-            let mut gpus = GpuSamples::new();
+            samples.push(NodeSample { node: std::mem::take(&mut n.name), ..NodeSample::default() });
+            let Some(sample) = samples.last_mut() else { continue };
             let mut alloc_count = 0u32;
+            // This node's allocations and their GPU counts (GPUs of one job are usually adjacent).
+            let mut node_jobs: smallvec::SmallVec<[(JobId, u32); 8]> = smallvec::SmallVec::new();
             let any_util = n.gpus.iter().any(|g| g.seen_util);
-            for g in n.gpus {
+            for g in &n.gpus {
                 let mut s = g.s;
                 if ecc_ok {
                     s.ecc = Some(EccCounts { sbe: g.sbe.unwrap_or(0), dbe: g.dbe.unwrap_or(0) });
@@ -407,7 +461,7 @@ impl Refresh {
                     });
                 }
                 if let Some(code) = g.xid {
-                    let key = (n.name.clone(), s.index);
+                    let key = (sample.node.clone(), s.index);
                     let first = match mem.xid_first.get(&key) {
                         Some(&(c, t)) if c == code => t,
                         _ => at,
@@ -417,19 +471,23 @@ impl Refresh {
                     s.xid = Some(XidEvent { code, at: first, count: g.xid_count.unwrap_or(1).max(1) });
                 }
                 if discover && util_ok && g.seen_util {
-                    s.job = Some(g.alloc.as_ref().map(Alloc::id));
-                    if let Some(a) = g.alloc {
+                    s.job = Some(g.alloc);
+                    if let Some(id) = g.alloc {
                         alloc_count += 1;
-                        let e = allocs.entry(a.id()).or_insert_with(|| (a, Vec::new(), 0));
-                        if e.1.last() != Some(&n.name) {
-                            e.1.push(n.name.clone());
+                        match node_jobs.iter_mut().rev().find(|(j, _)| *j == id) {
+                            Some((_, c)) => *c += 1,
+                            None => node_jobs.push((id, 1)),
                         }
-                        e.2 += 1;
                     }
                 }
-                gpus.push(s);
+                sample.gpus.push(s);
             }
-            let mut sample = NodeSample { node: n.name, gpus, ..NodeSample::default() };
+            for (id, c) in node_jobs {
+                let Some(a) = alloc_of.get(&id) else { continue };
+                let e = allocs.entry(id).or_insert_with(|| (a.clone(), Vec::new(), 0));
+                e.1.push(sample.node.clone());
+                e.2 += c;
+            }
             if discover && util_ok {
                 let total = sample.gpus.iter().filter(|g| g.util.is_some()).count() as u32;
                 sample.gpu_alloc = Some(alloc_count);
@@ -441,11 +499,12 @@ impl Refresh {
                 });
             }
             if asked.any() {
+                let acc = std::mem::take(&mut n.ports);
                 let changed = match mem.ports.get_mut(&sample.node) {
-                    Some(known) => merge_ports(known, n.ports, &asked),
+                    Some(known) => merge_ports(known, acc, &asked),
                     None => {
                         let mut known = Vec::new();
-                        merge_ports(&mut known, n.ports, &asked);
+                        merge_ports(&mut known, acc, &asked);
                         mem.ports.insert(sample.node.clone(), known);
                         true
                     }
@@ -456,9 +515,8 @@ impl Refresh {
                 }
             }
             if sample.gpus.is_empty() && sample.ports.is_none() && sample.state.is_none() {
-                continue;
+                samples.pop();
             }
-            samples.push(sample);
         }
         if xid_ok {
             mem.xid_first.retain(|k, _| xid_seen.contains_key(k));
@@ -553,14 +611,18 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: Vec<PortAcc>, asked: &PortsAske
         known.retain(|p| acc.iter().any(|a| a.name == p.name && a.rate.is_some()));
     }
     let mut changed = known.len() != before;
-    for a in &acc {
-        if !known.iter().any(|p| p.name == a.name) {
+    // Both lists are usually in the same order: the same position is tried first.
+    for (i, a) in acc.iter().enumerate() {
+        if known.get(i).is_none_or(|p| p.name != a.name) && !known.iter().any(|p| p.name == a.name) {
             known.push(new_port(a.name.clone()));
             changed = true;
         }
     }
-    for p in known.iter_mut() {
-        let a = acc.iter().find(|a| a.name == p.name);
+    for (i, p) in known.iter_mut().enumerate() {
+        let a = match acc.get(i) {
+            Some(a) if a.name == p.name => Some(a),
+            _ => acc.iter().find(|a| a.name == p.name),
+        };
         let mut q = p.clone();
         let get = |f: fn(&PortAcc) -> Option<u64>| a.and_then(f).unwrap_or(0);
         if asked.state {
@@ -601,28 +663,39 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: Vec<PortAcc>, asked: &PortsAske
     changed
 }
 
-/// Allocation labels → allocation, within one answer: a pod's GPUs share one.
+/// Allocation labels → allocation id, within one answer: a pod's GPUs share one.
 #[derive(Default)]
 struct Allocs<'r> {
-    last: Option<(AllocKey<'r>, Option<Alloc>)>,
+    last: Option<(AllocKey<'r>, Option<JobId>)>,
 }
 
 impl<'r> Allocs<'r> {
-    /// The allocation a series' labels name, if any.
-    fn of(&mut self, l: &super::config::LabelNames, s: &Series<'r, '_>) -> Option<Alloc> {
-        let key = (s.label(&l.hpc_job), s.label(&l.pod), s.label(&l.namespace));
+    /// The id of the allocation a series' labels name, if any; the allocation goes to `known`.
+    fn of(
+        &mut self,
+        l: &super::config::LabelNames,
+        s: &Series<'r, '_>,
+        known: &mut Map<JobId, Alloc>,
+    ) -> Option<JobId> {
+        let [job, pod, ns] = s.labels([&l.hpc_job, &l.pod, &l.namespace]);
+        let key = (job, pod, ns);
         if let Some((k, a)) = &self.last
             && *k == key
         {
-            return a.clone();
+            return *a;
         }
         let a = match key {
             (Some(j), _, _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
             (None, Some(pod), ns) => Some(Alloc::Pod { namespace: text(ns.unwrap_or("")), pod: text(pod) }),
             _ => None,
         };
-        self.last = Some((key, a.clone()));
-        a
+        let id = a.map(|a| {
+            let id = a.id();
+            known.entry(id).or_insert(a);
+            id
+        });
+        self.last = Some((key, id));
+        id
     }
 }
 

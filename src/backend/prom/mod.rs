@@ -106,7 +106,7 @@ pub fn map_refresh(
     at: Epoch,
     mem: &mut Memory,
 ) -> Outcome {
-    let mut r = Refresh::with_capacity(mem.nodes);
+    let mut r = Refresh::with_memory(mem);
     let mut out = Outcome { asked: bodies.len(), ..Outcome::default() };
     for (f, body) in bodies {
         let parsed = body.as_ref().map_err(Clone::clone).and_then(Body::parse);
