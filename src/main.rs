@@ -170,19 +170,19 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 // Actions go to slurmrestd through the ops task (drain, resume, cancel).
                 // (and acceptance jobs, submitted with the configured template).
                 let template = config.acceptance.template.clone();
-                let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
-                    .and_then(|e| e.with_acceptance(template.clone()))
-                    .map(|e| e.with_slurm_user(&slurm_cfg.slurm_user))
-                    .and_then(|e| match &config.slurm_break_glass {
-                        Some(bg) => e.with_break_glass(bg),
-                        None => Ok(e),
-                    });
-                let planner = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
-                    .and_then(|e| e.with_acceptance(template.clone()))
-                    .and_then(|e| match &config.slurm_break_glass {
-                        Some(bg) => e.with_break_glass(bg),
-                        None => Ok(e),
-                    });
+                // The ops task's executor and the console's planner: built alike, sharing one
+                // permission preflight.
+                let build = || {
+                    gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
+                        .and_then(|e| e.with_acceptance(template.clone()))
+                        .map(|e| e.with_slurm_user(&slurm_cfg.slurm_user))
+                        .and_then(|e| match &config.slurm_break_glass {
+                            Some(bg) => e.with_break_glass(bg),
+                            None => Ok(e),
+                        })
+                };
+                let exec = build();
+                let planner = build();
                 match (planner, exec) {
                     (Ok(planner), Ok(exec)) => {
                         // The permission preflight: asked at start and every 5 minutes; the

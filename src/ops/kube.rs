@@ -281,6 +281,11 @@ pub async fn record_event(
     events.create(&PostParams::default(), &ev).await.map(|_| ()).map_err(api_err)
 }
 
+/// `namespace/name` of a pod, as drain reports it.
+fn pod_name(p: &Pod) -> String {
+    format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), p.metadata.name.as_deref().unwrap_or(""))
+}
+
 /// What drain does with one pod (kubectl's filters, in its order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodVerdict {
@@ -348,11 +353,7 @@ impl KubeExecutor {
         let mut skipped: Vec<String> = Vec::new();
         let mut refused: Vec<String> = Vec::new();
         for p in &all {
-            let name = format!(
-                "{}/{}",
-                p.metadata.namespace.as_deref().unwrap_or(""),
-                p.metadata.name.as_deref().unwrap_or("")
-            );
+            let name = pod_name(p);
             match drain_filter(p, self.cfg.drain_delete_emptydir) {
                 PodVerdict::Evict => evict.push(p),
                 PodVerdict::Skip(why) => skipped.push(format!("{name} ({why})")),
@@ -370,11 +371,7 @@ impl KubeExecutor {
         let mut failed = Vec::new();
         let mut waited = 0;
         for (p, r) in evict.iter().zip(results) {
-            let name = format!(
-                "{}/{}",
-                p.metadata.namespace.as_deref().unwrap_or(""),
-                p.metadata.name.as_deref().unwrap_or("")
-            );
+            let name = pod_name(p);
             match r {
                 Ok(tries) => {
                     waited += tries;
@@ -406,11 +403,7 @@ impl KubeExecutor {
         deadline: Instant,
     ) -> Result<u32, String> {
         let r = self.evict_pod(client, node, p, deadline).await;
-        let pod = format!(
-            "{}/{}",
-            p.metadata.namespace.as_deref().unwrap_or(""),
-            p.metadata.name.as_deref().unwrap_or("")
-        );
+        let pod = pod_name(p);
         match &r {
             Ok(_) => self.note(node, &format!("{pod} evicted and gone")),
             Err(e) => self.note(node, &format!("{pod} not evicted: {e}")),

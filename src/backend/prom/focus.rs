@@ -46,23 +46,28 @@ fn host_regex(cfg: &PromConfig, nodes: &[&str]) -> Option<String> {
     Some(re)
 }
 
-/// `metric{host=~re,extra}` for each host label, joined with `or` (the first present wins,
-/// as in the refresh queries).
-fn select(cfg: &PromConfig, metric: &str, re: &str, extra: &str) -> String {
+/// `metric{<host label matcher>,extra}` for each host label, joined with `or` (the first
+/// present wins, as in the refresh queries). `host` is `=~"re"` for a set of hosts, `!=""` for
+/// all of them.
+fn select_hosts(cfg: &PromConfig, metric: &str, host: &str, extra: &str) -> String {
     let terms: Vec<String> = cfg
         .labels
         .gpu_host
         .iter()
         .map(|h| {
-            let parts: Vec<String> =
-                [cfg.selector.clone(), format!("{h}=~\"{}\"", quoted(re)), extra.to_string()]
-                    .into_iter()
-                    .filter(|p| !p.is_empty())
-                    .collect();
+            let parts: Vec<String> = [cfg.selector.clone(), format!("{h}{host}"), extra.to_string()]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .collect();
             format!("{metric}{{{}}}", parts.join(","))
         })
         .collect();
     terms.join(" or ")
+}
+
+/// [`select_hosts`] for the hosts matching the regex `re`.
+fn select(cfg: &PromConfig, metric: &str, re: &str, extra: &str) -> String {
+    select_hosts(cfg, metric, &format!("=~\"{}\"", quoted(re)), extra)
 }
 
 /// The GPUs of a job as `(host regex, gpu regex)` terms: nodes holding the same GPU indices
@@ -116,21 +121,7 @@ pub fn queries(cfg: &PromConfig, focus: &Focus) -> Vec<(&'static str, String)> {
             ]
         }
         Focus::Fleet => {
-            let all = |metric: &str| {
-                let terms: Vec<String> = cfg
-                    .labels
-                    .gpu_host
-                    .iter()
-                    .map(|h| {
-                        let parts: Vec<String> = [cfg.selector.clone(), format!("{h}!=\"\"")]
-                            .into_iter()
-                            .filter(|p| !p.is_empty())
-                            .collect();
-                        format!("{metric}{{{}}}", parts.join(","))
-                    })
-                    .collect();
-                dedup(terms.join(" or "))
-            };
+            let all = |metric: &str| dedup(select_hosts(cfg, metric, "!=\"\"", ""));
             vec![("util", format!("avg({})", all(&m.gpu_util))), ("power", format!("sum({})", all(&m.power)))]
         }
         Focus::Job(_, gpus) => {

@@ -114,11 +114,19 @@ impl<'de> MapAccess<'de> for FoundMap<'de> {
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> serde_json::Result<V::Value> {
-        let mut de = serde_json::Deserializer::from_slice(self.value);
-        let v = seed.deserialize(&mut de)?;
-        de.end()?;
-        Ok(v)
+        whole(self.value, |de| seed.deserialize(de))
     }
+}
+
+/// Reads `buf` with serde_json's own parser, which must consume all of it.
+fn whole<'de, T>(
+    buf: &'de [u8],
+    read: impl FnOnce(&mut serde_json::Deserializer<serde_json::de::SliceRead<'de>>) -> serde_json::Result<T>,
+) -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_slice(buf);
+    let v = read(&mut de)?;
+    de.end()?;
+    Ok(v)
 }
 
 struct Object<'de> {
@@ -134,10 +142,7 @@ impl<'de> Deserializer<'de> for Object<'de> {
 
     /// Anything but a struct: the plain parser.
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> serde_json::Result<V::Value> {
-        let mut de = serde_json::Deserializer::from_slice(self.obj);
-        let v = de.deserialize_any(visitor)?;
-        de.end()?;
-        Ok(v)
+        whole(self.obj, |de| de.deserialize_any(visitor))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -291,10 +296,7 @@ impl<'de> MapAccess<'de> for &mut Members<'de> {
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> serde_json::Result<V::Value> {
-        let mut de = serde_json::Deserializer::from_slice(self.value);
-        let v = seed.deserialize(&mut de)?;
-        de.end()?;
-        Ok(v)
+        whole(self.value, |de| seed.deserialize(de))
     }
 }
 
