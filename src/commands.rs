@@ -215,6 +215,20 @@ pub(crate) async fn target_cluster(
         prom_once(config, &mut state).await?;
         return Ok((state, None, "Prometheus (telemetry only)".into()));
     }
+    if config.local {
+        let node = local_node().await?;
+        let label = format!("{} (local NVML)", node.name);
+        state.apply(crate::backend::Update::Inventory {
+            at: jiff::Timestamp::now().as_second(),
+            inventory: Box::new(crate::backend::Inventory {
+                source: crate::backend::nvml::SOURCE.into(),
+                nodes: Some(vec![node]),
+                ..Default::default()
+            }),
+        });
+        // Alone, NVML sees one host and no scheduler: nothing to act through.
+        return Ok((state, None, label));
+    }
     // GPUPLANE_SIM_START pins the simulated clock (reproducible output for tests and docs).
     let start = std::env::var("GPUPLANE_SIM_START")
         .ok()
@@ -233,6 +247,18 @@ pub(crate) async fn target_cluster(
     }
     let label = format!("{} (SIMULATED)", state.cluster);
     Ok((state, Some(Box::new(SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() })), label))
+}
+
+/// This host's GPUs, read once through NVML (`--local` with no cluster configured).
+async fn local_node() -> Result<crate::model::Node, String> {
+    let cfg = crate::backend::nvml::NvmlConfig { explicit: true, ..Default::default() };
+    let read = tokio::task::spawn_blocking(move || {
+        crate::backend::nvml::Reader::open(&cfg).map(|mut r| crate::backend::nvml::node_of(&r.read()))
+    });
+    match read.await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("nvml: the read failed: {e}")),
+    }
 }
 
 /// Asks for the plan's confirmation word on a terminal, unless `--yes` or `--dry-run`.

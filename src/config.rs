@@ -132,6 +132,8 @@ pub struct Config {
     pub kube: Option<crate::backend::kube::KubeConfig>,
     /// `[acceptance]`: the NCCL test template, its run store and the judging thresholds.
     pub acceptance: crate::acceptance::AcceptanceConfig,
+    /// `--local`: this host's GPUs through NVML (alone, instead of the simulator).
+    pub local: bool,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -251,6 +253,7 @@ impl Config {
             prometheus,
             kube,
             acceptance,
+            local: cli.local,
         };
         (config, warnings)
     }

@@ -101,3 +101,52 @@ fn local_with_the_fake_driver_shows_the_scripted_topology() {
     c.wait_for("PXB");
     c.quit();
 }
+
+/// `gpuplane --local get …` with `libnvidia-ml.so.1` found through `LD_LIBRARY_PATH`.
+fn get_local(lib_dir: &str, args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
+        .env_clear()
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env("PATH", "/usr/bin:/bin")
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .args(["--local", "get"])
+        .args(args)
+        .output()
+        .expect("run gpuplane")
+}
+
+#[test]
+fn local_get_reads_this_hosts_gpus_not_the_simulator() {
+    let lib = nvml_support::fake_lib("e2e-get", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&lib, dir.path().join("libnvidia-ml.so.1")).unwrap();
+    let out = get_local(dir.path().to_str().unwrap(), &["gpus", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.len(), 8, "the scripted node's eight GPUs");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["gpu"]["uuid"], format!("GPU-{i:08}-0000-0000-0000-000000000000"));
+        assert_eq!(r["gpu"]["model"], "NVIDIA H100 80GB HBM3");
+    }
+    let host = rows[0]["node"].as_str().unwrap().to_string();
+    assert!(rows.iter().all(|r| r["node"] == host.as_str()), "one host");
+    assert!(!host.starts_with("gpu-0"), "not a simulated node: {host}");
+    // The table names the same host, and the node's topology came along.
+    let nodes = get_local(dir.path().to_str().unwrap(), &["nodes", "-o", "json"]);
+    let nodes: Vec<serde_json::Value> = serde_json::from_slice(&nodes.stdout).expect("json");
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0]["name"], host.as_str());
+    assert_eq!(nodes[0]["pool"], "local");
+}
+
+#[test]
+fn local_get_without_a_driver_fails_plainly() {
+    let out = get_local("/nonexistent", &["gpus"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no NVIDIA driver on this host"), "{err}");
+    assert!(out.stdout.is_empty(), "no simulated rows instead: {}", String::from_utf8_lossy(&out.stdout));
+}

@@ -5,6 +5,7 @@
 use gpuplane::backend::Update;
 use gpuplane::backend::nvml::{self, LOST_XID, NvmlConfig, Owner, Qos, Reader, Unavailable};
 use gpuplane::model::{EccCounts, LinkKind};
+mod common;
 mod nvml_support;
 
 use nvml_support::fake_lib;
@@ -126,6 +127,13 @@ fn the_model_equals_the_script() {
     assert_eq!(s.gpus[3].nvlinks[2].remote_bus_id.as_deref(), Some("0000:18:00.0"));
     assert_eq!(s.gpus[1].nvlinks[0].replay, Some(12));
     assert_eq!(s.gpus[1].nvlinks[1].replay, Some(0));
+    // PCIe replays since boot; errors that grew while gpuplane watched: none yet.
+    let pcie: Vec<Option<u64>> = s.gpus.iter().map(|g| g.pcie_replay).collect();
+    assert_eq!(pcie, [0, 0, 0, 0, 0, 0, 40, 0].map(Some).to_vec());
+    assert!(
+        s.gpus.iter().all(|g| g.link_errors == Some(Default::default())),
+        "the first read is the baseline"
+    );
 
     // MIG instances on GPU 2.
     let mig: Vec<&str> = s.gpus[2].mig.iter().map(|m| m.profile.as_str()).collect();
@@ -396,4 +404,81 @@ fn read_cost_per_tick() {
     let (p50, p99) = (us[us.len() / 2], us[us.len() * 99 / 100]);
     eprintln!("nvml read of 8 fake GPUs: p50 {p50} µs, p99 {p99} µs");
     assert!(p50 < 50_000, "a poll should cost well under its 1 s period: p50 {p50} µs");
+}
+
+#[test]
+fn link_errors_that_grow_while_watched_become_incidents() {
+    let root = fake_proc();
+    // GPU 1's NVLink replays grow by 5 per read, GPU 6's PCIe replays by 60.
+    let lib = fake_lib("link-growth", &["-DFAKE_NVML_LINK_GROWTH=5"]);
+    let mut r = Reader::open(&config(lib, root.path())).expect("fake NVML opens");
+    let first = r.read();
+    assert!(first.gpus.iter().all(|g| g.link_errors == Some(Default::default())));
+    r.read();
+    let s = r.read();
+    let e1 = s.gpus[1].link_errors.expect("counters read");
+    assert_eq!((e1.nvlink_replay, e1.nvlink_crc, e1.pcie_replay), (10, 0, 0));
+    assert_eq!(s.gpus[6].link_errors.map(|e| e.pcie_replay), Some(120));
+    assert!(s.gpus.iter().enumerate().all(|(i, g)| i == 1 || i == 6 || !g.link_errors.unwrap().any()));
+    // The same figures in the model, through the delta as through the inventory.
+    let sample = nvml::sample_of(&s);
+    assert_eq!(sample.gpus[1].links.map(|l| l.nvlink_replay), Some(10));
+    let node = nvml::node_of(&s);
+    assert_eq!(node.gpus[6].links.pcie_replay, 120);
+    let mut state = gpuplane::state::ClusterState::default();
+    state.apply(gpuplane::backend::Update::Inventory {
+        at: s.at,
+        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
+    });
+    let on = |gpu: &str| state.incidents.iter().filter(move |i| i.subject.ends_with(gpu)).count();
+    assert_eq!(on("/gpu1"), 1, "NVLink errors on GPU 1: {:?}", state.incidents);
+    assert_eq!(on("/gpu6"), 1, "a PCIe replay storm on GPU 6: {:?}", state.incidents);
+}
+
+#[test]
+fn the_gpu_detail_shows_what_only_nvml_reads() {
+    let root = fake_proc();
+    let mut r = Reader::open(&config(fake_lib("plain", &[]), root.path())).expect("fake NVML opens");
+    let s = r.read();
+    let node = nvml::node_of(&s);
+    let l = node.gpus[5].local.as_deref().expect("local readings");
+    assert_eq!((l.clock_sm_mhz, l.clock_mem_mhz), (Some(1980), Some(2619)));
+    assert_eq!((l.remap_correctable, l.remap_uncorrectable, l.remap_pending), (Some(3), Some(1), true));
+    assert_eq!((l.mem_util, l.enc_util, l.dec_util), (Some(25), Some(0), None));
+    let l7 = node.gpus[7].local.as_deref().expect("local readings");
+    assert_eq!((l7.nvlinks_active, l7.nvlinks), (4, 5), "GPU 7's link 4 is down");
+    let mut state = gpuplane::state::ClusterState::default();
+    state.apply(gpuplane::backend::Update::Inventory {
+        at: s.at,
+        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
+    });
+    let mut app = gpuplane::tui::app::App::new(
+        state,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "alice".into(),
+    );
+    app.run_command("gpus");
+    common::render(&mut app, 160, 48);
+    // GPU 4: throttled by the power cap and heat.
+    common::typed(&mut app, "jjjj\r");
+    let screen = common::render(&mut app, 160, 48);
+    assert!(screen.contains("gpu-node-07/gpu4"), "{screen}");
+    assert!(screen.contains("clocks    SM 1980 MHz, memory 2619 MHz"), "{screen}");
+    assert!(screen.contains("throttle  sw_power_cap, sw_thermal"), "{screen}");
+    assert!(screen.contains("engines   memory 20%, encoder 0%, decoder -"), "{screen}");
+    assert!(screen.contains("nvlink    4/4 links up"), "{screen}");
+    // GPU 5: rows remapped after its uncorrectable error, waiting for a reset.
+    common::typed(&mut app, "\x1bj\r");
+    let screen = common::render(&mut app, 160, 48);
+    assert!(screen.contains("gpu-node-07/gpu5"), "{screen}");
+    assert!(screen.contains("rows      3 correctable, 1 uncorrectable remapped; reset pending"), "{screen}");
+    // GPU 7: one link down.
+    common::typed(&mut app, "\x1bjj\r");
+    let screen = common::render(&mut app, 160, 48);
+    assert!(screen.contains("nvlink    4/5 links up"), "{screen}");
+    // At 80×24 the rows are there too (cut at the pane's edge, never wrapped into others).
+    let small = common::render(&mut app, 80, 24);
+    assert!(small.contains("nvlink"), "{small}");
 }

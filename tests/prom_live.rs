@@ -323,6 +323,7 @@ fn scheduler_nodes() -> Vec<Node> {
                     links: Default::default(),
                     idle_since: None,
                     processes: Vec::new(),
+                    local: None,
                 })
                 .collect(),
             topology: None,

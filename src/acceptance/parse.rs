@@ -253,6 +253,15 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
                 saw_anything = true;
             } else if let Some(rest) = body.strip_prefix("nccl-tests version") {
                 run.tests_version = rest.split_whitespace().next().map(keep);
+                // `nccl-library=22809`: NCCL 2.28.9 (major × 10000 + minor × 100 + patch).
+                if run.nccl_version.is_none() {
+                    run.nccl_version = rest
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("nccl-library="))
+                        .and_then(|c| c.parse::<u32>().ok())
+                        .filter(|&c| c >= 10000)
+                        .map(|c| format!("{}.{}.{}", c / 10000, c / 100 % 100, c % 100));
+                }
             } else if let Some(rest) = body.strip_prefix("Collective test starting:") {
                 run.collective = rest.split_whitespace().next().map(keep);
                 saw_anything = true;

@@ -74,6 +74,8 @@ pub struct NodeSample {
     pub topology: Option<std::sync::Arc<crate::model::Topology>>,
     /// Replaces the processes of the node's GPUs when present.
     pub processes: Option<Vec<crate::model::GpuProc>>,
+    /// Replaces the local NVML readings of the node's GPUs (by index) when present.
+    pub local: Option<Vec<crate::model::GpuLocal>>,
     /// Replaces the node's ports when present.
     pub ports: Option<Vec<FabricPort>>,
 }

@@ -59,6 +59,49 @@ pub struct GpuProc {
     pub pod_uid: Option<Text>,
 }
 
+/// The throttle reasons set in `bits` (NVML's `nvmlClocksEventReason*` names, short).
+pub fn throttle_names(bits: u64) -> Vec<&'static str> {
+    const NAMES: [(u64, &str); 9] = [
+        (0x1, "gpu_idle"),
+        (0x2, "app_clocks"),
+        (0x4, "sw_power_cap"),
+        (0x8, "hw_slowdown"),
+        (0x10, "sync_boost"),
+        (0x20, "sw_thermal"),
+        (0x40, "hw_thermal"),
+        (0x80, "hw_power_brake"),
+        (0x100, "display_clocks"),
+    ];
+    NAMES.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect()
+}
+
+/// What only the local NVML source reads about a GPU (the detail pane's "local" rows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GpuLocal {
+    pub index: u8,
+    pub clock_sm_mhz: Option<u32>,
+    pub clock_mem_mhz: Option<u32>,
+    /// Raw clock event (throttle) reason bits; see [`throttle_names`].
+    pub throttle: Option<u64>,
+    /// Memory controller, encoder and decoder utilisation, percent.
+    pub mem_util: Option<u8>,
+    pub enc_util: Option<u8>,
+    pub dec_util: Option<u8>,
+    /// Row remapping (Ampere and newer): remapped rows for correctable and uncorrectable
+    /// errors, a remap waiting for a GPU reset, a failed remap.
+    pub remap_correctable: Option<u64>,
+    pub remap_uncorrectable: Option<u64>,
+    pub remap_pending: bool,
+    pub remap_failure: bool,
+    /// Retired pages (before Ampere): single-bit, double-bit.
+    pub retired_sbe: Option<u32>,
+    pub retired_dbe: Option<u32>,
+    pub mig_enabled: Option<bool>,
+    /// NVLinks up, and links that exist.
+    pub nvlinks_active: u8,
+    pub nvlinks: u8,
+}
+
 /// A GPU. Telemetry fields are `None` when no source reports them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Gpu {
@@ -83,6 +126,9 @@ pub struct Gpu {
     pub job: Option<JobId>,
     /// Processes on the GPU (local NVML only).
     pub processes: Vec<GpuProc>,
+    /// Clocks, throttle reasons, engines, row remapping, NVLinks (local NVML only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<Box<GpuLocal>>,
     /// Since when an allocated GPU has been below the idle threshold (derived by the state).
     #[serde(skip)]
     pub idle_since: Option<Epoch>,

@@ -13,7 +13,7 @@ mod xid;
 
 pub use cost::{PriceCard, gpu_hours_cost};
 pub use fabric::{FabricKind, FabricPort, PortState};
-pub use gpu::{EccCounts, Gpu, GpuProc, LinkErrors, MigSlice, XidEvent};
+pub use gpu::{EccCounts, Gpu, GpuLocal, GpuProc, LinkErrors, MigSlice, XidEvent, throttle_names};
 pub use job::{Job, JobId, JobState, pending_reason_text};
 pub use node::{LinkKind, Nic, Node, NodeReason, NodeState, Topology};
 pub use queue::{Queue, QueueKind, Quota};

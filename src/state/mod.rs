@@ -467,6 +467,9 @@ pub(crate) fn merge_node(new: &mut Node, old: &Node) {
         if g.mig.is_empty() {
             g.mig = o.mig.clone();
         }
+        if g.local.is_none() {
+            g.local = o.local.clone();
+        }
         if g.processes.is_empty() {
             g.processes = o.processes.clone();
         }
@@ -510,6 +513,11 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
     if let Some(procs) = s.processes.take() {
         for g in &mut node.gpus {
             g.processes = procs.iter().filter(|p| p.gpu == g.index).cloned().collect();
+        }
+    }
+    if let Some(local) = s.local.take() {
+        for g in &mut node.gpus {
+            g.local = local.iter().find(|l| l.index == g.index).map(|l| Box::new(*l));
         }
     }
     for (n, g) in s.gpus.iter().enumerate() {

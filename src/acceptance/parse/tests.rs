@@ -1,6 +1,8 @@
 use super::*;
 
 const GCP: &str = include_str!("../../../tests/fixtures/nccl/01_h100x16_2node_gcp_a3mega_allreduce.txt");
+/// Recorded by this project on a real H200 (nccl-tests 2.19.6, one GPU; README of the folder).
+const H200: &str = include_str!("../../../tests/fixtures/nccl/03_h200x1_all_reduce_nccl_tests_2.19.6.txt");
 const NEBIUS: &str =
     include_str!("../../../tests/fixtures/nccl/02_h100x16_2node_nebius_k8s_ib_allreduce_excerpt.txt");
 
@@ -183,6 +185,7 @@ fn na_wrong_and_newer_header_lines() {
                 #\n# Collective test concluded: all_reduce_perf\n";
     let r = parse(text.as_bytes()).unwrap();
     assert_eq!(r.tests_version.as_deref(), Some("2.13.10"));
+    assert_eq!(r.nccl_version.as_deref(), Some("2.21.5"), "from nccl-library=22105");
     assert_eq!(r.collective.as_deref(), Some("all_reduce_perf"));
     assert_eq!(r.devices[1].group, None);
     assert_eq!(r.devices[1].bus_id, "0x2a");
@@ -213,4 +216,23 @@ fn arbitrary_bytes_never_panic() {
         let cut = rng.usize(..=b.len());
         let _ = parse(&b[..cut]);
     }
+}
+
+#[test]
+fn a_single_gpu_run_recorded_on_a_real_h200() {
+    let r = parse(H200.as_bytes()).unwrap();
+    assert_eq!(r.tests_version.as_deref(), Some("2.19.6"));
+    assert_eq!(r.nccl_version.as_deref(), Some("2.28.9"), "nccl-library=22809");
+    assert_eq!(r.collective.as_deref(), Some("all_reduce_perf"));
+    assert_eq!(r.devices.len(), 1);
+    let d = &r.devices[0];
+    assert_eq!((d.rank, d.group, d.pid, d.device), (0, Some(0), 795, 0));
+    assert_eq!((d.host.as_str(), d.bus_id.as_str(), d.model.as_str()), ("vm", "0000:00:06", "NVIDIA H200"));
+    let rows: Vec<_> = r.rows().collect();
+    assert_eq!(rows.len(), 14);
+    assert_eq!(rows[13].size, 536_870_912);
+    assert_eq!(rows[13].out_of_place, Measure { time_us: 629.08, algbw: 853.42, busbw: 0.0, wrong: Some(0) });
+    // One rank moves no bytes between GPUs: bus bandwidth is 0 by nccl-tests' definition.
+    assert_eq!(r.peak_busbw(), Some(0.0));
+    assert!(r.errors.is_empty() && !r.failed(), "{:?}", r.errors);
 }

@@ -197,6 +197,7 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
             mig: Vec::new(),
             job: None,
             processes: Vec::new(),
+            local: None,
             links: Default::default(),
             idle_since: None,
         })

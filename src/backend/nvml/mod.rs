@@ -15,13 +15,12 @@ pub mod owner;
 mod read;
 pub mod topo;
 
+pub use crate::model::throttle_names;
 pub use owner::{Owner, Qos};
-pub use read::{
-    GpuProcess, LocalGpu, LocalSnapshot, MigInstance, NvLinkInfo, Reader, Remapped, throttle_names,
-};
+pub use read::{GpuProcess, LocalGpu, LocalSnapshot, MigInstance, NvLinkInfo, Reader, Remapped};
 
 use crate::backend::{Delta, GpuSample, Inventory, NodeSample, SourceStatus, Update};
-use crate::model::{Gpu, GpuProc, MigSlice, Node, NodeState, Text, XidEvent};
+use crate::model::{Gpu, GpuLocal, GpuProc, MigSlice, Node, NodeState, Text, XidEvent};
 use nvml_wrapper::error::NvmlError;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -145,9 +144,10 @@ pub fn node_of(s: &LocalSnapshot) -> Node {
             xid: lost_xid(g, s.at),
             mig: g.mig.iter().map(|m| MigSlice { profile: m.profile.clone(), job: None }).collect(),
             job: None,
-            links: Default::default(),
+            links: g.link_errors.unwrap_or_default(),
             idle_since: None,
             processes: g.processes.iter().map(proc_of).collect(),
+            local: Some(Box::new(local_of(g))),
         })
         .collect();
     let busy = s.gpus.iter().filter(|g| !g.processes.is_empty()).count() as u32;
@@ -201,15 +201,38 @@ pub fn sample_of(s: &LocalSnapshot) -> NodeSample {
                 power_w: g.power_w,
                 mem_used_mib: g.mem_used_mib,
                 ecc: g.ecc,
-                links: None,
+                links: g.link_errors,
                 xid: lost_xid(g, s.at),
                 job: None,
             })
             .collect(),
         processes: Some(s.gpus.iter().flat_map(|g| g.processes.iter().map(proc_of)).collect()),
+        local: Some(s.gpus.iter().map(local_of).collect()),
         // The scheduler's listing has no topology: NVML's joins it (an Arc, cheap per tick).
         topology: Some(s.topology.clone()),
         ..Default::default()
+    }
+}
+
+/// What only NVML reads about a GPU, in the model's terms.
+fn local_of(g: &LocalGpu) -> GpuLocal {
+    GpuLocal {
+        index: g.index,
+        clock_sm_mhz: g.clock_sm_mhz,
+        clock_mem_mhz: g.clock_mem_mhz,
+        throttle: g.throttle,
+        mem_util: g.mem_util,
+        enc_util: g.enc_util,
+        dec_util: g.dec_util,
+        remap_correctable: g.remapped.map(|r| r.correctable),
+        remap_uncorrectable: g.remapped.map(|r| r.uncorrectable),
+        remap_pending: g.remapped.is_some_and(|r| r.pending),
+        remap_failure: g.remapped.is_some_and(|r| r.failure),
+        retired_sbe: g.retired_sbe,
+        retired_dbe: g.retired_dbe,
+        mig_enabled: g.mig_enabled,
+        nvlinks_active: g.nvlinks.iter().filter(|l| l.active).count().min(255) as u8,
+        nvlinks: g.nvlinks.len().min(255) as u8,
     }
 }
 

@@ -4,7 +4,7 @@
 use super::owner::{self, Owner};
 use super::topo::{self, Level};
 use super::{NvmlConfig, Unavailable};
-use crate::model::{EccCounts, Epoch, LinkKind, Text, Topology};
+use crate::model::{EccCounts, Epoch, LinkErrors, LinkKind, Text, Topology};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, RetirementCause, TemperatureSensor,
@@ -12,13 +12,15 @@ use nvml_wrapper::enum_wrappers::device::{
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 const MIB: u64 = 1024 * 1024;
 /// `NVML_NVLINK_MAX_LINKS`.
 const MAX_LINKS: u32 = 18;
+/// `NVML_AFFINITY_SCOPE_NODE`: affinity masks by NUMA node.
+const AFFINITY_SCOPE_NODE: u32 = 0;
 /// NVML field ids for remapped rows (`NVML_FI_DEV_REMAPPED_COR` … `_FAILURE`).
 const FI_REMAPPED: [u32; 4] = [142, 143, 144, 145];
 
@@ -103,6 +105,42 @@ pub struct LocalGpu {
     pub lost: Option<String>,
     /// The newest critical XID from the event set: (code, when, how many seen).
     pub xid: Option<(u16, i64, u32)>,
+    /// PCIe replays since the driver loaded.
+    pub pcie_replay: Option<u64>,
+    /// NVLink CRC/replay and PCIe replay errors that grew in the last [`LINK_WINDOW_S`] (as
+    /// dcgm-exporter's counters' increase over Prometheus's window); `None`: no counter read.
+    pub link_errors: Option<LinkErrors>,
+}
+
+/// The window link errors are counted over: Prometheus's default (`window = "1h"`), so a
+/// node reads the same from either source.
+pub const LINK_WINDOW_S: i64 = 3600;
+/// Link counters are kept at most once a minute: ≤ 61 samples per GPU over the window.
+const LINK_SAMPLE_S: i64 = 60;
+
+/// Cumulative link counters of one GPU over the window: (when, [NVLink CRC, NVLink replay,
+/// PCIe replay]).
+#[derive(Debug, Default)]
+struct LinkHistory(VecDeque<(Epoch, [u64; 3])>);
+
+impl LinkHistory {
+    /// Records the counters read at `now` and returns their growth since the oldest sample
+    /// inside the window. A counter that went down (driver reloaded) counts from zero.
+    fn observe(&mut self, now: Epoch, totals: [u64; 3]) -> LinkErrors {
+        while self.0.front().is_some_and(|(t, _)| now - t > LINK_WINDOW_S) {
+            self.0.pop_front();
+        }
+        if self.0.back().is_some_and(|(_, last)| (0..3).any(|k| totals[k] < last[k])) {
+            self.0.clear();
+            self.0.push_back((now, [0; 3]));
+        }
+        if self.0.back().is_none_or(|(t, _)| now - t >= LINK_SAMPLE_S) {
+            self.0.push_back((now, totals));
+        }
+        let base = self.0.front().map_or(totals, |(_, b)| *b);
+        let grew = |k: usize| totals[k].saturating_sub(base[k]).min(u64::from(u32::MAX)) as u32;
+        LinkErrors { nvlink_crc: grew(0), nvlink_replay: grew(1), pcie_replay: grew(2) }
+    }
 }
 
 /// One read of the local node.
@@ -116,22 +154,6 @@ pub struct LocalSnapshot {
     pub topology: Arc<Topology>,
     /// How long the read took, microseconds.
     pub read_us: u64,
-}
-
-/// The throttle reasons set in `bits` (NVML's `nvmlClocksEventReason*` names, short).
-pub fn throttle_names(bits: u64) -> Vec<&'static str> {
-    const NAMES: [(u64, &str); 9] = [
-        (0x1, "gpu_idle"),
-        (0x2, "app_clocks"),
-        (0x4, "sw_power_cap"),
-        (0x8, "hw_slowdown"),
-        (0x10, "sync_boost"),
-        (0x20, "sw_thermal"),
-        (0x40, "hw_thermal"),
-        (0x80, "hw_power_brake"),
-        (0x100, "display_clocks"),
-    ];
-    NAMES.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect()
 }
 
 /// Whether an error means the GPU itself is gone, as opposed to one field being unsupported.
@@ -187,6 +209,7 @@ pub struct Reader {
     proc_root: PathBuf,
     users: HashMap<u32, Text>,
     procs: HashMap<u32, owner::ProcInfo>,
+    links: Vec<LinkHistory>,
 }
 
 impl std::fmt::Debug for Reader {
@@ -281,8 +304,21 @@ impl Reader {
                 ))
             })
             .collect();
-        let numa: Vec<Option<u8>> =
-            devs.iter().map(|d| d.as_ref().and_then(|d| d.numa_node_id().ok()).map(|v| v as u8)).collect();
+        // NUMA affinity as `nvidia-smi topo -m` prints it: the nearest NUMA node from the memory
+        // affinity mask, else the PCI device's `numa_node` in sysfs. (nvmlDeviceGetNumaNodeId is
+        // the GPU's own memory node on coherent systems; a real H200 on x86 answers N/A there.)
+        let numa: Vec<Option<u8>> = devs
+            .iter()
+            .zip(&fixed)
+            .map(|(d, f)| {
+                d.as_ref()
+                    .and_then(|d| d.memory_affinity(1, AFFINITY_SCOPE_NODE).ok())
+                    .and_then(|w| w.first().copied())
+                    .filter(|&w| w != 0)
+                    .map(|w| w.trailing_zeros() as u8)
+                    .or_else(|| topo::sysfs_numa(&cfg.sys_root, &f.bus_id))
+            })
+            .collect();
         let numa =
             if numa.iter().all(Option::is_some) { numa.into_iter().flatten().collect() } else { vec![] };
         drop(devs);
@@ -304,6 +340,7 @@ impl Reader {
             proc_root: cfg.proc_root.clone(),
             users,
             procs: HashMap::new(),
+            links: (0..n).map(|_| LinkHistory::default()).collect(),
         })
     }
 
@@ -322,14 +359,16 @@ impl Reader {
         self.drain_xids();
         let mut gpus = Vec::with_capacity(self.fixed.len());
         let mut seen = Vec::new();
+        let now = jiff::Timestamp::now().as_second();
         for i in 0..self.fixed.len() {
-            let g = self.read_gpu(i, &mut seen);
+            let mut g = self.read_gpu(i, &mut seen);
+            g.link_errors = link_totals(&g).map(|t| self.links[i].observe(now, t));
             gpus.push(g);
         }
         self.procs.retain(|pid, _| seen.contains(pid));
         LocalSnapshot {
             host: self.host.clone(),
-            at: jiff::Timestamp::now().as_second(),
+            at: now,
             driver: self.driver.clone(),
             cuda: self.cuda.clone(),
             gpus,
@@ -386,6 +425,8 @@ impl Reader {
             processes: vec![],
             lost: None,
             xid: self.xids.get(&(i as u32)).copied(),
+            pcie_replay: None,
+            link_errors: None,
         };
         let mut h = Health::default();
         let Some(d) = h.ok(self.nvml.device_by_index(i as u32)) else {
@@ -467,6 +508,7 @@ impl Reader {
                 crc_data: e(ErrorCounter::DlCrcData),
             });
         }
+        g.pcie_replay = h.ok(d.pcie_replay_counter()).map(u64::from);
         for p in h.ok(d.running_compute_processes()).unwrap_or_default() {
             seen.push(p.pid);
             let info = self.procs.entry(p.pid).or_insert_with(|| owner::read_proc(&self.proc_root, p.pid));
@@ -487,6 +529,22 @@ impl Reader {
         g.lost = h.lost;
         g
     }
+}
+
+/// The GPU's cumulative [NVLink CRC (flit + data), NVLink replay, PCIe replay] counters;
+/// `None` when it reported none of them (a lost GPU, or a driver without the counters).
+fn link_totals(g: &LocalGpu) -> Option<[u64; 3]> {
+    let mut any = g.pcie_replay.is_some();
+    let mut t = [0, 0, g.pcie_replay.unwrap_or(0)];
+    for l in &g.nvlinks {
+        for (k, v) in [(0, l.crc_flit), (0, l.crc_data), (1, l.replay)] {
+            if let Some(v) = v {
+                any = true;
+                t[k] = t[k].saturating_add(v);
+            }
+        }
+    }
+    (any && g.lost.is_none()).then_some(t)
 }
 
 fn field_u64(v: &nvml_wrapper::enums::device::SampleValue) -> Option<u64> {
@@ -521,4 +579,46 @@ fn xid_events(nvml: &'static Nvml, n: u32) -> Vec<nvml_wrapper::EventSet<'static
             dev.register_events(EventTypes::CRITICAL_XID_ERROR, set).ok()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_errors_are_the_growth_inside_the_window() {
+        let mut h = LinkHistory::default();
+        // Counters since boot are history, not news: the first read is the baseline.
+        assert_eq!(h.observe(1000, [500, 7, 90]), LinkErrors::default());
+        assert_eq!(
+            h.observe(1001, [503, 7, 150]),
+            LinkErrors { nvlink_crc: 3, nvlink_replay: 0, pcie_replay: 60 }
+        );
+        // Samples are kept once a minute; growth is still counted from the window's oldest.
+        assert_eq!(h.observe(1070, [510, 9, 150]).nvlink_crc, 10);
+        assert!(h.0.len() <= 2, "{:?}", h.0);
+        // An hour after the baseline it leaves the window: growth counts from 1070.
+        let e = h.observe(1000 + LINK_WINDOW_S + 5, [520, 9, 150]);
+        assert_eq!(e, LinkErrors { nvlink_crc: 10, nvlink_replay: 0, pcie_replay: 0 });
+        // Quiet for a whole window: nothing grew.
+        assert_eq!(h.observe(1070 + 3 * LINK_WINDOW_S, [520, 9, 150]), LinkErrors::default());
+    }
+
+    #[test]
+    fn a_counter_that_goes_down_counts_from_zero() {
+        let mut h = LinkHistory::default();
+        h.observe(0, [100, 100, 100]);
+        // The driver reloaded: counters restart; what they show now is new.
+        assert_eq!(h.observe(30, [4, 0, 0]), LinkErrors { nvlink_crc: 4, nvlink_replay: 0, pcie_replay: 0 });
+        assert_eq!(h.observe(40, [6, 0, 0]).nvlink_crc, 6);
+    }
+
+    #[test]
+    fn samples_stay_bounded() {
+        let mut h = LinkHistory::default();
+        for t in 0..20_000 {
+            h.observe(t, [t as u64, 0, 0]);
+        }
+        assert!(h.0.len() <= (LINK_WINDOW_S / LINK_SAMPLE_S + 2) as usize, "{}", h.0.len());
+    }
 }

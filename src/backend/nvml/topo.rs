@@ -151,6 +151,12 @@ fn pci_path(dev: &std::path::Path) -> Option<(Vec<String>, Option<i32>)> {
     Some((comps[start..].to_vec(), numa))
 }
 
+/// The NUMA node sysfs gives the PCI device with this (NVML) bus id; `None` where it says -1.
+pub fn sysfs_numa(sys: &std::path::Path, bus_id: &str) -> Option<u8> {
+    let dev = sys.join("bus/pci/devices").join(sysfs_bus_id(bus_id));
+    pci_path(&dev).and_then(|(_, numa)| numa).and_then(|n| u8::try_from(n).ok())
+}
+
 /// `00000000:18:00.0` (NVML) → `0000:18:00.0` (sysfs).
 fn sysfs_bus_id(bus_id: &str) -> String {
     let lower = bus_id.to_ascii_lowercase();
@@ -262,6 +268,13 @@ mod tests {
         assert_eq!(nics[0].name, "mlx5_0");
         assert_eq!(nics[0].to_gpu, vec![LinkKind::Pix, LinkKind::Phb, LinkKind::Sys, LinkKind::Sys]);
         assert!(nics_from_sysfs(&root.join("nowhere"), &gpus).is_empty());
+        // The NUMA fallback reads the same tree: NVML's spelling, either case.
+        assert_eq!(sysfs_numa(root, "00000000:1B:00.0"), Some(0));
+        assert_eq!(sysfs_numa(root, "00000000:98:00.0"), Some(1));
+        assert_eq!(sysfs_numa(root, "00000000:ff:00.0"), None, "no such device");
+        // A VM's "-1" (no NUMA information) is no node.
+        std::fs::write(root.join("devices/pci0000:97/0000:97:00.0/0000:98:00.0/numa_node"), "-1\n").unwrap();
+        assert_eq!(sysfs_numa(root, "00000000:98:00.0"), None);
     }
 
     #[test]

@@ -828,6 +828,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             links: Default::default(),
             idle_since: None,
             processes: Vec::new(),
+            local: None,
         });
     }
     nodes

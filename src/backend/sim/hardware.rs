@@ -495,6 +495,7 @@ impl Cluster {
                     links: Default::default(),
                     idle_since: None,
                     processes: Vec::new(),
+                    local: None,
                 }
             })
             .collect();

@@ -918,6 +918,7 @@ impl Sim {
                 gpus: samples,
                 topology: None,
                 processes: None,
+                local: None,
                 ports,
             });
         }

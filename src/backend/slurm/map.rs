@@ -218,6 +218,7 @@ fn new_gpu(index: u8, model: Text) -> Gpu {
         links: Default::default(),
         idle_since: None,
         processes: Vec::new(),
+        local: None,
     }
 }
 

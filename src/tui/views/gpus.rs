@@ -4,7 +4,7 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
-use crate::model::{Gpu, Node, xid_info};
+use crate::model::{Gpu, GpuLocal, Node, throttle_names, xid_info};
 use crate::state::ClusterState;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -115,6 +115,69 @@ impl TableSource for GpusTable {
     }
 }
 
+/// The rows only the local NVML source fills: clocks, throttle reasons, engines, memory
+/// health, NVLinks. Throttling that means heat or a hardware brake is a warning; the power cap
+/// under load is normal.
+fn local_rows<'a>(cx: &Cx<'a>, l: &GpuLocal, out: &mut Vec<Line<'a>>) {
+    let t = cx.theme;
+    let mhz = |v: Option<u32>| v.map_or_else(|| "-".into(), |v| format!("{v} MHz"));
+    out.push(kv(
+        cx,
+        "clocks",
+        Span::styled(format!("SM {}, memory {}", mhz(l.clock_sm_mhz), mhz(l.clock_mem_mhz)), t.text),
+    ));
+    if let Some(bits) = l.throttle {
+        let names = throttle_names(bits);
+        let serious = names
+            .iter()
+            .any(|n| matches!(*n, "hw_slowdown" | "sw_thermal" | "hw_thermal" | "hw_power_brake"));
+        let text = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        out.push(kv(cx, "throttle", Span::styled(text, if serious { t.warn } else { t.text })));
+    }
+    let pct = |v: Option<u8>| v.map_or_else(|| "-".into(), |v| format!("{v}%"));
+    out.push(kv(
+        cx,
+        "engines",
+        Span::styled(
+            format!("memory {}, encoder {}, decoder {}", pct(l.mem_util), pct(l.enc_util), pct(l.dec_util)),
+            t.text,
+        ),
+    ));
+    if let (Some(c), Some(u)) = (l.remap_correctable, l.remap_uncorrectable) {
+        let mut text = format!("{c} correctable, {u} uncorrectable remapped");
+        let style = if l.remap_failure {
+            text.push_str("; remap failed: replace");
+            t.crit
+        } else if l.remap_pending {
+            text.push_str("; reset pending");
+            t.warn
+        } else {
+            t.text
+        };
+        out.push(kv(cx, "rows", Span::styled(text, style)));
+    } else if l.retired_sbe.is_some() || l.retired_dbe.is_some() {
+        let dbe = l.retired_dbe.unwrap_or(0);
+        out.push(kv(
+            cx,
+            "retired",
+            Span::styled(
+                format!("{} single-bit, {dbe} double-bit pages", l.retired_sbe.unwrap_or(0)),
+                if dbe > 0 { t.warn } else { t.text },
+            ),
+        ));
+    }
+    if l.nvlinks > 0 {
+        out.push(kv(
+            cx,
+            "nvlink",
+            Span::styled(
+                format!("{}/{} links up", l.nvlinks_active, l.nvlinks),
+                if l.nvlinks_active < l.nvlinks { t.warn } else { t.text },
+            ),
+        ));
+    }
+}
+
 pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     let s = cx.s;
     let (ni, gi) = unpack(key);
@@ -155,6 +218,9 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
                 t.warn,
             ),
         ));
+    }
+    if let Some(l) = g.local.as_deref() {
+        local_rows(cx, l, &mut out);
     }
     if let Some(since) = g.idle_since {
         out.push(kv(
