@@ -572,6 +572,16 @@ async fn history_is_range_queried_for_the_focus_only() {
     let want =
         direct(&url, "sum(max by (Hostname, gpu) (DCGM_FI_DEV_POWER_USAGE{Hostname=\"gpu-003\"}))", &h).await;
     assert!(close(h.series("power").unwrap(), &want));
+    // NVLink throughput (read only for what is on screen): the node's GPUs summed, GB/s.
+    let want = direct(
+        &url,
+        "sum(max by (Hostname, gpu) (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{Hostname=\"gpu-003\"})) / 1000",
+        &h,
+    )
+    .await;
+    let nvl = h.series("nvlink").expect("NVLink throughput");
+    assert!(close(nvl, &want), "\n{nvl:?}\n{want:?}");
+    assert!(nvl.iter().flatten().any(|v| *v > 0.0), "gpu-003 trains over NVLink: {nvl:?}");
 
     // The hot GPU: its temperature history, and nothing of the node's any more.
     focus_tx.send_replace(Some(Focus::Gpu("gpu-008".into(), 4)));

@@ -136,6 +136,7 @@ fn nodes_detail_with_range_history() {
                     metric: "power",
                     values: (0..121).map(|k| wave(k, 4800.0, 1500.0)).collect(),
                 },
+                HistorySeries { metric: "nvlink", values: (0..121).map(|k| wave(k, 900.0, 400.0)).collect() },
             ],
             at: a.state().now,
         }))));
@@ -143,6 +144,7 @@ fn nodes_detail_with_range_history() {
         if h == 48 {
             assert!(screen.contains("last 60 min (Prometheus, 30 s steps)"), "{screen}");
             assert!(screen.contains('·'), "the gap is drawn: {screen}");
+            assert!(screen.contains("nvlink") && screen.contains("TB/s"), "NVLink throughput: {screen}");
         }
         insta::assert_snapshot!(format!("nodes_detail_history_{w}x{h}"), screen);
         // Another node's history is not drawn in this pane.

@@ -47,6 +47,9 @@ pub struct MetricNames {
     pub nvlink_crc_flit: String,
     pub nvlink_crc_data: String,
     pub nvlink_replay: String,
+    /// NVLink throughput of a GPU, all links, MB/s. dcgm-exporter's CSV calls field 449 a
+    /// counter, but DCGM reports a rate (tools that take its `rate()` see blanks).
+    pub nvlink_bw: String,
     pub pcie_replay: String,
     pub ib_state: String,
     pub ib_rate: String,
@@ -78,6 +81,7 @@ impl Default for MetricNames {
             nvlink_crc_flit: s("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"),
             nvlink_crc_data: s("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"),
             nvlink_replay: s("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"),
+            nvlink_bw: s("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"),
             pcie_replay: s("DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
             ib_state: s("node_infiniband_state_id"),
             ib_rate: s("node_infiniband_rate_bytes_per_second"),

@@ -1,6 +1,7 @@
 //! History for what is on screen: when the console's detail pane shows a node, a GPU or a job,
-//! the backend asks Prometheus for that one thing's last hour with `query_range` (three
-//! queries, aggregated server-side to one series each) and sends it as an
+//! the backend asks Prometheus for that one thing's last hour with `query_range` (four
+//! queries, aggregated server-side to one series each; NVLink throughput is read only here,
+//! since per GPU for the whole fleet it would be the largest answer of a refresh) and sends it as an
 //! [`Update::History`](crate::backend::Update::History). Nothing else is range-queried after
 //! start-up, so the cost follows what a person looks at, not the cluster's size.
 
@@ -109,6 +110,7 @@ pub fn queries(cfg: &PromConfig, focus: &Focus) -> Vec<(&'static str, String)> {
                 ("util", format!("avg({})", dedup(select(cfg, &m.gpu_util, &re, "")))),
                 ("temp", format!("max({})", select(cfg, &m.gpu_temp, &re, ""))),
                 ("power", format!("sum({})", dedup(select(cfg, &m.power, &re, "")))),
+                ("nvlink", format!("sum({}) / 1000", dedup(select(cfg, &m.nvlink_bw, &re, "")))),
             ]
         }
         Focus::Gpu(n, i) => {
@@ -118,6 +120,7 @@ pub fn queries(cfg: &PromConfig, focus: &Focus) -> Vec<(&'static str, String)> {
                 ("util", format!("max({})", select(cfg, &m.gpu_util, &re, &gpu))),
                 ("temp", format!("max({})", select(cfg, &m.gpu_temp, &re, &gpu))),
                 ("power", format!("max({})", select(cfg, &m.power, &re, &gpu))),
+                ("nvlink", format!("max({}) / 1000", select(cfg, &m.nvlink_bw, &re, &gpu))),
             ]
         }
         Focus::Fleet => {
@@ -135,6 +138,7 @@ pub fn queries(cfg: &PromConfig, focus: &Focus) -> Vec<(&'static str, String)> {
                 ("util", format!("avg({})", pick(&m.gpu_util))),
                 ("tensor", format!("round(100 * avg({}))", pick(&m.tensor_active))),
                 ("power", format!("sum({})", pick(&m.power))),
+                ("nvlink", format!("sum({}) / 1000", pick(&m.nvlink_bw))),
             ]
         }
     }
@@ -207,7 +211,15 @@ mod tests {
     fn node_gpu_and_job_queries_select_only_the_focus() {
         let c = PromConfig::new("http://x");
         let q = queries(&c, &Focus::Node(Text::from("gpu-01")));
-        assert_eq!(q.len(), 3);
+        let names: Vec<&str> = q.iter().map(|(m, _)| *m).collect();
+        assert_eq!(names, ["util", "temp", "power", "nvlink"]);
+        // NVLink throughput: MB/s per GPU, summed over the node, in GB/s.
+        assert!(
+            q[3].1.starts_with("sum(max by (Hostname, hostname, gpu) (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{"),
+            "{}",
+            q[3].1
+        );
+        assert!(q[3].1.ends_with(") / 1000"), "{}", q[3].1);
         assert_eq!(
             q[0].1,
             "avg(max by (Hostname, hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{Hostname=~\"(gpu\\\\-01)([.:].*)?\"} \

@@ -40,7 +40,8 @@ pub fn resample(values: &[Option<f32>], width: usize) -> Vec<Option<f32>> {
 }
 
 /// The detail pane's last hour from the history source, when it holds `focus`'s: one
-/// sparkline per series (util, tensor and temperature on 0–100, power scaled to its peak).
+/// sparkline per series (util, tensor and temperature on 0–100, power and NVLink throughput
+/// scaled to their peaks).
 pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::backend::Focus, width: u16) -> Vec<Line<'a>> {
     let Some(h) = cx.s.focus_history.as_ref().filter(|h| h.focus == *focus) else {
         return Vec::new();
@@ -56,14 +57,22 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::backend::Focus, width: u16)
     )];
     for s in &h.series {
         let cols = resample(&s.values, w);
-        let ints: Vec<Option<u32>> = cols.iter().map(|v| v.map(|x| x.max(0.0).round() as u32)).collect();
+        // NVLink GB/s charted in tenths, so a quiet link still shows its shape.
+        let scale = if s.metric == "nvlink" { 10.0 } else { 1.0 };
+        let ints: Vec<Option<u32>> =
+            cols.iter().map(|v| v.map(|x| (x.max(0.0) * scale).round() as u32)).collect();
+        let peak = ints.iter().flatten().copied().max().unwrap_or(1).max(1);
         let (max, unit) = match s.metric {
-            "power" => (ints.iter().flatten().copied().max().unwrap_or(1), "W"),
+            "power" => (peak, "W"),
+            "nvlink" => (peak, "GB/s"),
             "temp" => (100, "C"),
             _ => (100, "%"),
         };
         let last = s.values.iter().rev().find_map(|v| *v).map(|v| match unit {
             "W" if v >= 1000.0 => format!(" {:.1}kW", v / 1000.0),
+            "GB/s" if v >= 1000.0 => format!(" {:.1}TB/s", v / 1000.0),
+            "GB/s" if v >= 10.0 => format!(" {v:.0}GB/s"),
+            "GB/s" => format!(" {v:.1}GB/s"),
             _ => format!(" {v:.0}{unit}"),
         });
         out.push(spark_line(cx, s.metric, cx.glyphs.spark_gaps(&ints, max), last));
