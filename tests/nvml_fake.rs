@@ -56,6 +56,27 @@ fn config(lib: PathBuf, root: &Path) -> NvmlConfig {
     }
 }
 
+/// The state after NVML's inventory of one node.
+fn state_of(at: i64, node: gpuplane::model::Node) -> gpuplane::state::ClusterState {
+    let mut state = gpuplane::state::ClusterState::default();
+    state.apply(Update::Inventory {
+        at,
+        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
+    });
+    state
+}
+
+/// A headless console on `state`, as user alice.
+fn console(state: gpuplane::state::ClusterState) -> gpuplane::tui::app::App {
+    gpuplane::tui::app::App::new(
+        state,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "alice".into(),
+    )
+}
+
 /// `nvidia-smi topo -m` as the fake's script lays the node out (see fake_nvml.c).
 const TOPO: [[&str; 8]; 8] = [
     ["X", "NV4", "PXB", "NV2", "NODE", "SYS", "SYS", "SYS"],
@@ -185,18 +206,8 @@ fn the_model_equals_the_script() {
     );
     let pod_uid = node.gpus[0].processes[0].pod_uid.clone().expect("the pod's UID is kept");
     assert!(pod_uid.starts_with("8f6a1c2e"), "{pod_uid}");
-    let mut state = gpuplane::state::ClusterState::default();
-    state.apply(gpuplane::backend::Update::Inventory {
-        at: s.at,
-        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
-    });
-    let mut app = gpuplane::tui::app::App::new(
-        state,
-        gpuplane::tui::keymap::Keymap::builtin("default"),
-        gpuplane::tui::theme::Theme::builtin("dark"),
-        gpuplane::tui::widgets::Glyphs::UNICODE,
-        "alice".into(),
-    );
+    let state = state_of(s.at, node);
+    let mut app = console(state);
     app.run_command("nodes");
     app.prepare();
     app.ui.detail = true;
@@ -267,11 +278,7 @@ fn a_critical_xid_event_reaches_the_model_and_becomes_an_incident() {
     assert_eq!(sample.gpus[6].xid.map(|x| x.code), Some(79));
     let node = nvml::node_of(&s);
     assert!(node.gpus[6].is_failed(), "XID 79 is fatal");
-    let mut state = gpuplane::state::ClusterState::default();
-    state.apply(gpuplane::backend::Update::Inventory {
-        at: s.at,
-        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
-    });
+    let state = state_of(s.at, node);
     assert!(
         state.incidents.iter().any(|i| i.title.starts_with("XID 79") && i.subject.ends_with("/gpu6")),
         "{:?}",
@@ -425,11 +432,7 @@ fn link_errors_that_grow_while_watched_become_incidents() {
     assert_eq!(sample.gpus[1].links.map(|l| l.nvlink_replay), Some(10));
     let node = nvml::node_of(&s);
     assert_eq!(node.gpus[6].links.pcie_replay, 120);
-    let mut state = gpuplane::state::ClusterState::default();
-    state.apply(gpuplane::backend::Update::Inventory {
-        at: s.at,
-        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
-    });
+    let state = state_of(s.at, node);
     let on = |gpu: &str| state.incidents.iter().filter(move |i| i.subject.ends_with(gpu)).count();
     assert_eq!(on("/gpu1"), 1, "NVLink errors on GPU 1: {:?}", state.incidents);
     assert_eq!(on("/gpu6"), 1, "a PCIe replay storm on GPU 6: {:?}", state.incidents);
@@ -447,18 +450,8 @@ fn the_gpu_detail_shows_what_only_nvml_reads() {
     assert_eq!((l.mem_util, l.enc_util, l.dec_util), (Some(25), Some(0), None));
     let l7 = node.gpus[7].local.as_deref().expect("local readings");
     assert_eq!((l7.nvlinks_active, l7.nvlinks), (4, 5), "GPU 7's link 4 is down");
-    let mut state = gpuplane::state::ClusterState::default();
-    state.apply(gpuplane::backend::Update::Inventory {
-        at: s.at,
-        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
-    });
-    let mut app = gpuplane::tui::app::App::new(
-        state,
-        gpuplane::tui::keymap::Keymap::builtin("default"),
-        gpuplane::tui::theme::Theme::builtin("dark"),
-        gpuplane::tui::widgets::Glyphs::UNICODE,
-        "alice".into(),
-    );
+    let state = state_of(s.at, node);
+    let mut app = console(state);
     app.run_command("gpus");
     common::render(&mut app, 160, 48);
     // GPU 4: throttled by the power cap and heat.
