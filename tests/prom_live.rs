@@ -236,6 +236,34 @@ async fn planted_anomalies_surface_as_incidents_with_the_servers_figures() {
         lustre.capacity_bytes as f64,
         one(&url, "max(node_filesystem_size_bytes{mountpoint=\"/mnt/checkpoints\"})").await
     );
+    // Storage throughput: the NFS mount's client bytes summed over the nodes (each client's rate
+    // is steady in the generated data, so a direct query agrees to within a percent) …
+    let home = s.storage.iter().find(|f| f.mount == "/home").expect("the NFS mount listed");
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.01 * b.abs().max(1.0);
+    for (got, metric) in [
+        (home.read_bps, "node_mountstats_nfs_total_read_bytes_total"),
+        (home.write_bps, "node_mountstats_nfs_total_write_bytes_total"),
+    ] {
+        let want = one(&url, &format!("sum(rate({metric}[120s]))")).await;
+        assert!(want > 1e6 && near(got, want), "{metric}: {got} vs {want}");
+    }
+    // … and the nearly full /raid shows its node's physical disks (md1's members, not md1 too).
+    let raid = s.storage.iter().find(|f| f.name == "gpu-003:/raid").expect("the nearly full /raid listed");
+    let members = one(
+        &url,
+        "sum(rate(node_disk_read_bytes_total{instance=\"gpu-003:9100\",device=~\"nvme[12]n1\"}[120s]))",
+    )
+    .await;
+    let md =
+        one(&url, "sum(rate(node_disk_read_bytes_total{instance=\"gpu-003:9100\",device=\"md1\"}[120s]))")
+            .await;
+    assert!(raid.read_bps > 0.0 && raid.write_bps > 0.0, "{raid:?}");
+    assert!(
+        raid.read_bps < 1.5 * md + 1.2e6,
+        "md1 is not counted on top of its members: {} vs md1 {md}",
+        raid.read_bps
+    );
+    assert!(members > 0.0 && raid.read_bps > 0.5 * members, "{} vs members {members}", raid.read_bps);
 
     // Deterministic telemetry: the idle notebook's framebuffer.
     let fb = one(&url, "DCGM_FI_DEV_FB_USED{Hostname=\"gpu-006\",gpu=\"0\"}").await;
@@ -465,8 +493,8 @@ async fn a_promql_syntax_error_is_shown_verbatim_and_the_rest_still_arrives() {
     let err = last_status(&updates).unwrap().error.clone().expect("the failed family is reported");
     assert!(direct.to_string().starts_with("bad_data: invalid parameter \"query\": "), "{direct}");
     assert!(err.contains(&format!("ib_state: {direct}")), "{err}\nvs {direct}");
-    // The first refresh reads every rotating family too (20 queries).
-    assert!(err.starts_with("prometheus: partial data, 1 of 20 queries failed: "), "{err}");
+    // The first refresh reads every rotating family too (22 queries).
+    assert!(err.starts_with("prometheus: partial data, 1 of 22 queries failed: "), "{err}");
     // The other families arrived: GPU telemetry, and ports from their rate family.
     assert!(s.node("gpu-008").unwrap().gpus[4].temp_c.is_some());
     assert_eq!(s.node("gpu-010").unwrap().ports.len(), 8);

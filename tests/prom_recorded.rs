@@ -235,7 +235,7 @@ fn status_text_for_partial_data_names_the_family_and_the_error_verbatim() {
     let text = out.problems().unwrap();
     assert_eq!(
         text,
-        "prometheus: partial data, 1 of 17 queries failed: ib_state: bad_data: invalid parameter \"query\": 1:18: parse error: unexpected \"(\" in grouping opts, expected \",\" or \")\""
+        "prometheus: partial data, 1 of 19 queries failed: ib_state: bad_data: invalid parameter \"query\": 1:18: parse error: unexpected \"(\" in grouping opts, expected \",\" or \")\""
     );
 }
 
@@ -314,4 +314,42 @@ async fn a_closed_port_is_connection_refused() {
     let e = c.query("up", None).await.unwrap_err();
     assert_eq!(e.to_string(), format!("connection refused at {url} — is it running?"));
     assert!(e.is_unreachable());
+}
+
+#[test]
+fn storage_throughput_joins_nfs_exports_and_listed_local_disks() {
+    let c = cfg();
+    let vector = |rows: &[(&str, &str)]| {
+        let r: Vec<String> =
+            rows.iter().map(|(l, v)| format!(r#"{{"metric":{{{l}}},"value":[1795959344,"{v}"]}}"#)).collect();
+        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#, r.join(","))
+    };
+    let nfs = r#""device":"10.40.0.20:/export/home","fstype":"nfs4","mountpoint":"/home""#;
+    let lustre = r#""device":"10.40.0.11@o2ib:/ckptfs","fstype":"lustre","mountpoint":"/mnt/checkpoints""#;
+    let raid = r#""device":"/dev/md1","fstype":"ext4","instance":"gpu-003:9100","mountpoint":"/raid""#;
+    let mut rf = Refresh::new();
+    for (f, rows) in [
+        (Family::FsSize, vector(&[(nfs, "1000"), (lustre, "5000"), (raid, "100")])),
+        (Family::FsAvail, vector(&[(nfs, "400"), (lustre, "1000"), (raid, "5")])),
+        (
+            Family::FsRead,
+            vector(&[
+                (r#""export":"10.40.0.20:/export/home""#, "52428800"),
+                (r#""instance":"gpu-003:9100""#, "1.5e9"),
+            ]),
+        ),
+        (Family::FsWrite, vector(&[(r#""export":"10.40.0.20:/export/home""#, "1048576")])),
+    ] {
+        rf.add(&c, f, &api::parse(rows.as_bytes()).unwrap().results);
+    }
+    let m = rf.finish(1_795_959_344, false, &mut Memory::default());
+    let storage = m.storage.expect("storage answered");
+    let fs = |mount: &str| storage.iter().find(|f| f.mount == mount).unwrap_or_else(|| panic!("{mount}"));
+    let home = fs("/home");
+    assert_eq!((home.name.as_str(), home.read_bps, home.write_bps), ("home", 52_428_800.0, 1_048_576.0));
+    let raid = fs("/raid");
+    assert_eq!(raid.name, "gpu-003:/raid");
+    assert_eq!((raid.read_bps, raid.write_bps), (1.5e9, 0.0), "the node's local disks");
+    let ckpt = fs("/mnt/checkpoints");
+    assert_eq!((ckpt.read_bps, ckpt.write_bps), (0.0, 0.0), "no client-side source for Lustre");
 }

@@ -11,6 +11,7 @@
 //! backfill = "15m"                              # history fetched with query_range at start
 //! window = "1h"                                 # XID count and IB link-down (flap) window
 //! selector = 'cluster="a"'                      # added to every series selector
+//! disk_devices = 'nvme[0-9]+n[0-9]+|sd[a-z]+'   # physical disks: a node's local disk throughput
 //! [prometheus.headers]
 //! X-Scope-OrgID = "team-a"                      # Mimir/Cortex/Thanos tenant
 //! [prometheus.metrics]                          # override any metric name (keys: see MetricNames)
@@ -63,6 +64,9 @@ pub struct MetricNames {
     pub fs_avail: String,
     pub disk_read: String,
     pub disk_written: String,
+    /// NFS client bytes per mount (node_exporter's mountstats collector, label `export`).
+    pub nfs_read: String,
+    pub nfs_written: String,
 }
 
 impl Default for MetricNames {
@@ -95,6 +99,8 @@ impl Default for MetricNames {
             fs_avail: s("node_filesystem_avail_bytes"),
             disk_read: s("node_disk_read_bytes_total"),
             disk_written: s("node_disk_written_bytes_total"),
+            nfs_read: s("node_mountstats_nfs_total_read_bytes_total"),
+            nfs_written: s("node_mountstats_nfs_total_write_bytes_total"),
         }
     }
 }
@@ -170,6 +176,9 @@ pub struct PromSection {
     /// Node-local mounts listed when nearly full, a regex.
     pub local_mounts: Option<String>,
     pub local_full_pct: Option<u8>,
+    /// Block devices whose throughput is a node's local disk throughput, a regex (physical
+    /// disks; md/dm devices on top of them would count the same bytes twice).
+    pub disk_devices: Option<String>,
     pub metrics: MetricNames,
     pub labels: LabelNames,
     pub host_map: HostMapSection,
@@ -265,6 +274,7 @@ pub struct PromConfig {
     pub shared_fstypes: String,
     pub local_mounts: String,
     pub local_full_pct: u8,
+    pub disk_devices: String,
     pub metrics: MetricNames,
     pub labels: LabelNames,
     pub host_map: HostMap,
@@ -289,6 +299,7 @@ impl PromConfig {
             shared_fstypes: "lustre|nfs|nfs4|wekafs|gpfs|beegfs|cephfs|fuse.juicefs".into(),
             local_mounts: "/raid|/local|/scratch|/mnt/local.*".into(),
             local_full_pct: 80,
+            disk_devices: "nvme[0-9]+n[0-9]+|sd[a-z]+|vd[a-z]+|xvd[a-z]+".into(),
             metrics: MetricNames::default(),
             labels: LabelNames::default(),
             host_map: HostMap::default(),
@@ -357,6 +368,9 @@ impl PromConfig {
         }
         if let Some(p) = sec.local_full_pct {
             c.local_full_pct = p.min(100);
+        }
+        if let Some(s) = &sec.disk_devices {
+            c.disk_devices = s.clone();
         }
         c.metrics = sec.metrics.clone();
         c.labels = sec.labels.clone();

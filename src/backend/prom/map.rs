@@ -93,6 +93,15 @@ struct FsAcc {
     avail: Option<f64>,
 }
 
+/// One answer of [`Family::FsRead`]/[`Family::FsWrite`]: an NFS export's or a host's bytes/s.
+#[derive(Debug, Clone)]
+struct FsIo {
+    export: Option<Text>,
+    host: Option<Text>,
+    write: bool,
+    bps: f64,
+}
+
 /// What the backend remembers between refreshes: when each XID code was first seen, when
 /// each allocation was first seen, the jobs it reported (Prometheus alone), and each node's
 /// ports as last sent (the sparse and rotating port families update them).
@@ -127,6 +136,8 @@ pub struct Refresh {
     /// Node number → index in `nodes` (`u32::MAX`: not in this refresh).
     slot: Vec<u32>,
     fs: Vec<FsAcc>,
+    /// Read and write bytes/s by NFS export and by host (local disks), for the storage list.
+    fs_io: Vec<FsIo>,
     /// The allocations named in this refresh, by id (each id hashed once per distinct label set).
     allocs: Map<JobId, Alloc>,
     ok: u64,
@@ -271,6 +282,18 @@ impl Refresh {
             Family::FsSize | Family::FsAvail => {
                 for (s, p) in series {
                     self.add_fs(cfg, f, &s, p.v);
+                }
+            }
+            Family::FsRead | Family::FsWrite => {
+                for (s, p) in series {
+                    if p.v.is_finite() && p.v >= 0.0 {
+                        self.fs_io.push(FsIo {
+                            export: s.label("export").map(text),
+                            host: s.first_label(&cfg.labels.node_host).map(|h| text(&cfg.host_map.map(h))),
+                            write: f == Family::FsWrite,
+                            bps: p.v,
+                        });
+                    }
                 }
             }
             _ if f.is_gpu() => self.add_gpu(cfg, f, series),
@@ -522,8 +545,9 @@ impl Refresh {
             mem.xid_first.retain(|k, _| xid_seen.contains_key(k));
         }
         samples.sort_unstable_by(|a, b| a.node.cmp(&b.node));
+        let io = self.fs_io;
         let storage = fs_ok.then(|| {
-            let mut v: Vec<Filesystem> = self.fs.into_iter().filter_map(fs_of).collect();
+            let mut v: Vec<Filesystem> = self.fs.into_iter().filter_map(|f| fs_of(f, &io)).collect();
             v.sort_by(|a, b| a.name.cmp(&b.name));
             v
         });
@@ -699,8 +723,21 @@ impl<'r> Allocs<'r> {
     }
 }
 
-fn fs_of(f: FsAcc) -> Option<Filesystem> {
+fn fs_of(f: FsAcc, io: &[FsIo]) -> Option<Filesystem> {
     let size = f.size?;
+    // A shared mount's throughput is its export's (NFS; `device` is `server:/export` there);
+    // a listed local filesystem shows its node's local disk throughput.
+    let rate = |write: bool| -> f64 {
+        io.iter()
+            .filter(|x| x.write == write)
+            .filter(|x| match (&f.host, &x.host, &x.export) {
+                (Some(h), Some(xh), None) => h == xh,
+                (None, _, Some(e)) => *e == f.device,
+                _ => false,
+            })
+            .fold(0.0, |a, x| a + x.bps)
+    };
+    let (read_bps, write_bps) = (rate(false), rate(true));
     let avail = f.avail.unwrap_or(size);
     let kind = match f.fstype.as_str() {
         "lustre" => StorageKind::Lustre,
@@ -724,8 +761,8 @@ fn fs_of(f: FsAcc) -> Option<Filesystem> {
         purpose,
         capacity_bytes: clamp_u64(size),
         used_bytes: clamp_u64(size - avail),
-        read_bps: 0.0,
-        write_bps: 0.0,
+        read_bps,
+        write_bps,
         ckpt_write_s: None,
         ckpt_restore_s: None,
     })

@@ -2,7 +2,7 @@
 //! any Prometheus-compatible query API (Prometheus, Thanos, Mimir, Cortex).
 //!
 //! The backend is a tokio task that sends [`Update`]s; nothing here runs on the UI task.
-//! Each refresh (default 15 s, jittered ±10 %) sends [`queries::PER_REFRESH`] queries (17) —
+//! Each refresh (default 15 s, jittered ±10 %) sends [`queries::PER_REFRESH`] queries (19) —
 //! [`queries::EVERY`] and one [`queries::ROTATING`] family, each for the whole cluster,
 //! whatever its size — concurrently, parses and joins the answers off the async threads, and
 //! sends one [`Update::Delta`] (`source: "prom"`) with a [`NodeSample`](crate::backend::NodeSample)

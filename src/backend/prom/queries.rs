@@ -60,6 +60,10 @@ pub enum Family {
     IbTx,
     FsSize,
     FsAvail,
+    /// Read throughput of what the storage list shows: NFS mounts (summed over clients, by
+    /// export) and the local disks of nodes whose local filesystem is listed (nearly full).
+    FsRead,
+    FsWrite,
 }
 
 impl Family {
@@ -87,6 +91,8 @@ impl Family {
             Self::IbTx => "ib_tx",
             Self::FsSize => "fs_size",
             Self::FsAvail => "fs_avail",
+            Self::FsRead => "fs_read",
+            Self::FsWrite => "fs_write",
         }
     }
 
@@ -127,6 +133,8 @@ pub const EVERY: &[Family] = &[
     Family::IbFlaps,
     Family::FsSize,
     Family::FsAvail,
+    Family::FsRead,
+    Family::FsWrite,
 ];
 
 /// One of these per refresh, in turn: slow-changing or table-only data.
@@ -260,6 +268,8 @@ pub fn promql(c: &PromConfig, f: Family) -> String {
         Family::IbTx => format!("round(max by ({p}) (rate({}[{rw}])) * 8 / 1e6)", sel(c, &m.ib_tx_bytes, "")),
         Family::FsSize => fs(c, &m.fs_size),
         Family::FsAvail => fs(c, &m.fs_avail),
+        Family::FsRead => fs_io(c, &m.nfs_read, &m.disk_read),
+        Family::FsWrite => fs_io(c, &m.nfs_written, &m.disk_written),
     }
 }
 
@@ -307,6 +317,24 @@ fn fs(c: &PromConfig, metric: &str) -> String {
     )
 }
 
+/// Bytes/s for the storage list: NFS client throughput summed by export, and the disk
+/// throughput of nodes whose local filesystem is listed (the same nearly-full test as [`fs`]),
+/// physical disks only ([`PromConfig::disk_devices`]). A few series, whatever the size.
+fn fs_io(c: &PromConfig, nfs: &str, disk: &str) -> String {
+    let m = &c.metrics;
+    let hosts = c.labels.node_host.join(", ");
+    let w = secs(c.rate_window);
+    let local = format!("mountpoint=~\"{}\",fstype!~\"{}\"", c.local_mounts, c.shared_fstypes);
+    let ratio = 1.0 - f64::from(c.local_full_pct) / 100.0;
+    format!(
+        "sum by (export) (rate({nfs_sel}[{w}])) or sum by ({hosts}) (rate({disk_sel}[{w}]) and on ({hosts}) ({avail} / {size} < {ratio}))",
+        nfs_sel = sel(c, nfs, ""),
+        disk_sel = sel(c, disk, &format!("device=~\"{}\"", c.disk_devices)),
+        avail = sel(c, &m.fs_avail, &local),
+        size = sel(c, &m.fs_size, &local),
+    )
+}
+
 /// Discovery (Prometheus-only): every GPU with its UUID, model and memory.
 pub fn discovery(c: &PromConfig) -> String {
     let l = &c.labels;
@@ -331,9 +359,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn storage_throughput_asks_for_exports_and_listed_local_disks() {
+        let c = PromConfig::new("http://x");
+        let q = promql(&c, Family::FsWrite);
+        assert!(
+            q.starts_with("sum by (export) (rate(node_mountstats_nfs_total_write_bytes_total[120s])) or "),
+            "{q}"
+        );
+        assert!(
+            q.contains(r#"rate(node_disk_written_bytes_total{device=~"nvme[0-9]+n[0-9]+|sd[a-z]+|vd[a-z]+|xvd[a-z]+"}[120s]) and on (instance)"#),
+            "{q}"
+        );
+        assert!(q.ends_with("< 0.19999999999999996))"), "the nearly-full test of the storage list: {q}");
+        assert!(EVERY.contains(&Family::FsRead) && EVERY.contains(&Family::FsWrite));
+    }
+
+    #[test]
     fn queries_are_cluster_wide_and_constant() {
         let c = PromConfig::new("http://x");
-        assert_eq!(PER_REFRESH, 17);
+        assert_eq!(PER_REFRESH, 19);
         for k in 0..10 {
             let n = if k == 0 { EVERY.len() + ROTATING.len() } else { PER_REFRESH };
             assert_eq!(schedule(k).len(), n);

@@ -185,8 +185,8 @@ pub fn bytes(b: u64) -> String {
 
 /// Bytes per second in decimal units, `2.3GB/s`.
 pub fn rate(bps: f64) -> String {
-    // (an empty f64 sum is -0.0)
-    let bps = bps.max(0.0);
+    // An empty f64 sum is -0.0, and `max` may keep it: anything not above zero (NaN too) is 0.
+    let bps = if bps > 0.0 { bps } else { 0.0 };
     let (v, u) = if bps >= 1e9 {
         (bps / 1e9, "GB/s")
     } else if bps >= 1e6 {
@@ -233,6 +233,9 @@ mod tests {
         assert_eq!(money(1234567.4, "USD"), "$1,234,567");
         assert_eq!(money(12.0, "EUR"), "12 EUR");
         assert_eq!(ts(1_767_225_600), "2026-01-01 00:00");
+        assert_eq!(rate(2.3e9), "2.3GB/s");
+        assert_eq!(rate(-0.0), "0.0B/s", "an empty sum is not negative");
+        assert_eq!(rate(f64::NAN), "0.0B/s");
     }
 
     #[test]
