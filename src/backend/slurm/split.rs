@@ -206,7 +206,19 @@ impl Splitter {
     }
 
     /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
-    pub fn push(&mut self, chunk: &[u8], mut emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
+    pub fn push(&mut self, chunk: &[u8], emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
+        self.push_with(chunk, || true, emit)
+    }
+
+    /// [`Splitter::push`], asking `walk_here` before each object element a picking splitter could
+    /// walk: `false` reports it whole (as [`Elem::In`]) for its reader to walk, which gives the
+    /// same job (the stream hands work to idle parser threads this way).
+    pub fn push_with(
+        &mut self,
+        chunk: &[u8],
+        mut walk_here: impl FnMut() -> bool,
+        mut emit: impl FnMut(Elem<'_>),
+    ) -> Result<(), SplitError> {
         let n = chunk.len();
         let mut i = 0;
         // Where the element in progress starts in this chunk (0 when it was carried in).
@@ -235,9 +247,19 @@ impl Splitter {
                         _ if !need_comma && b != b',' && b != b']' && b != b'}' && b != b':' => {
                             start = i;
                             if let (b'{', Some(w)) = (b, &self.wanted)
+                                && walk_here()
                                 && let Walk::Done(end) = scan::walk(chunk, i, w, &mut self.members)
                             {
                                 emit(Elem::Picked(i..end, &self.members));
+                                self.jobs += 1;
+                                self.mode = Mode::Between { need_comma: true };
+                                i = end;
+                                continue;
+                            }
+                            // An object or array wholly in this chunk: its end found 64 bytes at a
+                            // time (as the lexer below would find it, byte by byte).
+                            if let (b'{' | b'[', Some(end)) = (b, scan::container_end(chunk, i)) {
+                                emit(Elem::In(i..end));
                                 self.jobs += 1;
                                 self.mode = Mode::Between { need_comma: true };
                                 i = end;
@@ -566,6 +588,71 @@ mod tests {
                 assert!(g.1.is_none() || g.1 == w.1, "chunks of {size}: {g:?}");
                 assert!(size > 1 || g.1.is_none());
             }
+        }
+    }
+
+    /// A picking splitter that walks only every `k`th element it could walk.
+    fn split_picking_some(body: &[u8], size: usize, k: usize) -> Result<PickedSplit, SplitError> {
+        let mut s = Splitter::picking(Wanted::new(FIELDS));
+        let (mut out, mut asked) = (Vec::new(), 0);
+        for chunk in body.chunks(size.max(1)) {
+            let walk_here = || {
+                asked += 1;
+                asked % k == 0
+            };
+            s.push_with(chunk, walk_here, |e| {
+                let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                out.push(match e {
+                    Elem::In(r) => (text(&chunk[r]), None),
+                    Elem::Carried(v) => (text(&v), None),
+                    Elem::Picked(r, found) => {
+                        let kept = found.iter().map(|m| (m.field, text(&chunk[m.value.clone()]))).collect();
+                        (text(&chunk[r]), Some(kept))
+                    }
+                });
+            })?;
+        }
+        Ok((out, String::from_utf8(s.finish()?).unwrap()))
+    }
+
+    #[test]
+    fn elements_not_walked_here_are_the_same_elements() {
+        let body = r#"{"jobs":[{"job_id":1,"x":[{"a":"]}\""}]},{"job_id":2} ,{"name":"n"},[1,{"job_id":3}],{"job_id":4}],"last_update":5}"#;
+        let whole = split_picking(body.as_bytes(), body.len()).unwrap();
+        for k in [1, 2, 3, usize::MAX] {
+            for size in [1, 2, 7, 30, body.len()] {
+                let (got, env) = split_picking_some(body.as_bytes(), size, k).unwrap();
+                assert_eq!(env, whole.1);
+                assert_eq!(got.len(), whole.0.len());
+                for (g, w) in got.iter().zip(&whole.0) {
+                    assert_eq!(g.0, w.0, "every {k}th walked, chunks of {size}");
+                    assert!(g.1.is_none() || g.1 == w.1);
+                }
+            }
+        }
+        // Cut anywhere, the same error or the same count as the plain splitter.
+        for cut in 0..body.len() {
+            let plain = split(&body.as_bytes()[..cut], 5).map(|(jobs, _)| jobs.len());
+            let some = split_picking_some(&body.as_bytes()[..cut], 5, 2).map(|(jobs, _)| jobs.len());
+            assert_eq!(plain, some, "cut {cut}");
+        }
+    }
+
+    /// Element ends found 64 bytes at a time are where the lexer finds them, on random bytes.
+    #[test]
+    fn block_ends_are_the_lexers() {
+        let mut rng = fastrand::Rng::with_seed(17);
+        let alphabet = br#"{}[]"\ a,:"#;
+        for _ in 0..20_000 {
+            let mut s = vec![if rng.bool() { b'{' } else { b'[' }];
+            let len = rng.usize(0..200);
+            s.extend((0..len).map(|_| alphabet[rng.usize(..alphabet.len())]));
+            assert_eq!(
+                scan::container_end(&s, 0),
+                Lexer::default().value_end(&s, 0),
+                "{:?}",
+                String::from_utf8_lossy(&s)
+            );
         }
     }
 

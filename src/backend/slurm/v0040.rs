@@ -509,4 +509,50 @@ mod tests {
         // A key twice: not the verbose struct for serde, so left to it.
         assert_eq!(e(r#"{"return_code":1,"return_code":2}"#), None);
     }
+
+    /// Jobs in many shapes (recorded ones, with names, states, numbers and exit codes rewritten,
+    /// compact and pretty-printed) streamed in chunks of every kind, walked by the splitter, by
+    /// the parser threads or both: the same records as reading each job whole (`job`, serde's
+    /// derive over the job's text), in order.
+    #[test]
+    fn streamed_jobs_read_as_each_job_read_whole() {
+        use crate::backend::slurm::stream::{Policy, jobs_with};
+        let doc: serde_json::Value = serde_json::from_slice(&fixture("v0.0.42/24_jobs.json")).unwrap();
+        let recorded = doc["jobs"].as_array().unwrap().clone();
+        let mut rng = fastrand::Rng::with_seed(31);
+        let names = ["plain", "esc\"aped \\ \u{7f} \t", "ünï ✓", "", "a,b"];
+        let mut texts = Vec::new();
+        for i in 0..300 {
+            let mut j = recorded[i % recorded.len()].clone();
+            j["job_id"] = (i as u64 + 1).into();
+            j["name"] = names[rng.usize(..names.len())].into();
+            match rng.u8(..6) {
+                0 => j["exit_code"] = 768.into(),
+                1 => j["job_state"] = "RUNNING,COMPLETING".into(),
+                2 => j["priority"] = serde_json::json!({"set": true, "infinite": true, "number": 0}),
+                3 => j["tasks"] = serde_json::json!("12"),
+                4 => j["user_name"] = serde_json::Value::Null,
+                _ => {}
+            }
+            let text = if rng.bool() { serde_json::to_string(&j) } else { serde_json::to_string_pretty(&j) };
+            texts.push(text.unwrap());
+        }
+        let mut want = JobsOut::default();
+        for t in &texts {
+            job(t.as_bytes(), &mut want).unwrap();
+        }
+        let body = format!(
+            r#"{{"jobs":[{}],"last_update":{{"set":true,"infinite":false,"number":5}}}}"#,
+            texts.join(",")
+        );
+        for size in [97, 4096, 65536, body.len()] {
+            for policy in [Policy::Balanced, Policy::Splitter, Policy::Readers] {
+                let chunks: Vec<bytes::Bytes> =
+                    body.as_bytes().chunks(size).map(bytes::Bytes::copy_from_slice).collect();
+                let got = jobs_with(JOB, chunks, policy).unwrap().data;
+                assert_eq!(got.jobs, want.jobs, "chunks of {size}, {policy:?}");
+                assert_eq!((got.allocs, got.qos), (want.allocs.clone(), want.qos.clone()));
+            }
+        }
+    }
 }
