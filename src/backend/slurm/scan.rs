@@ -139,6 +139,35 @@ pub fn container_end(s: &[u8], i: usize) -> Option<usize> {
     container_end_with(Level::best(), s, i)
 }
 
+/// Goes on looking for the end of an object or array cut by the end of an earlier piece, from
+/// `s[i]` (not an escaped byte), with `depth` (> 0) brackets open and `in_str` inside a
+/// string: see [`Lexer`](super::split::Lexer), which this speeds up. `Ok` is the index just past
+/// the closing bracket; `Err` where to go on from in the next piece, counted from the start of
+/// `s` (`s.len() + 1` when the last byte of `s` escapes the first of the next piece).
+pub fn container_resume(s: &[u8], i: usize, depth: &mut u64, in_str: &mut bool) -> Result<usize, usize> {
+    container_resume_with(Level::best(), s, i, depth, in_str)
+}
+
+fn container_resume_with(
+    level: Level,
+    s: &[u8],
+    i: usize,
+    depth: &mut u64,
+    in_str: &mut bool,
+) -> Result<usize, usize> {
+    match level {
+        #[cfg(any(test, not(target_arch = "x86_64")))]
+        Level::Scalar => Window::new(s, Scalar).container_from(i, depth, in_str),
+        #[cfg(target_arch = "x86_64")]
+        Level::Sse2 => Window::new(s, Sse2).container_from(i, depth, in_str),
+        // SAFETY (both): as in `walk_with`.
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => unsafe { avx2::container_resume(s, i, depth, in_str) },
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => unsafe { avx512::container_resume(s, i, depth, in_str) },
+    }
+}
+
 fn walk_with(level: Level, s: &[u8], i: usize, wanted: &Wanted, out: &mut Vec<Member>) -> Walk {
     out.clear();
     let r = match level {
@@ -213,6 +242,16 @@ macro_rules! compiled_for {
             #[target_feature(enable = $features)]
             pub(super) fn container_end(s: &[u8], i: usize) -> Option<usize> {
                 Window::new(s, $simd).container_end(i)
+            }
+
+            #[target_feature(enable = $features)]
+            pub(super) fn container_resume(
+                s: &[u8],
+                i: usize,
+                depth: &mut u64,
+                in_str: &mut bool,
+            ) -> Result<usize, usize> {
+                Window::new(s, $simd).container_from(i, depth, in_str)
             }
         }
     };
@@ -572,18 +611,25 @@ impl<'a, S: Simd> Window<'a, S> {
 
     /// The index just past the object or array starting at `s[p]`, if it ends in `s`.
     #[inline(always)]
-    fn container_end(&mut self, mut p: usize) -> Option<usize> {
-        let mut depth: u64 = 0;
-        let mut in_str = false;
+    fn container_end(&mut self, p: usize) -> Option<usize> {
+        self.container_from(p, &mut 0, &mut false).ok()
+    }
+
+    /// From `s[p]` (not an escaped byte), with `depth` brackets open and `in_str` inside a
+    /// string: the index just past the bracket that closes the outermost, or `Err` with where to
+    /// go on from when `s` ends first (past its end by one when its last byte is a backslash
+    /// that escapes the next one).
+    #[inline(always)]
+    fn container_from(&mut self, mut p: usize, depth: &mut u64, in_str: &mut bool) -> Result<usize, usize> {
         loop {
             if !self.cover(p) {
-                return None;
+                return Err(p);
             }
             let off = p - self.base;
             if self.m.backslash >> off != 0 {
                 // Escapes: byte by byte to the window's end, then on from there.
-                match scalar(&self.s[p..self.end], &mut depth, &mut in_str) {
-                    Ok(end) => return Some(p + end),
+                match scalar(&self.s[p..self.end], depth, in_str) {
+                    Ok(end) => return Ok(p + end),
                     Err(next) => {
                         p += next;
                         continue;
@@ -591,23 +637,23 @@ impl<'a, S: Simd> Window<'a, S> {
                 }
             }
             // Bits past the window's bytes are 0: `inside` keeps its last value up to bit 63.
-            let inside = self.simd.prefix_xor(self.m.quote >> off) ^ if in_str { u64::MAX } else { 0 };
-            in_str = inside >> 63 == 1;
+            let inside = self.simd.prefix_xor(self.m.quote >> off) ^ if *in_str { u64::MAX } else { 0 };
+            *in_str = inside >> 63 == 1;
             let open = (self.m.open >> off) & !inside;
             let close = (self.m.close >> off) & !inside;
-            if u64::from(close.count_ones()) < depth {
-                depth = depth + u64::from(open.count_ones()) - u64::from(close.count_ones());
+            if u64::from(close.count_ones()) < *depth {
+                *depth = *depth + u64::from(open.count_ones()) - u64::from(close.count_ones());
             } else {
                 let mut both = open | close;
                 while both != 0 {
                     let k = both.trailing_zeros();
                     let bit = 1u64 << k;
                     if open & bit != 0 {
-                        depth += 1;
+                        *depth += 1;
                     } else {
-                        depth = depth.saturating_sub(1);
-                        if depth == 0 {
-                            return Some(p + k as usize + 1);
+                        *depth = depth.saturating_sub(1);
+                        if *depth == 0 {
+                            return Ok(p + k as usize + 1);
                         }
                     }
                     both &= both - 1;

@@ -102,6 +102,31 @@ impl Lexer {
     /// Scans on from `i` (the state carries over from an earlier call, for a value split across
     /// chunks); the index just past the value's end, if it ends in `chunk`.
     pub fn value_end(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
+        if self.escape && i < chunk.len() {
+            self.escape = false;
+            i += 1;
+        }
+        // At or inside an object or array: 64 bytes at a time (see `scan`), stopping where
+        // `value_end_bytes` would.
+        let opens = !self.in_str && matches!(chunk.get(i), Some(b'{' | b'['));
+        if (self.depth > 0 || opens) && !self.escape {
+            let (mut depth, mut in_str) = (u64::from(self.depth), self.in_str);
+            let r = scan::container_resume(chunk, i, &mut depth, &mut in_str);
+            self.depth = u32::try_from(depth).unwrap_or(u32::MAX);
+            self.in_str = in_str;
+            return match r {
+                Ok(end) => Some(end),
+                Err(next) => {
+                    self.escape = next > chunk.len();
+                    None
+                }
+            };
+        }
+        self.value_end_bytes(chunk, i)
+    }
+
+    /// [`Lexer::value_end`] byte by byte.
+    fn value_end_bytes(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
         let n = chunk.len();
         while i < n {
             if self.in_str {
@@ -251,15 +276,6 @@ impl Splitter {
                                 && let Walk::Done(end) = scan::walk(chunk, i, w, &mut self.members)
                             {
                                 emit(Elem::Picked(i..end, &self.members));
-                                self.jobs += 1;
-                                self.mode = Mode::Between { need_comma: true };
-                                i = end;
-                                continue;
-                            }
-                            // An object or array wholly in this chunk: its end found 64 bytes at a
-                            // time (as the lexer below would find it, byte by byte).
-                            if let (b'{' | b'[', Some(end)) = (b, scan::container_end(chunk, i)) {
-                                emit(Elem::In(i..end));
                                 self.jobs += 1;
                                 self.mode = Mode::Between { need_comma: true };
                                 i = end;
@@ -638,21 +654,38 @@ mod tests {
         }
     }
 
-    /// Element ends found 64 bytes at a time are where the lexer finds them, on random bytes.
+    /// The lexer fed `s` in pieces cut at `cuts` (as chunks arrive): where the value ends in `s`.
+    fn lex_in_pieces(mut lex: Lexer, s: &[u8], from: usize, cuts: &[usize]) -> Option<usize> {
+        let mut start = from;
+        for &cut in cuts.iter().chain([&s.len()]) {
+            let cut = cut.max(start);
+            if let Some(end) = lex.value_end(&s[..cut], start) {
+                return Some(end);
+            }
+            start = cut;
+        }
+        None
+    }
+
+    /// Ends found 64 bytes at a time, in one piece or many, are where the byte-by-byte lexer
+    /// finds them, on random bytes (escapes, strings and brackets cut anywhere).
     #[test]
     fn block_ends_are_the_lexers() {
         let mut rng = fastrand::Rng::with_seed(17);
         let alphabet = br#"{}[]"\ a,:"#;
         for _ in 0..20_000 {
             let mut s = vec![if rng.bool() { b'{' } else { b'[' }];
-            let len = rng.usize(0..200);
+            let len = rng.usize(0..300);
             s.extend((0..len).map(|_| alphabet[rng.usize(..alphabet.len())]));
-            assert_eq!(
-                scan::container_end(&s, 0),
-                Lexer::default().value_end(&s, 0),
-                "{:?}",
-                String::from_utf8_lossy(&s)
-            );
+            let want = Lexer::default().value_end_bytes(&s, 0);
+            let show = String::from_utf8_lossy(&s);
+            assert_eq!(scan::container_end(&s, 0), want, "{show}");
+            let mut cuts: Vec<usize> = (0..rng.usize(0..6)).map(|_| rng.usize(..=s.len())).collect();
+            cuts.sort_unstable();
+            assert_eq!(lex_in_pieces(Lexer::default(), &s, 0, &cuts), want, "{show} cut at {cuts:?}");
+            // From inside a string, as the whole-record reader starts on a key.
+            let q = Lexer::in_string().value_end_bytes(&s, 1);
+            assert_eq!(lex_in_pieces(Lexer::in_string(), &s, 1, &cuts), q, "{show} cut at {cuts:?}");
         }
     }
 
