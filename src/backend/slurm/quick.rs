@@ -106,11 +106,15 @@ impl<'a> Cur<'a> {
         let s = &self.s[self.i..];
         let neg = s.first() == Some(&b'-');
         let d = &s[usize::from(neg)..];
-        let n = d.iter().take_while(|b| b.is_ascii_digit()).count();
-        if n == 0 || n > 18 || (d[0] == b'0' && n > 1) || matches!(d.get(n), Some(b'.' | b'e' | b'E')) {
+        // Digits and value in one go, 18 digits at most (a 19th is refused below).
+        let (mut n, mut v) = (0, 0i64);
+        while let Some(b) = d.get(n).filter(|b| b.is_ascii_digit() && n < 18) {
+            v = v * 10 + i64::from(b - b'0');
+            n += 1;
+        }
+        if n == 0 || (d[0] == b'0' && n > 1) || matches!(d.get(n), Some(b'0'..=b'9' | b'.' | b'e' | b'E')) {
             return None;
         }
-        let v = d[..n].iter().fold(0i64, |v, b| v * 10 + i64::from(b - b'0'));
         if neg && v == 0 {
             return None;
         }
@@ -127,7 +131,24 @@ impl<'a> Cur<'a> {
                 let (mut set, mut infinite, mut number) = (None, None, None);
                 if !self.eat(b'}') {
                     loop {
-                        match self.key()? {
+                        // The three keys compared in place: any other key (or one written
+                        // with escapes) is none of them, and serde reads the value.
+                        self.ws();
+                        let rest = &self.s[self.i..];
+                        let key: &[u8] = if rest.starts_with(b"\"set\"") {
+                            b"set"
+                        } else if rest.starts_with(b"\"infinite\"") {
+                            b"infinite"
+                        } else if rest.starts_with(b"\"number\"") {
+                            b"number"
+                        } else {
+                            return None;
+                        };
+                        self.i += key.len() + 2;
+                        if !self.eat(b':') {
+                            return None;
+                        }
+                        match key {
                             b"set" if set.is_none() => set = Some(self.bool()?),
                             b"infinite" if infinite.is_none() => infinite = Some(self.bool()?),
                             b"number" if number.is_none() => {

@@ -9,7 +9,10 @@
 //! kept aside and parsed at the end; it is small.
 //!
 //! A [`Splitter::picking`] also walks each object element that lies wholly in one chunk for
-//! the members a struct reads ([`scan`]), so that the body is scanned once.
+//! the members a struct reads ([`scan`]), so that the body is scanned once; with
+//! [`Splitter::push_with`] it walks only the elements its caller asks it to, and reports the
+//! others whole. Inside objects and arrays the [`Lexer`] goes 64 bytes at a time (see
+//! [`scan::container_resume`]).
 //!
 //! Only the structure needed to find the elements is checked here: strings and their escapes,
 //! bracket nesting, the commas between elements. The element texts themselves go to a real
