@@ -10,16 +10,23 @@
 //! * one pass, then two (the body split into jobs as it streams in, then each job walked again
 //!   for the ~20 members gpuplane reads, on two parser threads): parse 0.78–1.08 s, parse +
 //!   apply 0.84–1.15 s, about 1.15–1.4 CPU-s (every byte scanned twice).
-//! * now (one pass: the splitter walks each job as it finds it and keeps only the wanted
-//!   members' bytes, stepping over the rest 64 bytes at a time with SSE2 bit masks; the parser
-//!   threads read only those values; `src/backend/slurm/scan.rs`), same machine, load average
-//!   3.1–3.5 (another build running), two runs: parse 382 ms–1.11 s (medians 397 and 653 ms),
-//!   parse + apply 390–662 ms (medians 395 and 623 ms); about 0.6–0.75 CPU-s (`slurm_parse_rss`: 0.62–0.74 s parse, wall ≈ CPU as
-//!   the second core was busy). The splitter thread alone takes about 230 ms of it (was 330 ms
-//!   for the split alone). The < 300 ms target is still missed: the rest is the parser threads'
-//!   serde work and building the model records (~0.4 CPU-s), which two busy cores cannot hide.
-//! * memory: 90–91 MB added over the body (in memory), 92 MB peak in all when streamed (the body
-//!   is never held): < 200 MB.
+//! * one pass (the splitter walks each job as it finds it and keeps only the wanted members'
+//!   bytes, stepping over the rest 64 bytes at a time with SSE2 bit masks; the parser threads
+//!   read the values with serde), load average 3.1–3.5: parse 382 ms–1.11 s (medians 397 and
+//!   653 ms), parse + apply 390–662 ms (medians 395 and 623 ms); about 0.6–0.75 CPU-s.
+//! * now: the values read by hand where slurmrestd's shapes are known (`quick.rs`, serde for
+//!   anything else); each job seen through 64-byte windows of masks computed once (AVX-512BW or
+//!   AVX2 picked at run time, the walk compiled for each); the splitter walks a job only while a
+//!   batch waits for a parser thread, else the parser thread walks it (`stream::Policy`). Three
+//!   runs with the load average falling from 3.2 to 2.2 (other builds): parse fastest 226, 252,
+//!   300 ms (medians 254, 270, 304 ms), parse + apply fastest 248, 204, 268 ms (medians 260, 261,
+//!   283 ms). The first sample of a run is the cold one (0.7–1.3 s: fresh threads and pages).
+//!   With one core taken by other builds (load 3.2–3.6, slightly earlier code) parse + apply
+//!   was 400–480 ms. CPU time of a parse + apply in a fresh process (`slurm_parse_rss --file
+//!   BODY --in-memory`, BODY built the same way and saved): 0.52–0.66 CPU-s, against 0.87–0.95
+//!   for the one-pass code in the same session (back to back, five runs each).
+//! * memory: 85–87 MB added over the body (in memory), 90–91 MB peak in all when streamed (the
+//!   body is never held): < 200 MB.
 
 use divan::Bencher;
 use gpuplane::backend::slurm::{ApiVersion, parse};

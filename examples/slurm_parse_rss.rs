@@ -1,12 +1,14 @@
 //! Time and memory of parsing and applying a large Slurm job list (the v0.0.42 body of
 //! `benches/slurm_parse.rs`): wall and CPU time, and the peak resident memory it adds.
 //!
-//! `cargo run --release --example slurm_parse_rss -- [JOBS] [--stream] [--file BODY.json]`
+//! `cargo run --release --example slurm_parse_rss -- [JOBS] [--stream] [--file BODY.json [--in-memory]]`
 //!
 //! Without `--stream` the body is in memory (as in the bench) and the figure is the memory
 //! added on top of it. With `--stream` the body is read from a file in 64 KiB chunks, as from the
 //! network, and is never held: the figure is everything the parse and the state add. `--file`
-//! streams a body saved earlier (a real `jobs` answer, say) instead of building one.
+//! streams a body saved earlier (a real `jobs` answer, say) instead of building one; with
+//! `--in-memory` that file is read whole first and parsed as the bench parses (quick to start,
+//! for profilers).
 
 #[path = "../benches/support/slurm_body.rs"]
 mod slurm_body;
@@ -38,10 +40,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let given = args.iter().position(|a| a == "--file").and_then(|i| args.get(i + 1)).map(PathBuf::from);
-    let stream = given.is_some() || args.iter().any(|a| a == "--stream");
+    let in_memory = given.is_some() && args.iter().any(|a| a == "--in-memory");
+    let stream = !in_memory && (given.is_some() || args.iter().any(|a| a == "--stream"));
     let own = std::env::temp_dir().join(format!("gpuplane-jobs-{}.json", std::process::id()));
     let file = given.clone().unwrap_or(own);
-    let body = if given.is_some() {
+    let body = if in_memory {
+        std::fs::read(&file).expect("read body")
+    } else if given.is_some() {
         Vec::new()
     } else if stream {
         let body = slurm_body::jobs_body(n);

@@ -18,6 +18,7 @@ pub mod ops;
 pub mod perm;
 pub mod pick;
 pub mod poll;
+pub mod quick;
 pub mod scan;
 pub mod split;
 pub mod stream;

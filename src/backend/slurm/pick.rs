@@ -118,6 +118,11 @@ impl<'de> MapAccess<'de> for FoundMap<'de> {
     }
 }
 
+/// One member's value, read as [`from_members`] reads it (serde_json over the whole of `buf`).
+pub fn value<T: de::DeserializeOwned>(buf: &[u8]) -> serde_json::Result<T> {
+    whole(buf, |de| T::deserialize(de))
+}
+
 /// Reads `buf` with serde_json's own parser, which must consume all of it.
 fn whole<'de, T>(
     buf: &'de [u8],

@@ -9,7 +9,10 @@
 //! kept aside and parsed at the end; it is small.
 //!
 //! A [`Splitter::picking`] also walks each object element that lies wholly in one chunk for
-//! the members a struct reads ([`scan`]), so that the body is scanned once.
+//! the members a struct reads ([`scan`]), so that the body is scanned once; with
+//! [`Splitter::push_with`] it walks only the elements its caller asks it to, and reports the
+//! others whole. Inside objects and arrays the [`Lexer`] goes 64 bytes at a time (see
+//! [`scan::container_resume`]).
 //!
 //! Only the structure needed to find the elements is checked here: strings and their escapes,
 //! bracket nesting, the commas between elements. The element texts themselves go to a real
@@ -102,6 +105,31 @@ impl Lexer {
     /// Scans on from `i` (the state carries over from an earlier call, for a value split across
     /// chunks); the index just past the value's end, if it ends in `chunk`.
     pub fn value_end(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
+        if self.escape && i < chunk.len() {
+            self.escape = false;
+            i += 1;
+        }
+        // At or inside an object or array: 64 bytes at a time (see `scan`), stopping where
+        // `value_end_bytes` would.
+        let opens = !self.in_str && matches!(chunk.get(i), Some(b'{' | b'['));
+        if (self.depth > 0 || opens) && !self.escape {
+            let (mut depth, mut in_str) = (u64::from(self.depth), self.in_str);
+            let r = scan::container_resume(chunk, i, &mut depth, &mut in_str);
+            self.depth = u32::try_from(depth).unwrap_or(u32::MAX);
+            self.in_str = in_str;
+            return match r {
+                Ok(end) => Some(end),
+                Err(next) => {
+                    self.escape = next > chunk.len();
+                    None
+                }
+            };
+        }
+        self.value_end_bytes(chunk, i)
+    }
+
+    /// [`Lexer::value_end`] byte by byte.
+    fn value_end_bytes(&mut self, chunk: &[u8], mut i: usize) -> Option<usize> {
         let n = chunk.len();
         while i < n {
             if self.in_str {
@@ -206,7 +234,19 @@ impl Splitter {
     }
 
     /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
-    pub fn push(&mut self, chunk: &[u8], mut emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
+    pub fn push(&mut self, chunk: &[u8], emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
+        self.push_with(chunk, || true, emit)
+    }
+
+    /// [`Splitter::push`], asking `walk_here` before each object element a picking splitter could
+    /// walk: `false` reports it whole (as [`Elem::In`]) for its reader to walk, which gives the
+    /// same job (the stream hands work to idle parser threads this way).
+    pub fn push_with(
+        &mut self,
+        chunk: &[u8],
+        mut walk_here: impl FnMut() -> bool,
+        mut emit: impl FnMut(Elem<'_>),
+    ) -> Result<(), SplitError> {
         let n = chunk.len();
         let mut i = 0;
         // Where the element in progress starts in this chunk (0 when it was carried in).
@@ -235,6 +275,7 @@ impl Splitter {
                         _ if !need_comma && b != b',' && b != b']' && b != b'}' && b != b':' => {
                             start = i;
                             if let (b'{', Some(w)) = (b, &self.wanted)
+                                && walk_here()
                                 && let Walk::Done(end) = scan::walk(chunk, i, w, &mut self.members)
                             {
                                 emit(Elem::Picked(i..end, &self.members));
@@ -566,6 +607,88 @@ mod tests {
                 assert!(g.1.is_none() || g.1 == w.1, "chunks of {size}: {g:?}");
                 assert!(size > 1 || g.1.is_none());
             }
+        }
+    }
+
+    /// A picking splitter that walks only every `k`th element it could walk.
+    fn split_picking_some(body: &[u8], size: usize, k: usize) -> Result<PickedSplit, SplitError> {
+        let mut s = Splitter::picking(Wanted::new(FIELDS));
+        let (mut out, mut asked) = (Vec::new(), 0);
+        for chunk in body.chunks(size.max(1)) {
+            let walk_here = || {
+                asked += 1;
+                asked % k == 0
+            };
+            s.push_with(chunk, walk_here, |e| {
+                let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                out.push(match e {
+                    Elem::In(r) => (text(&chunk[r]), None),
+                    Elem::Carried(v) => (text(&v), None),
+                    Elem::Picked(r, found) => {
+                        let kept = found.iter().map(|m| (m.field, text(&chunk[m.value.clone()]))).collect();
+                        (text(&chunk[r]), Some(kept))
+                    }
+                });
+            })?;
+        }
+        Ok((out, String::from_utf8(s.finish()?).unwrap()))
+    }
+
+    #[test]
+    fn elements_not_walked_here_are_the_same_elements() {
+        let body = r#"{"jobs":[{"job_id":1,"x":[{"a":"]}\""}]},{"job_id":2} ,{"name":"n"},[1,{"job_id":3}],{"job_id":4}],"last_update":5}"#;
+        let whole = split_picking(body.as_bytes(), body.len()).unwrap();
+        for k in [1, 2, 3, usize::MAX] {
+            for size in [1, 2, 7, 30, body.len()] {
+                let (got, env) = split_picking_some(body.as_bytes(), size, k).unwrap();
+                assert_eq!(env, whole.1);
+                assert_eq!(got.len(), whole.0.len());
+                for (g, w) in got.iter().zip(&whole.0) {
+                    assert_eq!(g.0, w.0, "every {k}th walked, chunks of {size}");
+                    assert!(g.1.is_none() || g.1 == w.1);
+                }
+            }
+        }
+        // Cut anywhere, the same error or the same count as the plain splitter.
+        for cut in 0..body.len() {
+            let plain = split(&body.as_bytes()[..cut], 5).map(|(jobs, _)| jobs.len());
+            let some = split_picking_some(&body.as_bytes()[..cut], 5, 2).map(|(jobs, _)| jobs.len());
+            assert_eq!(plain, some, "cut {cut}");
+        }
+    }
+
+    /// The lexer fed `s` in pieces cut at `cuts` (as chunks arrive): where the value ends in `s`.
+    fn lex_in_pieces(mut lex: Lexer, s: &[u8], from: usize, cuts: &[usize]) -> Option<usize> {
+        let mut start = from;
+        for &cut in cuts.iter().chain([&s.len()]) {
+            let cut = cut.max(start);
+            if let Some(end) = lex.value_end(&s[..cut], start) {
+                return Some(end);
+            }
+            start = cut;
+        }
+        None
+    }
+
+    /// Ends found 64 bytes at a time, in one piece or many, are where the byte-by-byte lexer
+    /// finds them, on random bytes (escapes, strings and brackets cut anywhere).
+    #[test]
+    fn block_ends_are_the_lexers() {
+        let mut rng = fastrand::Rng::with_seed(17);
+        let alphabet = br#"{}[]"\ a,:"#;
+        for _ in 0..20_000 {
+            let mut s = vec![if rng.bool() { b'{' } else { b'[' }];
+            let len = rng.usize(0..300);
+            s.extend((0..len).map(|_| alphabet[rng.usize(..alphabet.len())]));
+            let want = Lexer::default().value_end_bytes(&s, 0);
+            let show = String::from_utf8_lossy(&s);
+            assert_eq!(scan::container_end(&s, 0), want, "{show}");
+            let mut cuts: Vec<usize> = (0..rng.usize(0..6)).map(|_| rng.usize(..=s.len())).collect();
+            cuts.sort_unstable();
+            assert_eq!(lex_in_pieces(Lexer::default(), &s, 0, &cuts), want, "{show} cut at {cuts:?}");
+            // From inside a string, as the whole-record reader starts on a key.
+            let q = Lexer::in_string().value_end_bytes(&s, 1);
+            assert_eq!(lex_in_pieces(Lexer::in_string(), &s, 1, &cuts), q, "{show} cut at {cuts:?}");
         }
     }
 

@@ -1,12 +1,12 @@
-//! The job list parsed while it streams in: the [`Splitter`] cuts the body into jobs and, in
-//! the same pass, picks out of each the values of the members the job struct reads (see
-//! [`scan`](super::scan)); batches of those (or of whole job texts, for jobs cut by a chunk's
-//! end or malformed) go to parser threads (one per core, at most [`MAX_WORKERS`]), and each job
-//! becomes its compact model record there. Memory is bounded by the records and the
-//! batches in flight, not by the size of the JSON; the body's chunks are dropped as soon as
-//! their jobs are parsed. Job order is kept.
+//! The job list parsed while it streams in: the [`Splitter`] cuts the body into jobs and, for
+//! each, either picks out the values of the members the job struct reads (see
+//! [`scan`](super::scan)) or, while the parser threads are idle, only finds the job's end and
+//! leaves the picking to them ([`Policy`]). Batches of picked values or job texts go to parser
+//! threads (one per core, at most [`MAX_WORKERS`]), and each job becomes its compact model record
+//! there. Memory is bounded by the records and the batches in flight, not by the size of the
+//! JSON; the body's chunks are dropped as soon as their jobs are parsed. Job order is kept.
 
-use super::scan::{Member, Wanted};
+use super::scan::{self, Member, Walk, Wanted};
 use super::split::{Elem, Splitter};
 use super::wire::Num;
 use super::{JobsOut, Parsed};
@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, mpsc};
 
 /// Parser threads at most.
@@ -84,20 +84,43 @@ struct Envelope {
     last_update: Num,
 }
 
+/// Who walks a job for its wanted members: the result is the same, only the work moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// The splitter while a batch waits for a parser thread, else the parser thread: every core
+    /// stays busy whichever side is slower.
+    Balanced,
+    /// Always the splitter.
+    Splitter,
+    /// Always the parser thread.
+    Readers,
+}
+
 /// Parses a `jobs` body arriving as `chunks`. The error is a message for
 /// [`SlurmError::Malformed`](super::SlurmError::Malformed).
 pub fn jobs<C: Chunk>(
     read: JobReader,
     chunks: impl IntoIterator<Item = C>,
 ) -> Result<Parsed<JobsOut>, String> {
+    jobs_with(read, chunks, Policy::Balanced)
+}
+
+/// [`jobs`] with the walking done as `policy` says.
+pub fn jobs_with<C: Chunk>(
+    read: JobReader,
+    chunks: impl IntoIterator<Item = C>,
+    policy: Policy,
+) -> Result<Parsed<JobsOut>, String> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_WORKERS);
     let (tx, rx) = mpsc::sync_channel::<Batch<C>>(workers * 2);
     let rx = Mutex::new(rx);
     let failed = AtomicBool::new(false);
+    let queued = AtomicUsize::new(0);
+    let wanted = (read.fields)().map(Wanted::new);
+    let shared = Shared { read, wanted: wanted.as_ref(), failed: &failed, queued: &queued, policy };
     let (split, done) = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| work(read, &rx, &failed))).collect();
-        let wanted = (read.fields)().map(Wanted::new);
-        let split = split_into_batches(chunks, wanted, &tx, &failed);
+        let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| work(shared, &rx))).collect();
+        let split = split_into_batches(chunks, shared, &tx);
         drop(tx);
         let done: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         (split, done)
@@ -126,23 +149,44 @@ pub fn jobs<C: Chunk>(
     Ok(Parsed { data: out, last_update: env.last_update.pos() })
 }
 
+/// What the splitter and the parser threads share.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    read: JobReader,
+    wanted: Option<&'a Wanted>,
+    /// A parser thread has failed: stop.
+    failed: &'a AtomicBool,
+    /// Batches sent and not yet taken by a parser thread.
+    queued: &'a AtomicUsize,
+    policy: Policy,
+}
+
 /// Feeds the splitter and sends batches of job texts; the envelope at the end. Stops early
 /// (with an empty envelope) once a parser thread has failed.
+///
+/// With [`Policy::Balanced`] the splitter walks a job for its wanted members itself only while a
+/// batch is waiting for a parser thread; otherwise it finds just the job's end (64 bytes at a
+/// time, cheaper) and the parser thread walks it. Either way the job reads the same (see
+/// [`read_text`]).
 fn split_into_batches<C: Chunk>(
     chunks: impl IntoIterator<Item = C>,
-    wanted: Option<Wanted>,
+    shared: Shared<'_>,
     tx: &mpsc::SyncSender<Batch<C>>,
-    failed: &AtomicBool,
 ) -> Result<Vec<u8>, String> {
-    let mut splitter = wanted.map_or_else(Splitter::new, Splitter::picking);
+    let mut splitter = shared.wanted.cloned().map_or_else(Splitter::new, Splitter::picking);
     let (mut batch, mut bytes) = (Batch::new(0, 0), 0usize);
+    let walk_here = || match shared.policy {
+        Policy::Balanced => shared.queued.load(Ordering::Relaxed) > 0,
+        Policy::Splitter => true,
+        Policy::Readers => false,
+    };
     for chunk in chunks {
-        if failed.load(Ordering::Relaxed) {
+        if shared.failed.load(Ordering::Relaxed) {
             return Ok(Vec::new());
         }
         let raw = chunk.as_ref();
         splitter
-            .push(raw, |e| {
+            .push_with(raw, walk_here, |e| {
                 let p = match e {
                     Elem::In(r) => {
                         bytes += r.len();
@@ -169,6 +213,7 @@ fn split_into_batches<C: Chunk>(
                 batch.pieces.push(p);
                 if bytes >= BATCH_BYTES {
                     let next = Batch::new(batch.idx + 1, batch.first + batch.pieces.len());
+                    shared.queued.fetch_add(1, Ordering::Relaxed);
                     // A send fails only when every parser thread has stopped (after a failure).
                     let _ = tx.send(std::mem::replace(&mut batch, next));
                     bytes = 0;
@@ -177,39 +222,58 @@ fn split_into_batches<C: Chunk>(
             .map_err(|e| e.to_string())?;
     }
     if !batch.pieces.is_empty() {
+        shared.queued.fetch_add(1, Ordering::Relaxed);
         let _ = tx.send(batch);
     }
     splitter.finish().map_err(|e| e.to_string())
 }
 
+/// One job from its text: walked for the wanted members and read from them when the walk
+/// finds a well-formed object (as the splitter does), else read whole, which names the fault.
+fn read_text(
+    shared: Shared<'_>,
+    text: &[u8],
+    scratch: &mut Vec<Member>,
+    out: &mut JobsOut,
+) -> serde_json::Result<()> {
+    if let Some(w) = shared.wanted
+        && scan::walk(text, 0, w, scratch) == Walk::Done(text.len())
+    {
+        return (shared.read.picked)(text, scratch, out);
+    }
+    (shared.read.whole)(text, out)
+}
+
 /// A parser thread: batches in, model records out, tagged with the batch number.
 fn work<C: AsRef<[u8]>>(
-    read: JobReader,
+    shared: Shared<'_>,
     rx: &Mutex<mpsc::Receiver<Batch<C>>>,
-    failed: &AtomicBool,
 ) -> Vec<(usize, Result<JobsOut, String>)> {
     let mut done = Vec::new();
+    let mut scratch = Vec::new();
     loop {
         let next = match rx.lock() {
             Ok(r) => r.recv(),
             Err(_) => break,
         };
         let Ok(batch) = next else { break };
+        shared.queued.fetch_sub(1, Ordering::Relaxed);
         let (idx, first) = (batch.idx, batch.first);
         let mut out = JobsOut::default();
+        out.jobs.reserve(batch.pieces.len());
         let mut result = Ok(());
         for (k, p) in batch.pieces.iter().enumerate() {
             let r = match p {
-                Piece::Part(c) => (read.whole)(c.as_ref(), &mut out),
-                Piece::Own(v) => (read.whole)(v, &mut out),
+                Piece::Part(c) => read_text(shared, c.as_ref(), &mut scratch, &mut out),
+                Piece::Own(v) => read_text(shared, v, &mut scratch, &mut out),
                 Piece::Picked(m) => match batch.members.get(m.clone()) {
-                    Some(found) => (read.picked)(&batch.values, found, &mut out),
+                    Some(found) => (shared.read.picked)(&batch.values, found, &mut out),
                     None => Err(serde::de::Error::custom("picked members out of range")),
                 },
             };
             if let Err(e) = r {
                 result = Err(format!("job {} of the list: {e}", first + k + 1));
-                failed.store(true, Ordering::Relaxed);
+                shared.failed.store(true, Ordering::Relaxed);
                 break;
             }
         }
@@ -268,11 +332,14 @@ mod tests {
         b.as_bytes().chunks(size).map(Bytes::copy_from_slice).collect()
     }
 
+    const POLICIES: [Policy; 3] = [Policy::Balanced, Policy::Splitter, Policy::Readers];
+
     #[test]
     fn many_jobs_in_order_whatever_the_chunks() {
         let b = body(3000);
-        for (size, read) in [1, 7, 4096, b.len()].into_iter().flat_map(|n| [(n, IDS), (n, WHOLE)]) {
-            let p = jobs(read, chunked(&b, size)).unwrap();
+        let cases = [1, 7, 4096, b.len()].into_iter().flat_map(|n| [(n, IDS), (n, WHOLE)]);
+        for ((size, read), policy) in cases.flat_map(|c| POLICIES.map(|p| (c, p))) {
+            let p = jobs_with(read, chunked(&b, size), policy).unwrap();
             let got: Vec<u64> = p.data.jobs.iter().map(|j| j.id).collect();
             assert_eq!(got, (1..=3000).collect::<Vec<u64>>(), "chunks of {size}");
             assert_eq!(p.data.qos[2999], "q3000");
@@ -287,15 +354,19 @@ mod tests {
         let b = body(2000).replace(r#"{"job_id":1500,"#, r#"{"job_id":"x","#);
         for read in [IDS, WHOLE] {
             for size in [1000, b.len()] {
-                let e = jobs(read, chunked(&b, size)).unwrap_err();
-                assert!(e.starts_with("job 1500 of the list: "), "{e}");
+                for policy in POLICIES {
+                    let e = jobs_with(read, chunked(&b, size), policy).unwrap_err();
+                    assert!(e.starts_with("job 1500 of the list: "), "{e}");
+                }
             }
         }
-        // Malformed JSON in a job that the splitter would pick: the whole job goes to the
-        // parser thread, which names it.
+        // Malformed JSON in a job that would be picked: the whole job goes to the reader, which
+        // names it.
         let b = body(2000).replace(r#"{"job_id":1500,"#, r#"{"job_id":1500 "#);
-        let e = jobs(IDS, [b.as_bytes()]).unwrap_err();
-        assert!(e.starts_with("job 1500 of the list: "), "{e}");
+        for policy in POLICIES {
+            let e = jobs_with(IDS, [b.as_bytes()], policy).unwrap_err();
+            assert!(e.starts_with("job 1500 of the list: "), "{e}");
+        }
     }
 
     #[test]

@@ -119,6 +119,12 @@ impl Words {
     pub fn upper(&self) -> Vec<Text> {
         self.0.iter().map(|w| w.to_ascii_uppercase()).collect()
     }
+
+    /// [`Words::upper`] in place.
+    pub fn into_upper(mut self) -> Vec<Text> {
+        self.0.iter_mut().for_each(|w| w.make_ascii_uppercase());
+        self.0
+    }
 }
 
 impl<'de> Deserialize<'de> for Words {
@@ -229,6 +235,17 @@ impl<'de> Deserialize<'de> for Loose {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// A [`Loose`] read for its [`Loose::text`]: what serde gives as `Loose`, kept as [`Text`]
+/// (`null` and `""` alike become empty), for fields that become `Text` anyway.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LooseText(pub Text);
+
+impl<'de> Deserialize<'de> for LooseText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Loose::deserialize(d).map(|l| LooseText(l.text()))
     }
 }
 
