@@ -170,12 +170,16 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// Most values are integers (packed GPU fields, counters, Mbit/s), read directly when they
+/// have up to this many digits: any 19 digits fit a `u64`, and `u64 as f64` rounds to the
+/// nearest float (ties to even) as Rust's parser rounds the same number written in decimal.
+const MAX_DIGITS: usize = 19;
+
 fn parse_value(s: &str) -> f64 {
-    // Most values are small integers (packed GPU fields, counters, Mbit/s): up to 15 digits are
-    // exact in an f64, so they are read directly. Everything else — "NaN", "+Inf", "-Inf",
-    // decimals, exponents — goes to Rust's parser, which reads all of them.
+    // Everything but plain digits — "NaN", "+Inf", "-Inf", decimals, exponents, longer
+    // numbers — goes to Rust's parser, which reads all of them.
     let b = s.as_bytes();
-    if !b.is_empty() && b.len() <= 15 {
+    if !b.is_empty() && b.len() <= MAX_DIGITS {
         let mut x: u64 = 0;
         let mut digits = true;
         for &c in b {
@@ -452,7 +456,7 @@ fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
 /// before, the scan checks the bytes and hands out that same string (the same slice of the
 /// body), and readers may recognise it by address.
 mod fast {
-    use super::{Notes, Point, Response, ResultType, Results, SeriesRef, Str, parse_value};
+    use super::{MAX_DIGITS, Notes, Point, Response, ResultType, Results, SeriesRef, Str, parse_value};
     use std::borrow::Cow;
 
     /// The index of the first `"`, `\` or control character in `b`, eight bytes at a time.
@@ -639,15 +643,15 @@ mod fast {
             Some(v)
         }
 
-        /// A sample's value: `"digits"` (up to 15: exact in an f64) read directly, anything
-        /// else as [`parse_value`] reads it.
+        /// A sample's value: `"digits"` (up to [`MAX_DIGITS`]) read directly, anything else
+        /// as [`parse_value`] reads it.
         fn value(&mut self) -> Option<f64> {
             if self.b.get(self.i) == Some(&b'"') {
                 let mut j = self.i + 1;
                 let mut x: u64 = 0;
                 while let Some(&c) = self.b.get(j)
                     && c.is_ascii_digit()
-                    && j - self.i <= 15
+                    && j - self.i <= MAX_DIGITS
                 {
                     x = x * 10 + u64::from(c - b'0');
                     j += 1;
@@ -754,7 +758,7 @@ mod fast {
             let mut x: u64 = 0;
             while let Some(&c) = b.get(i)
                 && c.is_ascii_digit()
-                && i - first < 15
+                && i - first < MAX_DIGITS
             {
                 x = x * 10 + u64::from(c - b'0');
                 i += 1;
@@ -966,6 +970,11 @@ mod tests {
             "123456789012345",
             "1234567890123456",
             "99999999999999999999",
+            "9007199254740993",
+            "9007199254740995",
+            "9999999999999999999",
+            "18446744073709551615",
+            "0000000000000000001",
             "",
             "-1",
             "+5",
@@ -983,6 +992,13 @@ mod tests {
             let got = parse_value(v);
             assert!(got == want || (got.is_nan() && want.is_nan()), "{v:?}: {got} {want}");
         }
+        // Long integers, where floats are far apart and rounding matters.
+        let mut x: u64 = 1;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let v = (x >> (x % 8)).to_string();
+            assert_eq!(parse_value(&v), v.parse::<f64>().unwrap(), "{v}");
+        }
     }
 
     /// An answer whose series change shape along the way (label names, counts, order,
@@ -994,6 +1010,8 @@ mod tests {
             r#"{"metric":{"Hostname":"a","gpu":"0"},"value":[1.5,"1"]}"#,
             r#"{"metric":{"Hostname":"a","gpu":"1"},"value":[1.5,"123456789012345"]}"#,
             r#"{"metric":{"Hostname":"a","gpu":"10"},"value":[1.5,"1234567890123456"]}"#,
+            r#"{"metric":{"Hostname":"a","gpu":"10"},"value":[1.5,"9999999999999999999"]}"#,
+            r#"{"metric":{"Hostname":"a","gpu":"10"},"value":[1.5,"12345678901234567890"]}"#,
             r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.5,"2.5"]}"#,
             r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.5,"NaN"]}"#,
             r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.50,"3"]}"#,
