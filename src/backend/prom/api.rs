@@ -548,9 +548,27 @@ mod fast {
     static METRIC: &str = "metric";
     static VALUE: &str = "value";
 
+    /// The number that the eight ASCII digits at `i` make; `None` where one is no digit.
+    pub(super) fn eight_digits(b: &[u8], i: usize) -> Option<u64> {
+        const HI: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+        const ZERO: u64 = 0x3030_3030_3030_3030;
+        let x = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+        // Every byte 0x30..=0x3f, and none above 0x39 (adding 6 would carry into its top half).
+        if x & HI != ZERO || x.wrapping_add(0x0606_0606_0606_0606) & HI != ZERO {
+            return None;
+        }
+        // Digits to pairs, pairs to fours, fours to the eight (first digit in the lowest byte);
+        // no lane overflows.
+        let d = x - ZERO;
+        let d = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+        let d = (d * 100 + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
+        Some((d * 10_000 + (d >> 32)) & 0xFFFF_FFFF)
+    }
+
+    /// Reads a body. Strings are checked to be UTF-8 one by one (a string repeated from the
+    /// series before is the same bytes as one checked); everything between them is ASCII that
+    /// the scan checks byte by byte. A body that is not UTF-8 is therefore not read.
     struct Scan<'a> {
-        /// The body, checked to be UTF-8 once: every slice between ASCII delimiters is a `str`.
-        text: &'a str,
         b: &'a [u8],
         i: usize,
         /// The last timestamp's bytes and value: an instant answer repeats one timestamp.
@@ -595,6 +613,11 @@ mod fast {
             }
         }
 
+        /// Bytes `a..b` of the body as a string.
+        fn utf8(&self, a: usize, b: usize) -> Option<&'a str> {
+            std::str::from_utf8(self.b.get(a..b)?).ok()
+        }
+
         /// A string without escapes or control characters, borrowed.
         fn str(&mut self) -> Option<&'a str> {
             self.eat(b'"')?;
@@ -605,7 +628,7 @@ mod fast {
                 return None;
             }
             self.i = start + n + 1;
-            self.text.get(start..start + n)
+            self.utf8(start, start + n)
         }
 
         /// A string: `guess` itself where the body holds it here (a string read before, so
@@ -638,7 +661,7 @@ mod fast {
                 self.i += 1;
             }
             let raw = self.b.get(start..self.i)?;
-            let v = self.text.get(start..self.i)?.parse().ok()?;
+            let v = self.utf8(start, self.i)?.parse().ok()?;
             self.ts = (raw, v);
             Some(v)
         }
@@ -736,7 +759,7 @@ mod fast {
                     if b.get(i + n) != Some(&b'"') {
                         return None;
                     }
-                    self.text.get(i..i + n)?
+                    self.utf8(i, i + n)?
                 };
                 i += v.len() + 1;
                 self.labels.push((k, v));
@@ -756,6 +779,12 @@ mod fast {
             i += 12 + self.ts.0.len();
             let first = i;
             let mut x: u64 = 0;
+            while i - first + 8 <= MAX_DIGITS
+                && let Some(d) = eight_digits(b, i)
+            {
+                x = x * 100_000_000 + d;
+                i += 8;
+            }
             while let Some(&c) = b.get(i)
                 && c.is_ascii_digit()
                 && i - first < MAX_DIGITS
@@ -865,8 +894,7 @@ mod fast {
 
     /// Reads a whole body into `sink`: the result type and the notes of a success.
     pub(super) fn scan<'a, S: Sink<'a>>(body: &'a [u8], sink: &mut S) -> Option<(ResultType, Notes)> {
-        let text = std::str::from_utf8(body).ok()?;
-        let mut s = Scan { text, b: body, i: 0, ts: (&[], 0.0), labels: Vec::new(), prev: Vec::new() };
+        let mut s = Scan { b: body, i: 0, ts: (&[], 0.0), labels: Vec::new(), prev: Vec::new() };
         let mut notes = Notes::default();
         let (mut success, mut data) = (false, None);
         s.eat(b'{')?;
@@ -958,6 +986,27 @@ mod tests {
                 assert!(!same(&a, &c));
             }
         }
+    }
+
+    #[test]
+    fn eight_digits_at_once_read_as_one_by_one() {
+        let naive = |b: &[u8]| {
+            b.iter().all(u8::is_ascii_digit).then(|| b.iter().fold(0u64, |x, c| x * 10 + u64::from(c - b'0')))
+        };
+        let alphabet = b"0123456789/:\x00\xff a9";
+        let mut x: u64 = 5;
+        for _ in 0..50_000 {
+            let mut b = [0u8; 9];
+            for c in &mut b {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                // Mostly digits, so that the odd byte lands anywhere.
+                *c = if (x >> 60) < 14 { b'0' + (x >> 33) as u8 % 10 } else { alphabet[(x >> 40) as usize % alphabet.len()] };
+            }
+            assert_eq!(fast::eight_digits(&b, 1), naive(&b[1..]), "{b:?}");
+            assert_eq!(fast::eight_digits(&b, 2), None);
+        }
+        assert_eq!(fast::eight_digits(b"99999999", 0), Some(99_999_999));
+        assert_eq!(fast::eight_digits(b"00000007", 0), Some(7));
     }
 
     #[test]
@@ -1143,6 +1192,17 @@ mod tests {
         ] {
             assert!(fast::parse(b).is_none(), "{}", String::from_utf8_lossy(b));
         }
+        // Not UTF-8, in a string (also where the series before had a string that starts the
+        // same) or between them: not read, and serde says why.
+        let ok = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"x\xc3\xa9"},"value":[1,"2"]},{"metric":{"a":"x\xc3"},"value":[1,"2"]}]}}"#;
+        assert!(fast::parse(ok).is_none());
+        assert!(matches!(parse(ok), Err(BodyError::NotJson(_))));
+        let mut twice = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"xy"},"value":[1,"2"]},{"metric":{"a":"xy"},"value":[1,"2"]}]}}"#.to_vec();
+        assert!(fast::parse(&twice).is_some());
+        let at = twice.len() - 8;
+        twice.insert(at, 0xff);
+        assert!(fast::parse(&twice).is_none());
+        assert!(matches!(parse(&twice), Err(BodyError::NotJson(_))));
     }
 
     #[test]
