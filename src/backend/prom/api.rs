@@ -1000,7 +1000,11 @@ mod tests {
             for c in &mut b {
                 x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                 // Mostly digits, so that the odd byte lands anywhere.
-                *c = if (x >> 60) < 14 { b'0' + (x >> 33) as u8 % 10 } else { alphabet[(x >> 40) as usize % alphabet.len()] };
+                *c = if (x >> 60) < 14 {
+                    b'0' + (x >> 33) as u8 % 10
+                } else {
+                    alphabet[(x >> 40) as usize % alphabet.len()]
+                };
             }
             assert_eq!(fast::eight_digits(&b, 1), naive(&b[1..]), "{b:?}");
             assert_eq!(fast::eight_digits(&b, 2), None);
