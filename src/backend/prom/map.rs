@@ -116,19 +116,67 @@ impl GpuAcc {
     }
 }
 
-/// One port's samples in this refresh (`None`: not in the answer, or the family not asked).
+/// One port's samples in this refresh, kept small like [`GpuAcc`]: a value is there (its
+/// family answered for the port) where `has` has its bit ([`PortVal`]).
 #[derive(Debug, Clone, Default)]
 struct PortAcc {
     name: Text,
-    state: Option<f64>,
-    rate: Option<f64>,
-    symbol: Option<u64>,
-    rcv: Option<u64>,
-    xmit: Option<u64>,
-    downed: Option<u64>,
-    flaps: Option<u32>,
-    rx_mbps: Option<f64>,
-    tx_mbps: Option<f64>,
+    has: u16,
+    flaps: u32,
+    /// State, rate, rx and tx (Mbit/s), as answered.
+    gauges: [f64; 4],
+    /// Symbol errors, receive errors, transmit discards, link downs.
+    counters: [u64; 4],
+}
+
+/// The values of a [`PortAcc`]: gauges, counters, flaps.
+#[derive(Debug, Clone, Copy)]
+enum PortVal {
+    State,
+    Rate,
+    Rx,
+    Tx,
+    Symbol,
+    Rcv,
+    Xmit,
+    Downed,
+    Flaps,
+}
+
+impl PortAcc {
+    fn has(&self, v: PortVal) -> bool {
+        self.has & (1 << v as u16) != 0
+    }
+
+    fn gauge(&self, v: PortVal) -> Option<f64> {
+        self.has(v).then(|| self.gauges[v as usize % 4])
+    }
+
+    fn counter(&self, v: PortVal) -> Option<u64> {
+        self.has(v).then(|| self.counters[v as usize % 4])
+    }
+
+    fn state(&self) -> Option<f64> {
+        self.gauge(PortVal::State)
+    }
+
+    fn rate(&self) -> Option<f64> {
+        self.gauge(PortVal::Rate)
+    }
+
+    fn flaps(&self) -> Option<u32> {
+        self.has(PortVal::Flaps).then_some(self.flaps)
+    }
+
+    fn set_gauge(&mut self, v: PortVal, x: f64) {
+        self.has |= 1 << v as u16;
+        self.gauges[v as usize % 4] = x;
+    }
+
+    fn set_counter(&mut self, v: PortVal, x: u64) {
+        self.has |= 1 << v as u16;
+        self.counters[v as usize % 4] = x;
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -632,15 +680,18 @@ impl Refresh {
         };
         let x = &mut self.nodes[ni].ports[k];
         match f {
-            Family::IbState => x.state = Some(v),
-            Family::IbRate => x.rate = Some(v),
-            Family::IbSymbol => x.symbol = Some(clamp_u64(v)),
-            Family::IbRcvErrors => x.rcv = Some(clamp_u64(v)),
-            Family::IbXmitDiscards => x.xmit = Some(clamp_u64(v)),
-            Family::IbLinkDowned => x.downed = Some(clamp_u64(v)),
-            Family::IbFlaps => x.flaps = Some(clamp_u32(v).unwrap_or(0)),
-            Family::IbRx => x.rx_mbps = Some(v.max(0.0)),
-            Family::IbTx => x.tx_mbps = Some(v.max(0.0)),
+            Family::IbState => x.set_gauge(PortVal::State, v),
+            Family::IbRate => x.set_gauge(PortVal::Rate, v),
+            Family::IbSymbol => x.set_counter(PortVal::Symbol, clamp_u64(v)),
+            Family::IbRcvErrors => x.set_counter(PortVal::Rcv, clamp_u64(v)),
+            Family::IbXmitDiscards => x.set_counter(PortVal::Xmit, clamp_u64(v)),
+            Family::IbLinkDowned => x.set_counter(PortVal::Downed, clamp_u64(v)),
+            Family::IbFlaps => {
+                x.has |= 1 << PortVal::Flaps as u16;
+                x.flaps = clamp_u32(v).unwrap_or(0);
+            }
+            Family::IbRx => x.set_gauge(PortVal::Rx, v.max(0.0)),
+            Family::IbTx => x.set_gauge(PortVal::Tx, v.max(0.0)),
             _ => {}
         }
     }
@@ -731,8 +782,7 @@ impl Refresh {
                     };
                     mem.xid_first.insert(key.clone(), (code, first));
                     xid_seen.insert(key, ());
-                    s.xid =
-                        Some(XidEvent { code, at: first, count: g.get(Count::Xids).unwrap_or(1).max(1) });
+                    s.xid = Some(XidEvent { code, at: first, count: g.get(Count::Xids).unwrap_or(1).max(1) });
                 }
                 if discover && util_ok && g.seen_util {
                     let alloc =
@@ -896,8 +946,8 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: &[PortAcc], asked: &PortsAsked)
     if asked.rate {
         let mut i = 0;
         known.retain(|p| {
-            let keep = find(i, &p.name).is_some_and(|a| a.rate.is_some())
-                || acc.iter().any(|a| same(&a.name, &p.name) && a.rate.is_some());
+            let keep = find(i, &p.name).is_some_and(|a| a.rate().is_some())
+                || acc.iter().any(|a| same(&a.name, &p.name) && a.rate().is_some());
             i += 1;
             keep
         });
@@ -913,42 +963,42 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: &[PortAcc], asked: &PortsAsked)
     }
     for (i, p) in known.iter_mut().enumerate() {
         let a = find(i, &p.name);
-        let count = |f: fn(&PortAcc) -> Option<u64>| a.and_then(f).unwrap_or(0);
+        let count = |v: PortVal| a.and_then(|a| a.counter(v)).unwrap_or(0);
         let mut c = false;
         if asked.state {
-            let v = a.and_then(|a| a.state).map_or(PortState::Active, port_state);
+            let v = a.and_then(PortAcc::state).map_or(PortState::Active, port_state);
             c |= put(&mut p.state, v);
         }
-        if let Some(r) = a.and_then(|a| a.rate) {
+        if let Some(r) = a.and_then(PortAcc::rate) {
             let v = (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32;
             c |= put(&mut p.rate_gbps, v);
         }
         if asked.symbol {
-            let v = count(|a| a.symbol);
+            let v = count(PortVal::Symbol);
             c |= put(&mut p.symbol_errors, v);
         }
         if asked.rcv {
-            let v = count(|a| a.rcv);
+            let v = count(PortVal::Rcv);
             c |= put(&mut p.rcv_errors, v);
         }
         if asked.xmit {
-            let v = count(|a| a.xmit);
+            let v = count(PortVal::Xmit);
             c |= put(&mut p.xmit_discards, v);
         }
         if asked.downed {
-            let v = count(|a| a.downed);
+            let v = count(PortVal::Downed);
             c |= put(&mut p.link_downed, v);
         }
         if asked.flaps {
-            let v = a.and_then(|a| a.flaps).unwrap_or(0);
+            let v = a.and_then(PortAcc::flaps).unwrap_or(0);
             c |= put(&mut p.flaps, v);
         }
         if asked.rx {
-            let v = (a.and_then(|a| a.rx_mbps).unwrap_or(0.0) / 1000.0) as f32;
+            let v = (a.and_then(|a| a.gauge(PortVal::Rx)).unwrap_or(0.0) / 1000.0) as f32;
             c |= put(&mut p.rx_gbps, v);
         }
         if asked.tx {
-            let v = (a.and_then(|a| a.tx_mbps).unwrap_or(0.0) / 1000.0) as f32;
+            let v = (a.and_then(|a| a.gauge(PortVal::Tx)).unwrap_or(0.0) / 1000.0) as f32;
             c |= put(&mut p.tx_gbps, v);
         }
         changed |= c;

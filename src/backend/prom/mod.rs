@@ -97,6 +97,8 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// How many queries the refresh sent.
     pub asked: usize,
+    /// Whether the answers were joined as they were read (else parsed first).
+    pub as_read: bool,
 }
 
 /// Refreshes joined from parsed answers after one whose answers were not all read directly
@@ -134,7 +136,7 @@ fn map_direct(
     mem: &mut Memory,
 ) -> Option<Outcome> {
     let mut r = Refresh::with_memory(mem);
-    let mut out = Outcome { asked: bodies.len(), ..Outcome::default() };
+    let mut out = Outcome { asked: bodies.len(), as_read: true, ..Outcome::default() };
     for (f, body) in bodies {
         match body {
             Ok(b) => {
@@ -690,8 +692,9 @@ mod tests {
             let bodies = answers(k);
             parsed.parsed_only = u32::MAX;
             let a = map_refresh(&cfg, &bodies, 1_795_959_000 + 15 * k as i64, &mut direct);
-            assert_eq!(direct.parsed_only, 0, "refresh {k} read directly");
+            assert!(a.as_read && direct.parsed_only == 0, "refresh {k} joined as read");
             let b = map_refresh(&cfg, &bodies, 1_795_959_000 + 15 * k as i64, &mut parsed);
+            assert!(!b.as_read);
             assert_eq!(seen(&a, &direct), seen(&b, &parsed), "refresh {k}");
             assert!(!a.mapped.samples.is_empty());
         }
@@ -701,6 +704,7 @@ mod tests {
         let text = String::from_utf8(b.0.clone()).unwrap().replace("gpu-02", r"gpu-\u0030\u0032");
         b.0 = text.into_bytes();
         let a = map_refresh(&cfg, &bodies, 1_795_959_200, &mut direct);
+        assert!(!a.as_read);
         assert_eq!(direct.parsed_only, PARSED_ONLY_FOR);
         let b = map_refresh(&cfg, &bodies, 1_795_959_200, &mut parsed);
         assert_eq!(seen(&a, &direct), seen(&b, &parsed));
