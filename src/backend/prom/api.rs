@@ -1,6 +1,8 @@
 //! The Prometheus HTTP API's JSON envelope (`/api/v1/query`, `/api/v1/query_range`), parsed
 //! without copying label text: every series' labels and points go into three flat vectors, so a
-//! response with 80,000 series costs a handful of allocations, not 80,000.
+//! response with 80,000 series costs a handful of allocations, not 80,000 ([`parse`]); or read
+//! without keeping anything per series, each series handed out in place
+//! ([`for_each_series`], what a refresh joins from).
 //!
 //! Everything in a response is untrusted text. Label values are kept as they came (borrowed
 //! from the body when unescaped) and are sanitised where they reach the screen.
