@@ -1,6 +1,8 @@
 //! The Prometheus HTTP API's JSON envelope (`/api/v1/query`, `/api/v1/query_range`), parsed
 //! without copying label text: every series' labels and points go into three flat vectors, so a
-//! response with 80,000 series costs a handful of allocations, not 80,000.
+//! response with 80,000 series costs a handful of allocations, not 80,000 ([`parse`]); or read
+//! without keeping anything per series, each series handed out in place
+//! ([`for_each_series`], what a refresh joins from).
 //!
 //! Everything in a response is untrusted text. Label values are kept as they came (borrowed
 //! from the body when unescaped) and are sanitised where they reach the screen.
@@ -81,7 +83,7 @@ pub struct Series<'r, 'a> {
 impl<'r> Series<'r, '_> {
     /// The value of label `name` (`None` when absent; Prometheus never sends empty labels).
     pub fn label(&self, name: &str) -> Option<&'r str> {
-        self.labels.iter().find(|(k, _)| k.0 == name).map(|(_, v)| v.0.as_ref())
+        self.labels.iter().find(|(k, _)| same(&k.0, name)).map(|(_, v)| v.0.as_ref())
     }
 
     /// The values of labels `names`, in one pass over the series' labels.
@@ -89,7 +91,7 @@ impl<'r> Series<'r, '_> {
         let mut out = [None; N];
         for (k, v) in self.labels {
             for (o, n) in out.iter_mut().zip(names) {
-                if o.is_none() && n == k.0 {
+                if o.is_none() && same(n, &k.0) {
                     *o = Some(v.0.as_ref());
                 }
             }
@@ -141,8 +143,59 @@ thread_local! {
     static SERIES_HINT: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
 }
 
+/// Whether two strings are equal: short ones (label names, host names) compared inline with
+/// two overlapping word loads each, without a call to `memcmp`.
+#[inline]
+pub fn same(a: &str, b: &str) -> bool {
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    fn w4(s: &[u8], i: usize) -> Option<u32> {
+        s.get(i..i + 4).and_then(|w| w.try_into().ok()).map(u32::from_le_bytes)
+    }
+    fn w8(s: &[u8], i: usize) -> Option<u64> {
+        s.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes)
+    }
+    match n {
+        0 => true,
+        // Positions 0, n/2 and n-1 cover every byte of a string of up to 3.
+        1..=3 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.get(n - 1) == b.get(n - 1),
+        4..=8 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        9..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
+}
+
+/// Most values are integers (packed GPU fields, counters, Mbit/s), read directly when they
+/// have up to this many digits: any 19 digits fit a `u64`, and `u64 as f64` rounds to the
+/// nearest float (ties to even) as Rust's parser rounds the same number written in decimal.
+const MAX_DIGITS: usize = 19;
+
 fn parse_value(s: &str) -> f64 {
-    // Prometheus writes "NaN", "+Inf", "-Inf" and plain decimals; Rust parses all of them.
+    // Everything but plain digits — "NaN", "+Inf", "-Inf", decimals, exponents, longer
+    // numbers — goes to Rust's parser, which reads all of them.
+    let b = s.as_bytes();
+    if !b.is_empty() && b.len() <= MAX_DIGITS {
+        let mut x: u64 = 0;
+        let mut digits = true;
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                digits = false;
+                break;
+            }
+            x = x * 10 + u64::from(d);
+        }
+        if digits {
+            return x as f64;
+        }
+    }
     s.parse().unwrap_or(f64::NAN)
 }
 
@@ -339,11 +392,31 @@ pub enum BodyError {
 /// scalars, escapes, unknown keys, malformed bodies — goes through serde, which gives the
 /// verbatim errors and the precise reasons.
 pub fn parse(body: &[u8]) -> Result<Response<'_>, BodyError> {
-    let hint = memchr::memmem::find_iter(body, b"\"metric\"").count();
-    match fast::parse(body, hint) {
+    match fast::parse(body) {
         Some(r) => Ok(r),
-        None => parse_serde(body, hint),
+        None => parse_serde(body, memchr::memmem::find_iter(body, b"\"metric\"").count()),
     }
+}
+
+/// The server's notes on an answer read by [`for_each_series`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes {
+    pub warnings: Vec<String>,
+    pub infos: Vec<String>,
+}
+
+/// Reads a successful vector or matrix answer without building its [`Results`]: `each` gets
+/// every series' labels (borrowed from the body) and newest sample, in the answer's order;
+/// series without samples are skipped, as [`Results`] readers skip them.
+///
+/// `None` for any body that [`parse`] would not read with its direct scan (errors, scalars,
+/// escapes, unknown keys, malformed or truncated bodies). `each` may then have seen some of
+/// the body's series already: the caller discards what it made of them and reads the body with
+/// [`parse`].
+pub fn for_each_series<'a>(body: &'a [u8], each: impl FnMut(&[(&'a str, &'a str)], Point)) -> Option<Notes> {
+    let mut sink = fast::Each { last: None, each };
+    let (_, notes) = fast::scan(body, &mut sink)?;
+    Some(notes)
 }
 
 fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
@@ -376,8 +449,16 @@ fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
 
 /// The direct scan of a successful vector/matrix answer. `None` at the first thing it does not
 /// expect (the caller then parses with serde). Never panics: every read is checked.
+///
+/// The scan hands what it reads to a [`Sink`]: [`Collect`] builds [`Results`] ([`parse`]),
+/// [`Each`] hands each series to a closure without storing it ([`super::for_each_series`]).
+///
+/// Series of one answer look alike (the same label names, often the same host as the series
+/// before, one timestamp): where the body repeats, at the same place, a string of the series
+/// before, the scan checks the bytes and hands out that same string (the same slice of the
+/// body), and readers may recognise it by address.
 mod fast {
-    use super::{Point, Response, ResultType, Results, SeriesRef, Str, parse_value};
+    use super::{MAX_DIGITS, Notes, Point, Response, ResultType, Results, SeriesRef, Str, parse_value};
     use std::borrow::Cow;
 
     /// The index of the first `"`, `\` or control character in `b`, eight bytes at a time.
@@ -402,13 +483,101 @@ mod fast {
         tail.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20)).map(|p| i + p)
     }
 
+    /// Whether `b` holds `s` at `i`.
+    #[inline]
+    fn holds(b: &[u8], i: usize, s: &[u8]) -> bool {
+        b.get(i..i + s.len()).is_some_and(|x| super::same_bytes(x, s))
+    }
+
+    /// Where the scan puts what it reads.
+    pub(super) trait Sink<'a> {
+        /// A sample of the series being read.
+        fn point(&mut self, p: Point);
+        /// The series is complete, with these labels: `read` bytes of the body's `len` are
+        /// read, the result list began at `start`.
+        fn end(&mut self, labels: &[(&'a str, &'a str)], start: usize, read: usize, len: usize);
+    }
+
+    /// Builds [`Results`].
+    pub(super) struct Collect<'r, 'a>(pub &'r mut Results<'a>);
+
+    impl<'a> Sink<'a> for Collect<'_, 'a> {
+        fn point(&mut self, p: Point) {
+            self.0.points.push(p);
+        }
+
+        fn end(&mut self, labels: &[(&'a str, &'a str)], start: usize, read: usize, len: usize) {
+            let out = &mut *self.0;
+            out.labels.extend(labels.iter().map(|(k, v)| (Str(Cow::Borrowed(*k)), Str(Cow::Borrowed(*v)))));
+            let (l0, p0) = out.series.last().map_or((0, 0), |s| (s.labels.1, s.points.1));
+            out.series.push(SeriesRef {
+                labels: (l0, out.labels.len() as u32),
+                points: (p0, out.points.len() as u32),
+            });
+            if out.series.len() == 1 {
+                // Series of one answer are much alike: the first one's size says about how many
+                // follow (an eighth more for longer ones). A label or a point takes more than 8
+                // bytes of JSON: the body bounds what is reserved.
+                let each = read.saturating_sub(start).max(1);
+                let n = len.saturating_sub(read) / each;
+                let n = n + n / 8 + 1;
+                let cap = len / 8;
+                out.series.reserve(n.min(cap));
+                out.labels.reserve(n.saturating_mul(out.labels.len()).min(cap));
+                out.points.reserve(n.saturating_mul(out.points.len()).min(cap));
+            }
+        }
+    }
+
+    /// Hands each series' labels and newest sample to a closure.
+    pub(super) struct Each<F> {
+        pub last: Option<Point>,
+        pub each: F,
+    }
+
+    impl<'a, F: FnMut(&[(&'a str, &'a str)], Point)> Sink<'a> for Each<F> {
+        fn point(&mut self, p: Point) {
+            self.last = Some(p);
+        }
+
+        fn end(&mut self, labels: &[(&'a str, &'a str)], _: usize, _: usize, _: usize) {
+            if let Some(p) = self.last.take() {
+                (self.each)(labels, p);
+            }
+        }
+    }
+
+    static METRIC: &str = "metric";
+    static VALUE: &str = "value";
+
+    /// The number that the eight ASCII digits at `i` make; `None` where one is no digit.
+    pub(super) fn eight_digits(b: &[u8], i: usize) -> Option<u64> {
+        const HI: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+        const ZERO: u64 = 0x3030_3030_3030_3030;
+        let x = u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?);
+        // Every byte 0x30..=0x3f, and none above 0x39 (adding 6 would carry into its top half).
+        if x & HI != ZERO || x.wrapping_add(0x0606_0606_0606_0606) & HI != ZERO {
+            return None;
+        }
+        // Digits to pairs, pairs to fours, fours to the eight (first digit in the lowest byte);
+        // no lane overflows.
+        let d = x - ZERO;
+        let d = (d * 10 + (d >> 8)) & 0x00FF_00FF_00FF_00FF;
+        let d = (d * 100 + (d >> 16)) & 0x0000_FFFF_0000_FFFF;
+        Some((d * 10_000 + (d >> 32)) & 0xFFFF_FFFF)
+    }
+
+    /// Reads a body. Strings are checked to be UTF-8 one by one (a string repeated from the
+    /// series before is the same bytes as one checked); everything between them is ASCII that
+    /// the scan checks byte by byte. A body that is not UTF-8 is therefore not read.
     struct Scan<'a> {
-        /// The body, checked to be UTF-8 once: every slice between ASCII delimiters is a `str`.
-        text: &'a str,
         b: &'a [u8],
         i: usize,
         /// The last timestamp's bytes and value: an instant answer repeats one timestamp.
         ts: (&'a [u8], f64),
+        /// The labels of the series being read, and of the one before.
+        labels: Vec<(&'a str, &'a str)>,
+        prev: Vec<(&'a str, &'a str)>,
     }
 
     impl<'a> Scan<'a> {
@@ -422,23 +591,33 @@ mod fast {
             None
         }
 
+        #[inline]
         fn eat(&mut self, c: u8) -> Option<()> {
+            if self.b.get(self.i) == Some(&c) {
+                self.i += 1;
+                return Some(());
+            }
             (self.peek()? == c).then(|| self.i += 1)
         }
 
         /// `,` then true, or `close` then false.
+        #[inline]
         fn next(&mut self, close: u8) -> Option<bool> {
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    Some(true)
-                }
-                c if c == close => {
-                    self.i += 1;
-                    Some(false)
-                }
+            let c = match self.b.get(self.i) {
+                Some(&c) if !matches!(c, b' ' | b'\n' | b'\r' | b'\t') => c,
+                _ => self.peek()?,
+            };
+            self.i += 1;
+            match c {
+                b',' => Some(true),
+                c if c == close => Some(false),
                 _ => None,
             }
+        }
+
+        /// Bytes `a..b` of the body as a string.
+        fn utf8(&self, a: usize, b: usize) -> Option<&'a str> {
+            std::str::from_utf8(self.b.get(a..b)?).ok()
         }
 
         /// A string without escapes or control characters, borrowed.
@@ -451,22 +630,63 @@ mod fast {
                 return None;
             }
             self.i = start + n + 1;
-            self.text.get(start..start + n)
+            self.utf8(start, start + n)
+        }
+
+        /// A string: `guess` itself where the body holds it here (a string read before, so
+        /// known to be free of escapes and control characters), else [`Scan::str`].
+        #[inline]
+        fn str_or(&mut self, guess: Option<&'a str>) -> Option<&'a str> {
+            if let Some(g) = guess {
+                let (i, n) = (self.i, g.len());
+                if self.b.get(i) == Some(&b'"')
+                    && self.b.get(i + 1 + n) == Some(&b'"')
+                    && holds(self.b, i + 1, g.as_bytes())
+                {
+                    self.i = i + n + 2;
+                    return Some(g);
+                }
+            }
+            self.str()
         }
 
         fn num(&mut self) -> Option<f64> {
+            let is_num = |c: Option<&u8>| matches!(c, Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'));
+            let n = self.ts.0.len();
+            if n > 0 && holds(self.b, self.i, self.ts.0) && !is_num(self.b.get(self.i + n)) {
+                self.i += n;
+                return Some(self.ts.1);
+            }
             self.peek()?;
             let start = self.i;
-            while matches!(self.b.get(self.i), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+            while is_num(self.b.get(self.i)) {
                 self.i += 1;
             }
             let raw = self.b.get(start..self.i)?;
-            if raw == self.ts.0 {
-                return Some(self.ts.1);
-            }
-            let v = self.text.get(start..self.i)?.parse().ok()?;
+            let v = self.utf8(start, self.i)?.parse().ok()?;
             self.ts = (raw, v);
             Some(v)
+        }
+
+        /// A sample's value: `"digits"` (up to [`MAX_DIGITS`]) read directly, anything else
+        /// as [`parse_value`] reads it.
+        fn value(&mut self) -> Option<f64> {
+            if self.b.get(self.i) == Some(&b'"') {
+                let mut j = self.i + 1;
+                let mut x: u64 = 0;
+                while let Some(&c) = self.b.get(j)
+                    && c.is_ascii_digit()
+                    && j - self.i <= MAX_DIGITS
+                {
+                    x = x * 10 + u64::from(c - b'0');
+                    j += 1;
+                }
+                if j > self.i + 1 && self.b.get(j) == Some(&b'"') {
+                    self.i = j + 1;
+                    return Some(x as f64);
+                }
+            }
+            Some(parse_value(self.str()?))
         }
 
         /// `[ts, "value"]`.
@@ -474,7 +694,7 @@ mod fast {
             self.eat(b'[')?;
             let t = self.num()?;
             self.eat(b',')?;
-            let v = parse_value(self.str()?);
+            let v = self.value()?;
             self.eat(b']')?;
             Some(Point { t, v })
         }
@@ -494,76 +714,157 @@ mod fast {
             }
         }
 
-        fn series(&mut self, out: &mut Results<'a>, hint: usize) -> Option<()> {
+        /// `{"k":"v",…}`; each name and value guessed from the series before.
+        fn metric(&mut self) -> Option<()> {
             self.eat(b'{')?;
-            let l0 = out.labels.len() as u32;
-            let p0 = out.points.len() as u32;
+            if self.peek()? == b'}' {
+                self.i += 1;
+                return Some(());
+            }
+            loop {
+                let j = self.labels.len();
+                let guess = self.prev.get(j).copied();
+                let k = self.str_or(guess.map(|g| g.0))?;
+                self.eat(b':')?;
+                let v = self.str_or(guess.map(|g| g.1))?;
+                self.labels.push((k, v));
+                if !self.next(b'}')? {
+                    return Some(());
+                }
+            }
+        }
+
+        /// The series at `self.i` when it has the usual shape of an instant answer's series,
+        /// `{"metric":{…},"value":[ts,"digits"]}` with the label names of the series before,
+        /// the timestamp before and no whitespace (its labels and sample then go to `sink`);
+        /// `None`, with nothing read, for anything else. Spares [`Scan::series`] its many
+        /// small steps on the answers that matter for speed.
+        fn usual<S: Sink<'a>>(&mut self, sink: &mut S, start: usize) -> Option<()> {
+            let b = self.b;
+            let mut i = self.i;
+            if self.prev.is_empty() || self.ts.0.is_empty() || !holds(b, i, br#"{"metric":{""#) {
+                return None;
+            }
+            i += 11;
+            self.labels.clear();
+            for j in 0..self.prev.len() {
+                let (k, pv) = self.prev[j];
+                // `"name":"` (the opening quote was checked before).
+                if !(holds(b, i + 1, k.as_bytes()) && holds(b, i + 1 + k.len(), br#"":""#)) {
+                    return None;
+                }
+                i += k.len() + 4;
+                let v = if holds(b, i, pv.as_bytes()) && b.get(i + pv.len()) == Some(&b'"') {
+                    pv
+                } else {
+                    let n = special(b.get(i..)?)?;
+                    if b.get(i + n) != Some(&b'"') {
+                        return None;
+                    }
+                    self.utf8(i, i + n)?
+                };
+                i += v.len() + 1;
+                self.labels.push((k, v));
+                // `,"` before the next label, `}` after the last.
+                let last = j + 1 == self.prev.len();
+                if !(if last { b.get(i) == Some(&b'}') } else { holds(b, i, br#",""#) }) {
+                    return None;
+                }
+                i += 1;
+            }
+            if !(holds(b, i, br#","value":["#)
+                && holds(b, i + 10, self.ts.0)
+                && holds(b, i + 10 + self.ts.0.len(), br#",""#))
+            {
+                return None;
+            }
+            i += 12 + self.ts.0.len();
+            let first = i;
+            let mut x: u64 = 0;
+            while i - first + 8 <= MAX_DIGITS
+                && let Some(d) = eight_digits(b, i)
+            {
+                x = x * 100_000_000 + d;
+                i += 8;
+            }
+            while let Some(&c) = b.get(i)
+                && c.is_ascii_digit()
+                && i - first < MAX_DIGITS
+            {
+                x = x * 10 + u64::from(c - b'0');
+                i += 1;
+            }
+            if i == first || !holds(b, i, br#""]}"#) {
+                return None;
+            }
+            self.i = i + 3;
+            sink.point(Point { t: self.ts.1, v: x as f64 });
+            sink.end(&self.labels, start, self.i, b.len());
+            std::mem::swap(&mut self.labels, &mut self.prev);
+            Some(())
+        }
+
+        fn series<S: Sink<'a>>(&mut self, sink: &mut S, start: usize) -> Option<()> {
+            if self.usual(sink, start).is_some() {
+                return Some(());
+            }
+            self.eat(b'{')?;
+            self.labels.clear();
             if self.peek()? != b'}' {
+                let mut guess = Some(METRIC);
                 loop {
-                    match self.str()? {
-                        "metric" => {
-                            self.eat(b':')?;
-                            self.eat(b'{')?;
-                            if self.peek()? == b'}' {
-                                self.i += 1;
-                            } else {
-                                loop {
-                                    let k = self.str()?;
-                                    self.eat(b':')?;
-                                    let v = self.str()?;
-                                    out.labels.push((Str(Cow::Borrowed(k)), Str(Cow::Borrowed(v))));
-                                    if !self.next(b'}')? {
-                                        break;
+                    let key = self.str_or(guess)?;
+                    self.eat(b':')?;
+                    if std::ptr::eq(key, METRIC) {
+                        self.metric()?;
+                        guess = Some(VALUE);
+                    } else if std::ptr::eq(key, VALUE) {
+                        let p = self.point()?;
+                        sink.point(p);
+                        guess = None;
+                    } else {
+                        match key {
+                            "metric" => self.metric()?,
+                            "value" => {
+                                let p = self.point()?;
+                                sink.point(p);
+                            }
+                            "values" => {
+                                self.eat(b'[')?;
+                                if self.peek()? == b']' {
+                                    self.i += 1;
+                                } else {
+                                    loop {
+                                        let p = self.point()?;
+                                        sink.point(p);
+                                        if !self.next(b']')? {
+                                            break;
+                                        }
                                     }
                                 }
                             }
+                            _ => return None,
                         }
-                        "value" => {
-                            self.eat(b':')?;
-                            let p = self.point()?;
-                            out.points.push(p);
-                        }
-                        "values" => {
-                            self.eat(b':')?;
-                            self.eat(b'[')?;
-                            if self.peek()? == b']' {
-                                self.i += 1;
-                            } else {
-                                loop {
-                                    let p = self.point()?;
-                                    out.points.push(p);
-                                    if !self.next(b']')? {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                        _ => return None,
+                        guess = None;
                     }
                     if !self.next(b'}')? {
                         break;
                     }
                 }
             }
-            out.series.push(SeriesRef {
-                labels: (l0, out.labels.len() as u32),
-                points: (p0, out.points.len() as u32),
-            });
-            if out.series.len() == 1 {
-                let cap = self.b.len() / 8;
-                out.labels.reserve(hint.saturating_mul(out.labels.len()).min(cap));
-                out.points.reserve(hint.saturating_mul(out.points.len()).min(cap));
-            }
+            sink.end(&self.labels, start, self.i, self.b.len());
+            std::mem::swap(&mut self.labels, &mut self.prev);
             Some(())
         }
 
-        fn data(&mut self, out: &mut Results<'a>, hint: usize) -> Option<()> {
+        fn data<S: Sink<'a>>(&mut self, sink: &mut S) -> Option<ResultType> {
             self.eat(b'{')?;
+            let mut result_type = ResultType::Vector;
             loop {
                 match self.str()? {
                     "resultType" => {
                         self.eat(b':')?;
-                        out.result_type = match self.str()? {
+                        result_type = match self.str()? {
                             "vector" => ResultType::Vector,
                             "matrix" => ResultType::Matrix,
                             _ => return None,
@@ -572,12 +873,12 @@ mod fast {
                     "result" => {
                         self.eat(b':')?;
                         self.eat(b'[')?;
-                        out.series.reserve(hint);
+                        let start = self.i;
                         if self.peek()? == b']' {
                             self.i += 1;
                         } else {
                             loop {
-                                self.series(out, hint)?;
+                                self.series(sink, start)?;
                                 if !self.next(b']')? {
                                     break;
                                 }
@@ -587,17 +888,17 @@ mod fast {
                     _ => return None,
                 }
                 if !self.next(b'}')? {
-                    return Some(());
+                    return Some(result_type);
                 }
             }
         }
     }
 
-    pub(super) fn parse(body: &[u8], hint: usize) -> Option<Response<'_>> {
-        let text = std::str::from_utf8(body).ok()?;
-        let mut s = Scan { text, b: body, i: 0, ts: (&[], 0.0) };
-        let mut out = Response::default();
-        let (mut success, mut data) = (false, false);
+    /// Reads a whole body into `sink`: the result type and the notes of a success.
+    pub(super) fn scan<'a, S: Sink<'a>>(body: &'a [u8], sink: &mut S) -> Option<(ResultType, Notes)> {
+        let mut s = Scan { b: body, i: 0, ts: (&[], 0.0), labels: Vec::new(), prev: Vec::new() };
+        let mut notes = Notes::default();
+        let (mut success, mut data) = (false, None);
         s.eat(b'{')?;
         loop {
             match s.str()? {
@@ -605,18 +906,17 @@ mod fast {
                     s.eat(b':')?;
                     success = s.str()? == "success";
                 }
-                "data" if !data => {
+                "data" if data.is_none() => {
                     s.eat(b':')?;
-                    s.data(&mut out.results, hint)?;
-                    data = true;
+                    data = Some(s.data(sink)?);
                 }
                 "warnings" => {
                     s.eat(b':')?;
-                    out.warnings = s.strings()?;
+                    notes.warnings = s.strings()?;
                 }
                 "infos" => {
                     s.eat(b':')?;
-                    out.infos = s.strings()?;
+                    notes.infos = s.strings()?;
                 }
                 _ => return None,
             }
@@ -625,7 +925,17 @@ mod fast {
             }
         }
         // Only whitespace after the object.
-        (success && data && s.peek().is_none()).then_some(out)
+        if !success || s.peek().is_some() {
+            return None;
+        }
+        Some((data?, notes))
+    }
+
+    pub(super) fn parse(body: &[u8]) -> Option<Response<'_>> {
+        let mut results = Results::default();
+        let (result_type, notes) = scan(body, &mut Collect(&mut results))?;
+        results.result_type = result_type;
+        Some(Response { results, warnings: notes.warnings, infos: notes.infos })
     }
 }
 
@@ -653,6 +963,178 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(fast::special(&b), naive(&b), "{b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_inline_comparison_agrees_with_eq() {
+        let mut x: u32 = 7;
+        let mut word = |len: usize, letters: u8| -> String {
+            (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (b'a' + (x >> 16) as u8 % letters) as char
+                })
+                .collect()
+        };
+        for len in 0..40 {
+            for _ in 0..200 {
+                // Two letters: equal strings, and strings differing anywhere, are both common.
+                let (a, b) = (word(len, 2), word(len, 2));
+                assert_eq!(same(&a, &b), a == b, "{a} {b}");
+                assert!(same(&a, &a.clone()));
+                let c = word(len + 1, 2);
+                assert!(!same(&a, &c));
+            }
+        }
+    }
+
+    #[test]
+    fn eight_digits_at_once_read_as_one_by_one() {
+        let naive = |b: &[u8]| {
+            b.iter().all(u8::is_ascii_digit).then(|| b.iter().fold(0u64, |x, c| x * 10 + u64::from(c - b'0')))
+        };
+        let alphabet = b"0123456789/:\x00\xff a9";
+        let mut x: u64 = 5;
+        for _ in 0..50_000 {
+            let mut b = [0u8; 9];
+            for c in &mut b {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                // Mostly digits, so that the odd byte lands anywhere.
+                *c = if (x >> 60) < 14 {
+                    b'0' + (x >> 33) as u8 % 10
+                } else {
+                    alphabet[(x >> 40) as usize % alphabet.len()]
+                };
+            }
+            assert_eq!(fast::eight_digits(&b, 1), naive(&b[1..]), "{b:?}");
+            assert_eq!(fast::eight_digits(&b, 2), None);
+        }
+        assert_eq!(fast::eight_digits(b"99999999", 0), Some(99_999_999));
+        assert_eq!(fast::eight_digits(b"00000007", 0), Some(7));
+    }
+
+    #[test]
+    fn values_read_as_rust_reads_them() {
+        for v in [
+            "0",
+            "7",
+            "42",
+            "007",
+            "123456789012345",
+            "1234567890123456",
+            "99999999999999999999",
+            "9007199254740993",
+            "9007199254740995",
+            "9999999999999999999",
+            "18446744073709551615",
+            "0000000000000000001",
+            "",
+            "-1",
+            "+5",
+            "1.5",
+            "1e3",
+            "NaN",
+            "+Inf",
+            "-Inf",
+            "x",
+            "12a",
+            " 1",
+            "0.0000001",
+        ] {
+            let want: f64 = v.parse().unwrap_or(f64::NAN);
+            let got = parse_value(v);
+            assert!(got == want || (got.is_nan() && want.is_nan()), "{v:?}: {got} {want}");
+        }
+        // Long integers, where floats are far apart and rounding matters.
+        let mut x: u64 = 1;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let v = (x >> (x % 8)).to_string();
+            assert_eq!(parse_value(&v), v.parse::<f64>().unwrap(), "{v}");
+        }
+    }
+
+    /// An answer whose series change shape along the way (label names, counts, order,
+    /// timestamps, values the direct reading of digits does not take, whitespace): the direct
+    /// scan reads each series as serde does, and hands the same series to `for_each_series`.
+    #[test]
+    fn series_of_every_shape_read_alike() {
+        let series = [
+            r#"{"metric":{"Hostname":"a","gpu":"0"},"value":[1.5,"1"]}"#,
+            r#"{"metric":{"Hostname":"a","gpu":"1"},"value":[1.5,"123456789012345"]}"#,
+            r#"{"metric":{"Hostname":"a","gpu":"10"},"value":[1.5,"1234567890123456"]}"#,
+            r#"{"metric":{"Hostname":"a","gpu":"10"},"value":[1.5,"9999999999999999999"]}"#,
+            r#"{"metric":{"Hostname":"a","gpu":"10"},"value":[1.5,"12345678901234567890"]}"#,
+            r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.5,"2.5"]}"#,
+            r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.5,"NaN"]}"#,
+            r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.50,"3"]}"#,
+            r#"{"metric":{"Hostname":"ab","gpu":"1"},"value":[1.5,"-3"]}"#,
+            r#"{"metric":{"Hostname":"ab","gpu":"1","pod":"p"},"value":[1.5,"4"]}"#,
+            r#"{"metric":{"Hostname":"ab"},"value":[1.5,"5"]}"#,
+            r#"{"metric":{"gpu":"1","Hostname":"ab"},"value":[1.5,"6"]}"#,
+            r#"{"metric":{"gpu":"1","Hostname":"ab"},"value":[1.5,""]}"#,
+            r#"{"metric":{"gpu":"1","Hostnam":"ab"},"value":[1.5,"7"]}"#,
+            r#"{"metric":{"gpu":"1","Hostname":"abc"},"value":[2,"8"]}"#,
+            r#"{"metric":{},"value":[2,"9"]}"#,
+            r#"{"metric":{"gpu":"1"},"value":[2,"10"]}"#,
+            r#"{ "metric":{"gpu":"1"},"value":[2,"11"]}"#,
+            r#"{"metric":{"gpu" :"1"},"value":[2,"12"]}"#,
+            r#"{"metric":{"gpu":"1"} ,"value":[2,"13"]}"#,
+            r#"{"metric":{"gpu":"1"},"value":[2, "14"]}"#,
+            r#"{"metric":{"gpu":"1"},"value":[2,"15"] }"#,
+            r#"{"value":[2,"16"],"metric":{"gpu":"1"}}"#,
+            r#"{"metric":{"gpu":"1"},"values":[[2,"17"],[3,"18"]]}"#,
+            r#"{"metric":{"gpu":"1"},"value":[2,"19"]}"#,
+            r#"{"metric":{"gpu":"1"}}"#,
+            r#"{"metric":{"gpu":"1"},"value":[2,"20"]}"#,
+            r#"{"metric":{"gpu":"1","gpu":"2"},"value":[2,"21"]}"#,
+            r#"{"metric":{"gpu":"1","gpu":"2"},"value":[2,"22"]}"#,
+        ];
+        // Every rotation, so that each series follows each other kind.
+        for r in 0..series.len() {
+            let list: Vec<&str> = series[r..].iter().chain(&series[..r]).copied().collect();
+            let body = format!(
+                r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+                list.join(",")
+            );
+            let b = body.as_bytes();
+            let slow = parse_serde(b, 0).unwrap();
+            let f = fast::parse(b).expect("read directly");
+            assert_eq!(f.results.labels, slow.results.labels);
+            assert_eq!(f.results.series, slow.results.series);
+            assert_eq!(format!("{:?}", f.results.points), format!("{:?}", slow.results.points));
+            let mut each = Vec::new();
+            for_each_series(b, |l, p| each.push((l.to_vec(), format!("{p:?}")))).unwrap();
+            let want: Vec<_> = slow
+                .results
+                .iter()
+                .filter_map(|s| {
+                    let l = s.labels.iter().map(|(k, v)| (k.0.as_ref(), v.0.as_ref())).collect::<Vec<_>>();
+                    Some((l, format!("{:?}", s.last()?)))
+                })
+                .collect();
+            assert_eq!(each, want);
+        }
+    }
+
+    #[test]
+    fn for_each_series_reads_what_the_direct_scan_reads() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/prometheus");
+        for e in std::fs::read_dir(dir).unwrap() {
+            let b = std::fs::read(e.unwrap().path()).unwrap();
+            for cut in [b.len(), b.len() / 2, b.len().saturating_sub(2)] {
+                let t = &b[..cut];
+                let mut n = 0;
+                let each = for_each_series(t, |_, _| n += 1);
+                match fast::parse(t) {
+                    Some(r) => {
+                        assert_eq!(each, Some(Notes { warnings: r.warnings, infos: r.infos }));
+                        assert_eq!(n, r.results.iter().filter(|s| s.last().is_some()).count());
+                    }
+                    None => assert_eq!(each, None),
+                }
             }
         }
     }
@@ -688,7 +1170,7 @@ mod tests {
         for b in &bodies {
             let hint = memchr::memmem::find_iter(b, b"\"metric\"").count();
             let slow = parse_serde(b, hint);
-            if let Some(f) = fast::parse(b, hint) {
+            if let Some(f) = fast::parse(b) {
                 fast_count += 1;
                 let s = slow.unwrap();
                 assert_eq!(f.results.result_type, s.results.result_type);
@@ -700,7 +1182,7 @@ mod tests {
             // Every truncation of a body: an error or the same answer, never a panic.
             for cut in [1, b.len() / 2, b.len().saturating_sub(2)] {
                 let t = &b[..cut.min(b.len())];
-                if let Some(f) = fast::parse(t, hint) {
+                if let Some(f) = fast::parse(t) {
                     assert_eq!(f.results.series.len(), parse_serde(t, hint).unwrap().results.series.len());
                 }
             }
@@ -714,8 +1196,19 @@ mod tests {
             br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"histogram":[1,{}]}]}}"#,
             br#"{"status":"success","data":{"resultType":"vector","result":[]}} x"#,
         ] {
-            assert!(fast::parse(b, 1).is_none(), "{}", String::from_utf8_lossy(b));
+            assert!(fast::parse(b).is_none(), "{}", String::from_utf8_lossy(b));
         }
+        // Not UTF-8, in a string (also where the series before had a string that starts the
+        // same) or between them: not read, and serde says why.
+        let ok = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"x\xc3\xa9"},"value":[1,"2"]},{"metric":{"a":"x\xc3"},"value":[1,"2"]}]}}"#;
+        assert!(fast::parse(ok).is_none());
+        assert!(matches!(parse(ok), Err(BodyError::NotJson(_))));
+        let mut twice = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"xy"},"value":[1,"2"]},{"metric":{"a":"xy"},"value":[1,"2"]}]}}"#.to_vec();
+        assert!(fast::parse(&twice).is_some());
+        let at = twice.len() - 8;
+        twice.insert(at, 0xff);
+        assert!(fast::parse(&twice).is_none());
+        assert!(matches!(parse(&twice), Err(BodyError::NotJson(_))));
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! Series are joined by the mapped host name (see [`HostMap`](super::config::HostMap)) and the
 //! GPU index or `device/port`. Sparse families (filtered `> 0` server-side) count as zero for
 //! every GPU/port the dense families reported.
+//!
+//! A refresh's answers are joined straight from their bodies ([`Refresh::add_body`]: each
+//! series' labels are read in place and joined, nothing is stored per series), or from parsed
+//! [`Results`] ([`Refresh::add`]); both join each series the same way ([`Refresh::add_series`]).
 
-use super::api::{Point, Results, Series};
+use super::api::{self, Point, Results, Series, same};
 use super::config::PromConfig;
 use super::queries::{Family, unpack};
 use crate::backend::{GpuSample, NodeSample};
@@ -20,6 +24,27 @@ type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Allocation labels of a series: `hpc_job`, `pod`, `namespace`.
 type AllocKey<'r> = (Option<&'r str>, Option<&'r str>, Option<&'r str>);
+
+/// The labels of one series, borrowed.
+type Labels<'x> = [(&'x str, &'x str)];
+
+/// The value of label `name`.
+fn label<'x>(l: &Labels<'x>, name: &str) -> Option<&'x str> {
+    l.iter().find(|(k, _)| same(k, name)).map(|(_, v)| *v)
+}
+
+/// The first of `names` that is present.
+fn first_label<'x>(l: &Labels<'x>, names: &[String]) -> Option<&'x str> {
+    names.iter().find_map(|n| label(l, n))
+}
+
+/// A GPU index label: one digit, or a number up to 255.
+fn gpu_index(g: &str) -> Option<u8> {
+    match g.as_bytes() {
+        [d @ b'0'..=b'9'] => Some(d - b'0'),
+        _ => g.parse().ok(),
+    }
+}
 
 /// Who holds a GPU, from dcgm-exporter's allocation labels.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -46,38 +71,118 @@ impl Alloc {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+/// One GPU's samples in this refresh, kept small (ten thousand nodes' worth is written and
+/// read every refresh): the counters and the allocation hold a value where `has` has their bit.
+#[derive(Debug, Clone, Copy, Default)]
 struct GpuAcc {
-    s: GpuSample,
+    index: u8,
+    util: Option<u8>,
+    tensor: Option<u8>,
+    temp: Option<u8>,
     seen_util: bool,
-    sbe: Option<u32>,
-    dbe: Option<u32>,
-    nvl_crc: Option<u32>,
-    nvl_replay: Option<u32>,
-    pcie_replay: Option<u32>,
+    power: Option<u16>,
     xid: Option<u16>,
-    xid_count: Option<u32>,
-    /// The allocation's id ([`Refresh::allocs`] holds the allocation).
-    alloc: Option<JobId>,
+    fb: Option<u32>,
+    has: u8,
+    counts: [u32; 7],
 }
 
-/// One port's samples in this refresh (`None`: not in the answer, or the family not asked).
+/// The counters of a [`GpuAcc`].
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    Xids,
+    Sbe,
+    Dbe,
+    NvlCrc,
+    NvlReplay,
+    PcieReplay,
+    /// The allocation's index in [`Refresh::alloc_list`].
+    Alloc,
+}
+
+impl GpuAcc {
+    fn get(&self, c: Count) -> Option<u32> {
+        (self.has & (1 << c as u8) != 0).then(|| self.counts[c as usize])
+    }
+
+    fn set(&mut self, c: Count, v: Option<u32>) {
+        match v {
+            Some(x) => {
+                self.has |= 1 << c as u8;
+                self.counts[c as usize] = x;
+            }
+            None => self.has &= !(1 << c as u8),
+        }
+    }
+}
+
+/// One port's samples in this refresh, kept small like [`GpuAcc`]: a value is there (its
+/// family answered for the port) where `has` has its bit ([`PortVal`]).
 #[derive(Debug, Clone, Default)]
 struct PortAcc {
     name: Text,
-    state: Option<f64>,
-    rate: Option<f64>,
-    symbol: Option<u64>,
-    rcv: Option<u64>,
-    xmit: Option<u64>,
-    downed: Option<u64>,
-    flaps: Option<u32>,
-    rx_mbps: Option<f64>,
-    tx_mbps: Option<f64>,
+    has: u16,
+    flaps: u32,
+    /// State, rate, rx and tx (Mbit/s), as answered.
+    gauges: [f64; 4],
+    /// Symbol errors, receive errors, transmit discards, link downs.
+    counters: [u64; 4],
+}
+
+/// The values of a [`PortAcc`]: gauges, counters, flaps.
+#[derive(Debug, Clone, Copy)]
+enum PortVal {
+    State,
+    Rate,
+    Rx,
+    Tx,
+    Symbol,
+    Rcv,
+    Xmit,
+    Downed,
+    Flaps,
+}
+
+impl PortAcc {
+    fn has(&self, v: PortVal) -> bool {
+        self.has & (1 << v as u16) != 0
+    }
+
+    fn gauge(&self, v: PortVal) -> Option<f64> {
+        self.has(v).then(|| self.gauges[v as usize % 4])
+    }
+
+    fn counter(&self, v: PortVal) -> Option<u64> {
+        self.has(v).then(|| self.counters[v as usize % 4])
+    }
+
+    fn state(&self) -> Option<f64> {
+        self.gauge(PortVal::State)
+    }
+
+    fn rate(&self) -> Option<f64> {
+        self.gauge(PortVal::Rate)
+    }
+
+    fn flaps(&self) -> Option<u32> {
+        self.has(PortVal::Flaps).then_some(self.flaps)
+    }
+
+    fn set_gauge(&mut self, v: PortVal, x: f64) {
+        self.has |= 1 << v as u16;
+        self.gauges[v as usize % 4] = x;
+    }
+
+    fn set_counter(&mut self, v: PortVal, x: u64) {
+        self.has |= 1 << v as u16;
+        self.counters[v as usize % 4] = x;
+    }
 }
 
 #[derive(Debug, Clone, Default)]
 struct NodeAcc {
+    /// The node's number (see [`Names`]) and name.
+    number: u32,
     name: Text,
     gpus: smallvec::SmallVec<[GpuAcc; 8]>,
     ports: Vec<PortAcc>,
@@ -102,19 +207,25 @@ struct FsIo {
     bps: f64,
 }
 
-/// What the backend remembers between refreshes: when each XID code was first seen, when
-/// each allocation was first seen, the jobs it reported (Prometheus alone), and each node's
-/// ports as last sent (the sparse and rotating port families update them).
+/// What the backend remembers between refreshes: when each XID code was first seen, the jobs
+/// it reported (Prometheus alone; a job's start is when its allocation was first seen), and
+/// each node's ports as last sent (the sparse and rotating port families update them).
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     pub xid_first: Map<(Text, u8), (u16, Epoch)>,
-    pub alloc_first: Map<JobId, Epoch>,
     pub jobs: BTreeMap<JobId, Job>,
-    pub ports: Map<Text, Vec<FabricPort>>,
+    /// Each node's ports as last sent, by node number (see [`Names`]).
+    ports: Vec<Option<Vec<FabricPort>>>,
     /// Nodes in the last refresh.
     pub nodes: usize,
     /// Host labels and node names, interned across refreshes.
     names: Names,
+    /// The last refresh's node accumulators, emptied: the next refresh writes into memory
+    /// already in use, not into ten megabytes of fresh pages.
+    scratch: Vec<NodeAcc>,
+    /// Refreshes left to join from parsed answers, after one with an answer that
+    /// [`Refresh::add_body`] could not read (see [`super::map_refresh`]).
+    pub(super) parsed_only: u32,
 }
 
 /// Node names interned across refreshes: each host label is mapped and sanitised once, and
@@ -124,29 +235,109 @@ struct Names {
     /// Number → mapped, sanitised node name.
     names: Vec<Text>,
     by_name: Map<Text, u32>,
-    /// Host label as answered → number.
+    /// Host label as answered → its entry in `hosts`.
     by_host: Map<Box<str>, u32>,
+    /// Host labels in the order first seen: the label (a range of `host_text`) and its node
+    /// number. A dense answer names its hosts in the same order every refresh, so the entry
+    /// after the last host's is tried before `by_host` (whose entries are all over memory).
+    hosts: Vec<(u32, u32, u32)>,
+    host_text: String,
+}
+
+impl Names {
+    /// Whether entry `e` is host label `host`.
+    fn host_is(&self, e: usize, host: &str) -> bool {
+        self.hosts
+            .get(e)
+            .and_then(|&(a, b, _)| self.host_text.get(a as usize..b as usize))
+            .is_some_and(|h| same(h, host))
+    }
 }
 
 /// One refresh's answers, joined by node.
 #[derive(Debug, Default)]
 pub struct Refresh {
+    /// The first `used` are this refresh's nodes; the rest are kept for their memory.
     nodes: Vec<NodeAcc>,
+    used: usize,
     names: Names,
     /// Node number → index in `nodes` (`u32::MAX`: not in this refresh).
     slot: Vec<u32>,
     fs: Vec<FsAcc>,
     /// Read and write bytes/s by NFS export and by host (local disks), for the storage list.
     fs_io: Vec<FsIo>,
-    /// The allocations named in this refresh, by id (each id hashed once per distinct label set).
-    allocs: Map<JobId, Alloc>,
+    /// The allocations named in this refresh, by id (each id hashed once per distinct label
+    /// set), as indexes in `alloc_list`.
+    allocs: Map<JobId, u32>,
+    alloc_list: Vec<(JobId, Alloc)>,
     ok: u64,
 }
 
-/// The last host label of an answer and its node index (answers are grouped by host).
+/// What one answer's previous series resolved to: answers are grouped by host, a pod's GPUs
+/// are adjacent, and every series has the same label names.
 #[derive(Default)]
-struct Hosts<'r> {
-    last: Option<(&'r str, u32)>,
+struct Cursor<'x> {
+    /// The last host label, its node index and its entry in [`Names::hosts`].
+    host: Option<(&'x str, u32)>,
+    entry: Option<usize>,
+    /// The last allocation labels and their allocation.
+    alloc: Option<(AllocKey<'x>, Option<u32>)>,
+    /// The label names of the series before (as handed out: the direct scan hands out the
+    /// same slice for a repeated name) and where the labels read are among them.
+    names: smallvec::SmallVec<[&'x str; 8]>,
+    at: At,
+    /// The node before the current host's (its ports: likely the same names in the same order).
+    model: Option<u32>,
+}
+
+/// Where the labels a family reads are in a series (`NONE`: absent).
+#[derive(Debug, Clone, Copy)]
+struct At {
+    host: usize,
+    gpu: usize,
+    job: usize,
+    pod: usize,
+    ns: usize,
+    device: usize,
+    port: usize,
+}
+
+const NONE: usize = usize::MAX;
+
+impl Default for At {
+    fn default() -> Self {
+        At { host: NONE, gpu: NONE, job: NONE, pod: NONE, ns: NONE, device: NONE, port: NONE }
+    }
+}
+
+impl<'x> Cursor<'x> {
+    /// Where the labels are in `labels`: worked out again only when the names differ from the
+    /// series before. `hosts`: the host label names, first present wins.
+    fn at(&mut self, cfg: &PromConfig, hosts: &[String], labels: &Labels<'x>) -> At {
+        let unchanged = self.names.len() == labels.len()
+            && self.names.iter().zip(labels).all(|(a, (k, _))| std::ptr::eq(*a, *k));
+        if !unchanged {
+            let l = &cfg.labels;
+            let pos = |name: &str| labels.iter().position(|(k, _)| same(k, name)).unwrap_or(NONE);
+            self.at = At {
+                host: hosts.iter().map(|h| pos(h)).find(|&i| i != NONE).unwrap_or(NONE),
+                gpu: pos(&l.gpu),
+                job: pos(&l.hpc_job),
+                pod: pos(&l.pod),
+                ns: pos(&l.namespace),
+                device: pos("device"),
+                port: pos("port"),
+            };
+            self.names.clear();
+            self.names.extend(labels.iter().map(|(k, _)| *k));
+        }
+        self.at
+    }
+}
+
+/// The value of the label at `i`.
+fn value_at<'x>(labels: &Labels<'x>, i: usize) -> Option<&'x str> {
+    labels.get(i).map(|(_, v)| *v)
 }
 
 /// What a refresh turns into.
@@ -178,6 +369,14 @@ fn text(s: &str) -> Text {
     Text::from(sanitize(s).as_ref())
 }
 
+fn same_opt(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
 impl Refresh {
     pub fn new() -> Self {
         Self::default()
@@ -190,16 +389,36 @@ impl Refresh {
         r
     }
 
-    /// For the last refresh's node count, with the node names interned so far.
+    /// For the last refresh's node count, with the node names interned so far and the last
+    /// refresh's accumulators to write into.
     pub fn with_memory(mem: &mut Memory) -> Self {
-        let mut r = Self::with_capacity(mem.nodes);
+        let mut r = Self { nodes: std::mem::take(&mut mem.scratch), ..Self::default() };
+        r.nodes.reserve(mem.nodes.saturating_sub(r.nodes.len()));
         r.names = std::mem::take(&mut mem.names);
-        // Host labels that no longer answer are forgotten once they pile up.
+        // Host labels that no longer answer are forgotten once they pile up; the remembered
+        // ports move to their nodes' new numbers.
         if r.names.by_host.len() > 4 * mem.nodes.max(1024) {
-            r.names = Names::default();
+            let old = std::mem::take(&mut r.names);
+            let ports = std::mem::take(&mut mem.ports);
+            for (name, p) in old.names.iter().zip(ports) {
+                if p.is_some() {
+                    let k = r.number(name) as usize;
+                    if mem.ports.len() <= k {
+                        mem.ports.resize(k + 1, None);
+                    }
+                    mem.ports[k] = p;
+                }
+            }
         }
         r.slot = vec![u32::MAX; r.names.names.len()];
         r
+    }
+
+    /// Gives up on this refresh: what it interned and its memory go back to `mem`, nothing
+    /// it joined does.
+    pub fn abandon(mut self, mem: &mut Memory) {
+        mem.names = std::mem::take(&mut self.names);
+        mem.scratch = std::mem::take(&mut self.nodes);
     }
 
     /// Marks a family as answered (even when its answer is empty).
@@ -233,41 +452,64 @@ impl Refresh {
             self.slot.resize(k + 1, u32::MAX);
         }
         if self.slot[k] == u32::MAX {
-            self.slot[k] = self.nodes.len() as u32;
+            let i = self.used;
+            self.slot[k] = i as u32;
             let name = self.names.names.get(k).cloned().unwrap_or_default();
-            self.nodes.push(NodeAcc { name, ..NodeAcc::default() });
+            match self.nodes.get_mut(i) {
+                Some(n) => {
+                    n.number = k as u32;
+                    n.name = name;
+                    n.gpus.clear();
+                    n.ports.clear();
+                }
+                None => self.nodes.push(NodeAcc { number: k as u32, name, ..NodeAcc::default() }),
+            }
+            self.used += 1;
         }
         self.slot[k]
     }
 
-    fn node(&mut self, name: &str) -> u32 {
-        let k = self.number(name);
-        self.slot(k)
-    }
-
     /// The node of a host label: answers are grouped by host, so the last one is checked first.
-    fn host_node<'r>(&mut self, cfg: &PromConfig, host: &'r str, hosts: &mut Hosts<'r>) -> u32 {
-        if let Some((h, i)) = hosts.last
-            && h == host
+    fn host_node<'x>(&mut self, cfg: &PromConfig, host: &'x str, cur: &mut Cursor<'x>) -> u32 {
+        if let Some((h, i)) = cur.host
+            && (std::ptr::eq(h, host) || same(h, host))
         {
             return i;
         }
-        let k = match self.names.by_host.get(host) {
-            Some(&k) => k,
-            None => {
-                let k = self.number(&cfg.host_map.map(host));
-                self.names.by_host.insert(host.into(), k);
-                k
-            }
+        let e = match cur.entry.map(|e| e + 1).filter(|&e| self.names.host_is(e, host)) {
+            Some(e) => e,
+            None => match self.names.by_host.get(host) {
+                Some(&e) => e as usize,
+                None => {
+                    let k = self.number(&cfg.host_map.map(host));
+                    let e = self.names.hosts.len();
+                    let a = self.names.host_text.len() as u32;
+                    self.names.host_text.push_str(host);
+                    self.names.hosts.push((a, self.names.host_text.len() as u32, k));
+                    self.names.by_host.insert(host.into(), e as u32);
+                    e
+                }
+            },
         };
+        let k = self.names.hosts.get(e).map_or(0, |h| h.2);
         let i = self.slot(k);
-        hosts.last = Some((host, i));
+        cur.host = Some((host, i));
+        cur.entry = Some(e);
         i
     }
 
     /// Adds an instant query's answer (each series' newest sample).
     pub fn add(&mut self, cfg: &PromConfig, f: Family, r: &Results<'_>) {
         self.add_points(cfg, f, r.iter().filter_map(|s| Some((s, s.last()?))));
+    }
+
+    /// Adds an instant query's answer straight from its body, as [`Refresh::add`] adds it
+    /// parsed; `None` (and an unusable refresh: [`Refresh::abandon`] it) where the body is not
+    /// one [`api::for_each_series`] reads.
+    pub fn add_body(&mut self, cfg: &PromConfig, f: Family, body: &[u8]) -> Option<api::Notes> {
+        self.answered(f);
+        let mut cur = Cursor::default();
+        api::for_each_series(body, |labels, p| self.add_series(cfg, f, labels, p.v, &mut cur))
     }
 
     /// Adds one sample per series (an instant answer, or one step of a range answer).
@@ -278,156 +520,211 @@ impl Refresh {
         series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
     ) {
         self.answered(f);
-        match f {
-            Family::FsSize | Family::FsAvail => {
-                for (s, p) in series {
-                    self.add_fs(cfg, f, &s, p.v);
-                }
-            }
-            Family::FsRead | Family::FsWrite => {
-                for (s, p) in series {
-                    if p.v.is_finite() && p.v >= 0.0 {
-                        self.fs_io.push(FsIo {
-                            export: s.label("export").map(text),
-                            host: s.first_label(&cfg.labels.node_host).map(|h| text(&cfg.host_map.map(h))),
-                            write: f == Family::FsWrite,
-                            bps: p.v,
-                        });
-                    }
-                }
-            }
-            _ if f.is_gpu() => self.add_gpu(cfg, f, series),
-            _ => self.add_ports(cfg, f, series),
+        let mut cur = Cursor::default();
+        let mut labels: Vec<(&'r str, &'r str)> = Vec::new();
+        for (s, p) in series {
+            labels.clear();
+            labels.extend(s.labels.iter().map(|(k, v)| (k.0.as_ref(), v.0.as_ref())));
+            self.add_series(cfg, f, &labels, p.v, &mut cur);
         }
     }
 
-    fn add_gpu<'r, 'a: 'r>(
+    /// Joins one series' sample.
+    fn add_series<'x>(
         &mut self,
         cfg: &PromConfig,
         f: Family,
-        series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
+        labels: &Labels<'x>,
+        v: f64,
+        cur: &mut Cursor<'x>,
     ) {
-        let l = &cfg.labels;
-        let mut hosts = Hosts::default();
-        let mut allocs = Allocs::default();
-        let with_alloc = matches!(f, Family::GpuUtil | Family::GpuAlloc);
-        for (s, p) in series {
-            if !p.v.is_finite() {
-                continue;
-            }
-            let Some(host) = s.first_label(&l.gpu_host) else { continue };
-            let Some(idx) = s.label(&l.gpu).and_then(|g| g.parse::<u8>().ok()) else { continue };
-            let alloc = if with_alloc { allocs.of(l, &s, &mut self.allocs) } else { None };
-            let ni = self.host_node(cfg, host, &mut hosts);
-            let node = &mut self.nodes[ni as usize];
-            let k = match node.gpus.iter().position(|g| g.s.index == idx) {
+        if !v.is_finite() {
+            return;
+        }
+        match f {
+            Family::FsSize | Family::FsAvail => self.add_fs(cfg, f, labels, v),
+            Family::FsRead | Family::FsWrite if v >= 0.0 => self.fs_io.push(FsIo {
+                export: label(labels, "export").map(text),
+                host: first_label(labels, &cfg.labels.node_host).map(|h| text(&cfg.host_map.map(h))),
+                write: f == Family::FsWrite,
+                bps: v,
+            }),
+            Family::FsRead | Family::FsWrite => {}
+            _ if f.is_gpu() => self.add_gpu(cfg, f, labels, v, cur),
+            _ => self.add_port(cfg, f, labels, v, cur),
+        }
+    }
+
+    fn add_gpu<'x>(
+        &mut self,
+        cfg: &PromConfig,
+        f: Family,
+        labels: &Labels<'x>,
+        v: f64,
+        cur: &mut Cursor<'x>,
+    ) {
+        let at = cur.at(cfg, &cfg.labels.gpu_host, labels);
+        let Some(host) = value_at(labels, at.host) else { return };
+        let Some(idx) = value_at(labels, at.gpu).and_then(gpu_index) else { return };
+        let alloc = if matches!(f, Family::GpuUtil | Family::GpuAlloc) {
+            let key = (value_at(labels, at.job), value_at(labels, at.pod), value_at(labels, at.ns));
+            self.alloc_of(key, cur)
+        } else {
+            None
+        };
+        let ni = self.host_node(cfg, host, cur);
+        let node = &mut self.nodes[ni as usize];
+        // GPUs usually come in index order: GPU `i` is tried at position `i` first.
+        let k = match node.gpus.get(usize::from(idx)) {
+            Some(g) if g.index == idx => usize::from(idx),
+            _ => match node.gpus.iter().position(|g| g.index == idx) {
                 Some(k) => k,
                 None => {
-                    node.gpus.push(GpuAcc {
-                        s: GpuSample { index: idx, ..GpuSample::default() },
-                        ..GpuAcc::default()
-                    });
+                    node.gpus.push(GpuAcc { index: idx, ..GpuAcc::default() });
                     node.gpus.len() - 1
                 }
-            };
-            let g = &mut node.gpus[k];
-            let v = p.v;
-            match f {
-                Family::GpuUtil => {
-                    g.s.util = clamp_u8(v, 100.0);
-                    g.seen_util = true;
-                    // Two series for one GPU (a pod label changing): the allocated one wins.
-                    if alloc.is_some() || g.alloc.is_none() {
-                        g.alloc = alloc;
-                    }
+            },
+        };
+        let g = &mut node.gpus[k];
+        match f {
+            Family::GpuUtil => {
+                g.util = clamp_u8(v, 100.0);
+                g.seen_util = true;
+                // Two series for one GPU (a pod label changing): the allocated one wins.
+                if alloc.is_some() || g.get(Count::Alloc).is_none() {
+                    g.set(Count::Alloc, alloc);
                 }
-                Family::GpuAlloc if alloc.is_some() => g.alloc = alloc,
-                Family::Gpu => {
-                    let Some([util, tensor, temp, power, fb]) = unpack(v) else { continue };
-                    let pct = |x: Option<u32>| x.map(|x| x.min(100) as u8);
-                    g.s.util = pct(util);
-                    g.s.tensor_active = pct(tensor);
-                    g.s.temp_c = temp.map(|x| x.min(254) as u8);
-                    g.s.power_w = power.map(|x| x.min(65535) as u16);
-                    g.s.mem_used_mib = fb;
-                    g.seen_util = true;
-                }
-                // dcgm-exporter reports a huge sentinel where a sensor is missing.
-                Family::GpuTemp => g.s.temp_c = clamp_u8(v, 254.0).filter(|_| v < 1000.0),
-                Family::XidLast => g.xid = (1.0..=65535.0).contains(&v).then_some(v as u16),
-                Family::XidCount => g.xid_count = clamp_u32(v),
-                Family::EccSbe => g.sbe = clamp_u32(v),
-                Family::EccDbe => g.dbe = clamp_u32(v),
-                Family::NvlinkCrc => g.nvl_crc = clamp_u32(v),
-                Family::NvlinkReplay => g.nvl_replay = clamp_u32(v),
-                Family::PcieReplay => g.pcie_replay = clamp_u32(v),
-                _ => {}
             }
+            Family::GpuAlloc if alloc.is_some() => g.set(Count::Alloc, alloc),
+            Family::Gpu => {
+                let Some([util, tensor, temp, power, fb]) = unpack(v) else { return };
+                let pct = |x: Option<u32>| x.map(|x| x.min(100) as u8);
+                g.util = pct(util);
+                g.tensor = pct(tensor);
+                g.temp = temp.map(|x| x.min(254) as u8);
+                g.power = power.map(|x| x.min(65535) as u16);
+                g.fb = fb;
+                g.seen_util = true;
+            }
+            // dcgm-exporter reports a huge sentinel where a sensor is missing.
+            Family::GpuTemp => g.temp = clamp_u8(v, 254.0).filter(|_| v < 1000.0),
+            Family::XidLast => g.xid = (1.0..=65535.0).contains(&v).then_some(v as u16),
+            Family::XidCount => g.set(Count::Xids, clamp_u32(v)),
+            Family::EccSbe => g.set(Count::Sbe, clamp_u32(v)),
+            Family::EccDbe => g.set(Count::Dbe, clamp_u32(v)),
+            Family::NvlinkCrc => g.set(Count::NvlCrc, clamp_u32(v)),
+            Family::NvlinkReplay => g.set(Count::NvlReplay, clamp_u32(v)),
+            Family::PcieReplay => g.set(Count::PcieReplay, clamp_u32(v)),
+            _ => {}
         }
     }
 
-    fn add_ports<'r, 'a: 'r>(
+    /// The allocation that a series' allocation labels name, if any (its index in
+    /// `alloc_list`).
+    fn alloc_of<'x>(&mut self, key: AllocKey<'x>, cur: &mut Cursor<'x>) -> Option<u32> {
+        if let Some((k, a)) = &cur.alloc
+            && same_opt(k.0, key.0)
+            && same_opt(k.1, key.1)
+            && same_opt(k.2, key.2)
+        {
+            return *a;
+        }
+        let a = match key {
+            (Some(j), _, _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
+            (None, Some(pod), ns) => Some(Alloc::Pod { namespace: text(ns.unwrap_or("")), pod: text(pod) }),
+            _ => None,
+        };
+        let ix = a.map(|a| {
+            let id = a.id();
+            let next = self.alloc_list.len() as u32;
+            let ix = *self.allocs.entry(id).or_insert(next);
+            if ix == next {
+                self.alloc_list.push((id, a));
+            }
+            ix
+        });
+        cur.alloc = Some((key, ix));
+        ix
+    }
+
+    fn add_port<'x>(
         &mut self,
         cfg: &PromConfig,
         f: Family,
-        series: impl Iterator<Item = (Series<'r, 'a>, Point)>,
+        labels: &Labels<'x>,
+        v: f64,
+        cur: &mut Cursor<'x>,
     ) {
-        let mut hosts = Hosts::default();
-        for (s, p) in series {
-            if !p.v.is_finite() {
-                continue;
-            }
-            let Some(host) = s.first_label(&cfg.labels.node_host) else { continue };
-            let (Some(dev), port) = (s.label("device"), s.label("port").unwrap_or("1")) else { continue };
-            let ni = self.host_node(cfg, host, &mut hosts);
-            let node = &mut self.nodes[ni as usize];
-            let name_len = dev.len() + 1 + port.len();
-            let k =
-                match node.ports.iter().position(|x| {
-                    x.name.len() == name_len && x.name.starts_with(dev) && x.name.ends_with(port)
-                }) {
-                    Some(k) => k,
+        let at = cur.at(cfg, &cfg.labels.node_host, labels);
+        let Some(host) = value_at(labels, at.host) else { return };
+        let (Some(dev), port) = (value_at(labels, at.device), value_at(labels, at.port).unwrap_or("1"))
+        else {
+            return;
+        };
+        let before = cur.host.map(|(_, i)| i);
+        let ni = self.host_node(cfg, host, cur) as usize;
+        if before.is_some_and(|b| b as usize != ni) {
+            cur.model = before;
+        }
+        let name_len = dev.len() + 1 + port.len();
+        // The name as sanitised and stored is the raw `dev/port`: a name with nothing to
+        // sanitise.
+        let is = |x: &PortAcc| {
+            x.name.len() == name_len
+                && x.name.get(..dev.len()).is_some_and(|d| same(d, dev))
+                && x.name.get(name_len - port.len()..).is_some_and(|p| same(p, port))
+        };
+        let k = match self.nodes[ni].ports.iter().position(is) {
+            Some(k) => k,
+            None => {
+                let p = self.nodes[ni].ports.len();
+                // The node before's port at the same place, or a new name (inline, no
+                // allocation, up to 24 bytes).
+                let model =
+                    cur.model.and_then(|m| self.nodes.get(m as usize)?.ports.get(p).filter(|x| is(x)));
+                let name = match model {
+                    Some(x) => x.name.clone(),
                     None => {
-                        // Inline (no allocation) for names up to 24 bytes.
                         let mut name = Text::with_capacity(name_len);
                         name.push_str(&sanitize(dev));
                         name.push('/');
                         name.push_str(&sanitize(port));
-                        node.ports.push(PortAcc { name, ..PortAcc::default() });
-                        node.ports.len() - 1
+                        name
                     }
                 };
-            let x = &mut node.ports[k];
-            let v = p.v;
-            match f {
-                Family::IbState => x.state = Some(v),
-                Family::IbRate => x.rate = Some(v),
-                Family::IbSymbol => x.symbol = Some(clamp_u64(v)),
-                Family::IbRcvErrors => x.rcv = Some(clamp_u64(v)),
-                Family::IbXmitDiscards => x.xmit = Some(clamp_u64(v)),
-                Family::IbLinkDowned => x.downed = Some(clamp_u64(v)),
-                Family::IbFlaps => x.flaps = Some(clamp_u32(v).unwrap_or(0)),
-                Family::IbRx => x.rx_mbps = Some(v.max(0.0)),
-                Family::IbTx => x.tx_mbps = Some(v.max(0.0)),
-                _ => {}
+                self.nodes[ni].ports.push(PortAcc { name, ..PortAcc::default() });
+                p
             }
+        };
+        let x = &mut self.nodes[ni].ports[k];
+        match f {
+            Family::IbState => x.set_gauge(PortVal::State, v),
+            Family::IbRate => x.set_gauge(PortVal::Rate, v),
+            Family::IbSymbol => x.set_counter(PortVal::Symbol, clamp_u64(v)),
+            Family::IbRcvErrors => x.set_counter(PortVal::Rcv, clamp_u64(v)),
+            Family::IbXmitDiscards => x.set_counter(PortVal::Xmit, clamp_u64(v)),
+            Family::IbLinkDowned => x.set_counter(PortVal::Downed, clamp_u64(v)),
+            Family::IbFlaps => {
+                x.has |= 1 << PortVal::Flaps as u16;
+                x.flaps = clamp_u32(v).unwrap_or(0);
+            }
+            Family::IbRx => x.set_gauge(PortVal::Rx, v.max(0.0)),
+            Family::IbTx => x.set_gauge(PortVal::Tx, v.max(0.0)),
+            _ => {}
         }
     }
 
-    fn add_fs(&mut self, cfg: &PromConfig, f: Family, s: &Series<'_, '_>, v: f64) {
-        if !v.is_finite() {
-            return;
-        }
-        let host = s.first_label(&cfg.labels.node_host).map(|h| text(&cfg.host_map.map(h)));
-        let mount = text(s.label("mountpoint").unwrap_or("?"));
+    fn add_fs(&mut self, cfg: &PromConfig, f: Family, labels: &Labels<'_>, v: f64) {
+        let host = first_label(labels, &cfg.labels.node_host).map(|h| text(&cfg.host_map.map(h)));
+        let mount = text(label(labels, "mountpoint").unwrap_or("?"));
         let k = match self.fs.iter().position(|x| x.host == host && x.mount == mount) {
             Some(k) => k,
             None => {
                 self.fs.push(FsAcc {
                     host,
                     mount,
-                    fstype: text(s.label("fstype").unwrap_or("")),
-                    device: text(s.label("device").unwrap_or("")),
+                    fstype: text(label(labels, "fstype").unwrap_or("")),
+                    device: text(label(labels, "device").unwrap_or("")),
                     ..FsAcc::default()
                 });
                 self.fs.len() - 1
@@ -450,37 +747,49 @@ impl Refresh {
         if asked.any() {
             // Nodes whose ports are remembered but not in any answer: their state and error
             // counters may have gone back to normal.
-            for name in mem.ports.keys() {
-                self.node(name);
+            for (k, p) in mem.ports.iter().enumerate() {
+                if p.is_some() {
+                    self.slot(k as u32);
+                }
             }
         }
         let xid_ok = self.has(Family::XidLast);
         let fs_ok = self.has(Family::FsSize) && self.has(Family::FsAvail);
-        let mut allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)> = BTreeMap::new();
-        let alloc_of = std::mem::take(&mut self.allocs);
-        let mut samples = Vec::with_capacity(self.nodes.len());
-        mem.nodes = self.nodes.len();
+        let alloc_list = std::mem::take(&mut self.alloc_list);
+        // Per allocation (as in `alloc_list`): its nodes and GPUs.
+        let mut per_alloc: Vec<(Vec<Text>, u32)> = vec![(Vec::new(), 0); alloc_list.len()];
+        let mut samples = Vec::with_capacity(self.used);
+        mem.nodes = self.used;
         mem.names = std::mem::take(&mut self.names);
         let mut xid_seen: Map<(Text, u8), ()> = Map::default();
         // Built in place (a node's accumulator and sample are about a kilobyte each: no moves).
-        for n in &mut self.nodes {
-            n.gpus.sort_unstable_by_key(|g| g.s.index);
+        for n in &mut self.nodes[..self.used] {
+            n.gpus.sort_unstable_by_key(|g| g.index);
             samples.push(NodeSample { node: std::mem::take(&mut n.name), ..NodeSample::default() });
             let Some(sample) = samples.last_mut() else { continue };
             let mut alloc_count = 0u32;
             // This node's allocations and their GPU counts (GPUs of one job are usually adjacent).
-            let mut node_jobs: smallvec::SmallVec<[(JobId, u32); 8]> = smallvec::SmallVec::new();
+            let mut node_jobs: smallvec::SmallVec<[(u32, u32); 8]> = smallvec::SmallVec::new();
             let any_util = n.gpus.iter().any(|g| g.seen_util);
             for g in &n.gpus {
-                let mut s = g.s;
+                let mut s = GpuSample {
+                    index: g.index,
+                    util: g.util,
+                    tensor_active: g.tensor,
+                    temp_c: g.temp,
+                    power_w: g.power,
+                    mem_used_mib: g.fb,
+                    ..GpuSample::default()
+                };
+                let count = |c| g.get(c).unwrap_or(0);
                 if ecc_ok {
-                    s.ecc = Some(EccCounts { sbe: g.sbe.unwrap_or(0), dbe: g.dbe.unwrap_or(0) });
+                    s.ecc = Some(EccCounts { sbe: count(Count::Sbe), dbe: count(Count::Dbe) });
                 }
                 if links_ok {
                     s.links = Some(LinkErrors {
-                        nvlink_crc: g.nvl_crc.unwrap_or(0),
-                        nvlink_replay: g.nvl_replay.unwrap_or(0),
-                        pcie_replay: g.pcie_replay.unwrap_or(0),
+                        nvlink_crc: count(Count::NvlCrc),
+                        nvlink_replay: count(Count::NvlReplay),
+                        pcie_replay: count(Count::PcieReplay),
                     });
                 }
                 if let Some(code) = g.xid {
@@ -491,25 +800,26 @@ impl Refresh {
                     };
                     mem.xid_first.insert(key.clone(), (code, first));
                     xid_seen.insert(key, ());
-                    s.xid = Some(XidEvent { code, at: first, count: g.xid_count.unwrap_or(1).max(1) });
+                    s.xid = Some(XidEvent { code, at: first, count: g.get(Count::Xids).unwrap_or(1).max(1) });
                 }
                 if discover && util_ok && g.seen_util {
-                    s.job = Some(g.alloc);
-                    if let Some(id) = g.alloc {
+                    let alloc =
+                        g.get(Count::Alloc).and_then(|ix| alloc_list.get(ix as usize).map(|a| (ix, a.0)));
+                    s.job = Some(alloc.map(|(_, id)| id));
+                    if let Some((ix, _)) = alloc {
                         alloc_count += 1;
-                        match node_jobs.iter_mut().rev().find(|(j, _)| *j == id) {
+                        match node_jobs.iter_mut().rev().find(|(j, _)| *j == ix) {
                             Some((_, c)) => *c += 1,
-                            None => node_jobs.push((id, 1)),
+                            None => node_jobs.push((ix, 1)),
                         }
                     }
                 }
                 sample.gpus.push(s);
             }
-            for (id, c) in node_jobs {
-                let Some(a) = alloc_of.get(&id) else { continue };
-                let e = allocs.entry(id).or_insert_with(|| (a.clone(), Vec::new(), 0));
-                e.1.push(sample.node.clone());
-                e.2 += c;
+            for (ix, c) in node_jobs {
+                let Some(e) = per_alloc.get_mut(ix as usize) else { continue };
+                e.0.push(sample.node.clone());
+                e.1 += c;
             }
             if discover && util_ok {
                 let total = sample.gpus.iter().filter(|g| g.util.is_some()).count() as u32;
@@ -522,19 +832,23 @@ impl Refresh {
                 });
             }
             if asked.any() {
-                let acc = std::mem::take(&mut n.ports);
-                let changed = match mem.ports.get_mut(&sample.node) {
-                    Some(known) => merge_ports(known, acc, &asked),
+                let k = n.number as usize;
+                if mem.ports.len() <= k {
+                    mem.ports.resize(k + 1, None);
+                }
+                let known = &mut mem.ports[k];
+                let changed = match known {
+                    Some(known) => merge_ports(known, &n.ports, &asked),
                     None => {
-                        let mut known = Vec::new();
-                        merge_ports(&mut known, acc, &asked);
-                        mem.ports.insert(sample.node.clone(), known);
+                        let mut new = Vec::new();
+                        merge_ports(&mut new, &n.ports, &asked);
+                        *known = Some(new);
                         true
                     }
                 };
                 // The whole list again once a cycle (with the port list), else on change.
                 if asked.rate || changed {
-                    sample.ports = mem.ports.get(&sample.node).cloned();
+                    sample.ports.clone_from(known);
                 }
             }
             if sample.gpus.is_empty() && sample.ports.is_none() && sample.state.is_none() {
@@ -545,14 +859,27 @@ impl Refresh {
             mem.xid_first.retain(|k, _| xid_seen.contains_key(k));
         }
         samples.sort_unstable_by(|a, b| a.node.cmp(&b.node));
-        let io = self.fs_io;
+        let io = std::mem::take(&mut self.fs_io);
         let storage = fs_ok.then(|| {
-            let mut v: Vec<Filesystem> = self.fs.into_iter().filter_map(|f| fs_of(f, &io)).collect();
+            let mut v: Vec<Filesystem> =
+                std::mem::take(&mut self.fs).into_iter().filter_map(|f| fs_of(f, &io)).collect();
             v.sort_by(|a, b| a.name.cmp(&b.name));
             v
         });
-        let (jobs_upsert, jobs_remove) =
-            if discover && util_ok { jobs_of(allocs, at, mem) } else { (Vec::new(), Vec::new()) };
+        let (jobs_upsert, jobs_remove) = if discover && util_ok {
+            // The allocations holding GPUs, by id.
+            let mut held: Vec<(JobId, &Alloc, Vec<Text>, u32)> = alloc_list
+                .iter()
+                .zip(per_alloc)
+                .filter(|(_, (nodes, _))| !nodes.is_empty())
+                .map(|((id, a), (nodes, gpus))| (*id, a, nodes, gpus))
+                .collect();
+            held.sort_unstable_by_key(|h| h.0);
+            jobs_of(held, at, mem)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        mem.scratch = std::mem::take(&mut self.nodes);
         Mapped { samples, storage, jobs_upsert, jobs_remove }
     }
 }
@@ -629,57 +956,72 @@ fn new_port(name: Text) -> FabricPort {
 /// list becomes the ports it names), each field replaced where its family answered. Sparse
 /// families: a port missing from the answer is normal (Active, no growing error counter, no
 /// flap). Whether anything changed.
-fn merge_ports(known: &mut Vec<FabricPort>, acc: Vec<PortAcc>, asked: &PortsAsked) -> bool {
+fn merge_ports(known: &mut Vec<FabricPort>, acc: &[PortAcc], asked: &PortsAsked) -> bool {
+    // Both lists are usually in the same order: the same position is tried first.
+    let find = |i: usize, name: &str| match acc.get(i) {
+        Some(a) if same(&a.name, name) => Some(a),
+        _ => acc.iter().find(|a| same(&a.name, name)),
+    };
     let before = known.len();
     if asked.rate {
-        known.retain(|p| acc.iter().any(|a| a.name == p.name && a.rate.is_some()));
+        let mut i = 0;
+        known.retain(|p| {
+            let keep = find(i, &p.name).is_some_and(|a| a.rate().is_some())
+                || acc.iter().any(|a| same(&a.name, &p.name) && a.rate().is_some());
+            i += 1;
+            keep
+        });
     }
     let mut changed = known.len() != before;
-    // Both lists are usually in the same order: the same position is tried first.
     for (i, a) in acc.iter().enumerate() {
-        if known.get(i).is_none_or(|p| p.name != a.name) && !known.iter().any(|p| p.name == a.name) {
+        if known.get(i).is_none_or(|p| !same(&p.name, &a.name))
+            && !known.iter().any(|p| same(&p.name, &a.name))
+        {
             known.push(new_port(a.name.clone()));
             changed = true;
         }
     }
     for (i, p) in known.iter_mut().enumerate() {
-        let a = match acc.get(i) {
-            Some(a) if a.name == p.name => Some(a),
-            _ => acc.iter().find(|a| a.name == p.name),
-        };
-        let mut q = p.clone();
-        let get = |f: fn(&PortAcc) -> Option<u64>| a.and_then(f).unwrap_or(0);
+        let a = find(i, &p.name);
+        let count = |v: PortVal| a.and_then(|a| a.counter(v)).unwrap_or(0);
+        let mut c = false;
         if asked.state {
-            q.state = a.and_then(|a| a.state).map_or(PortState::Active, port_state);
+            let v = a.and_then(PortAcc::state).map_or(PortState::Active, port_state);
+            c |= put(&mut p.state, v);
         }
-        if let Some(r) = a.and_then(|a| a.rate) {
-            q.rate_gbps = (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32;
+        if let Some(r) = a.and_then(PortAcc::rate) {
+            let v = (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32;
+            c |= put(&mut p.rate_gbps, v);
         }
         if asked.symbol {
-            q.symbol_errors = get(|a| a.symbol);
+            let v = count(PortVal::Symbol);
+            c |= put(&mut p.symbol_errors, v);
         }
         if asked.rcv {
-            q.rcv_errors = get(|a| a.rcv);
+            let v = count(PortVal::Rcv);
+            c |= put(&mut p.rcv_errors, v);
         }
         if asked.xmit {
-            q.xmit_discards = get(|a| a.xmit);
+            let v = count(PortVal::Xmit);
+            c |= put(&mut p.xmit_discards, v);
         }
         if asked.downed {
-            q.link_downed = get(|a| a.downed);
+            let v = count(PortVal::Downed);
+            c |= put(&mut p.link_downed, v);
         }
         if asked.flaps {
-            q.flaps = a.and_then(|a| a.flaps).unwrap_or(0);
+            let v = a.and_then(PortAcc::flaps).unwrap_or(0);
+            c |= put(&mut p.flaps, v);
         }
         if asked.rx {
-            q.rx_gbps = (a.and_then(|a| a.rx_mbps).unwrap_or(0.0) / 1000.0) as f32;
+            let v = (a.and_then(|a| a.gauge(PortVal::Rx)).unwrap_or(0.0) / 1000.0) as f32;
+            c |= put(&mut p.rx_gbps, v);
         }
         if asked.tx {
-            q.tx_gbps = (a.and_then(|a| a.tx_mbps).unwrap_or(0.0) / 1000.0) as f32;
+            let v = (a.and_then(|a| a.gauge(PortVal::Tx)).unwrap_or(0.0) / 1000.0) as f32;
+            c |= put(&mut p.tx_gbps, v);
         }
-        if q != *p {
-            *p = q;
-            changed = true;
-        }
+        changed |= c;
     }
     if changed {
         known.sort_by(|a, b| a.name.cmp(&b.name));
@@ -687,40 +1029,13 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: Vec<PortAcc>, asked: &PortsAske
     changed
 }
 
-/// Allocation labels → allocation id, within one answer: a pod's GPUs share one.
-#[derive(Default)]
-struct Allocs<'r> {
-    last: Option<(AllocKey<'r>, Option<JobId>)>,
-}
-
-impl<'r> Allocs<'r> {
-    /// The id of the allocation a series' labels name, if any; the allocation goes to `known`.
-    fn of(
-        &mut self,
-        l: &super::config::LabelNames,
-        s: &Series<'r, '_>,
-        known: &mut Map<JobId, Alloc>,
-    ) -> Option<JobId> {
-        let [job, pod, ns] = s.labels([&l.hpc_job, &l.pod, &l.namespace]);
-        let key = (job, pod, ns);
-        if let Some((k, a)) = &self.last
-            && *k == key
-        {
-            return *a;
-        }
-        let a = match key {
-            (Some(j), _, _) => j.trim().parse::<u64>().ok().map(Alloc::Slurm),
-            (None, Some(pod), ns) => Some(Alloc::Pod { namespace: text(ns.unwrap_or("")), pod: text(pod) }),
-            _ => None,
-        };
-        let id = a.map(|a| {
-            let id = a.id();
-            known.entry(id).or_insert(a);
-            id
-        });
-        self.last = Some((key, id));
-        id
+/// Sets `*field` to `v`; whether that changed it.
+fn put<T: PartialEq>(field: &mut T, v: T) -> bool {
+    if *field == v {
+        return false;
     }
+    *field = v;
+    true
 }
 
 fn fs_of(f: FsAcc, io: &[FsIo]) -> Option<Filesystem> {
@@ -768,21 +1083,32 @@ fn fs_of(f: FsAcc, io: &[FsIo]) -> Option<Filesystem> {
     })
 }
 
-/// Jobs made from allocation labels (Prometheus alone): one per Slurm job id or per pod.
+/// Jobs made from allocation labels (Prometheus alone): one per Slurm job id or per pod, from
+/// the allocations holding GPUs (in id order, as [`Memory::jobs`] is). A job's start is when
+/// its allocation was first seen. Returns the jobs that changed or are new, and the ids of
+/// those no longer named.
 fn jobs_of(
-    allocs: BTreeMap<JobId, (Alloc, Vec<Text>, u32)>,
+    held: Vec<(JobId, &Alloc, Vec<Text>, u32)>,
     at: Epoch,
     mem: &mut Memory,
 ) -> (Vec<Job>, Vec<JobId>) {
     let mut upsert = Vec::new();
-    for (id, (a, nodes, gpus)) in &allocs {
-        let start = *mem.alloc_first.entry(*id).or_insert(at);
+    let mut gone = Vec::new();
+    let mut new = Vec::new();
+    // One walk over both lists.
+    let mut known = mem.jobs.iter_mut().peekable();
+    for (id, a, nodes, gpus) in held {
+        while let Some((k, _)) = known.next_if(|(k, _)| **k < id) {
+            gone.push(*k);
+        }
+        let old = known.next_if(|(k, _)| **k == id).map(|(_, j)| j);
+        let start = old.as_ref().and_then(|j| j.start).unwrap_or(at);
         let (name, account) = match a {
             Alloc::Slurm(j) => (Text::from(format!("slurm job {j}")), Text::default()),
             Alloc::Pod { namespace, pod } => (pod.clone(), namespace.clone()),
         };
         let job = Job {
-            id: *id,
+            id,
             name,
             user: Text::default(),
             account,
@@ -794,9 +1120,9 @@ fn jobs_of(
             start: Some(start),
             end: None,
             est_start: None,
-            gpus: *gpus,
+            gpus,
             gpu_model: None,
-            nodes: nodes.clone(),
+            nodes,
             exit_reason: None,
             retries: 0,
             position: None,
@@ -804,15 +1130,24 @@ fn jobs_of(
             gpu_seconds: 0.0,
             useful_gpu_seconds: 0.0,
         };
-        if mem.jobs.get(id) != Some(&job) {
-            mem.jobs.insert(*id, job.clone());
-            upsert.push(job);
+        match old {
+            Some(j) if *j == job => {}
+            Some(j) => {
+                *j = job.clone();
+                upsert.push(job);
+            }
+            None => {
+                new.push(job.clone());
+                upsert.push(job);
+            }
         }
     }
-    let gone: Vec<JobId> = mem.jobs.keys().filter(|id| !allocs.contains_key(id)).copied().collect();
+    gone.extend(known.map(|(k, _)| *k));
     for id in &gone {
         mem.jobs.remove(id);
-        mem.alloc_first.remove(id);
+    }
+    for j in new {
+        mem.jobs.insert(j.id, j);
     }
     (upsert, gone)
 }
@@ -879,4 +1214,144 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             n
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the labels are, looked up one by one (what [`Cursor::at`] spares).
+    fn naive(cfg: &PromConfig, hosts: &[String], labels: &Labels<'_>) -> [usize; 7] {
+        let l = &cfg.labels;
+        let pos = |n: &str| labels.iter().position(|(k, _)| *k == n).unwrap_or(NONE);
+        let host = hosts.iter().find_map(|h| labels.iter().position(|(k, _)| k == h)).unwrap_or(NONE);
+        [host, pos(&l.gpu), pos(&l.hpc_job), pos(&l.pod), pos(&l.namespace), pos("device"), pos("port")]
+    }
+
+    #[test]
+    fn label_places_are_worked_out_again_when_the_names_change() {
+        let cfg = PromConfig::new("http://x");
+        let owned: Vec<String> =
+            ["Hostname", "hostname", "gpu", "pod", "namespace", "hpc_job", "device", "port", "x"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        // The same names at other addresses too, as parsed answers with escapes have them.
+        let copies: Vec<String> = owned.clone();
+        let mut x: u32 = 99;
+        let mut cur = Cursor::default();
+        for _ in 0..3000 {
+            let mut labels: Vec<(&str, &str)> = Vec::new();
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let n = (x >> 16) as usize % 6;
+            for j in 0..n {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                let pick = (x >> 16) as usize % owned.len();
+                let from = if (x >> 28).is_multiple_of(2) { &owned } else { &copies };
+                labels.push((from[pick].as_str(), if j % 2 == 0 { "a" } else { "b" }));
+            }
+            // Often the very same names as the series before.
+            if (x >> 8).is_multiple_of(3) {
+                labels = cur.names.iter().map(|k| (*k, "v")).collect();
+            }
+            let at = cur.at(&cfg, &cfg.labels.gpu_host, &labels);
+            let got = [at.host, at.gpu, at.job, at.pod, at.ns, at.device, at.port];
+            assert_eq!(got, naive(&cfg, &cfg.labels.gpu_host, &labels), "{labels:?}");
+        }
+    }
+
+    fn vector(series: &[String]) -> Vec<u8> {
+        let list: Vec<String> =
+            series.iter().map(|l| format!(r#"{{"metric":{{{l}}},"value":[1795959344.452,"1"]}}"#)).collect();
+        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#, list.join(","))
+            .into_bytes()
+    }
+
+    /// Port names come from the node before where they are the same, and are made (and
+    /// sanitised) where not.
+    #[test]
+    fn port_names_are_each_nodes_own() {
+        let cfg = PromConfig::new("http://x");
+        let port =
+            |h: &str, d: &str, p: &str| format!(r#""device":"{d}","instance":"{h}:9100","port":"{p}""#);
+        let body = vector(&[
+            port("a", "mlx5_0", "1"),
+            port("a", "mlx5_1", "1"),
+            port("b", "mlx5_0", "1"),
+            port("b", "mlx5_1", "2"),
+            port("c", "mlx5_0", "1"),
+            port("c", "mlx5_\u{202e}1", "1"),
+            port("d", "mlx5_1", "1"),
+            port("d", "mlx5_0", "1"),
+            port("d", "mlx5_0", "1"),
+        ]);
+        let mut r = Refresh::new();
+        r.add(&cfg, Family::IbRate, &api::parse(&body).unwrap().results);
+        let m = r.finish(1, false, &mut Memory::default());
+        let names: Vec<(String, Vec<String>)> = m
+            .samples
+            .iter()
+            .map(|s| (s.node.to_string(), s.ports.iter().flatten().map(|p| p.name.to_string()).collect()))
+            .collect();
+        let want = |n: &str, p: &[&str]| (n.to_string(), p.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            names,
+            [
+                want("a", &["mlx5_0/1", "mlx5_1/1"]),
+                want("b", &["mlx5_0/1", "mlx5_1/2"]),
+                want("c", &["mlx5_0/1", "mlx5_1/1"]),
+                want("d", &["mlx5_0/1", "mlx5_1/1"]),
+            ]
+        );
+    }
+
+    /// Jobs from allocation labels over refreshes: new ones and changed ones are sent, with
+    /// the time their allocation was first seen; gone ones are removed.
+    #[test]
+    fn jobs_come_change_and_go() {
+        let cfg = PromConfig { discover_nodes: true, ..PromConfig::new("http://x") };
+        let gpu = |h: &str, g: u8, alloc: &str| format!(r#""Hostname":"{h}","gpu":"{g}"{alloc}"#);
+        let pod = r#","namespace":"ml","pod":"train-0""#;
+        let slurm = r#","hpc_job":"1234""#;
+        let mut mem = Memory::default();
+        let mut refresh = |at: Epoch, series: Vec<String>| {
+            let mut r = Refresh::with_memory(&mut mem);
+            // Every GPU of the hosts reports (a GPU counts once it does).
+            let gpus: Vec<String> =
+                ["a", "b", "c"].iter().flat_map(|h| (0..2).map(move |g| gpu(h, g, ""))).collect();
+            r.add(&cfg, Family::Gpu, &api::parse(&vector(&gpus)).unwrap().results);
+            r.add(&cfg, Family::GpuAlloc, &api::parse(&vector(&series)).unwrap().results);
+            let m = r.finish(at, true, &mut mem);
+            let up: Vec<(String, u32, Vec<String>, Option<Epoch>)> = m
+                .jobs_upsert
+                .iter()
+                .map(|j| {
+                    (j.name.to_string(), j.gpus, j.nodes.iter().map(|n| n.to_string()).collect(), j.start)
+                })
+                .collect();
+            (up, m.jobs_remove)
+        };
+        let two = vec![gpu("a", 0, pod), gpu("a", 1, pod), gpu("b", 0, slurm)];
+        let v = |s: &str| vec![s.to_string()];
+        let (up, gone) = refresh(100, two.clone());
+        assert_eq!(
+            up,
+            [("slurm job 1234".into(), 1, v("b"), Some(100)), ("train-0".into(), 2, v("a"), Some(100))]
+        );
+        assert!(gone.is_empty());
+        assert_eq!(refresh(115, two.clone()), (vec![], vec![]));
+        let mut three = two.clone();
+        three.push(gpu("c", 0, pod));
+        let (up, gone) = refresh(130, three);
+        assert_eq!(up, [("train-0".into(), 3, vec!["a".to_string(), "c".to_string()], Some(100))]);
+        assert!(gone.is_empty());
+        let (up, gone) = refresh(145, vec![gpu("a", 0, pod)]);
+        assert_eq!(up, [("train-0".into(), 1, v("a"), Some(100))]);
+        assert_eq!(gone, [1234]);
+        let (up, _) = refresh(160, two);
+        assert_eq!(up[0], ("slurm job 1234".into(), 1, v("b"), Some(160)));
+        let (up, gone) = refresh(175, vec![]);
+        assert!(up.is_empty());
+        assert_eq!(gone.len(), 2);
+    }
 }

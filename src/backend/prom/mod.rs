@@ -97,10 +97,68 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// How many queries the refresh sent.
     pub asked: usize,
+    /// Whether the answers were joined as they were read (else parsed first).
+    pub as_read: bool,
 }
 
+/// Refreshes joined from parsed answers after one whose answers were not all read directly
+/// (an escape in a label value is likely to come again): the direct reading is tried again
+/// after these.
+const PARSED_ONLY_FOR: u32 = 20;
+
 /// Parses and joins one refresh's bodies (CPU work: run it off the async threads).
+///
+/// Each body is joined as it is read ([`Refresh::add_body`]); where one is not a plain
+/// success that the direct reading takes (an error, an escape, a truncated body), the refresh
+/// starts again from parsed answers, which give the precise errors. Both ways join the same.
 pub fn map_refresh(
+    cfg: &PromConfig,
+    bodies: &[(Family, Result<Body, PromError>)],
+    at: Epoch,
+    mem: &mut Memory,
+) -> Outcome {
+    if mem.parsed_only > 0 {
+        mem.parsed_only -= 1;
+    } else {
+        match map_direct(cfg, bodies, at, mem) {
+            Some(out) => return out,
+            None => mem.parsed_only = PARSED_ONLY_FOR,
+        }
+    }
+    map_parsed(cfg, bodies, at, mem)
+}
+
+/// [`map_refresh`] straight from the bodies; `None` (and nothing joined) where one is not read.
+fn map_direct(
+    cfg: &PromConfig,
+    bodies: &[(Family, Result<Body, PromError>)],
+    at: Epoch,
+    mem: &mut Memory,
+) -> Option<Outcome> {
+    let mut r = Refresh::with_memory(mem);
+    let mut out = Outcome { asked: bodies.len(), as_read: true, ..Outcome::default() };
+    for (f, body) in bodies {
+        match body {
+            Ok(b) => {
+                let Some(notes) = r.add_body(cfg, *f, &b.0) else {
+                    r.abandon(mem);
+                    return None;
+                };
+                for w in notes.warnings.iter().chain(&notes.infos) {
+                    if !out.warnings.contains(w) {
+                        out.warnings.push(w.clone());
+                    }
+                }
+            }
+            Err(e) => out.failed.push((*f, e.clone())),
+        }
+    }
+    out.mapped = r.finish(at, cfg.discover_nodes, mem);
+    Some(out)
+}
+
+/// [`map_refresh`] from parsed answers.
+fn map_parsed(
     cfg: &PromConfig,
     bodies: &[(Family, Result<Body, PromError>)],
     at: Epoch,
@@ -526,4 +584,138 @@ pub fn replay(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use queries::schedule;
+
+    fn vector(series: &[(String, &str)]) -> Body {
+        let list: Vec<String> = series
+            .iter()
+            .map(|(labels, v)| format!(r#"{{"metric":{{{labels}}},"value":[1795959344.452,"{v}"]}}"#))
+            .collect();
+        Body(
+            format!(
+                r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+                list.join(",")
+            )
+            .into_bytes(),
+        )
+    }
+
+    /// The answers of refresh `k` on a small fleet that has a bit of everything: pods and
+    /// Slurm jobs, free GPUs, a GPU answered twice, values that are no numbers, hosts out of
+    /// order, hostile label values, sparse families, ports coming and going, a failed query.
+    fn answers(k: u64) -> Vec<(Family, Result<Body, PromError>)> {
+        // Node 5's name needs sanitising (no escapes: JSON carries these raw).
+        let host = |n: usize| if n == 5 { "gpu-\u{202e}\u{7f}05".to_string() } else { format!("gpu-{n:02}") };
+        let nodes = [0, 1, 2, 3, 5, 4, 6, 7, 8, 9];
+        let gpu = |n: usize, g: usize| format!(r#""Hostname":"{}","gpu":"{g}""#, host(n));
+        let port =
+            |n: usize, p: usize| format!(r#""device":"mlx5_{p}","instance":"{}:9100","port":"1""#, host(n));
+        let k = k as usize;
+        schedule(k as u64)
+            .into_iter()
+            .map(|f| {
+                let mut s: Vec<(String, &str)> = Vec::new();
+                let vals = ["1", "73", "0", "NaN", "12345678901234", "2.5", "+Inf", "7"];
+                match f {
+                    Family::Gpu => {
+                        for n in nodes {
+                            for g in 0..8 {
+                                s.push((gpu(n, g), vals[(n + g + k) % 8]));
+                            }
+                        }
+                        s.push((gpu(3, 2), "99"));
+                    }
+                    Family::GpuAlloc => {
+                        for n in nodes.iter().filter(|n| **n != 7) {
+                            for g in 0..8 {
+                                let job = if n % 3 == 0 {
+                                    format!(r#","hpc_job":"{}""#, 1000 + n * 10 + (k % 2))
+                                } else {
+                                    format!(r#","namespace":"team-{}","pod":"train-{}-{}""#, n % 2, n, g / 4)
+                                };
+                                s.push((format!("{}{job}", gpu(*n, g)), "1"));
+                            }
+                        }
+                    }
+                    Family::XidLast | Family::XidCount | Family::EccDbe | Family::NvlinkCrc => {
+                        s.push((gpu(2, 3), if k.is_multiple_of(3) { "43" } else { "79" }));
+                        s.push((gpu(9, 0), "2"));
+                    }
+                    Family::IbState | Family::IbFlaps => s.push((port(4, 1), "1")),
+                    Family::IbRate | Family::IbRx | Family::IbTx => {
+                        for n in nodes {
+                            // Node 6 loses a port on odd refreshes.
+                            for p in 0..(if n == 6 && k % 2 == 1 { 3 } else { 4 }) {
+                                s.push((port(n, p), vals[(n * 3 + p + k) % 8]));
+                            }
+                        }
+                    }
+                    Family::IbSymbol => s.push((port(1, 2), "12")),
+                    Family::FsSize | Family::FsAvail => s.push((
+                        r#""device":"10.0.0.1@o2ib:/ckptfs","fstype":"lustre","mountpoint":"/mnt/ckpt""#
+                            .into(),
+                        "4503600000000",
+                    )),
+                    Family::FsRead | Family::FsWrite => {
+                        s.push((r#""export":"10.0.0.2:/home""#.into(), vals[k % 8]));
+                        s.push((format!(r#""instance":"{}:9100""#, host(3)), "1048576"));
+                    }
+                    _ => {}
+                }
+                if f == Family::EccSbe && k == 3 {
+                    return (f, Err(PromError::Api { error_type: "execution".into(), error: "boom".into() }));
+                }
+                (f, Ok(vector(&s)))
+            })
+            .collect()
+    }
+
+    /// What a refresh delivers and what the backend remembers of it, as text.
+    fn seen(out: &Outcome, mem: &Memory) -> String {
+        let mut xid: Vec<_> = mem.xid_first.iter().collect();
+        xid.sort();
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?}",
+            out.mapped, out.failed, out.warnings, mem.jobs, mem.nodes, xid
+        )
+    }
+
+    /// Joining the bodies as they are read and joining them parsed give the same deltas and
+    /// memory, refresh after refresh; a body the direct reading does not take sends the
+    /// refresh, and the next few, the parsed way.
+    #[test]
+    fn joining_as_read_and_joining_parsed_agree() {
+        let cfg = PromConfig { discover_nodes: true, ..PromConfig::new("http://x") };
+        let (mut direct, mut parsed) = (Memory::default(), Memory::default());
+        for k in 0..9 {
+            let bodies = answers(k);
+            parsed.parsed_only = u32::MAX;
+            let a = map_refresh(&cfg, &bodies, 1_795_959_000 + 15 * k as i64, &mut direct);
+            assert!(a.as_read && direct.parsed_only == 0, "refresh {k} joined as read");
+            let b = map_refresh(&cfg, &bodies, 1_795_959_000 + 15 * k as i64, &mut parsed);
+            assert!(!b.as_read);
+            assert_eq!(seen(&a, &direct), seen(&b, &parsed), "refresh {k}");
+            assert!(!a.mapped.samples.is_empty());
+        }
+        // An escape in one answer: that refresh and the next ones are joined parsed, alike.
+        let mut bodies = answers(9);
+        let Some((_, Ok(b))) = bodies.iter_mut().find(|(f, _)| *f == Family::XidLast) else { panic!() };
+        let text = String::from_utf8(b.0.clone()).unwrap().replace("gpu-02", r"gpu-\u0030\u0032");
+        b.0 = text.into_bytes();
+        let a = map_refresh(&cfg, &bodies, 1_795_959_200, &mut direct);
+        assert!(!a.as_read);
+        assert_eq!(direct.parsed_only, PARSED_ONLY_FOR);
+        let b = map_refresh(&cfg, &bodies, 1_795_959_200, &mut parsed);
+        assert_eq!(seen(&a, &direct), seen(&b, &parsed));
+        assert!(a.mapped.samples.iter().any(|s| s.node == "gpu-02" && s.gpus[3].xid.is_some()));
+        let a = map_refresh(&cfg, &answers(10), 1_795_959_215, &mut direct);
+        assert_eq!(direct.parsed_only, PARSED_ONLY_FOR - 1);
+        let b = map_refresh(&cfg, &answers(10), 1_795_959_215, &mut parsed);
+        assert_eq!(seen(&a, &direct), seen(&b, &parsed));
+    }
 }
