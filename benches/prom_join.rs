@@ -164,15 +164,7 @@ fn split_times() {
             let c0 = thread_cpu();
             let m = r.finish(at, f.cfg.discover_nodes, &mut mem);
             let c1 = thread_cpu();
-            state.apply(Update::Delta(Box::new(Delta {
-                source: "prom".into(),
-                at,
-                nodes: m.samples,
-                jobs_upsert: m.jobs_upsert,
-                jobs_remove: m.jobs_remove,
-                quotas: None,
-                storage: m.storage,
-            })));
+            state.apply(Update::Delta(Box::new(m.into_delta(at))));
             add("finish".into(), c1 - c0);
             add("apply".into(), thread_cpu() - c1);
         }

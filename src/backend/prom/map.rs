@@ -349,6 +349,21 @@ pub struct Mapped {
     pub jobs_remove: Vec<JobId>,
 }
 
+impl Mapped {
+    /// The refresh as the backend's update (`source: "prom"`).
+    pub fn into_delta(self, at: Epoch) -> crate::backend::Delta {
+        crate::backend::Delta {
+            source: Text::const_new(super::SOURCE),
+            at,
+            nodes: self.samples,
+            jobs_upsert: self.jobs_upsert,
+            jobs_remove: self.jobs_remove,
+            quotas: None,
+            storage: self.storage,
+        }
+    }
+}
+
 fn bit(f: Family) -> u64 {
     1 << (f as u32)
 }

@@ -486,16 +486,7 @@ impl Backend {
         if let Some(p) = &problems {
             tracing::warn!("{p}");
         }
-        let m = out.mapped;
-        let delta = Delta {
-            source: Text::const_new(SOURCE),
-            at,
-            nodes: m.samples,
-            jobs_upsert: m.jobs_upsert,
-            jobs_remove: m.jobs_remove,
-            quotas: None,
-            storage: m.storage,
-        };
+        let delta = out.mapped.into_delta(at);
         self.ok_at = Some(at);
         self.refreshes += 1;
         if !self.send(Update::Delta(Box::new(delta))).await {
@@ -573,15 +564,8 @@ pub fn replay(
         if m.samples.is_empty() {
             continue;
         }
-        out.push(Delta {
-            source: Text::const_new(SOURCE),
-            at: t as Epoch,
-            nodes: m.samples,
-            jobs_upsert: m.jobs_upsert,
-            jobs_remove: m.jobs_remove,
-            quotas: None,
-            storage: None,
-        });
+        // History replays telemetry only: the storage list is the live refresh's.
+        out.push(Delta { storage: None, ..m.into_delta(t as Epoch) });
     }
     Ok(out)
 }
