@@ -1008,21 +1008,16 @@ fn merge_ports(known: &mut Vec<FabricPort>, acc: &[PortAcc], asked: &PortsAsked)
             let v = (r * 8.0 / 1e9).round().clamp(0.0, 1e6) as u32;
             c |= put(&mut p.rate_gbps, v);
         }
-        if asked.symbol {
-            let v = count(PortVal::Symbol);
-            c |= put(&mut p.symbol_errors, v);
-        }
-        if asked.rcv {
-            let v = count(PortVal::Rcv);
-            c |= put(&mut p.rcv_errors, v);
-        }
-        if asked.xmit {
-            let v = count(PortVal::Xmit);
-            c |= put(&mut p.xmit_discards, v);
-        }
-        if asked.downed {
-            let v = count(PortVal::Downed);
-            c |= put(&mut p.link_downed, v);
+        // The error counters answered this refresh (a port missing from an answer reads 0).
+        for (on, which, field) in [
+            (asked.symbol, PortVal::Symbol, &mut p.symbol_errors),
+            (asked.rcv, PortVal::Rcv, &mut p.rcv_errors),
+            (asked.xmit, PortVal::Xmit, &mut p.xmit_discards),
+            (asked.downed, PortVal::Downed, &mut p.link_downed),
+        ] {
+            if on {
+                c |= put(field, count(which));
+            }
         }
         if asked.flaps {
             let v = a.and_then(PortAcc::flaps).unwrap_or(0);
