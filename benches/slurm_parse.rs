@@ -47,13 +47,13 @@ fn main() {
     divan::main();
 }
 
-#[divan::bench(sample_count = 3)]
+#[divan::bench(sample_count = 10)]
 fn parse_100k_jobs(b: Bencher) {
     let body = &*BODY;
     b.bench(|| parse::jobs(ApiVersion::V0042, body).expect("parse").data.jobs.len());
 }
 
-#[divan::bench(sample_count = 3)]
+#[divan::bench(sample_count = 10)]
 fn parse_and_apply_100k_jobs(b: Bencher) {
     let body = &*BODY;
     b.with_inputs(|| ClusterState::new(Default::default(), Default::default())).bench_local_values(

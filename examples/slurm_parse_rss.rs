@@ -1,14 +1,16 @@
 //! Time and memory of parsing and applying a large Slurm job list (the v0.0.42 body of
 //! `benches/slurm_parse.rs`): wall and CPU time, and the peak resident memory it adds.
 //!
-//! `cargo run --release --example slurm_parse_rss -- [JOBS] [--stream] [--file BODY.json [--in-memory]]`
+//! `cargo run --release --example slurm_parse_rss -- [JOBS] [--pretty] [--stream] [--file BODY.json [--in-memory]] [--repeat N]`
 //!
 //! Without `--stream` the body is in memory (as in the bench) and the figure is the memory
 //! added on top of it. With `--stream` the body is read from a file in 64 KiB chunks, as from the
-//! network, and is never held: the figure is everything the parse and the state add. `--file`
+//! network, and is never held: the figure is everything the parse and the state add. `--pretty`
+//! builds the body indented as slurmrestd writes it (the bench's body is compact). `--file`
 //! streams a body saved earlier (a real `jobs` answer, say) instead of building one; with
 //! `--in-memory` that file is read whole first and parsed as the bench parses (quick to start,
-//! for profilers).
+//! for profilers). `--repeat N` parses and applies the in-memory body N times more after the
+//! first and prints the fastest and median of those (the memory figure stays the first run's).
 
 #[path = "../benches/support/slurm_body.rs"]
 mod slurm_body;
@@ -36,12 +38,24 @@ fn cpu_s() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
+/// Minor page faults of the process so far.
+fn faults() -> i64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    u.ru_minflt
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let given = args.iter().position(|a| a == "--file").and_then(|i| args.get(i + 1)).map(PathBuf::from);
     let in_memory = given.is_some() && args.iter().any(|a| a == "--in-memory");
     let stream = !in_memory && (given.is_some() || args.iter().any(|a| a == "--stream"));
+    let build = if args.iter().any(|a| a == "--pretty") {
+        slurm_body::jobs_body_pretty
+    } else {
+        slurm_body::jobs_body
+    };
     let own = std::env::temp_dir().join(format!("gpuplane-jobs-{}.json", std::process::id()));
     let file = given.clone().unwrap_or(own);
     let body = if in_memory {
@@ -49,18 +63,18 @@ fn main() {
     } else if given.is_some() {
         Vec::new()
     } else if stream {
-        let body = slurm_body::jobs_body(n);
+        let body = build(n);
         std::fs::write(&file, &body).expect("write body");
         drop(body);
         Vec::new()
     } else {
-        slurm_body::jobs_body(n)
+        build(n)
     };
     // Give back what building the body freed, then start the peak from here.
     unsafe { libc::malloc_trim(0) };
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let base = status_kib("VmRSS:");
-    let (t0, c0) = (Instant::now(), cpu_s());
+    let (t0, c0, f0) = (Instant::now(), cpu_s(), faults());
     let parsed = if stream {
         let mut f = std::fs::File::open(&file).expect("open body");
         let chunks = std::iter::from_fn(move || {
@@ -80,14 +94,14 @@ fn main() {
     let mut s = ClusterState::new(Default::default(), Default::default());
     let inv = Inventory { source: "slurm".into(), jobs: Some(parsed.jobs), ..Default::default() };
     s.apply(Update::Inventory { at: 1_795_960_100, inventory: Box::new(inv) });
-    let (t2, c2) = (Instant::now(), cpu_s());
+    let (t2, c2, f2) = (Instant::now(), cpu_s(), faults());
     let peak = status_kib("VmHWM:");
     if given.is_none() {
         let _ = std::fs::remove_file(&file);
     }
     println!(
         "{jobs} jobs{}: parse {:.0} ms ({:.0} ms CPU), parse + apply {:.0} ms ({:.0} ms CPU); \
-         RSS before {:.0} MB, peak {:.0} MB, added {:.0} MB (state holds {} jobs)",
+         RSS before {:.0} MB, peak {:.0} MB, added {:.0} MB (state holds {} jobs); {} page faults",
         if stream { ", streamed from a file" } else { ", body in memory" },
         (t1 - t0).as_secs_f64() * 1e3,
         (c1 - c0) * 1e3,
@@ -97,5 +111,36 @@ fn main() {
         peak as f64 / 1024.0,
         peak.saturating_sub(base) as f64 / 1024.0,
         s.jobs.len(),
+        f2 - f0,
     );
+    let repeat: usize = args
+        .iter()
+        .position(|a| a == "--repeat")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if repeat > 0 && !stream {
+        drop(s);
+        let (mut both, mut apply) = (Vec::new(), Vec::new());
+        for _ in 0..repeat {
+            let t = Instant::now();
+            let jobs = parse::jobs(ApiVersion::V0042, &body).expect("parse").data.jobs;
+            let ta = Instant::now();
+            let mut s = ClusterState::new(Default::default(), Default::default());
+            let inv = Inventory { source: "slurm".into(), jobs: Some(jobs), ..Default::default() };
+            s.apply(Update::Inventory { at: 1_795_960_100, inventory: Box::new(inv) });
+            both.push(t.elapsed().as_secs_f64() * 1e3);
+            apply.push(ta.elapsed().as_secs_f64() * 1e3);
+        }
+        let spread = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            format!(
+                "fastest {:.0} ms, median {:.0} ms, slowest {:.0} ms",
+                v[0],
+                v[v.len() / 2],
+                v[v.len() - 1]
+            )
+        };
+        println!("{repeat} more: parse + apply {}; apply alone {}", spread(&mut both), spread(&mut apply));
+    }
 }
