@@ -2,7 +2,7 @@
 //! (486 MB; full recorded 24.11 job records: 90 % pending, 10 % running, as in a deep queue; id,
 //! name, partition and priority varied; built by `support/slurm_body.rs`).
 //! Run: `cargo bench --bench slurm_parse`; memory and CPU time of the same work:
-//! `cargo run --release --example slurm_parse_rss -- 100000 [--stream]`.
+//! `cargo run --release --example slurm_parse_rss -- 100000 [--stream] [--repeat N] [--pretty]`.
 //!
 //! Measured on the 2-core machine while other builds ran (load average 2.3–4):
 //! * before (serde_json over the whole buffered body, one thread): parse 0.96–1.19 s,
@@ -25,7 +25,23 @@
 //!   was 400–480 ms. CPU time of a parse + apply in a fresh process (`slurm_parse_rss --file
 //!   BODY --in-memory`, BODY built the same way and saved): 0.52–0.66 CPU-s, against 0.87–0.95
 //!   for the one-pass code in the same session (back to back, five runs each).
-//! * memory: 85–87 MB added over the body (in memory), 90–91 MB peak in all when streamed (the
+//! * fifth session: the bench's own body building was found in its first sample. The body used
+//!   to be built as one `serde_json::Value` of 100,000 jobs; freeing it left millions of small
+//!   chunks, and the allocator's clean-up landed in the first parse (a first sample of 630–850 ms
+//!   where later ones took ~200 ms; 327 ms once the freed memory was trimmed). The body is now
+//!   written job by job (byte-identical), and 10 samples are taken, not 3 (the 3-sample medians
+//!   above include that first sample). Batches now grow with the list (256 KiB to 4 MiB): back to
+//!   back, five runs each of 10 parses + applies, 5.54 against 6.16 user CPU-s. Three runs of
+//!   this bench afterwards on an idle machine: parse medians 179, 189, 185 ms (fastest 167–179,
+//!   slowest 233–278 ms); parse + apply medians 214, 197, 212 ms (fastest 187–201, slowest
+//!   226–298 ms). The same binary's medians swing between ~200 and ~300 ms from one minute to
+//!   the next on this VM, so compare builds back to back, by CPU time.
+//! * a first parse in a fresh process (`slurm_parse_rss --file BODY --in-memory`, clean heap):
+//!   parse + apply 269–316 ms, 0.43–0.56 CPU-s, ~25,000 page faults (fresh memory for the
+//!   records and the state). The body indented as slurmrestd writes it (`--pretty`, 891 MB,
+//!   1.8 × the bytes) takes 1.2–1.3 × as long: medians 306–355 ms against 250–272 ms for the
+//!   compact body, back to back (`--repeat 10`).
+//! * memory: 85–87 MB added over the body (in memory), 92–96 MB peak in all when streamed (the
 //!   body is never held): < 200 MB.
 
 use divan::Bencher;

@@ -1,12 +1,13 @@
 //! Time and memory of parsing and applying a large Slurm job list (the v0.0.42 body of
 //! `benches/slurm_parse.rs`): wall and CPU time, and the peak resident memory it adds.
 //!
-//! `cargo run --release --example slurm_parse_rss -- [JOBS] [--pretty] [--stream] [--file BODY.json [--in-memory]] [--repeat N]`
+//! `cargo run --release --example slurm_parse_rss -- [JOBS] [--pretty] [--stream] [--file BODY.json [--in-memory]] [--repeat N] [--save PATH]`
 //!
 //! Without `--stream` the body is in memory (as in the bench) and the figure is the memory
 //! added on top of it. With `--stream` the body is read from a file in 64 KiB chunks, as from the
 //! network, and is never held: the figure is everything the parse and the state add. `--pretty`
-//! builds the body indented as slurmrestd writes it (the bench's body is compact). `--file`
+//! builds the body indented as slurmrestd writes it (the bench's body is compact); `--save PATH`
+//! only writes the body built to PATH (for `--file`). `--file`
 //! streams a body saved earlier (a real `jobs` answer, say) instead of building one; with
 //! `--in-memory` that file is read whole first and parsed as the bench parses (quick to start,
 //! for profilers). `--repeat N` parses and applies the in-memory body N times more after the
@@ -56,6 +57,10 @@ fn main() {
     } else {
         slurm_body::jobs_body
     };
+    if let Some(path) = args.iter().position(|a| a == "--save").and_then(|i| args.get(i + 1)) {
+        std::fs::write(path, build(n)).expect("write body");
+        return;
+    }
     let own = std::env::temp_dir().join(format!("gpuplane-jobs-{}.json", std::process::id()));
     let file = given.clone().unwrap_or(own);
     let body = if in_memory {
