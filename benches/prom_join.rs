@@ -37,7 +37,7 @@ use gpuplane::backend::prom::client::Body;
 use gpuplane::backend::prom::map::{self, Memory};
 use gpuplane::backend::prom::queries::{Family, schedule};
 use gpuplane::backend::prom::{PromConfig, map_refresh};
-use gpuplane::backend::{Delta, Inventory, Update};
+use gpuplane::model::protocol::{Delta, Inventory, Update};
 use gpuplane::state::ClusterState;
 use std::fmt::Write;
 

@@ -46,7 +46,7 @@
 
 use divan::Bencher;
 use gpuplane::backend::slurm::{ApiVersion, parse};
-use gpuplane::backend::{Inventory, Update};
+use gpuplane::model::protocol::{Inventory, Update};
 use gpuplane::state::ClusterState;
 use std::sync::LazyLock;
 

@@ -2,8 +2,8 @@
 //! Run: `cargo bench --bench views` (figures in the README's performance section).
 
 use divan::Bencher;
-use gpuplane::backend::Update;
 use gpuplane::backend::sim::{Sim, SimConfig};
+use gpuplane::model::protocol::Update;
 use gpuplane::state::ClusterState;
 use gpuplane::tui::app::{App, Msg};
 use gpuplane::tui::draw::draw;

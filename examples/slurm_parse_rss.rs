@@ -17,7 +17,7 @@
 mod slurm_body;
 
 use gpuplane::backend::slurm::{ApiVersion, parse};
-use gpuplane::backend::{Inventory, Update};
+use gpuplane::model::protocol::{Inventory, Update};
 use gpuplane::state::ClusterState;
 use std::io::Read;
 use std::path::PathBuf;

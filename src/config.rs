@@ -2,9 +2,9 @@
 
 use crate::backend::slurm::{ApiVersion, ClientConfig, SlurmConfig, TokenSource};
 use crate::cli::Cli;
+use crate::datafile;
 use crate::model::PriceCard;
 use crate::state::Thresholds;
-use crate::tui::datafile;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;

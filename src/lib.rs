@@ -1,6 +1,6 @@
 //! gpuplane: one terminal console for every plane of a GPU cluster.
 //!
-//! Backends → [`backend::Update`] → one [`state::ClusterState`] → pure views.
+//! Backends → [`model::protocol::Update`] → one [`state::ClusterState`] → pure views.
 
 pub mod acceptance;
 pub mod audit;
@@ -9,10 +9,11 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod cost;
-pub mod get;
+pub mod datafile;
 pub mod model;
 pub mod ops;
-pub mod plugins;
 pub mod sanitize;
 pub mod state;
+#[doc(hidden)]
+pub mod testing;
 pub mod tui;

@@ -58,14 +58,16 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     for w in &warnings {
         tracing::warn!("{w}");
     }
-    let state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    // One point of the cluster-wide history per refresh interval, however many sources send.
+    state.history_step_s = config.refresh.as_secs().max(1) as i64;
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
     let (user_commands, errs) =
         gpuplane::tui::usercmd::UserCommands::load(config.config_dir.as_deref(), &app.keymap);
     app.user_commands = user_commands;
     warnings.extend(errs.into_iter().map(|e| e.to_string()));
-    let (plugins, errs) = gpuplane::plugins::load(config.config_dir.as_deref(), config.readonly);
+    let (plugins, errs) = gpuplane::tui::plugins::load(config.config_dir.as_deref(), config.readonly);
     app.plugins = plugins;
     warnings.extend(errs.into_iter().map(|e| e.to_string()));
     if let Some(v) = &config.view {
@@ -92,7 +94,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         app.break_glass_limits = (config.break_glass_default_min, config.break_glass_max_min);
         // Acceptance runs the console launches are followed, judged and recorded by the ops task.
         let acceptance = Some(gpuplane::ops::AcceptanceSetup::new(
-            gpuplane::acceptance::cli::store(&config),
+            gpuplane::commands::acceptance::store(&config),
             config.acceptance.judge.clone(),
         ));
         let ops = |cluster: String| gpuplane::ops::Ops {

@@ -3,8 +3,8 @@
 mod common;
 
 use common::{app, app_with_sim, key, render, typed};
-use gpuplane::backend::{Delta, Update};
 use gpuplane::model::JobState;
+use gpuplane::model::protocol::{Delta, Update};
 use gpuplane::tui::app::{Mode, Msg, complete};
 use gpuplane::tui::views::{TableId, ViewId};
 use ratatui::crossterm::event::KeyCode;
@@ -368,7 +368,7 @@ fn user_hotkeys_and_aliases_from_the_config_dir() {
 #[test]
 fn dangerous_plugins_are_audited_and_hidden_in_read_only_mode() {
     use gpuplane::ops::OpMsg;
-    let plugin = gpuplane::plugins::Plugin {
+    let plugin = gpuplane::tui::plugins::Plugin {
         name: "power-cycle".into(),
         shortcut: "ctrl-x".into(),
         scopes: vec!["nodes".into()],

@@ -7,8 +7,8 @@
 mod common;
 mod kube_support;
 
-use gpuplane::backend::Update;
 use gpuplane::backend::kube::{KubeConfig, Shared};
+use gpuplane::model::protocol::Update;
 use gpuplane::model::{JobState, NodeState};
 use gpuplane::ops::{self, ActionKind, Executor, KubeExecutor, OpRequest, Ops};
 use gpuplane::state::ClusterState;

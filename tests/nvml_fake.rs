@@ -2,8 +2,8 @@
 //! `libnvidia-ml.so` (tests/fixtures/nvml/fake_nvml.c, compiled here with the machine's `cc`)
 //! scripts an 8-GPU node, and the model built from it must equal the script.
 
-use gpuplane::backend::Update;
 use gpuplane::backend::nvml::{self, LOST_XID, NvmlConfig, Owner, Qos, Reader, Unavailable};
+use gpuplane::model::protocol::Update;
 use gpuplane::model::{EccCounts, LinkKind};
 mod common;
 mod nvml_support;
@@ -61,7 +61,10 @@ fn state_of(at: i64, node: gpuplane::model::Node) -> gpuplane::state::ClusterSta
     let mut state = gpuplane::state::ClusterState::default();
     state.apply(Update::Inventory {
         at,
-        inventory: Box::new(gpuplane::backend::Inventory { nodes: Some(vec![node]), ..Default::default() }),
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
+            nodes: Some(vec![node]),
+            ..Default::default()
+        }),
     });
     state
 }
@@ -220,7 +223,7 @@ fn the_model_equals_the_script() {
         screen.contains("slurm 4343.0") && screen.contains("pod 8f6a1c2e") && screen.contains("torchrun")
     );
     // With the Kubernetes backend connected, the pod is named.
-    app.update(gpuplane::tui::app::Msg::Update(gpuplane::backend::Update::PodNames(
+    app.update(gpuplane::tui::app::Msg::Update(gpuplane::model::protocol::Update::PodNames(
         [(pod_uid, "team-a/train-llm-0-h5t8r".into())].into_iter().collect(),
     )));
     app.prepare();

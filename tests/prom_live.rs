@@ -6,7 +6,7 @@
 mod common;
 
 use gpuplane::backend::prom::{self, PromClient, PromConfig};
-use gpuplane::backend::{NodeSample, Update};
+use gpuplane::model::protocol::{NodeSample, Update};
 use gpuplane::model::{EccCounts, Gpu, Node, NodeState, xid_info};
 use gpuplane::state::{ClusterState, Incident};
 use std::collections::BTreeMap;
@@ -85,7 +85,7 @@ async fn drive(
     seen
 }
 
-fn last_status(seen: &[Update]) -> Option<&gpuplane::backend::SourceStatus> {
+fn last_status(seen: &[Update]) -> Option<&gpuplane::model::protocol::SourceStatus> {
     seen.iter().rev().find_map(|u| match u {
         Update::Status(s) => Some(s),
         _ => None,
@@ -368,7 +368,7 @@ async fn telemetry_joins_the_schedulers_nodes() {
     let mut s = ClusterState::new(Default::default(), Default::default());
     s.apply(Update::Inventory {
         at: 1,
-        inventory: Box::new(gpuplane::backend::Inventory {
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
             source: "slurm".into(),
             nodes: Some(scheduler_nodes()),
             ..Default::default()
@@ -540,7 +540,7 @@ fn get_reads_prometheus_alone() {
 /// queried directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_is_range_queried_for_the_focus_only() {
-    use gpuplane::backend::{Focus, FocusHistory};
+    use gpuplane::model::protocol::{Focus, FocusHistory};
     let url = url();
     let (tx, mut rx) = mpsc::channel(1024);
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(None);

@@ -6,7 +6,7 @@ mod common;
 mod slurm_support;
 
 use gpuplane::backend::slurm::{ApiVersion, SOURCE, SlurmError, SubmitSpec, run};
-use gpuplane::backend::{SourceStatus, Update};
+use gpuplane::model::protocol::{SourceStatus, Update};
 use gpuplane::model::{JobState, NodeState};
 use gpuplane::state::ClusterState;
 use slurm_support::{Cluster, read, refresh_into, slurm22, slurm24};

@@ -7,11 +7,11 @@
 
 mod slurm_support;
 
-use gpuplane::backend::Update;
 use gpuplane::backend::slurm::{
     ApiVersion, ClientConfig, Limit, LimitScope, Poller, SlurmConfig, SlurmError, TokenSource, assign_gpus,
     merge_jobs, parse, queue_gpus, quotas,
 };
+use gpuplane::model::protocol::Update;
 use gpuplane::model::{JobState, NodeState};
 use gpuplane::state::ClusterState;
 use std::time::Duration;
@@ -107,8 +107,11 @@ fn v0038_partitions_and_jobs() {
 fn v0038_state_ranks_pending_jobs_by_priority() {
     let j = parse::jobs(ApiVersion::V0038, &fixture("v0.0.38/jobs.json")).unwrap().data;
     let mut s = ClusterState::new(Default::default(), Default::default());
-    let inv =
-        gpuplane::backend::Inventory { source: "slurm".into(), jobs: Some(j.jobs), ..Default::default() };
+    let inv = gpuplane::model::protocol::Inventory {
+        source: "slurm".into(),
+        jobs: Some(j.jobs),
+        ..Default::default()
+    };
     s.apply(Update::Inventory { at: 1_795_961_000, inventory: Box::new(inv) });
     let mut pend: Vec<_> =
         s.jobs.iter().filter(|x| x.state == JobState::Pending && x.queue == "train").collect();
@@ -352,7 +355,7 @@ fn db24_history_gives_cost_per_job_and_account() {
     let mut s = ClusterState::new(Default::default(), Default::default());
     s.apply(Update::Inventory {
         at: DB24_AT,
-        inventory: Box::new(gpuplane::backend::Inventory {
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
             source: "slurm".into(),
             nodes: Some(nodes),
             jobs: Some(jobs),

@@ -112,7 +112,7 @@ fn audit_view_and_confirmation_dialog() {
 /// pane shows): the pane publishes its focus, and a history for it is drawn, gaps as dots.
 #[test]
 fn nodes_detail_with_range_history() {
-    use gpuplane::backend::{Focus, FocusHistory, HistorySeries, Update};
+    use gpuplane::model::protocol::{Focus, FocusHistory, HistorySeries, Update};
     use gpuplane::tui::app::Msg;
     for (w, h) in [(80u16, 24u16), (160, 48)] {
         let mut a = app();
@@ -158,7 +158,7 @@ fn nodes_detail_with_range_history() {
 /// The GPU heatmap asks for the fleet's last hour; once it arrives the strip charts it.
 #[test]
 fn wall_strip_charts_the_fleets_hour() {
-    use gpuplane::backend::{Focus, FocusHistory, HistorySeries, Update};
+    use gpuplane::model::protocol::{Focus, FocusHistory, HistorySeries, Update};
     use gpuplane::tui::app::Msg;
     let mut a = app();
     typed(&mut a, ":wall\r");

@@ -12,23 +12,7 @@ use super::store::RunRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Degraded,
-    Fail,
-}
-
-impl Verdict {
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Degraded => "degraded",
-            Verdict::Fail => "fail",
-        }
-    }
-}
+pub use crate::model::acceptance::{Drift, DriftKind, NodeAcceptance, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Judgement {
@@ -131,55 +115,6 @@ pub fn judge(rec: &RunRecord, history: &[RunRecord], cfg: &JudgeConfig) -> Judge
         pct: Some(pct),
         why: format!("{bw:.1} GB/s = {pct:.0}% of {baseline:.1} GB/s ({basis})"),
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DriftKind {
-    Driver,
-    Cuda,
-    Nccl,
-    Image,
-    /// busbw fell against the node's own history.
-    Busbw,
-}
-
-impl DriftKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            DriftKind::Driver => "driver",
-            DriftKind::Cuda => "cuda",
-            DriftKind::Nccl => "nccl",
-            DriftKind::Image => "image",
-            DriftKind::Busbw => "busbw",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Drift {
-    pub node: String,
-    pub kind: DriftKind,
-    pub found: String,
-    pub expected: String,
-}
-
-/// What the console shows per node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeAcceptance {
-    pub node: String,
-    pub last_run: String,
-    pub last_verdict: Option<Verdict>,
-    pub last_busbw: Option<f64>,
-    pub last_at: i64,
-    /// The baseline the latest run was judged against, its busbw as a percentage of it, and
-    /// the one-line why.
-    pub last_baseline: Option<f64>,
-    pub last_pct: Option<f64>,
-    pub last_why: String,
-    /// busbw of the node's runs of its latest shape, oldest first.
-    pub history: Vec<f64>,
-    pub drift: Vec<Drift>,
 }
 
 /// Per node: the latest run, its history and its drift. `runs` oldest first.

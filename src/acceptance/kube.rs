@@ -8,7 +8,7 @@
 use super::config::Template;
 use super::launch::{AcceptanceJob, Launcher, Progress, Submitted};
 use crate::backend::kube::Shared;
-use crate::ops::BoxFuture;
+use futures::future::BoxFuture;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, LogParams, PostParams};

@@ -13,7 +13,7 @@ use super::judge::judge;
 use super::parse::parse;
 use super::store::{Mode, RunRecord};
 use crate::backend::slurm::{Client, ClientConfig, SubmitSpec};
-use crate::ops::BoxFuture;
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -235,12 +235,12 @@ pub fn record(
     rec
 }
 
-/// Reads at most [`super::cli::MAX_OUTPUT`] bytes of a file.
+/// Reads at most [`super::MAX_OUTPUT`] bytes of a file.
 async fn read_file(path: &str) -> Result<Vec<u8>, String> {
     use tokio::io::AsyncReadExt;
     let f = tokio::fs::File::open(path).await.map_err(|e| format!("{path}: {e}"))?;
     let mut buf = Vec::new();
-    f.take(super::cli::MAX_OUTPUT).read_to_end(&mut buf).await.map_err(|e| format!("{path}: {e}"))?;
+    f.take(super::MAX_OUTPUT).read_to_end(&mut buf).await.map_err(|e| format!("{path}: {e}"))?;
     Ok(buf)
 }
 

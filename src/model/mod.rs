@@ -2,11 +2,13 @@
 //! storage, control) as plain data. Backends translate their protocols into these types;
 //! views only ever read them.
 
+pub mod acceptance;
 mod cost;
 mod fabric;
 mod gpu;
 mod job;
 mod node;
+pub mod protocol;
 mod queue;
 mod storage;
 mod xid;

@@ -7,8 +7,9 @@ mod sim;
 mod slurm;
 mod worker;
 
+pub use crate::backend::sim::SimOp;
 pub use kube::{KubeExecutor, PodVerdict, drain_filter};
-pub use sim::{SimExecutor, SimOp, sim_ops_channel};
+pub use sim::{SimExecutor, sim_ops_channel};
 pub use slurm::SlurmExecutor;
 pub use worker::{AUDIT_VIEW_RECORDS, AcceptanceSetup, OpEvent, OpJob, OpMsg, worker, worker_with};
 
@@ -16,8 +17,6 @@ use crate::audit::{AuditLog, Entry, Phase};
 use crate::model::{JobId, JobState, NodeState, Text};
 use crate::state::ClusterState;
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -164,7 +163,7 @@ pub struct Outcome {
     pub submitted: Vec<(crate::acceptance::launch::AcceptanceJob, crate::acceptance::launch::Submitted)>,
 }
 
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use futures::future::BoxFuture;
 
 /// Where an executor reports progress inside one target's step as it happens (a drain's
 /// per-pod evictions): `(target, message)`.

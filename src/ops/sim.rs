@@ -2,18 +2,8 @@
 //! tried without a cluster.
 
 use super::{ActionKind, BoxFuture, Executor};
-use crate::backend::sim::Sim;
+use crate::backend::sim::{Sim, SimOp};
 use tokio::sync::{mpsc, oneshot};
-
-/// An action sent to the running simulator task.
-#[derive(Debug)]
-pub struct SimOp {
-    pub kind: ActionKind,
-    pub target: String,
-    pub reason: String,
-    pub by: String,
-    pub reply: oneshot::Sender<Result<String, String>>,
-}
 
 pub fn sim_ops_channel() -> (mpsc::Sender<SimOp>, mpsc::Receiver<SimOp>) {
     mpsc::channel(64)
@@ -92,13 +82,10 @@ impl Executor for SimExecutor {
                 SimExecutor::Direct { sim, user } => sim.apply_op(kind, target, reason, user),
                 SimExecutor::Remote { tx, user } => {
                     let (reply, rx) = oneshot::channel();
-                    let op = SimOp {
-                        kind,
-                        target: target.to_string(),
-                        reason: reason.to_string(),
-                        by: user.clone(),
-                        reply,
-                    };
+                    let (target, reason, by) = (target.to_string(), reason.to_string(), user.clone());
+                    let op = SimOp(Box::new(move |sim: &mut Sim| {
+                        let _ = reply.send(sim.apply_op(kind, &target, &reason, &by));
+                    }));
                     tx.send(op).await.map_err(|_| "the simulator is not running".to_string())?;
                     rx.await.map_err(|_| "the simulator stopped before answering".to_string())?
                 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::audit::{AuditLog, verify};
-use crate::backend::sim::{Sim, SimConfig, state_after};
+use crate::backend::sim::{Sim, SimConfig};
+use crate::testing::state_after;
 
 fn setup() -> (tempfile::TempDir, Ops, SimExecutor, crate::state::ClusterState) {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! history cost a few milliseconds per tick and a few tens of megabytes in all.
 
 /// Points kept per series: at a 2 s refresh, four minutes.
-pub const HISTORY_LEN: usize = 120;
+pub use crate::model::protocol::HISTORY_LEN;
 
 /// "No value" for `u8` series (a GPU that reported no utilisation).
 pub const NONE_U8: u8 = u8::MAX;
@@ -103,6 +103,21 @@ impl<T: Copy> Ring<T> {
         self.buf.back().copied()
     }
 
+    /// Replaces the newest point (or adds the first).
+    pub fn set_last(&mut self, v: T) {
+        match self.buf.back_mut() {
+            Some(b) => *b = v,
+            None => self.push(v),
+        }
+    }
+
+    /// Adds a copy of the newest point (no-op when empty).
+    pub fn repeat_last(&mut self) {
+        if let Some(v) = self.last() {
+            self.push(v);
+        }
+    }
+
     /// The newest `n` points, oldest first.
     pub fn tail(&self, n: usize) -> impl Iterator<Item = T> + '_ {
         self.buf.iter().skip(self.buf.len().saturating_sub(n)).copied()
@@ -117,6 +132,42 @@ pub struct ClusterHistory {
     pub running: Ring<u32>,
     pub pending: Ring<u32>,
     pub idle_alloc: Ring<u32>,
+}
+
+/// One point of every [`ClusterHistory`] series: utilisation (when known), power (kW),
+/// running and pending jobs, allocated-but-idle GPUs.
+pub type ClusterPoint = (Option<u8>, u32, u32, u32, u32);
+
+impl ClusterHistory {
+    pub fn push(&mut self, (util, power_kw, running, pending, idle): ClusterPoint) {
+        if let Some(u) = util {
+            self.util.push(u);
+        }
+        self.power_kw.push(power_kw);
+        self.running.push(running);
+        self.pending.push(pending);
+        self.idle_alloc.push(idle);
+    }
+
+    /// Replaces the newest point of every series (the last update of a step wins).
+    pub fn set_last(&mut self, (util, power_kw, running, pending, idle): ClusterPoint) {
+        if let Some(u) = util {
+            self.util.set_last(u);
+        }
+        self.power_kw.set_last(power_kw);
+        self.running.set_last(running);
+        self.pending.set_last(pending);
+        self.idle_alloc.set_last(idle);
+    }
+
+    /// Holds every series at its newest value for one more step.
+    pub fn repeat_last(&mut self) {
+        self.util.repeat_last();
+        self.power_kw.repeat_last();
+        self.running.repeat_last();
+        self.pending.repeat_last();
+        self.idle_alloc.repeat_last();
+    }
 }
 
 /// Per-GPU and per-node series, time-major.

@@ -72,7 +72,7 @@ pub struct Incident {
 
 /// Failed and degraded acceptance results, and drift, of the nodes this cluster has.
 fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
-    use crate::acceptance::Verdict;
+    use crate::model::acceptance::Verdict;
     for (name, a) in &s.acceptance {
         let Some(n) = s.node(name) else { continue };
         let vs = match (a.last_busbw, a.last_baseline, a.last_pct) {

@@ -17,7 +17,7 @@ pub use fleet::port_flagged;
 pub use incidents::{Incident, Plane, Severity};
 pub use suspects::{Evidence, Suspect, suspects};
 
-use crate::backend::{Delta, Inventory, NodeSample, SourceStatus, Update};
+use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{Epoch, Filesystem, Job, JobId, JobState, Node, PriceCard, Queue, Quota, Text};
 use history::{ClusterHistory, FleetHistory, NONE_U8, StorageHistory};
 use std::collections::HashMap;
@@ -25,6 +25,9 @@ use std::collections::HashMap;
 /// Fast, seeded hashing for the state's indexes (keys come from the cluster, so not
 /// predictable-by-attacker-free; foldhash's per-process seed keeps it DoS-resistant enough).
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Seconds of source time per point of the cluster-wide history, unless set otherwise.
+pub const DEFAULT_HISTORY_STEP_S: i64 = 2;
 
 /// Thresholds for derived incidents.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,11 +74,11 @@ pub struct ClusterState {
     /// Pod UID → `namespace/name`, from the Kubernetes backend.
     pub pod_names: std::collections::HashMap<Text, Text>,
     /// Range-query history of what the detail pane shows (Prometheus), when fetched.
-    pub focus_history: Option<crate::backend::FocusHistory>,
+    pub focus_history: Option<crate::model::protocol::FocusHistory>,
     pub prices: PriceCard,
     pub thresholds: Thresholds,
     /// Acceptance results per node name (may name nodes this cluster does not have).
-    pub acceptance: std::collections::BTreeMap<String, crate::acceptance::NodeAcceptance>,
+    pub acceptance: std::collections::BTreeMap<String, crate::model::acceptance::NodeAcceptance>,
     // derived
     pub totals: Totals,
     pub queue_stats: Vec<QueueStats>,
@@ -88,11 +91,15 @@ pub struct ClusterState {
     pub fleet: FleetHistory,
     pub storage_history: Vec<StorageHistory>,
     last_telemetry_at: Option<Epoch>,
+    /// Seconds of source time per point of the cluster-wide history (default 2 s).
+    pub history_step_s: i64,
+    /// The step of the newest history point.
+    history_bucket: Option<i64>,
 }
 
 impl ClusterState {
     pub fn new(prices: PriceCard, thresholds: Thresholds) -> Self {
-        Self { prices, thresholds, ..Self::default() }
+        Self { prices, thresholds, history_step_s: DEFAULT_HISTORY_STEP_S, ..Self::default() }
     }
 
     pub fn node(&self, name: &str) -> Option<&Node> {
@@ -146,28 +153,60 @@ impl ClusterState {
         (gpu < n.gpus.len()).then(|| self.gpu_base.get(node).map(|b| b + gpu))?
     }
 
-    /// Applies one update. Returns whether anything changed.
+    /// Applies one update. Returns whether anything the screen shows changed: a no-op update
+    /// (a poll that found nothing new, a status that only moves the last success on, the same
+    /// history or acceptance again) marks its source fresh and returns `false` without
+    /// re-deriving, so views neither re-sort nor redraw for it.
     pub fn apply(&mut self, update: Update) -> bool {
-        match update {
+        let changed = match update {
             Update::Status(status) => {
-                self.set_status(status);
+                if !self.set_status(status) {
+                    return false;
+                }
                 self.incidents = incidents::detect(self, &self.flag_scan());
+                true
             }
             Update::Acceptance(by_node) => {
+                if self.acceptance == *by_node {
+                    return false;
+                }
                 self.acceptance = *by_node;
                 self.incidents = incidents::detect(self, &self.flag_scan());
+                true
             }
             Update::Inventory { at, inventory } => {
+                let was_fresh = self.mark_fresh(&inventory.source, at);
+                if inventory.is_empty() {
+                    // Proof of life only (a poll that found nothing new).
+                    self.now = self.now.max(at);
+                    return !was_fresh;
+                }
                 self.now = self.now.max(at);
-                self.mark_fresh(&inventory.source, at);
                 let jobs_changed = inventory.jobs.is_some();
                 self.apply_inventory(*inventory);
                 self.rederive(jobs_changed, 0.0, false);
+                true
             }
-            Update::PodNames(names) => self.pod_names = names,
-            Update::History(h) => self.focus_history = Some(*h),
+            Update::PodNames(names) => {
+                if self.pod_names == names {
+                    return false;
+                }
+                self.pod_names = names;
+                true
+            }
+            Update::History(h) => {
+                if self.focus_history.as_ref() == Some(&*h) {
+                    return false;
+                }
+                self.focus_history = Some(*h);
+                true
+            }
             Update::Delta(delta) => {
-                self.mark_fresh(&delta.source, delta.at);
+                let was_fresh = self.mark_fresh(&delta.source, delta.at);
+                if delta.is_empty() {
+                    self.now = self.now.max(delta.at);
+                    return !was_fresh;
+                }
                 let telemetry = !delta.nodes.is_empty();
                 let jobs_changed = !delta.jobs_upsert.is_empty() || !delta.jobs_remove.is_empty();
                 let dt = match (telemetry, self.last_telemetry_at) {
@@ -179,27 +218,47 @@ impl ClusterState {
                 }
                 let samples = self.apply_delta(*delta);
                 self.rederive_with(jobs_changed, dt, telemetry, samples);
+                true
             }
-        }
+        };
         self.generation += 1;
-        true
+        changed
     }
 
-    /// Data from a source is proof of life: its last success moves to `at`.
-    fn mark_fresh(&mut self, source: &str, at: Epoch) {
-        if let Some(s) = self.sources.iter_mut().find(|s| s.name == source) {
-            s.ok_at = Some(s.ok_at.map_or(at, |t| t.max(at)));
+    /// Data from a source is proof of life: its last success moves to `at`. Returns whether
+    /// the source had succeeded before (so the header already showed it as live).
+    fn mark_fresh(&mut self, source: &str, at: Epoch) -> bool {
+        match self.sources.iter_mut().find(|s| s.name == source) {
+            Some(s) => {
+                let was = s.ok_at.is_some();
+                s.ok_at = Some(s.ok_at.map_or(at, |t| t.max(at)));
+                was
+            }
+            None => true,
         }
     }
 
-    fn set_status(&mut self, status: SourceStatus) {
+    /// Returns whether anything shown changed: an error, the detail, or the last success of a
+    /// failing source (its age is the incident's `since`). A healthy source's last success
+    /// moving on is not a change: the header's age is drawn from the clock.
+    fn set_status(&mut self, status: SourceStatus) -> bool {
         match self.sources.iter_mut().find(|s| s.name == status.name) {
             Some(s) => {
                 // Keep the last success when an error arrives, so the header can say how stale.
                 let ok_at = status.ok_at.or(s.ok_at);
-                *s = SourceStatus { ok_at, ..status };
+                let next = SourceStatus { ok_at, ..status };
+                let changed = s.error != next.error
+                    || s.detail != next.detail
+                    || s.simulated != next.simulated
+                    || (next.error.is_some() && s.ok_at != next.ok_at)
+                    || s.ok_at.is_none() != next.ok_at.is_none();
+                *s = next;
+                changed
             }
-            None => self.sources.push(status),
+            None => {
+                self.sources.push(status);
+                true
+            }
         }
     }
 
@@ -407,15 +466,32 @@ impl ClusterState {
         }
         self.totals.jobs_failed = self.jobs_failed;
         self.incidents = incidents::detect(self, &flags);
-        let t = &self.totals;
+        self.sample_history();
+    }
+
+    /// The cluster-wide series hold one point per `history_step_s` of source time, however
+    /// many updates arrive in it: the last update of a step sets its point, and steps with no
+    /// update (an idle cluster sends none that change anything) repeat the point before.
+    fn sample_history(&mut self) {
+        let step = self.history_step_s.max(1);
+        let bucket = self.now.div_euclid(step);
         let h = &mut self.history;
-        if let Some(u) = t.mean_util {
-            h.util.push(u.round() as u8);
-        }
-        h.power_kw.push((t.power_w / 1000) as u32);
-        h.running.push(t.jobs_running);
-        h.pending.push(t.jobs_pending);
-        h.idle_alloc.push(t.gpus_idle_alloc);
+        let fresh = match self.history_bucket {
+            Some(b) if bucket <= b => false,
+            Some(b) => {
+                let gap = (bucket - b - 1).clamp(0, history::HISTORY_LEN as i64);
+                for _ in 0..gap {
+                    h.repeat_last();
+                }
+                true
+            }
+            None => true,
+        };
+        self.history_bucket = Some(bucket.max(self.history_bucket.unwrap_or(bucket)));
+        let t = &self.totals;
+        let util = t.mean_util.map(|u| u.round() as u8);
+        let point = (util, (t.power_w / 1000) as u32, t.jobs_running, t.jobs_pending, t.gpus_idle_alloc);
+        if fresh { h.push(point) } else { h.set_last(point) }
     }
 
     /// Incident candidates without touching history or usage (for status changes).

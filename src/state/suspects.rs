@@ -5,7 +5,7 @@
 
 use super::ClusterState;
 use super::fleet::port_flagged;
-use crate::acceptance::{NodeAcceptance, Verdict};
+use crate::model::acceptance::{NodeAcceptance, Verdict};
 use crate::model::{Node, PortState, Text};
 
 /// The strongest evidence against a node, weakest first (so `Ord` ranks them).
@@ -44,7 +44,7 @@ pub fn drift_phrases(a: &NodeAcceptance) -> Vec<String> {
     a.drift
         .iter()
         .map(|d| match d.kind {
-            crate::acceptance::judge::DriftKind::Busbw => {
+            crate::model::acceptance::DriftKind::Busbw => {
                 format!("busbw {}, own median {}", d.found, d.expected.trim_end_matches(" (own median)"))
             }
             k => format!("{} {} (fleet {})", k.label(), d.found, d.expected),
@@ -104,8 +104,9 @@ pub fn suspects(s: &ClusterState) -> Vec<Suspect> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::acceptance::judge::{Drift, DriftKind};
-    use crate::backend::sim::{SimConfig, state_after};
+    use crate::backend::sim::SimConfig;
+    use crate::model::acceptance::{Drift, DriftKind};
+    use crate::testing::state_after;
 
     pub(crate) fn acc(node: &str, v: Verdict, pct: f64) -> NodeAcceptance {
         NodeAcceptance {
@@ -152,7 +153,7 @@ pub(crate) mod tests {
         ] {
             m.insert(a.node.clone(), a);
         }
-        s.apply(crate::backend::Update::Acceptance(Box::new(m)));
+        s.apply(crate::model::protocol::Update::Acceptance(Box::new(m)));
         s
     }
 

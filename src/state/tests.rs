@@ -53,7 +53,7 @@ fn incremental_figures_match_a_full_recomputation() {
 
 #[test]
 fn ranks_follow_priority_then_submit_within_a_queue() {
-    let s = crate::backend::sim::state_after(SimConfig::default(), 10);
+    let s = crate::testing::state_after(SimConfig::default(), 10);
     let mut by_queue: HashMap<&str, Vec<&Job>> = HashMap::new();
     for j in s.jobs.iter().filter(|j| j.state == JobState::Pending) {
         by_queue.entry(j.queue.as_str()).or_default().push(j);
@@ -73,7 +73,7 @@ fn ranks_follow_priority_then_submit_within_a_queue() {
 
 #[test]
 fn history_survives_a_new_inventory_with_the_same_nodes_and_moves_with_renames() {
-    let mut s = crate::backend::sim::state_after(SimConfig::default(), 20);
+    let mut s = crate::testing::state_after(SimConfig::default(), 20);
     let before = s.gpu_util_history(1, 2, 100);
     assert_eq!(before.len(), 20);
     // the same nodes again (a scheduler's periodic full listing)
@@ -97,7 +97,7 @@ fn history_survives_a_new_inventory_with_the_same_nodes_and_moves_with_renames()
 
 #[test]
 fn a_source_error_keeps_the_last_success_and_becomes_an_incident() {
-    let mut s = crate::backend::sim::state_after(SimConfig::default(), 2);
+    let mut s = crate::testing::state_after(SimConfig::default(), 2);
     let ok_at = s.sources[0].ok_at;
     s.apply(Update::Status(SourceStatus {
         name: s.sources[0].name.clone(),
@@ -114,7 +114,7 @@ fn a_source_error_keeps_the_last_success_and_becomes_an_incident() {
 
 #[test]
 fn a_scheduler_listing_keeps_telemetry_from_other_sources() {
-    let mut s = crate::backend::sim::state_after(SimConfig::default(), 5);
+    let mut s = crate::testing::state_after(SimConfig::default(), 5);
     let before = s.nodes[1].clone();
     assert!(before.gpus[0].util.is_some() && !before.ports.is_empty());
     // What a scheduler knows of the node: no telemetry, ports, topology or UUIDs.
@@ -135,4 +135,81 @@ fn a_scheduler_listing_keeps_telemetry_from_other_sources() {
     assert_eq!(after.gpus[0].uuid, before.gpus[0].uuid);
     assert_eq!(after.ports.len(), before.ports.len());
     assert!(after.topology.is_some());
+}
+
+/// A sim state whose only source is `slurm` (healthy), at `now`.
+fn quiet_state() -> ClusterState {
+    let mut s = crate::testing::state_after(SimConfig::default(), 3);
+    s.apply(Update::Status(SourceStatus {
+        name: "slurm".into(),
+        simulated: false,
+        ok_at: Some(s.now),
+        error: None,
+        detail: Some("v0.0.40".into()),
+    }));
+    s
+}
+
+#[test]
+fn a_poll_that_found_nothing_new_changes_nothing() {
+    let mut s = quiet_state();
+    let (generation, incidents, history) = (s.generation, s.incidents.clone(), s.history.clone());
+    let at = s.now + 10;
+    let empty = Inventory { source: "slurm".into(), ..Default::default() };
+    assert!(!s.apply(Update::Inventory { at, inventory: Box::new(empty) }), "empty inventory");
+    let delta = Delta { source: "slurm".into(), at: at + 1, ..Delta::default() };
+    assert!(!s.apply(Update::Delta(Box::new(delta))), "empty delta");
+    let again = SourceStatus {
+        name: "slurm".into(),
+        simulated: false,
+        ok_at: Some(at + 1),
+        error: None,
+        detail: Some("v0.0.40".into()),
+    };
+    assert!(!s.apply(Update::Status(again.clone())), "a healthy status that only moves on");
+    assert_eq!(s.generation, generation, "views keep their sorted rows");
+    assert_eq!(s.incidents, incidents);
+    assert_eq!(s.history, history, "no point for a no-op");
+    // … but the source is fresh: its last success moved on.
+    let src = s.sources.iter().find(|x| x.name == "slurm").unwrap();
+    assert_eq!(src.ok_at, Some(at + 1));
+    // A real change is one.
+    let failing = SourceStatus { ok_at: None, error: Some("401 token expired".into()), ..again };
+    assert!(s.apply(Update::Status(failing.clone())));
+    assert!(s.incidents.iter().any(|i| i.title == "401 token expired"));
+    assert!(!s.apply(Update::Status(failing)), "the same error again");
+    let names: std::collections::HashMap<Text, Text> = [("uid".into(), "ns/pod".into())].into();
+    assert!(s.apply(Update::PodNames(names.clone())));
+    assert!(!s.apply(Update::PodNames(names)));
+}
+
+#[test]
+fn the_cluster_history_holds_one_point_per_step_of_time() {
+    let cfg = SimConfig { tick_s: 1, ..SimConfig::default() };
+    let mut sim = Sim::new(cfg);
+    let mut s = ClusterState::new(PriceCard::default(), Thresholds::default());
+    s.history_step_s = 10;
+    for u in sim.initial() {
+        s.apply(u);
+    }
+    let first = s.now;
+    for _ in 0..40 {
+        s.apply(sim.tick());
+    }
+    // 40 one-second ticks after `first`: the steps `first` … `first + 40` span.
+    let steps = ((first + 40).div_euclid(10) - first.div_euclid(10) + 1) as usize;
+    assert_eq!(s.history.power_kw.len(), steps, "a point per 10 s, not per update");
+    assert_eq!(s.history.running.last(), Some(s.totals.jobs_running), "the last update of a step wins");
+    // An idle minute (no update that changes anything), then one change: the minute's steps
+    // repeat the point before it.
+    let before = s.history.running.last().unwrap();
+    let len = s.history.running.len();
+    let mut d = sim.tick();
+    if let Update::Delta(delta) = &mut d {
+        delta.at = s.now + 60;
+    }
+    assert!(s.apply(d));
+    assert_eq!(s.history.running.len(), len + 6, "5 held steps and the new one");
+    let tail: Vec<u32> = s.history.running.tail(6).collect();
+    assert!(tail[..5].iter().all(|&v| v == before), "{tail:?}");
 }

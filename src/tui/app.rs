@@ -10,9 +10,9 @@ use super::widgets::Glyphs;
 use super::widgets::table::Marks;
 use super::widgets::table::{Cx, TableState, pack};
 use crate::audit::Record;
-use crate::backend::Update;
 use crate::cost::{self, CostReport};
 use crate::model::Text;
+use crate::model::protocol::Update;
 use crate::ops::{self, ActionKind, Executor, OpEvent, OpJob, OpMsg, OpRequest, Plan};
 use crate::state::ClusterState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -129,12 +129,12 @@ pub struct App {
     /// Asks polling backends for an immediate refresh.
     pub refresh_now: Vec<std::sync::Arc<tokio::sync::Notify>>,
     /// Tells a history source (Prometheus) what the detail pane shows.
-    pub focus_tx: Option<tokio::sync::watch::Sender<Option<crate::backend::Focus>>>,
+    pub focus_tx: Option<tokio::sync::watch::Sender<Option<crate::model::protocol::Focus>>>,
     /// Break-glass session length when none is given, and the longest allowed (minutes).
     pub break_glass_limits: (i64, i64),
     /// User aliases and hotkeys.
     pub user_commands: super::usercmd::UserCommands,
-    pub plugins: Vec<crate::plugins::Plugin>,
+    pub plugins: Vec<crate::tui::plugins::Plugin>,
     /// A plugin to run, taken by the loop (it owns the terminal and the runtime).
     pub pending_plugin: Option<PluginRun>,
     /// A plugin waiting for its confirming second press.
@@ -210,9 +210,9 @@ impl App {
     pub fn update(&mut self, msg: Msg) -> bool {
         match msg {
             Msg::Update(u) => {
-                self.live.apply(u);
-                // While paused the screen does not change, except the header's PAUSED age.
-                !self.ui.paused
+                // A no-op update (nothing new) neither redraws nor re-sorts; while paused the
+                // screen does not change, except the header's PAUSED age.
+                self.live.apply(u) && !self.ui.paused
             }
             Msg::Tick => {
                 self.expire_break_glass();
@@ -667,8 +667,8 @@ pub fn complete(buf: &str) -> (String, Vec<&'static str>) {
 impl App {
     /// The node, GPU or job the open detail pane shows, or the fleet under the GPU heatmap
     /// (`None` when there is no such chart on screen).
-    pub fn focus(&self) -> Option<crate::backend::Focus> {
-        use crate::backend::Focus;
+    pub fn focus(&self) -> Option<crate::model::protocol::Focus> {
+        use crate::model::protocol::Focus;
         if !self.ui.detail {
             // The heatmap's strip charts the fleet's last hour.
             return (self.ui.view == ViewId::Gpus && self.ui.wall).then_some(Focus::Fleet);
@@ -938,7 +938,7 @@ impl App {
                 }
             }
             OpEvent::Acceptance(by_node) => {
-                self.live.apply(crate::backend::Update::Acceptance(by_node));
+                self.live.apply(crate::model::protocol::Update::Acceptance(by_node));
             }
             OpEvent::AcceptanceError(e) => {
                 self.ui.message = Some((format!("acceptance runs: {e}"), true));

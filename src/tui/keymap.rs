@@ -1,8 +1,8 @@
 //! Keys resolve through keymap data into [`Action`]s; one table drives dispatch, the footer
 //! hints and the `?` help, so they cannot disagree.
 
-use super::datafile::{self, DataFileError};
 use super::views::ViewId;
+use crate::datafile::{self, DataFileError};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -3,15 +3,15 @@
 //! something changed.
 
 pub mod app;
-pub mod datafile;
 pub mod draw;
 pub mod keymap;
+pub mod plugins;
 pub mod theme;
 pub mod usercmd;
 pub mod views;
 pub mod widgets;
 
-use crate::backend::Update;
+use crate::model::protocol::Update;
 use app::{App, Msg};
 use futures::StreamExt;
 use ratatui::Terminal;

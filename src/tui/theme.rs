@@ -1,6 +1,6 @@
 //! Themes as data: semantic styles, so widgets never name a colour.
 
-use super::datafile::{self, DataFileError};
+use crate::datafile::{self, DataFileError};
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 use std::path::Path;

@@ -2,8 +2,8 @@
 //! user==$USER`) or bind a key to one (`ctrl-g` → `gpus state=down`). A bad file is reported
 //! with its line and the built-ins stay.
 
-use super::datafile::{self, DataFileError};
 use super::keymap::{Key, Keymap};
+use crate::datafile::{self, DataFileError};
 use ratatui::crossterm::event::KeyEvent;
 use serde::Deserialize;
 use std::collections::BTreeMap;

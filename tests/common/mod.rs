@@ -13,7 +13,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// The fixed simulated cluster every snapshot uses: default size, seed 42, 30 ticks in.
 pub fn app() -> App {
-    let state = sim::state_after(SimConfig::default(), 30);
+    let state = gpuplane::testing::state_after(SimConfig::default(), 30);
     let mut a = App::new(
         state,
         Keymap::builtin("default"),

@@ -2,8 +2,8 @@
 //! applies what it reads to a `ClusterState`, and CLI access to the same cluster.
 #![allow(dead_code)]
 
-use gpuplane::backend::Update;
 use gpuplane::backend::slurm::{ClientConfig, Poller, SlurmConfig, SlurmError, TokenSource};
+use gpuplane::model::protocol::Update;
 use gpuplane::state::ClusterState;
 use std::process::Command;
 use std::time::Duration;

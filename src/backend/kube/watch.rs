@@ -5,7 +5,7 @@ use super::kueue::{self, ClusterQueue, LocalQueue, Workload};
 use super::map::{self, Store, key};
 use super::slim::{SlimEvent, SlimNamespace, SlimNode, SlimPod, SlimQuota};
 use super::{Connection, KubeConfig, Permissions, SOURCE, Shared, connect};
-use crate::backend::{Inventory, SourceStatus, Update};
+use crate::model::protocol::{Inventory, SourceStatus, Update};
 use futures::stream::{BoxStream, StreamExt, select_all};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,

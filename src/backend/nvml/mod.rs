@@ -19,7 +19,7 @@ pub use crate::model::throttle_names;
 pub use owner::{Owner, Qos};
 pub use read::{GpuProcess, LocalGpu, LocalSnapshot, MigInstance, NvLinkInfo, Reader, Remapped};
 
-use crate::backend::{Delta, GpuSample, Inventory, NodeSample, SourceStatus, Update};
+use crate::model::protocol::{Delta, GpuSample, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{Gpu, GpuLocal, GpuProc, MigSlice, Node, NodeState, Text, XidEvent};
 use nvml_wrapper::error::NvmlError;
 use std::path::{Path, PathBuf};

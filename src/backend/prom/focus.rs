@@ -2,14 +2,14 @@
 //! the backend asks Prometheus for that one thing's last hour with `query_range` (four
 //! queries, aggregated server-side to one series each; NVLink throughput is read only here,
 //! since per GPU for the whole fleet it would be the largest answer of a refresh) and sends it as an
-//! [`Update::History`](crate::backend::Update::History). Nothing else is range-queried after
+//! [`Update::History`](crate::model::protocol::Update::History). Nothing else is range-queried after
 //! start-up, so the cost follows what a person looks at, not the cluster's size.
 
 use super::api::ResultType;
 use super::client::{Body, PromError};
 use super::config::PromConfig;
-use crate::backend::{Focus, FocusHistory, HistorySeries};
 use crate::model::Epoch;
+use crate::model::protocol::{Focus, FocusHistory, HistorySeries};
 use std::collections::BTreeMap;
 
 /// How far back the detail pane's history goes, and its resolution.

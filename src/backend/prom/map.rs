@@ -12,7 +12,7 @@
 use super::api::{self, Point, Results, Series, same};
 use super::config::PromConfig;
 use super::queries::{Family, unpack};
-use crate::backend::{GpuSample, NodeSample};
+use crate::model::protocol::{GpuSample, NodeSample};
 use crate::model::{
     EccCounts, Epoch, FabricKind, FabricPort, Filesystem, Gpu, Job, JobId, JobState, LinkErrors, Node,
     NodeState, PortState, StorageKind, Text, XidEvent,
@@ -351,8 +351,8 @@ pub struct Mapped {
 
 impl Mapped {
     /// The refresh as the backend's update (`source: "prom"`).
-    pub fn into_delta(self, at: Epoch) -> crate::backend::Delta {
-        crate::backend::Delta {
+    pub fn into_delta(self, at: Epoch) -> crate::model::protocol::Delta {
+        crate::model::protocol::Delta {
             source: Text::const_new(super::SOURCE),
             at,
             nodes: self.samples,

@@ -5,7 +5,7 @@
 //! Each refresh (default 15 s, jittered ±10 %) sends [`queries::PER_REFRESH`] queries (19) —
 //! [`queries::EVERY`] and one [`queries::ROTATING`] family, each for the whole cluster,
 //! whatever its size — concurrently, parses and joins the answers off the async threads, and
-//! sends one [`Update::Delta`] (`source: "prom"`) with a [`NodeSample`](crate::backend::NodeSample)
+//! sends one [`Update::Delta`] (`source: "prom"`) with a [`NodeSample`](crate::model::protocol::NodeSample)
 //! per node that has data, plus the storage list.
 //!
 //! * **Prometheus alone** (`discover_nodes`): nodes and GPUs are discovered from the series
@@ -37,7 +37,7 @@ pub mod queries;
 pub use client::{PromClient, PromError};
 pub use config::{PromConfig, PromSection};
 
-use crate::backend::{Delta, Inventory, SourceStatus, Update};
+use crate::model::protocol::{Delta, Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Text};
 use client::Body;
 use map::{Mapped, Memory, Refresh};
@@ -220,7 +220,7 @@ pub async fn run_with_focus(
     cfg: PromConfig,
     tx: Sender<Update>,
     cancel: CancellationToken,
-    focus: Option<tokio::sync::watch::Receiver<Option<crate::backend::Focus>>>,
+    focus: Option<tokio::sync::watch::Receiver<Option<crate::model::protocol::Focus>>>,
 ) {
     let mut b = Backend::new(cfg, tx, cancel.clone());
     b.focus = focus;
@@ -244,8 +244,8 @@ struct Backend {
     /// so that replayed history is not older than the state's clock.
     pending: Option<Vec<crate::model::Node>>,
     /// What the console shows, and what was last fetched for it (and when).
-    focus: Option<tokio::sync::watch::Receiver<Option<crate::backend::Focus>>>,
-    focus_fetched: Option<(crate::backend::Focus, Epoch)>,
+    focus: Option<tokio::sync::watch::Receiver<Option<crate::model::protocol::Focus>>>,
+    focus_fetched: Option<(crate::model::protocol::Focus, Epoch)>,
 }
 
 impl Backend {
@@ -419,7 +419,7 @@ impl Backend {
             return Ok(());
         }
         // One point per refresh period, but no more points than the state keeps.
-        let max_points = crate::state::history::HISTORY_LEN as f64 - 2.0;
+        let max_points = crate::model::protocol::HISTORY_LEN as f64 - 2.0;
         let step = (self.cfg.refresh.as_secs().max(1) as f64).max((span as f64 / max_points).ceil());
         let end = now() as f64;
         let start = end - span as f64;

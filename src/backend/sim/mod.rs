@@ -17,7 +17,7 @@ mod telemetry;
 #[cfg(test)]
 mod tests;
 
-use crate::backend::{Delta, Inventory, NodeSample, SourceStatus, Update};
+use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{
     EccCounts, Epoch, JobId, JobState, NodeReason, NodeState, PortState, Queue, QueueKind, Quota, Text,
     XidEvent,
@@ -875,7 +875,7 @@ impl Sim {
         let (mut util_sum, mut util_n) = (0.0f64, 0u32);
         for (i, node) in nodes.iter_mut().enumerate() {
             let spec = node.spec();
-            let mut samples = crate::backend::GpuSamples::new();
+            let mut samples = crate::model::protocol::GpuSamples::new();
             let mut node_util = 0.0f32;
             if node.state != NodeState::Down {
                 samples.reserve_exact(gpn);
@@ -936,20 +936,14 @@ fn push_never_started(init: &mut Vec<SimJob>, mut j: SimJob) {
     init.push(j);
 }
 
-/// A `ClusterState` after `initial()` and `ticks` ticks (default prices and thresholds).
-pub fn state_after(cfg: SimConfig, ticks: usize) -> crate::state::ClusterState {
-    let mut state = crate::state::ClusterState::new(
-        crate::model::PriceCard::default(),
-        crate::state::Thresholds::default(),
-    );
-    let mut sim = Sim::new(cfg);
-    for u in sim.initial() {
-        state.apply(u);
+/// Work done on the running simulator between ticks: the ops layer sends operator actions as
+/// these, so the simulator needs to know nothing of actions, plans or audit.
+pub struct SimOp(pub Box<dyn FnOnce(&mut Sim) + Send>);
+
+impl std::fmt::Debug for SimOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SimOp")
     }
-    for _ in 0..ticks {
-        state.apply(sim.tick());
-    }
-    state
 }
 
 /// The simulator as a backend task: sends [`Sim::initial`], then one tick every `period`, until
@@ -971,7 +965,7 @@ pub async fn run_with_ops(
     tx: tokio::sync::mpsc::Sender<Update>,
     period: std::time::Duration,
     cancel: tokio_util::sync::CancellationToken,
-    mut ops: Option<tokio::sync::mpsc::Receiver<crate::ops::SimOp>>,
+    mut ops: Option<tokio::sync::mpsc::Receiver<SimOp>>,
 ) {
     let built = tokio::select! {
         _ = cancel.cancelled() => return,
@@ -1011,8 +1005,7 @@ pub async fn run_with_ops(
             }
         };
         if let Some(op) = op {
-            let r = sim.apply_op(op.kind, &op.target, &op.reason, &op.by);
-            let _ = op.reply.send(r);
+            (op.0)(&mut sim);
         }
         let ticked = tokio::task::spawn_blocking(move || {
             let u = sim.tick();

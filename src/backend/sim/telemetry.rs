@@ -3,7 +3,7 @@
 
 use super::catalog::PoolSpec;
 use super::hardware::{F_HOT, F_IDLE, F_MIG, GpuSim};
-use crate::backend::GpuSample;
+use crate::model::protocol::GpuSample;
 use crate::model::{FabricPort, Filesystem, PortState, StorageKind, Text};
 
 /// Hot GPUs stay in this band whatever their load.

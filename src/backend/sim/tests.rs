@@ -1,6 +1,7 @@
 use super::*;
 use crate::model::{LinkKind, PriceCard};
 use crate::state::{ClusterState, Severity, Thresholds};
+use crate::testing::state_after;
 use std::collections::{HashMap, HashSet};
 
 fn cfg(nodes: usize) -> SimConfig {

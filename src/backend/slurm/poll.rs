@@ -16,7 +16,7 @@ use super::client::{ApiVersion, Client, Fetched};
 use super::error::SlurmError;
 use super::map::GpuAlloc;
 use super::{JobsOut, Limit, SOURCE, SlurmConfig, parse};
-use crate::backend::{Inventory, SourceStatus, Update};
+use crate::model::protocol::{Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Job, JobId, JobState, Node, Queue, Text};
 use bytes::Bytes;
 use std::sync::Arc;

@@ -42,7 +42,7 @@ pub fn resample(values: &[Option<f32>], width: usize) -> Vec<Option<f32>> {
 /// The detail pane's last hour from the history source, when it holds `focus`'s: one
 /// sparkline per series (util, tensor and temperature on 0–100, power and NVLink throughput
 /// scaled to their peaks).
-pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::backend::Focus, width: u16) -> Vec<Line<'a>> {
+pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, width: u16) -> Vec<Line<'a>> {
     let Some(h) = cx.s.focus_history.as_ref().filter(|h| h.focus == *focus) else {
         return Vec::new();
     };

@@ -268,7 +268,11 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         let last = temp.last().map(|v| format!(" {v}C"));
         out.push(spark_line(cx, "temp", cx.glyphs.spark(temp.into_iter().map(u32::from), 100), last));
     }
-    out.extend(super::detail::focus_history(cx, &crate::backend::Focus::Gpu(n.name.clone(), g.index), width));
+    out.extend(super::detail::focus_history(
+        cx,
+        &crate::model::protocol::Focus::Gpu(n.name.clone(), g.index),
+        width,
+    ));
     out
 }
 
@@ -390,7 +394,7 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
     let hour = s
         .focus_history
         .as_ref()
-        .filter(|h| h.focus == crate::backend::Focus::Fleet)
+        .filter(|h| h.focus == crate::model::protocol::Focus::Fleet)
         .and_then(|h| h.series("util"));
     match hour {
         Some(util) => {

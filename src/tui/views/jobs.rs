@@ -289,7 +289,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     if let Some(h) = s
         .focus_history
         .as_ref()
-        .filter(|h| matches!(h.focus, crate::backend::Focus::Job(id, _) if id == j.id))
+        .filter(|h| matches!(h.focus, crate::model::protocol::Focus::Job(id, _) if id == j.id))
     {
         out.extend(super::detail::focus_history(cx, &h.focus, width));
     }

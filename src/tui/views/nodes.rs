@@ -177,7 +177,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         let last = power.last().map(|v| format!(" {:.1}kW", *v as f64 / 1000.0));
         out.push(spark_line(cx, "power", g.spark(power.into_iter(), maxp), last));
     }
-    out.extend(super::detail::focus_history(cx, &crate::backend::Focus::Node(n.name.clone()), width));
+    out.extend(super::detail::focus_history(cx, &crate::model::protocol::Focus::Node(n.name.clone()), width));
     out.push(section(cx, "GPUs"));
     for gpu in &n.gpus {
         let util = gpu.util.unwrap_or(0);

@@ -11,13 +11,13 @@ use std::path::Path;
 
 /// The examples shipped in the binary.
 pub const EMBEDDED: &[(&str, &str)] = &[
-    ("ssh", include_str!("../../plugins/ssh.toml")),
-    ("nvidia-smi", include_str!("../../plugins/nvidia-smi.toml")),
-    ("scontrol-node", include_str!("../../plugins/scontrol-node.toml")),
-    ("scontrol-job", include_str!("../../plugins/scontrol-job.toml")),
-    ("kubectl-describe-node", include_str!("../../plugins/kubectl-describe-node.toml")),
-    ("grafana", include_str!("../../plugins/grafana.toml")),
-    ("copy-osc52", include_str!("../../plugins/copy-osc52.toml")),
+    ("ssh", include_str!("../../../plugins/ssh.toml")),
+    ("nvidia-smi", include_str!("../../../plugins/nvidia-smi.toml")),
+    ("scontrol-node", include_str!("../../../plugins/scontrol-node.toml")),
+    ("scontrol-job", include_str!("../../../plugins/scontrol-job.toml")),
+    ("kubectl-describe-node", include_str!("../../../plugins/kubectl-describe-node.toml")),
+    ("grafana", include_str!("../../../plugins/grafana.toml")),
+    ("copy-osc52", include_str!("../../../plugins/copy-osc52.toml")),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -100,10 +100,7 @@ impl Plugin {
 /// The shipped examples and `<config>/plugins/*.toml` (a user file of the same name replaces the
 /// example). Errors name the file and line; read-only mode drops dangerous plugins; a shortcut
 /// used twice keeps the first and reports the second.
-pub fn load(
-    config_dir: Option<&Path>,
-    readonly: bool,
-) -> (Vec<Plugin>, Vec<crate::tui::datafile::DataFileError>) {
+pub fn load(config_dir: Option<&Path>, readonly: bool) -> (Vec<Plugin>, Vec<crate::datafile::DataFileError>) {
     let mut files: BTreeMap<String, (String, String)> = EMBEDDED
         .iter()
         .map(|(n, t)| (n.to_string(), (format!("plugins/{n}.toml (built in)"), t.to_string())))
@@ -122,9 +119,9 @@ pub fn load(
     }
     let (mut out, mut errors): (Vec<Plugin>, Vec<_>) = (Vec::new(), Vec::new());
     for (_, (file, text)) in files {
-        match crate::tui::datafile::parse::<Plugin>(&file, &text) {
+        match crate::datafile::parse::<Plugin>(&file, &text) {
             Ok(p) if crate::tui::keymap::Key::parse(&p.shortcut).is_err() => {
-                errors.push(crate::tui::datafile::DataFileError {
+                errors.push(crate::datafile::DataFileError {
                     file,
                     message: format!(
                         "shortcut {:?} is not a key (e.g. \"ctrl-n\", \"S\", \"f5\")",
@@ -134,7 +131,7 @@ pub fn load(
             }
             Ok(p) if readonly && p.dangerous => {}
             Ok(p) if out.iter().any(|o: &Plugin| o.shortcut == p.shortcut) => {
-                errors.push(crate::tui::datafile::DataFileError {
+                errors.push(crate::datafile::DataFileError {
                     file,
                     message: format!(
                         "shortcut {:?} is already taken; plugin {:?} ignored",

@@ -2,8 +2,8 @@
 //! once from the same backends, for scripts and tickets. Tables and CSV use the console's
 //! columns (text already sanitised); JSON uses the model's field names.
 
+use super::{audit_log, target_cluster};
 use crate::cli::{Output, Resource};
-use crate::commands::{audit_log, target_cluster};
 use crate::config::Config;
 use crate::tui::theme::Theme;
 use crate::tui::views::TableId;
@@ -79,7 +79,7 @@ mod erased {
 
 pub fn run(resource: Resource, output: Output, filter: &str, config: &Config) -> ExitCode {
     if resource == Resource::Acceptance {
-        return crate::acceptance::cli::get(output, filter, config);
+        return super::acceptance::get(output, filter, config);
     }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

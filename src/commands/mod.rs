@@ -1,6 +1,9 @@
 //! Subcommands: actions for runbooks and scripts, through the same ops road and audit log as
 //! the console, and the audit log's verify/tail.
 
+pub mod acceptance;
+pub mod get;
+
 use crate::audit::{AuditLog, verify};
 use crate::backend::sim::{Sim, SimConfig};
 use crate::cli::{ActionArgs, AuditCommand, Command};
@@ -25,8 +28,8 @@ pub fn run(cmd: &Command, config: &Config) -> ExitCode {
         Command::Resume(a) => action(ActionKind::Resume, a, config),
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
-        Command::Acceptance { command } => crate::acceptance::cli::run(command, config),
-        Command::Get { resource, output, filter } => crate::get::run(*resource, *output, filter, config),
+        Command::Acceptance { command } => acceptance::run(command, config),
+        Command::Get { resource, output, filter } => get::run(*resource, *output, filter, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
@@ -117,7 +120,7 @@ async fn prom_once(config: &Config, state: &mut ClusterState) -> Result<(), Stri
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(u)) => {
                 let status = match &u {
-                    crate::backend::Update::Status(s) => Some((s.ok_at.is_some(), s.error.clone())),
+                    crate::model::protocol::Update::Status(s) => Some((s.ok_at.is_some(), s.error.clone())),
                     _ => None,
                 };
                 state.apply(u);
@@ -143,7 +146,7 @@ async fn kube_once(
     k: &crate::backend::kube::KubeConfig,
     state: &mut ClusterState,
 ) -> Result<crate::backend::kube::Shared, String> {
-    use crate::backend::Update;
+    use crate::model::protocol::Update;
     let shared = crate::backend::kube::Shared::default();
     let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
     let (_ctx_tx, ctx_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -218,9 +221,9 @@ pub(crate) async fn target_cluster(
     if config.local {
         let node = local_node().await?;
         let label = format!("{} (local NVML)", node.name);
-        state.apply(crate::backend::Update::Inventory {
+        state.apply(crate::model::protocol::Update::Inventory {
             at: jiff::Timestamp::now().as_second(),
-            inventory: Box::new(crate::backend::Inventory {
+            inventory: Box::new(crate::model::protocol::Inventory {
                 source: crate::backend::nvml::SOURCE.into(),
                 nodes: Some(vec![node]),
                 ..Default::default()

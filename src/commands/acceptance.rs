@@ -1,14 +1,13 @@
 //! `gpuplane acceptance parse|run` and `gpuplane get acceptance`.
 
-use super::report;
-use super::store::Store;
+use crate::acceptance::report;
+use crate::acceptance::store::Store;
 use crate::cli::{AcceptanceCommand, Output};
 use crate::config::Config;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-/// The largest output read (a real sweep is a few KB; NCCL_DEBUG=INFO logs a few MB).
-pub const MAX_OUTPUT: u64 = 256 << 20;
+use crate::acceptance::MAX_OUTPUT;
 
 /// The run store in use: `[acceptance] store`, else the XDG data dir.
 pub fn store(config: &Config) -> Store {
@@ -26,7 +25,7 @@ pub fn run(cmd: &AcceptanceCommand, config: &Config) -> ExitCode {
 
 /// `gpuplane acceptance run`: plan, confirm, audit, submit; then track, collect, record, judge.
 fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
-    use super::launch::{Origin, record, track};
+    use crate::acceptance::launch::{Origin, record, track};
     use crate::ops::{ActionKind, OpRequest};
     let req = OpRequest {
         kind: ActionKind::Acceptance(a.mode),
@@ -35,7 +34,7 @@ fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
         ticket: a.ticket.clone(),
         dry_run: a.dry_run,
     };
-    let mut p = match crate::commands::prepare(config, req, a.yes) {
+    let mut p = match super::prepare(config, req, a.yes) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -108,7 +107,7 @@ fn parse(file: &std::path::Path, output: Output) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let parsed = super::parse::parse(&bytes);
+    let parsed = crate::acceptance::parse::parse(&bytes);
     let mut out = std::io::stdout().lock();
     let json = output == Output::Json;
     let (text, code) = match &parsed {

@@ -1,0 +1,170 @@
+//! The update protocol: what every source (backend, acceptance store, history) sends to the
+//! state, over one channel. It sits beside the domain model at the bottom of the layers, so
+//! backends and the state both import it and neither imports the other.
+
+use super::{
+    EccCounts, Epoch, FabricPort, Filesystem, Job, JobId, Node, NodeReason, NodeState, Queue, Quota, Text,
+    XidEvent,
+};
+
+/// Points kept in each history ring buffer (one per refresh, or per unit of time).
+pub const HISTORY_LEN: usize = 120;
+
+/// How a data source is doing, shown in the header.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SourceStatus {
+    /// Short name shown in the header: `sim`, `slurm`, `prom`, `kube`, `nvml`.
+    pub name: Text,
+    /// The data is made up (the built-in simulator).
+    pub simulated: bool,
+    /// When the source last answered successfully.
+    pub ok_at: Option<Epoch>,
+    /// The last error, already phrased for an operator (what is wrong and how to fix it).
+    pub error: Option<String>,
+    /// Protocol detail, e.g. `v0.0.40` or `2.42.0`.
+    pub detail: Option<Text>,
+}
+
+/// Everything a source knows about one plane, replacing what it reported before.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// The source's name (as in its [`SourceStatus`]); its freshness moves with each update.
+    pub source: Text,
+    pub cluster: Option<Text>,
+    pub nodes: Option<Vec<Node>>,
+    pub jobs: Option<Vec<Job>>,
+    pub queues: Option<Vec<Queue>>,
+    pub quotas: Option<Vec<Quota>>,
+    pub storage: Option<Vec<Filesystem>>,
+}
+
+impl Inventory {
+    /// Carries nothing but proof of life (a poll that found nothing new).
+    pub fn is_empty(&self) -> bool {
+        self.cluster.is_none()
+            && self.nodes.is_none()
+            && self.jobs.is_none()
+            && self.queues.is_none()
+            && self.quotas.is_none()
+            && self.storage.is_none()
+    }
+}
+
+/// Telemetry for one GPU; `None` leaves a field as it was.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuSample {
+    pub index: u8,
+    pub util: Option<u8>,
+    pub tensor_active: Option<u8>,
+    pub temp_c: Option<u8>,
+    pub power_w: Option<u16>,
+    pub mem_used_mib: Option<u32>,
+    pub ecc: Option<EccCounts>,
+    pub links: Option<super::LinkErrors>,
+    pub xid: Option<XidEvent>,
+    /// `Some(None)`: released; `Some(Some(id))`: allocated to `id`.
+    pub job: Option<Option<JobId>>,
+}
+
+/// The GPU samples of one node.
+pub type GpuSamples = smallvec::SmallVec<[GpuSample; 8]>;
+
+/// Changes to one node; `None` leaves a field as it was.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSample {
+    pub node: Text,
+    pub state: Option<NodeState>,
+    pub reason: Option<Option<NodeReason>>,
+    pub gpu_alloc: Option<u32>,
+    pub cpus_alloc: Option<u32>,
+    pub mem_alloc_mib: Option<u64>,
+    /// Inline for up to 8 GPUs: a delta for 10,000 nodes is one allocation, not 10,000.
+    pub gpus: GpuSamples,
+    /// Replaces the node's GPU topology when present (local NVML joined to a scheduler).
+    pub topology: Option<std::sync::Arc<super::Topology>>,
+    /// Replaces the processes of the node's GPUs when present.
+    pub processes: Option<Vec<super::GpuProc>>,
+    /// Replaces the local NVML readings of the node's GPUs (by index) when present.
+    pub local: Option<Vec<super::GpuLocal>>,
+    /// Replaces the node's ports when present.
+    pub ports: Option<Vec<FabricPort>>,
+}
+
+/// Incremental changes since the last update, stamped with the source's clock.
+#[derive(Debug, Clone, Default)]
+pub struct Delta {
+    /// The source's name (as in its [`SourceStatus`]).
+    pub source: Text,
+    pub at: Epoch,
+    pub nodes: Vec<NodeSample>,
+    pub jobs_upsert: Vec<Job>,
+    pub jobs_remove: Vec<JobId>,
+    pub quotas: Option<Vec<Quota>>,
+    pub storage: Option<Vec<Filesystem>>,
+}
+
+impl Delta {
+    /// Carries nothing but proof of life.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+            && self.jobs_upsert.is_empty()
+            && self.jobs_remove.is_empty()
+            && self.quotas.is_none()
+            && self.storage.is_none()
+    }
+}
+
+/// What a backend sends.
+#[derive(Debug, Clone)]
+pub enum Update {
+    Inventory {
+        at: Epoch,
+        inventory: Box<Inventory>,
+    },
+    Delta(Box<Delta>),
+    Status(SourceStatus),
+    /// Pod UID → `namespace/name` (Kubernetes), to name the pods that own GPU processes.
+    PodNames(std::collections::HashMap<Text, Text>),
+    /// The latest acceptance result, history and drift per node (from the run store; replaces
+    /// what was there).
+    Acceptance(Box<std::collections::BTreeMap<String, super::acceptance::NodeAcceptance>>),
+    /// History of what the console shows in its detail pane, from a history source's range
+    /// queries (replaces the previous one).
+    History(Box<FocusHistory>),
+}
+
+/// What the detail pane is showing, so a history source can fetch just that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Focus {
+    Node(Text),
+    Gpu(Text, u8),
+    /// A job and the GPUs it holds.
+    Job(super::JobId, Vec<(Text, u8)>),
+    /// The whole fleet (the GPU heatmap's strip).
+    Fleet,
+}
+
+/// One series of a [`FocusHistory`]: a value (or a gap) per step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistorySeries {
+    /// `util`, `temp`, `power`.
+    pub metric: &'static str,
+    pub values: Vec<Option<f32>>,
+}
+
+/// Range-query history for one [`Focus`]: `start + k·step` for each value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FocusHistory {
+    pub focus: Focus,
+    pub start: Epoch,
+    pub step: u32,
+    pub series: Vec<HistorySeries>,
+    /// When it was fetched.
+    pub at: Epoch,
+}
+
+impl FocusHistory {
+    pub fn series(&self, metric: &str) -> Option<&[Option<f32>]> {
+        self.series.iter().find(|s| s.metric == metric).map(|s| s.values.as_slice())
+    }
+}
