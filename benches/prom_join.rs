@@ -17,7 +17,7 @@
 //! prom_join` (`PROM_JOIN_CPU=slot1` for one refresh): thread CPU time per refresh, which a
 //! shared machine's other work does not inflate; `PROM_JOIN_CPU=split`: each refresh in parts
 //! (each large answer read and joined, the small ones, the delta made, the delta applied).
-//! Target: read + join + apply < 50 ms. Figures: README, Performance (the 20-query set this
+//! Target: read + join + apply < 50 ms. Figures: docs/performance.md, Prometheus (the 20-query set this
 //! replaced: 68 MB of answers, 287 ms).
 //!
 //! Last measured (`PROM_JOIN_CPU=1 cargo bench --bench prom_join`, min–median of 15, three runs,

@@ -1,5 +1,5 @@
 //! Benchmarks at scale: 10,000 nodes × 8 GPUs and 200,000 jobs from the simulator.
-//! Run: `cargo bench --bench views` (figures in the README's performance section).
+//! Run: `cargo bench --bench views` (figures in docs/performance.md, Console and views).
 
 use divan::Bencher;
 use gpuplane::backend::sim::{Sim, SimConfig};
