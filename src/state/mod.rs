@@ -18,7 +18,9 @@ pub use incidents::{Incident, Plane, Severity};
 pub use suspects::{Evidence, Suspect, suspects};
 
 use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
-use crate::model::{Epoch, Filesystem, Job, JobId, JobState, Node, PriceCard, Queue, Quota, Text};
+use crate::model::{
+    Epoch, Filesystem, Job, JobId, JobKey, JobState, Node, NodeKey, PriceCard, Queue, Quota, Text,
+};
 use history::{ClusterHistory, FleetHistory, NONE_U8, StorageHistory};
 use std::collections::HashMap;
 
@@ -116,6 +118,28 @@ impl ClusterState {
 
     pub fn job_index(&self, id: JobId) -> Option<usize> {
         self.job_ix.get(&id).copied()
+    }
+
+    /// The identity of the node at position `i`.
+    pub fn node_key(&self, i: usize) -> Option<NodeKey> {
+        let n = self.nodes.get(i)?;
+        Some(NodeKey { cluster: self.cluster.clone(), name: n.name.clone() })
+    }
+
+    /// The position of the node `k` names, if it is this cluster's.
+    pub fn node_at(&self, k: &NodeKey) -> Option<usize> {
+        (k.cluster == self.cluster).then(|| self.node_index(&k.name))?
+    }
+
+    /// The identity of the job at position `i`.
+    pub fn job_key(&self, i: usize) -> Option<JobKey> {
+        let j = self.jobs.get(i)?;
+        Some(JobKey { cluster: self.cluster.clone(), id: j.id })
+    }
+
+    /// The position of the job `k` names, if it is this cluster's.
+    pub fn job_at(&self, k: &JobKey) -> Option<usize> {
+        (k.cluster == self.cluster).then(|| self.job_index(k.id))?
     }
 
     pub fn gpu_count(&self) -> usize {

@@ -8,15 +8,31 @@ use super::views::topology::{TreeId, selected_node};
 use super::views::{TableId, VIEWS, ViewId};
 use super::widgets::Glyphs;
 use super::widgets::table::Marks;
-use super::widgets::table::{Cx, TableState, pack};
+use super::widgets::table::{Cx, TableState};
 use crate::audit::Record;
 use crate::cost::{self, CostReport};
-use crate::model::Text;
 use crate::model::protocol::Update;
+use crate::model::{GpuKey, NodeKey, ObjKey, Text};
 use crate::ops::{self, ActionKind, Executor, OpEvent, OpJob, OpMsg, OpRequest, Plan};
 use crate::state::ClusterState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_tree_widget::TreeState;
+
+/// A [`Cx`] over the shown state that borrows `App`'s fields one by one, so that the tables
+/// (`$app.ui.tables`) can be changed while it lives.
+macro_rules! cx_of {
+    ($app:expr) => {
+        Cx {
+            s: $app.frozen.as_ref().unwrap_or(&$app.live),
+            cost: &$app.cost,
+            theme: &$app.theme,
+            glyphs: $app.glyphs,
+            user: &$app.user,
+            audit: &$app.audit,
+            marked: &$app.marks,
+        }
+    };
+}
 
 /// Everything that can happen to the console.
 #[derive(Debug)]
@@ -221,10 +237,12 @@ impl App {
             Msg::Resize => true,
             Msg::Op(ev) => {
                 self.on_op_event(ev);
+                self.capture_selection();
                 true
             }
             Msg::Key(k) => {
                 self.on_key(k);
+                self.capture_selection();
                 true
             }
         }
@@ -452,6 +470,7 @@ impl App {
                         _ => nodes as isize,
                     };
                     self.ui.wall_state.move_rows(rows, nodes);
+                    self.select_wall_node();
                 } else if let Some(t) = self.focused_table() {
                     let t = self.table(t);
                     match a {
@@ -523,35 +542,83 @@ impl App {
                 self.ui.tree.toggle_selected();
             }
             ViewId::Gpus if self.ui.wall => {
-                let n = self.ui.wall_state.selected;
-                self.jump_to_node(n);
+                if let Some(n) = self.state().node_key(self.ui.wall_state.selected) {
+                    self.jump_to_node(n);
+                }
             }
             ViewId::Overview if self.ui.detail => {
-                let Some(key) = self.ui.tables[TableId::Incidents as usize].selected_key() else { return };
-                let Some(inc) = self.state().incidents.get(key as usize).cloned() else { return };
-                if let Some(job) = inc.job.and_then(|id| self.state().jobs.iter().position(|j| j.id == id)) {
+                // The incident the operator chose, by what it is, not where it sorted.
+                let Some(ObjKey::Incident(subject, title)) =
+                    self.ui.tables[TableId::Incidents as usize].selected_id().cloned()
+                else {
+                    return;
+                };
+                let s = self.state();
+                let Some(inc) = s.incidents.iter().find(|i| i.subject == subject && i.title == title) else {
+                    self.ui.message = Some((format!("{subject}: this incident has cleared"), false));
+                    return;
+                };
+                let job = inc.job.filter(|&id| s.job(id).is_some());
+                let node = inc.node.as_ref().filter(|n| s.node(n).is_some());
+                let cluster = s.cluster.clone();
+                if let Some(id) = job {
                     self.goto(ViewId::Jobs);
                     self.prepare();
-                    self.table(TableId::Jobs).select_key(job as u64);
+                    self.select_obj(TableId::Jobs, ObjKey::Job(crate::model::JobKey { cluster, id }));
                     self.ui.detail = true;
-                } else if let Some(n) = inc.node.as_deref().and_then(|n| self.state().node_index(n)) {
-                    self.jump_to_node(n);
+                } else if let Some(name) = node.cloned() {
+                    self.jump_to_node(NodeKey { cluster, name });
                 }
             }
             _ => self.ui.detail = true,
         }
     }
 
-    fn jump_to_node(&mut self, n: usize) {
+    fn jump_to_node(&mut self, n: NodeKey) {
         self.goto(ViewId::Nodes);
         self.prepare();
-        let t = self.table(TableId::Nodes);
-        if !t.rows.contains(&(n as u64)) {
-            t.set_filter("");
+        let id = ObjKey::Node(n);
+        let cx = cx_of!(self);
+        let shown = TableId::Nodes
+            .source()
+            .locate(&cx, &id)
+            .is_some_and(|k| self.ui.tables[TableId::Nodes as usize].rows.contains(&k));
+        if !shown {
+            self.table(TableId::Nodes).set_filter("");
         }
         self.prepare();
-        self.table(TableId::Nodes).select_key(n as u64);
+        self.select_obj(TableId::Nodes, id);
         self.ui.detail = true;
+    }
+
+    /// Selects the row of `id` in table `t` (it follows the object from then on).
+    pub fn select_obj(&mut self, t: TableId, id: ObjKey) {
+        let cx = cx_of!(self);
+        self.ui.tables[t as usize].select_id(t.source(), &cx, id);
+    }
+
+    /// Records what each shown table's selection stands for, while its rows are current: after
+    /// a key or an action result, before any later update can move the rows.
+    fn capture_selection(&mut self) {
+        let cx = cx_of!(self);
+        for &t in self.ui.view.meta().tables {
+            self.ui.tables[t as usize].capture(t.source(), &cx);
+        }
+    }
+
+    /// The object the focused table's selection stands for.
+    pub fn selected_obj(&self) -> Option<&ObjKey> {
+        self.ui.tables[self.focused_table()? as usize].selected_id()
+    }
+
+    /// The wall's cursor moved: the GPU table selects that node's first GPU, so both follow
+    /// the same node when the nodes are relisted.
+    fn select_wall_node(&mut self) {
+        let s = self.state();
+        let ni = self.ui.wall_state.selected;
+        let Some(node) = s.node_key(ni) else { return };
+        let Some(index) = s.nodes[ni].gpus.first().map(|g| g.index) else { return };
+        self.select_obj(TableId::Gpus, ObjKey::Gpu(GpuKey { node, index }));
     }
 
     fn back(&mut self) {
@@ -609,23 +676,17 @@ impl App {
         for &id in self.ui.view.meta().tables {
             self.ui.tables[id as usize].refresh(id.source(), &cx);
         }
+        // The wall's cursor is the GPU table's selected node (one identity for both).
         if self.ui.view == ViewId::Gpus
-            && !self.ui.wall
-            && let Some(k) = self.ui.tables[TableId::Gpus as usize].selected_key()
+            && let Some(ObjKey::Gpu(g)) = self.ui.tables[TableId::Gpus as usize].selected_id()
+            && let Some(ni) = s.node_at(&g.node)
         {
-            self.ui.wall_state.selected = (k >> 32) as usize;
-        }
-        if self.ui.view == ViewId::Gpus
-            && self.ui.wall
-            && let Some(node) = s.nodes.get(self.ui.wall_state.selected)
-            && !node.gpus.is_empty()
-        {
-            self.ui.tables[TableId::Gpus as usize].select_key(pack(self.ui.wall_state.selected, 0));
+            self.ui.wall_state.selected = ni;
         }
     }
 
     /// The node selected in the topology tree.
-    pub fn topology_node(&self) -> Option<usize> {
+    pub fn topology_node(&self) -> Option<&str> {
         selected_node(&self.ui.tree)
     }
 }
@@ -673,32 +734,22 @@ impl App {
             // The heatmap's strip charts the fleet's last hour.
             return (self.ui.view == ViewId::Gpus && self.ui.wall).then_some(Focus::Fleet);
         }
-        let t = self.focused_table()?;
-        let key = self.ui.tables[t as usize].selected_key()?;
         let s = self.state();
-        let job = |i: usize| {
-            let j = s.jobs.get(i)?;
-            let gpus: Vec<(Text, u8)> = j
-                .nodes
-                .iter()
-                .filter_map(|n| s.node(n))
-                .flat_map(|n| {
-                    n.gpus.iter().filter(|g| g.job == Some(j.id)).map(|g| (n.name.clone(), g.index))
-                })
-                .collect();
-            Some(Focus::Job(j.id, gpus))
-        };
-        match t {
-            TableId::Nodes | TableId::FabricNodes => {
-                s.nodes.get(key as usize).map(|n| Focus::Node(n.name.clone()))
+        match self.selected_obj()? {
+            ObjKey::Node(n) => s.node_at(n).map(|_| Focus::Node(n.name.clone())),
+            ObjKey::Gpu(g) => s.node_at(&g.node).map(|_| Focus::Gpu(g.node.name.clone(), g.index)),
+            ObjKey::Job(k) => {
+                let j = &s.jobs[s.job_at(k)?];
+                let gpus: Vec<(Text, u8)> = j
+                    .nodes
+                    .iter()
+                    .filter_map(|n| s.node(n))
+                    .flat_map(|n| {
+                        n.gpus.iter().filter(|g| g.job == Some(j.id)).map(|g| (n.name.clone(), g.index))
+                    })
+                    .collect();
+                Some(Focus::Job(j.id, gpus))
             }
-            TableId::Gpus => {
-                let (ni, gi) = crate::tui::widgets::table::unpack(key);
-                let n = s.nodes.get(ni)?;
-                n.gpus.get(gi).map(|g| Focus::Gpu(n.name.clone(), g.index))
-            }
-            TableId::Jobs | TableId::MyJobs => job(key as usize),
-            TableId::CostJobs => self.cost.jobs.get(key as usize).and_then(|c| job(c.index)),
             _ => None,
         }
     }
@@ -718,24 +769,13 @@ impl App {
         }
     }
 
-    /// The node or job the selected row stands for in the focused table.
+    /// The node or job the selected row stands for in the focused table (a GPU or a port
+    /// stands for its node).
     fn selected_target(&self) -> Option<(bool, String)> {
-        let t = self.focused_table()?;
-        let key = self.ui.tables[t as usize].selected_key()?;
         let s = self.state();
-        match t {
-            TableId::Nodes => s.nodes.get(key as usize).map(|n| (false, n.name.to_string())),
-            TableId::Gpus => s.nodes.get((key >> 32) as usize).map(|n| (false, n.name.to_string())),
-            TableId::Fabric => s.nodes.get((key >> 32) as usize).map(|n| (false, n.name.to_string())),
-            TableId::FabricNodes => s.nodes.get(key as usize).map(|n| (false, n.name.to_string())),
-            TableId::Jobs | TableId::MyJobs => s.jobs.get(key as usize).map(|j| (true, j.id.to_string())),
-            TableId::CostJobs => self
-                .cost
-                .jobs
-                .get(key as usize)
-                .and_then(|c| s.jobs.get(c.index))
-                .map(|j| (true, j.id.to_string())),
-            _ => None,
+        match self.selected_obj()? {
+            ObjKey::Job(k) => s.job_at(k).map(|_| (true, k.id.to_string())),
+            o => o.node().filter(|n| s.node_at(n).is_some()).map(|n| (false, n.name.to_string())),
         }
     }
 
@@ -1061,23 +1101,19 @@ impl App {
         let Some(t) = self.focused_table() else { return v };
         let Some(key) = self.ui.tables[t as usize].selected_key() else { return v };
         let s = self.state();
-        let node = match t {
-            TableId::Nodes => s.nodes.get(key as usize),
-            TableId::Gpus | TableId::Fabric => s.nodes.get((key >> 32) as usize),
-            TableId::FabricNodes => s.nodes.get(key as usize),
-            _ => None,
-        };
+        let obj = self.ui.tables[t as usize].selected_id();
+        let node = obj.and_then(|o| o.node()).and_then(|n| s.node_at(n)).map(|i| &s.nodes[i]);
         if let Some(n) = node {
             v.insert("NODE".into(), n.name.to_string());
         }
-        if t == TableId::Gpus
-            && let Some(g) = node.and_then(|n| n.gpus.get((key & 0xffff_ffff) as usize))
+        if let Some(ObjKey::Gpu(gk)) = obj
+            && let Some(g) = node.and_then(|n| n.gpus.iter().find(|g| g.index == gk.index))
         {
             v.insert("GPU".into(), g.index.to_string());
             v.insert("GPU_UUID".into(), g.uuid.to_string());
         }
-        if let Some(j) =
-            matches!(t, TableId::Jobs | TableId::MyJobs).then(|| s.jobs.get(key as usize)).flatten()
+        if let Some(ObjKey::Job(jk)) = obj
+            && let Some(j) = s.job_at(jk).map(|i| &s.jobs[i])
         {
             v.insert("JOB".into(), j.id.to_string());
             v.insert("ACCOUNT".into(), j.account.to_string());

@@ -295,7 +295,7 @@ fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
             views::topology::draw_tree(f, tree, blk, &app.cx(), &mut ts, true);
             app.ui.tree = ts;
             let cx = app.cx();
-            let node = app.topology_node().and_then(|i| cx.s.nodes.get(i)).or(cx.s.nodes.first());
+            let node = app.topology_node().and_then(|n| cx.s.node(n)).or(cx.s.nodes.first());
             let lines = node
                 .map(|n| views::topology::matrix_lines(&cx, n, matrix.width.saturating_sub(2)))
                 .unwrap_or_default();

@@ -4,6 +4,7 @@ use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col
 use super::super::widgets::untrusted;
 use super::detail::kv;
 use crate::audit::{Phase, Record};
+use crate::model::ObjKey;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -28,6 +29,10 @@ fn rec<'a>(cx: &Cx<'a>, key: RowKey) -> &'a Record {
 impl TableSource for AuditTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.audit.get(key as usize).map(|r| ObjKey::Audit(r.seq))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

@@ -4,6 +4,7 @@ use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col
 use super::super::widgets::{money, opt, untrusted};
 use super::jobs::{job_field, job_state_style, job_text};
 use crate::cost::{JobCost, TeamCost};
+use crate::model::{JobKey, ObjKey};
 use ratatui::text::Span;
 use std::borrow::Cow;
 
@@ -28,6 +29,10 @@ fn team<'a>(cx: &Cx<'a>, key: RowKey) -> &'a TeamCost {
 impl TableSource for TeamsTable {
     fn columns(&self) -> &'static [Column] {
         &TCOLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.cost.teams.get(key as usize).map(|t| ObjKey::Team(t.team.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
@@ -99,6 +104,11 @@ fn jc<'a>(cx: &Cx<'a>, key: RowKey) -> &'a JobCost {
 impl TableSource for CostJobsTable {
     fn columns(&self) -> &'static [Column] {
         &JCOLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        let c = cx.cost.jobs.get(key as usize)?;
+        Some(ObjKey::Job(JobKey { cluster: cx.s.cluster.clone(), id: c.id }))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

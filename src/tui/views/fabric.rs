@@ -7,6 +7,7 @@ use super::super::widgets::{safe, untrusted};
 use super::detail::{kv, section, spark_line};
 use crate::acceptance::judge::DriftKind;
 use crate::acceptance::{NodeAcceptance, Verdict};
+use crate::model::ObjKey;
 use crate::model::{FabricPort, Node, PortState};
 use crate::state::{ClusterState, Evidence};
 use ratatui::text::{Line, Span};
@@ -36,6 +37,19 @@ fn get(s: &ClusterState, key: RowKey) -> (&Node, &FabricPort) {
 impl TableSource for PortsTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        let (ni, pi) = unpack(key);
+        let port = cx.s.nodes.get(ni)?.ports.get(pi)?;
+        Some(ObjKey::Port(cx.s.node_key(ni)?, port.name.clone()))
+    }
+
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let ObjKey::Port(node, port) = id else { return None };
+        let ni = cx.s.node_at(node)?;
+        let pi = cx.s.nodes[ni].ports.iter().position(|p| p.name == *port)?;
+        Some(pack(ni, pi))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
@@ -239,6 +253,15 @@ fn port_sums(n: &Node) -> (usize, u64, u32) {
 impl TableSource for NodesTable {
     fn columns(&self) -> &'static [Column] {
         &NODE_COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.node_key(key as usize).map(ObjKey::Node)
+    }
+
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let ObjKey::Node(n) = id else { return None };
+        cx.s.node_at(n).map(|i| i as RowKey)
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

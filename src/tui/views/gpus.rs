@@ -5,6 +5,7 @@ use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
 use crate::model::{Gpu, GpuLocal, Node, throttle_names, xid_info};
+use crate::model::{GpuKey, ObjKey};
 use crate::state::ClusterState;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -37,6 +38,19 @@ fn get(s: &ClusterState, key: RowKey) -> (&Node, &Gpu) {
 impl TableSource for GpusTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        let (ni, gi) = unpack(key);
+        let index = cx.s.nodes.get(ni)?.gpus.get(gi)?.index;
+        Some(ObjKey::Gpu(GpuKey { node: cx.s.node_key(ni)?, index }))
+    }
+
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let ObjKey::Gpu(g) = id else { return None };
+        let ni = cx.s.node_at(&g.node)?;
+        let gi = cx.s.nodes[ni].gpus.iter().position(|x| x.index == g.index)?;
+        Some(pack(ni, gi))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

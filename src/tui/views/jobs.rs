@@ -3,6 +3,7 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
 use super::super::widgets::{ago, dur, money, opt, safe, ts, untrusted};
 use super::detail::{kv, section, spark_line};
+use crate::model::ObjKey;
 use crate::model::{Job, JobState, gpu_hours_cost, pending_reason_text};
 use crate::state::ClusterState;
 use ratatui::style::Style;
@@ -81,6 +82,15 @@ pub fn job_text(j: &Job) -> Vec<Cow<'_, str>> {
 impl TableSource for JobsTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.job_key(key as usize).map(ObjKey::Job)
+    }
+
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let ObjKey::Job(j) = id else { return None };
+        cx.s.job_at(j).map(|i| i as RowKey)
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

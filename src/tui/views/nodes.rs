@@ -3,6 +3,7 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{ago, bytes, opt, untrusted};
 use super::detail::{kv, section, spark_line};
+use crate::model::ObjKey;
 use crate::model::{Node, NodeState};
 use crate::state::ClusterState;
 use ratatui::style::Style;
@@ -43,6 +44,15 @@ fn node(s: &ClusterState, key: RowKey) -> &Node {
 impl TableSource for NodesTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.node_key(key as usize).map(ObjKey::Node)
+    }
+
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let ObjKey::Node(n) = id else { return None };
+        cx.s.node_at(n).map(|i| i as RowKey)
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

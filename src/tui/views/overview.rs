@@ -3,6 +3,7 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{ago, dur, money, opt, untrusted};
 use super::detail::kv;
+use crate::model::ObjKey;
 use crate::state::{ClusterState, Incident, Severity};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -37,6 +38,11 @@ pub fn sev_style(cx: &Cx<'_>, sev: Severity) -> Style {
 impl TableSource for IncidentsTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        let i = cx.s.incidents.get(key as usize)?;
+        Some(ObjKey::Incident(i.subject.clone(), i.title.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

@@ -4,6 +4,7 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{dur, opt, safe, ts, untrusted};
 use super::jobs::{job_field, job_state_style, job_text, pending_in_queue};
+use crate::model::ObjKey;
 use crate::model::{JobState, Queue, pending_reason_text};
 use crate::state::{ClusterState, QueueStats};
 use ratatui::text::Span;
@@ -34,6 +35,10 @@ fn queue(s: &ClusterState, key: RowKey) -> (&Queue, Option<&QueueStats>) {
 impl TableSource for QueuesTable {
     fn columns(&self) -> &'static [Column] {
         &QCOLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.queues.get(key as usize).map(|q| ObjKey::Queue(q.name.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
@@ -108,6 +113,15 @@ static MCOLS: [Column; 8] = [
 impl TableSource for MyJobsTable {
     fn columns(&self) -> &'static [Column] {
         &MCOLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.job_key(key as usize).map(ObjKey::Job)
+    }
+
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let ObjKey::Job(j) = id else { return None };
+        cx.s.job_at(j).map(|i| i as RowKey)
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

@@ -3,6 +3,7 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
+use crate::model::ObjKey;
 use crate::model::Quota;
 use crate::state::ClusterState;
 use ratatui::text::{Line, Span};
@@ -28,6 +29,10 @@ fn quota(s: &ClusterState, key: RowKey) -> &Quota {
 impl TableSource for QuotasTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.quotas.get(key as usize).map(|q| ObjKey::Quota(q.team.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

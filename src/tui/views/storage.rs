@@ -4,6 +4,7 @@ use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col
 use super::super::widgets::{bytes, opt, rate, untrusted};
 use super::detail::{kv, section, spark_line};
 use crate::model::Filesystem;
+use crate::model::ObjKey;
 use crate::state::ClusterState;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
@@ -30,6 +31,10 @@ fn fs(s: &ClusterState, key: RowKey) -> &Filesystem {
 impl TableSource for StorageTable {
     fn columns(&self) -> &'static [Column] {
         &COLS
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.storage.get(key as usize).map(|f| ObjKey::Filesystem(f.name.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {

@@ -42,7 +42,9 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                 .iter()
                 .map(|&i| {
                     let n = &s.nodes[i];
-                    let nid = format!("n:{i}");
+                    // Ids are names (never positions): what is open and selected stays on the
+                    // same node when the nodes are relisted.
+                    let nid = format!("n:{}", n.name);
                     let nopen = opened.contains(&vec![pid.clone(), nid.clone()]);
                     let nlabel = Line::from(vec![
                         Span::styled(safe(&n.name).into_owned(), t.text),
@@ -54,11 +56,10 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                     let gchildren = if nopen {
                         n.gpus
                             .iter()
-                            .enumerate()
-                            .map(|(k, g)| {
+                            .map(|g| {
                                 let style = if g.is_failed() { t.crit } else { t.dim };
                                 TreeItem::new_leaf(
-                                    format!("g:{i}:{k}"),
+                                    format!("g:{}:{}", n.name, g.index),
                                     Line::from(Span::styled(
                                         format!(
                                             "gpu{} {} {}%",
@@ -75,10 +76,10 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                         vec![]
                     } else {
                         // a placeholder so the node shows as openable
-                        vec![TreeItem::new_leaf(format!("g:{i}:-"), Line::styled("…", t.dim))]
+                        vec![TreeItem::new_leaf(format!("g:{}:-", n.name), Line::styled("…", t.dim))]
                     };
                     TreeItem::new(nid, nlabel, gchildren)
-                        .unwrap_or_else(|_| TreeItem::new_leaf(format!("n:{i}"), "?"))
+                        .unwrap_or_else(|_| TreeItem::new_leaf(format!("n:{}", n.name), "?"))
                 })
                 .collect()
         } else {
@@ -96,12 +97,11 @@ pub fn first_pool(s: &crate::state::ClusterState) -> Option<TreeId> {
     s.nodes.iter().map(|n| n.pool.as_str()).min().map(|p| format!("p:{p}"))
 }
 
-/// The node the tree selection points at (a node or one of its GPUs).
-pub fn selected_node(state: &TreeState<TreeId>) -> Option<usize> {
+/// The name of the node the tree selection points at (a node or one of its GPUs).
+pub fn selected_node(state: &TreeState<TreeId>) -> Option<&str> {
     state.selected().iter().rev().find_map(|id| {
         id.strip_prefix("n:")
-            .or_else(|| id.strip_prefix("g:").and_then(|r| r.split(':').next()))
-            .and_then(|v| v.parse().ok())
+            .or_else(|| id.strip_prefix("g:").and_then(|r| r.rsplit_once(':')).map(|(n, _)| n))
     })
 }
 

@@ -2,6 +2,7 @@
 //! (state generation, filter or sort), and only the visible rows are turned into cells.
 
 use super::Glyphs;
+use crate::model::ObjKey;
 use crate::state::ClusterState;
 use crate::tui::theme::Theme;
 use ratatui::Frame;
@@ -12,7 +13,9 @@ use ratatui::widgets::{Block, Paragraph};
 use std::borrow::Cow;
 use unicode_width::UnicodeWidthStr;
 
-/// Identifies a row: an index (or packed pair of indices) into the state.
+/// Identifies a row within one generation of the state: an index (or packed pair of indices)
+/// into it. It is cheap to sort and filter by, but it means another object after the state
+/// changes; what a row *is* across changes is its [`ObjKey`] ([`TableSource::identity`]).
 pub type RowKey = u64;
 
 pub fn pack(a: usize, b: usize) -> RowKey {
@@ -232,6 +235,16 @@ pub trait TableSource {
     fn default_sort(&self) -> (usize, bool) {
         (0, false)
     }
+    /// The object a row stands for: what the selection, the detail pane, marks and actions
+    /// follow when the rows move.
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey>;
+    /// The row that stands for `id` now. The default scans every row; tables with many rows
+    /// look it up.
+    fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
+        let mut keys = Vec::new();
+        self.keys(cx, &mut keys);
+        keys.into_iter().find(|&k| self.identity(cx, k).as_ref() == Some(id))
+    }
 }
 
 /// What cells may draw with.
@@ -266,6 +279,9 @@ pub struct TableState {
     pub filter: Filter,
     /// What `rows` was computed from: (generation, filter, sort col, desc).
     cached: Option<(u64, String, usize, bool)>,
+    /// The object the selected row stands for, kept while the rows are valid, so that the
+    /// selection follows it when the rows are rebuilt for a new generation.
+    selected_id: Option<ObjKey>,
     sort_set: bool,
     /// Keys in natural order, sorted (kept so a filter change does not re-sort).
     sorted: Vec<RowKey>,
@@ -284,7 +300,8 @@ impl TableState {
         if self.cached.as_ref() == Some(&want) {
             return;
         }
-        let selected_key = self.rows.get(self.selected).copied();
+        // Rows of the generation they were built for still say what is selected.
+        self.capture(src, cx);
         let sort_for = (s.generation, self.sort_col, self.desc);
         if self.sorted_for != Some(sort_for) {
             self.sorted.clear();
@@ -301,13 +318,41 @@ impl TableState {
             let f = &self.filter;
             self.rows.extend(self.sorted.iter().copied().filter(|&k| f.matches(src, cx, k)));
         }
-        if let Some(k) = selected_key
+        // Follow the selected object to its new row; if it is gone (or filtered out), the
+        // cursor stays at the same place and stands for whatever row is there now.
+        if let Some(id) = &self.selected_id
+            && let Some(k) = src.locate(cx, id)
             && let Some(i) = self.rows.iter().position(|&r| r == k)
         {
             self.selected = i;
         }
         self.selected = self.selected.min(self.rows.len().saturating_sub(1));
         self.cached = Some(want);
+        self.selected_id = self.rows.get(self.selected).and_then(|&k| src.identity(cx, k));
+    }
+
+    /// Records what the selected row stands for, when the rows were built for the state in
+    /// `cx` (call it after the selection moves; a later state change cannot lose it then).
+    pub fn capture<S: TableSource + ?Sized>(&mut self, src: &S, cx: &Cx<'_>) {
+        if self.cached.as_ref().is_some_and(|c| c.0 == cx.s.generation) {
+            self.selected_id = self.rows.get(self.selected).and_then(|&k| src.identity(cx, k));
+        }
+    }
+
+    /// The object the selection stands for (as of the last refresh or capture).
+    pub fn selected_id(&self) -> Option<&ObjKey> {
+        self.selected_id.as_ref()
+    }
+
+    /// Selects the row of `id` (after the next refresh, if it is not among the rows now).
+    pub fn select_id<S: TableSource + ?Sized>(&mut self, src: &S, cx: &Cx<'_>, id: ObjKey) {
+        if self.cached.as_ref().is_some_and(|c| c.0 == cx.s.generation)
+            && let Some(k) = src.locate(cx, &id)
+            && let Some(i) = self.rows.iter().position(|&r| r == k)
+        {
+            self.selected = i;
+        }
+        self.selected_id = Some(id);
     }
 
     /// Forces a rebuild at the next refresh (the rows' meaning changed).

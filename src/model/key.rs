@@ -1,0 +1,65 @@
+//! Identity keys: what a row, a mark, a selection, a detail pane or an action target refers to.
+//! A key names an object by what it is (its cluster, kind and id), never by its position in a
+//! list, so it still means the same object after a relist, a removal or a re-sort.
+
+use super::{JobId, Text};
+
+/// A node of one cluster (a scheduler's node name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeKey {
+    pub cluster: Text,
+    pub name: Text,
+}
+
+/// A job of one cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobKey {
+    pub cluster: Text,
+    pub id: JobId,
+}
+
+/// A GPU: its node and its index there (the driver's minor number, not a list position).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GpuKey {
+    pub node: NodeKey,
+    pub index: u8,
+}
+
+/// Any object a table row can stand for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjKey {
+    Node(NodeKey),
+    Gpu(GpuKey),
+    Job(JobKey),
+    /// A fabric port: its node and the port's name (`mlx5_0/1`).
+    Port(NodeKey, Text),
+    Filesystem(Text),
+    Queue(Text),
+    Quota(Text),
+    /// A team (or account) in the cost report.
+    Team(Text),
+    /// An incident: its subject and title (an incident has no id of its own; these two
+    /// identify it while it lasts).
+    Incident(Text, String),
+    /// An audit record, by its sequence number.
+    Audit(u64),
+}
+
+impl ObjKey {
+    /// The node this object is, or is on.
+    pub fn node(&self) -> Option<&NodeKey> {
+        match self {
+            ObjKey::Node(n) | ObjKey::Port(n, _) => Some(n),
+            ObjKey::Gpu(g) => Some(&g.node),
+            _ => None,
+        }
+    }
+
+    /// The job this object is.
+    pub fn job(&self) -> Option<JobId> {
+        match self {
+            ObjKey::Job(j) => Some(j.id),
+            _ => None,
+        }
+    }
+}
