@@ -9,7 +9,7 @@ use gpuplane::tui::app::{App, Msg};
 use gpuplane::tui::draw::draw;
 use gpuplane::tui::keymap::Keymap;
 use gpuplane::tui::theme::Theme;
-use gpuplane::tui::views::{TableId, ViewId};
+use gpuplane::tui::views;
 use gpuplane::tui::widgets::Glyphs;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -86,8 +86,8 @@ fn jobs_filter_change(bencher: Bencher, filter: &str) {
 #[divan::bench(args = [1usize, 8, 10], sample_count = 20, sample_size = 1)]
 fn jobs_resort(bencher: Bencher, col: usize) {
     bencher.with_inputs(|| app("jobs")).bench_local_values(|mut a| {
-        let ncols = TableId::Jobs.source().columns().len();
-        a.ui.tables[TableId::Jobs as usize].sort_by(col, ncols);
+        let ncols = views::jobs::TABLE.source().columns().len();
+        a.ui.tables[views::jobs::TABLE].sort_by(col, ncols);
         a.prepare();
         a
     });
@@ -106,7 +106,7 @@ fn tick_to_frame_jobs_view(bencher: Bencher) {
             a.update(Msg::Update(u));
             let now = a.state().now;
             term.draw(|f| draw(f, &mut a, now)).unwrap();
-            assert_eq!(a.ui.view, ViewId::Jobs);
+            assert_eq!(a.ui.view, views::jobs::ID);
             a
         });
 }

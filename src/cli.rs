@@ -167,7 +167,8 @@ pub enum Command {
     Cancel(ActionArgs),
     /// Print a resource once, from the same backends as the console, for scripts and tickets.
     Get {
-        resource: Resource,
+        #[arg(value_parser = resource_parser())]
+        resource: String,
         /// table (the console's columns), wide (every column), json (stable field names), csv.
         #[arg(short, long, value_enum, default_value_t = Output::Table)]
         output: Output,
@@ -233,20 +234,19 @@ pub struct AcceptanceRunArgs {
     pub wait: Duration,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Resource {
-    Nodes,
-    Gpus,
-    Jobs,
-    Queues,
-    Quotas,
-    Cost,
-    Fabric,
-    Storage,
-    Incidents,
-    Audit,
-    /// Recorded acceptance runs with their verdicts.
-    Acceptance,
+/// What `get` can print: every table of the console's views (by its id, from the registry),
+/// and the acceptance run store.
+pub fn resources() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = crate::tui::views::all_tables().map(|t| t.id().0).collect();
+    v.push(ACCEPTANCE);
+    v
+}
+
+/// `get acceptance`: the recorded acceptance runs, not a console table.
+pub const ACCEPTANCE: &str = "acceptance";
+
+fn resource_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(resources())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

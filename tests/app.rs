@@ -6,13 +6,13 @@ use common::{app, app_with_sim, key, render, typed};
 use gpuplane::model::JobState;
 use gpuplane::model::protocol::{Delta, Update};
 use gpuplane::tui::app::{Mode, Msg, complete};
-use gpuplane::tui::views::{TableId, ViewId};
+use gpuplane::tui::views;
 use ratatui::crossterm::event::KeyCode;
 
 /// The names in the Jobs table, in display order.
 fn job_names(a: &mut gpuplane::tui::app::App) -> Vec<String> {
     a.prepare();
-    a.ui.tables[TableId::Jobs as usize]
+    a.ui.tables[views::jobs::TABLE]
         .rows
         .iter()
         .map(|&k| a.state().jobs[k as usize].name.to_string())
@@ -23,9 +23,9 @@ fn job_names(a: &mut gpuplane::tui::app::App) -> Vec<String> {
 fn command_mode_switches_view_and_sets_the_filter() {
     let mut a = app();
     typed(&mut a, ":jobs user=alice\r");
-    assert_eq!(a.ui.view, ViewId::Jobs);
+    assert_eq!(a.ui.view, views::jobs::ID);
     a.prepare();
-    let t = &a.ui.tables[TableId::Jobs as usize];
+    let t = &a.ui.tables[views::jobs::TABLE];
     assert_eq!(t.filter.raw, "user=alice");
     assert!(!t.rows.is_empty());
     assert!(t.rows.iter().all(|&k| a.state().jobs[k as usize].user.contains("alice")));
@@ -35,7 +35,7 @@ fn command_mode_switches_view_and_sets_the_filter() {
 fn unknown_command_says_so() {
     let mut a = app();
     typed(&mut a, ":bogus\r");
-    assert_eq!(a.ui.view, ViewId::Overview);
+    assert_eq!(a.ui.view, views::overview::ID);
     assert!(a.ui.message.as_ref().unwrap().0.contains("unknown command"));
 }
 
@@ -62,20 +62,20 @@ fn filter_narrows_live_and_esc_clears() {
     let mut a = app();
     typed(&mut a, ":nodes\r");
     a.prepare();
-    let all = a.ui.tables[TableId::Nodes as usize].rows.len();
+    let all = a.ui.tables[views::nodes::TABLE].rows.len();
     typed(&mut a, "/state=down");
     assert!(matches!(a.ui.mode, Mode::Filter(_)));
     a.prepare();
-    let down = a.ui.tables[TableId::Nodes as usize].rows.clone();
+    let down = a.ui.tables[views::nodes::TABLE].rows.clone();
     assert!(!down.is_empty() && down.len() < all);
     assert!(down.iter().all(|&k| a.state().nodes[k as usize].state.label() == "down"));
     // negation gives the complement
     typed(&mut a, "\x1b/!state=down\r");
     a.prepare();
-    assert_eq!(a.ui.tables[TableId::Nodes as usize].rows.len(), all - down.len());
+    assert_eq!(a.ui.tables[views::nodes::TABLE].rows.len(), all - down.len());
     key(&mut a, KeyCode::Esc);
     a.prepare();
-    assert_eq!(a.ui.tables[TableId::Nodes as usize].rows.len(), all);
+    assert_eq!(a.ui.tables[views::nodes::TABLE].rows.len(), all);
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn label_filters_match_node_labels() {
     };
     typed(&mut a, &format!(":nodes {k}=={v}\r"));
     a.prepare();
-    let rows = &a.ui.tables[TableId::Nodes as usize].rows;
+    let rows = &a.ui.tables[views::nodes::TABLE].rows;
     assert!(!rows.is_empty());
     assert!(
         rows.iter()
@@ -103,7 +103,7 @@ fn sorting_orders_rows_and_reverses() {
     typed(&mut a, ":jobs\r");
     a.prepare();
     let ids: Vec<u64> =
-        a.ui.tables[TableId::Jobs as usize].rows.iter().map(|&k| a.state().jobs[k as usize].id).collect();
+        a.ui.tables[views::jobs::TABLE].rows.iter().map(|&k| a.state().jobs[k as usize].id).collect();
     assert!(ids.windows(2).all(|w| w[0] >= w[1]), "default: newest first");
     // next column: NAME ascending
     typed(&mut a, ">");
@@ -122,13 +122,13 @@ fn selection_follows_the_row_when_data_changes() {
     // sort by utilisation so the order moves as the data does
     typed(&mut a, ":nodes\r>>>>jjj");
     a.prepare();
-    let before = a.ui.tables[TableId::Nodes as usize].selected_key();
+    let before = a.ui.tables[views::nodes::TABLE].selected_key();
     let name = a.state().nodes[before.unwrap() as usize].name.clone();
     for _ in 0..10 {
         a.update(Msg::Update(sim.tick()));
     }
     a.prepare();
-    let after = a.ui.tables[TableId::Nodes as usize].selected_key().unwrap();
+    let after = a.ui.tables[views::nodes::TABLE].selected_key().unwrap();
     assert_eq!(a.state().nodes[after as usize].name, name);
 }
 
@@ -154,11 +154,11 @@ fn enter_on_an_incident_jumps_to_its_node() {
     let idx = a.state().incidents.iter().position(|i| i.title.starts_with("XID 79")).expect("planted XID 79");
     let node = a.state().incidents[idx].node.clone().unwrap();
     a.prepare();
-    a.ui.tables[TableId::Incidents as usize].select_key(idx as u64);
+    a.ui.tables[views::overview::INCIDENTS].select_key(idx as u64);
     typed(&mut a, "\r\r");
-    assert_eq!(a.ui.view, ViewId::Nodes);
+    assert_eq!(a.ui.view, views::nodes::ID);
     assert!(a.ui.detail);
-    let k = a.ui.tables[TableId::Nodes as usize].selected_key().unwrap();
+    let k = a.ui.tables[views::nodes::TABLE].selected_key().unwrap();
     assert_eq!(a.state().nodes[k as usize].name, node);
     let screen = render(&mut a, 160, 48);
     assert!(screen.contains("XID 79"), "{screen}");
@@ -327,9 +327,9 @@ fn ctrl_d_in_the_confirmation_makes_it_a_dry_run() {
 fn the_mine_alias_lists_the_current_users_jobs() {
     let mut a = app();
     typed(&mut a, ":mine\r");
-    assert_eq!(a.ui.view, ViewId::Jobs);
+    assert_eq!(a.ui.view, views::jobs::ID);
     a.prepare();
-    let t = &a.ui.tables[TableId::Jobs as usize];
+    let t = &a.ui.tables[views::jobs::TABLE];
     assert_eq!(t.filter.raw, "user==researcher");
     assert!(!t.rows.is_empty() && t.rows.iter().all(|&k| a.state().jobs[k as usize].user == "researcher"));
 }
@@ -348,13 +348,13 @@ fn user_hotkeys_and_aliases_from_the_config_dir() {
     assert!(errs[0].message.contains("already bound"));
     a.user_commands = uc;
     typed(&mut a, ":down\r");
-    assert_eq!(a.ui.view, ViewId::Nodes);
-    assert_eq!(a.ui.tables[TableId::Nodes as usize].filter.raw, "state=down");
+    assert_eq!(a.ui.view, views::nodes::ID);
+    assert_eq!(a.ui.tables[views::nodes::TABLE].filter.raw, "state=down");
     a.update(Msg::Key(ratatui::crossterm::event::KeyEvent::new(
         KeyCode::Char('g'),
         ratatui::crossterm::event::KeyModifiers::CONTROL,
     )));
-    assert_eq!(a.ui.view, ViewId::Gpus);
+    assert_eq!(a.ui.view, views::gpus::ID);
     typed(&mut a, "?");
     let screen = render(&mut a, 120, 200);
     assert!(screen.contains(":down") && screen.contains("GPU table"), "{screen}");

@@ -9,6 +9,7 @@ use gpuplane::model::protocol::{Inventory, Update};
 use gpuplane::model::{ObjKey, Text};
 use gpuplane::ops::ActionKind;
 use gpuplane::tui::app::{App, Mode, Msg};
+use gpuplane::tui::views;
 use gpuplane::tui::views::{TableId, VIEWS, ViewId};
 use ratatui::crossterm::event::KeyCode;
 
@@ -65,7 +66,7 @@ fn names(o: &ObjKey) -> Vec<String> {
 /// What the focused table's selected row shows (its cells, as drawn).
 fn selected_cells(a: &mut App, t: TableId) -> Vec<String> {
     a.prepare();
-    let key = a.ui.tables[t as usize].selected_key().expect("a selected row");
+    let key = a.ui.tables[t].selected_key().expect("a selected row");
     let cx = a.cx();
     t.source().cells(&cx, key).iter().map(|s| s.content.to_string()).collect()
 }
@@ -73,7 +74,7 @@ fn selected_cells(a: &mut App, t: TableId) -> Vec<String> {
 /// Opens `view`, focuses table `t`, moves the cursor a few rows down.
 fn open(a: &mut App, view: ViewId, t: TableId, down: usize) {
     a.goto(view);
-    let pos = view.meta().tables.iter().position(|&x| x == t).expect("table of the view");
+    let pos = view.tables().iter().position(|&x| x == t).expect("table of the view");
     for _ in 0..pos {
         key(a, KeyCode::Tab);
     }
@@ -89,8 +90,8 @@ fn open(a: &mut App, view: ViewId, t: TableId, down: usize) {
 fn tables() -> Vec<(ViewId, TableId)> {
     VIEWS
         .iter()
-        .flat_map(|v| v.tables.iter().map(move |&t| (v.id, t)))
-        .filter(|(_, t)| *t != TableId::Audit)
+        .flat_map(|v| v.tables().iter().map(move |t| (v.id(), t.id())))
+        .filter(|(_, t)| *t != views::audit::TABLE)
         .collect()
 }
 
@@ -102,7 +103,7 @@ fn every_table_keeps_its_selection_through_a_reordering_relist() {
         let mut backend = Reorderer { rng: fastrand::Rng::with_seed(7) };
         a.goto(view);
         a.prepare();
-        let rows = a.ui.tables[t as usize].rows.len();
+        let rows = a.ui.tables[t].rows.len();
         assert!(rows >= 2, "{t:?}: the fixed cluster gives this table at least two rows ({rows})");
         open(&mut a, view, t, (rows / 2).min(5));
         let before = a.selected_obj().cloned().unwrap_or_else(|| panic!("{t:?}: a selection"));
@@ -137,7 +138,7 @@ fn every_table_keeps_its_selection_through_a_reordering_relist() {
 /// moves every row below up by one.
 fn first_row_objects(a: &mut App, t: TableId) -> (Option<String>, Option<u64>) {
     a.prepare();
-    let first = a.ui.tables[t as usize].rows[0];
+    let first = a.ui.tables[t].rows[0];
     let cx = a.cx();
     let id = t.source().identity(&cx, first).expect("an identity");
     let sel = a.selected_obj().cloned().expect("a selection");
@@ -149,9 +150,9 @@ fn first_row_objects(a: &mut App, t: TableId) -> (Option<String>, Option<u64>) {
 #[test]
 fn the_detail_pane_and_the_history_focus_stay_on_the_chosen_node_gpu_and_job() {
     for (view, t, name_of) in [
-        (ViewId::Nodes, TableId::Nodes, 0usize),
-        (ViewId::Gpus, TableId::Gpus, 0),
-        (ViewId::Jobs, TableId::Jobs, 1),
+        (views::nodes::ID, views::nodes::TABLE, 0usize),
+        (views::gpus::ID, views::gpus::TABLE, 0),
+        (views::jobs::ID, views::jobs::TABLE, 1),
     ] {
         let mut a = app();
         let mut backend = Reorderer { rng: fastrand::Rng::with_seed(11) };
@@ -176,14 +177,14 @@ fn the_detail_pane_and_the_history_focus_stay_on_the_chosen_node_gpu_and_job() {
 fn marks_and_action_targets_are_the_objects_the_operator_saw() {
     let mut a = app();
     let mut backend = Reorderer { rng: fastrand::Rng::with_seed(3) };
-    open(&mut a, ViewId::Nodes, TableId::Nodes, 0);
+    open(&mut a, views::nodes::ID, views::nodes::TABLE, 0);
     // Nodes that can be cordoned and drained.
     common::typed(&mut a, "/state=alloc\r");
     key(&mut a, KeyCode::Char('j'));
     // Mark two nodes (space marks and moves down), then put the cursor on a third.
     let mut marked: Vec<String> = Vec::new();
     for _ in 0..2 {
-        marked.push(selected_cells(&mut a, TableId::Nodes)[0].clone());
+        marked.push(selected_cells(&mut a, views::nodes::TABLE)[0].clone());
         key(&mut a, KeyCode::Char(' '));
     }
     key(&mut a, KeyCode::Char('j'));
@@ -192,7 +193,7 @@ fn marks_and_action_targets_are_the_objects_the_operator_saw() {
         o => panic!("{o:?}"),
     };
     // The node shown first (not marked: the cursor started one below it) goes away.
-    let (gone, _) = first_row_objects(&mut a, TableId::Nodes);
+    let (gone, _) = first_row_objects(&mut a, views::nodes::TABLE);
     let gone = gone.expect("a first row");
     assert!(!marked.contains(&gone));
     let u = backend.relist(&a, Some(&gone), None);
@@ -222,7 +223,7 @@ fn marks_and_action_targets_are_the_objects_the_operator_saw() {
 fn a_removed_object_is_never_claimed_by_the_cursor() {
     let mut a = app();
     let mut backend = Reorderer { rng: fastrand::Rng::with_seed(5) };
-    open(&mut a, ViewId::Jobs, TableId::Jobs, 3);
+    open(&mut a, views::jobs::ID, views::jobs::TABLE, 3);
     let Some(ObjKey::Job(gone)) = a.selected_obj().cloned() else { panic!("a job") };
     let u = backend.relist(&a, None, Some(gone.id));
     a.update(Msg::Update(u));
@@ -230,7 +231,7 @@ fn a_removed_object_is_never_claimed_by_the_cursor() {
     let now = a.selected_obj().cloned().expect("the cursor stays on a row");
     assert_ne!(now, ObjKey::Job(gone.clone()), "the cursor still claims the removed job");
     // … and what it claims is what its row shows.
-    let id = selected_cells(&mut a, TableId::Jobs)[0].clone();
+    let id = selected_cells(&mut a, views::jobs::TABLE)[0].clone();
     assert_eq!(now.job().map(|j| j.to_string()), Some(id));
 }
 
@@ -238,25 +239,25 @@ fn a_removed_object_is_never_claimed_by_the_cursor() {
 fn an_incident_jump_lands_on_the_incident_the_operator_chose() {
     let mut a = app();
     let mut backend = Reorderer { rng: fastrand::Rng::with_seed(9) };
-    open(&mut a, ViewId::Overview, TableId::Incidents, 0);
+    open(&mut a, views::overview::ID, views::overview::INCIDENTS, 0);
     // The first incident about a node.
     let node = loop {
         let s = a.state();
-        let row = a.ui.tables[TableId::Incidents as usize].selected_key().expect("incidents");
+        let row = a.ui.tables[views::overview::INCIDENTS].selected_key().expect("incidents");
         if let Some(n) = &s.incidents[row as usize].node {
             break n.clone();
         }
-        let before = a.ui.tables[TableId::Incidents as usize].selected;
+        let before = a.ui.tables[views::overview::INCIDENTS].selected;
         key(&mut a, KeyCode::Char('j'));
         a.prepare();
-        assert_ne!(a.ui.tables[TableId::Incidents as usize].selected, before, "an incident about a node");
+        assert_ne!(a.ui.tables[views::overview::INCIDENTS].selected, before, "an incident about a node");
     };
     key(&mut a, KeyCode::Enter); // open the detail
     let u = backend.relist(&a, None, None);
     a.update(Msg::Update(u));
     a.prepare();
     key(&mut a, KeyCode::Enter); // jump
-    assert_eq!(a.ui.view, ViewId::Nodes);
+    assert_eq!(a.ui.view, views::nodes::ID);
     match a.selected_obj() {
         Some(ObjKey::Node(n)) => assert_eq!(n.name, node),
         o => panic!("{o:?}"),
@@ -276,7 +277,7 @@ fn the_audit_table_follows_its_record_when_newer_ones_arrive() {
         .expect("a record")
     };
     a.update(Msg::Op(gpuplane::ops::OpEvent::Audit((1..=5).rev().map(rec).collect())));
-    open(&mut a, ViewId::Audit, TableId::Audit, 2);
+    open(&mut a, views::audit::ID, views::audit::TABLE, 2);
     let before = a.selected_obj().cloned().expect("a record");
     a.update(Msg::Op(gpuplane::ops::OpEvent::Audit((1..=8).rev().map(rec).collect())));
     a.prepare();

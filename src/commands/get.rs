@@ -3,84 +3,26 @@
 //! columns (text already sanitised); JSON uses the model's field names.
 
 use super::{audit_log, target_cluster};
-use crate::cli::{Output, Resource};
+use crate::cli::Output;
 use crate::config::Config;
 use crate::tui::theme::Theme;
-use crate::tui::views::TableId;
+use crate::tui::views;
 use crate::tui::widgets::Glyphs;
-use crate::tui::widgets::table::{Cx, Marks, RowKey, TableState, unpack};
-use serde_json::{Value, json};
+use crate::tui::widgets::table::{Cx, Marks, TableState};
+use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
 
-fn table_of(r: Resource) -> TableId {
-    match r {
-        Resource::Nodes => TableId::Nodes,
-        Resource::Gpus => TableId::Gpus,
-        Resource::Jobs => TableId::Jobs,
-        Resource::Queues => TableId::Queues,
-        Resource::Quotas => TableId::Quotas,
-        Resource::Cost => TableId::CostJobs,
-        Resource::Fabric => TableId::Fabric,
-        Resource::Storage => TableId::Storage,
-        Resource::Incidents => TableId::Incidents,
-        Resource::Audit => TableId::Audit,
-        // Not a console table: answered from the run store before this is asked.
-        Resource::Acceptance => TableId::Incidents,
-    }
-}
+use crate::cli::{ACCEPTANCE, resources};
 
-/// One row as JSON, with the model's field names.
-fn json_row(r: Resource, cx: &Cx<'_>, key: RowKey) -> Value {
-    let s = cx.s;
-    let v = |x: &dyn erased::Ser| x.to_value();
-    match r {
-        Resource::Nodes => v(&s.nodes[key as usize]),
-        Resource::Gpus => {
-            let (n, g) = unpack(key);
-            json!({"node": s.nodes[n].name, "gpu": s.nodes[n].gpus[g]})
-        }
-        Resource::Jobs => v(&s.jobs[key as usize]),
-        Resource::Queues => {
-            let q = &s.queues[key as usize];
-            let stats = s.queue_stats.iter().find(|x| x.name == q.name);
-            json!({"queue": q, "stats": stats})
-        }
-        Resource::Quotas => v(&s.quotas[key as usize]),
-        Resource::Cost => {
-            let c = &cx.cost.jobs[key as usize];
-            let j = &s.jobs[c.index];
-            json!({"id": j.id, "name": j.name, "user": j.user, "account": j.account, "state": j.state,
-                   "gpu_hours": c.gpu_hours, "cost": c.cost, "idle_cost": c.idle_cost,
-                   "currency": cx.cost.currency, "window_s": cx.cost.window_s})
-        }
-        Resource::Fabric => {
-            let (n, p) = unpack(key);
-            json!({"node": s.nodes[n].name, "port": s.nodes[n].ports[p]})
-        }
-        Resource::Storage => v(&s.storage[key as usize]),
-        Resource::Incidents => v(&s.incidents[key as usize]),
-        Resource::Audit => v(&cx.audit[key as usize]),
-        Resource::Acceptance => Value::Null,
-    }
-}
-
-mod erased {
-    /// Serialises any model type to a JSON value.
-    pub trait Ser {
-        fn to_value(&self) -> serde_json::Value;
-    }
-    impl<T: serde::Serialize> Ser for T {
-        fn to_value(&self) -> serde_json::Value {
-            serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
-        }
-    }
-}
-
-pub fn run(resource: Resource, output: Output, filter: &str, config: &Config) -> ExitCode {
-    if resource == Resource::Acceptance {
+pub fn run(resource: &str, output: Output, filter: &str, config: &Config) -> ExitCode {
+    if resource == ACCEPTANCE {
         return super::acceptance::get(output, filter, config);
     }
+    let Some(src) = views::all_tables().find(|t| t.id().0 == resource) else {
+        eprintln!("gpuplane: unknown resource {resource:?}; one of: {}", resources().join(", "));
+        return ExitCode::from(2);
+    };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -95,7 +37,7 @@ pub fn run(resource: Resource, output: Output, filter: &str, config: &Config) ->
             return ExitCode::from(2);
         }
     };
-    let audit = if resource == Resource::Audit {
+    let audit = if src.id() == views::audit::TABLE {
         match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
             Ok(a) => a,
             Err(e) => {
@@ -118,8 +60,6 @@ pub fn run(resource: Resource, output: Output, filter: &str, config: &Config) ->
         audit: &audit,
         marked: &marks,
     };
-    let id = table_of(resource);
-    let src = id.source();
     let mut st = TableState::default();
     st.set_filter(filter);
     st.refresh(src, &cx);
@@ -138,7 +78,7 @@ pub fn run(resource: Resource, output: Output, filter: &str, config: &Config) ->
     let mut out = std::io::stdout().lock();
     let written = match output {
         Output::Json => {
-            let v: Vec<Value> = st.rows.iter().map(|&k| json_row(resource, &cx, k)).collect();
+            let v: Vec<Value> = st.rows.iter().map(|&k| src.json(&cx, k)).collect();
             serde_json::to_writer_pretty(&mut out, &v)
                 .map_err(|e| std::io::Error::new(e.io_error_kind().unwrap_or(std::io::ErrorKind::Other), e))
                 .and_then(|_| writeln!(out))

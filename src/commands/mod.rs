@@ -29,7 +29,7 @@ pub fn run(cmd: &Command, config: &Config) -> ExitCode {
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter } => get::run(*resource, *output, filter, config),
+        Command::Get { resource, output, filter } => get::run(resource, *output, filter, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());

@@ -5,10 +5,10 @@ use super::keymap::{Action, Keymap};
 use super::theme::Theme;
 use super::views::gpus::{WallMetric, WallState};
 use super::views::topology::{TreeId, selected_node};
-use super::views::{TableId, VIEWS, ViewId};
+use super::views::{self, TableId, ViewId};
 use super::widgets::Glyphs;
 use super::widgets::table::Marks;
-use super::widgets::table::{Cx, TableState};
+use super::widgets::table::{Cx, TableState, TableStates};
 use crate::audit::Record;
 use crate::cost::{self, CostReport};
 use crate::model::protocol::Update;
@@ -82,7 +82,7 @@ pub struct BreakGlass {
 pub struct Ui {
     pub view: ViewId,
     back: Vec<ViewId>,
-    pub tables: Vec<TableState>,
+    pub tables: TableStates,
     /// Index into the current view's tables.
     pub focus: usize,
     pub detail: bool,
@@ -100,9 +100,9 @@ pub struct Ui {
 impl Default for Ui {
     fn default() -> Self {
         Ui {
-            view: ViewId::Overview,
+            view: views::overview::ID,
             back: Vec::new(),
-            tables: vec![TableState::default(); TableId::COUNT],
+            tables: TableStates::default(),
             focus: 0,
             detail: false,
             mode: Mode::Normal,
@@ -214,12 +214,12 @@ impl App {
     }
 
     pub fn table(&mut self, id: TableId) -> &mut TableState {
-        &mut self.ui.tables[id as usize]
+        &mut self.ui.tables[id]
     }
 
     /// The table that has focus in the current view.
     pub fn focused_table(&self) -> Option<TableId> {
-        self.ui.view.meta().tables.get(self.ui.focus).copied()
+        self.ui.view.tables().get(self.ui.focus).copied()
     }
 
     /// Handles a message; returns whether the screen must be redrawn.
@@ -402,7 +402,7 @@ impl App {
         self.ui.view = v;
         self.ui.focus = 0;
         self.ui.detail = false;
-        if v != ViewId::Gpus {
+        if v != views::gpus::ID {
             self.ui.wall = false;
         }
     }
@@ -417,14 +417,14 @@ impl App {
             self.goto(v);
             return;
         }
-        let tree_view = self.ui.view == ViewId::Topology;
+        let tree_view = self.ui.view == views::topology::ID;
         if tree_view
             && self.ui.tree.selected().is_empty()
             && let Some(p) = super::views::topology::first_pool(self.state())
         {
             self.ui.tree.select(vec![p]);
         }
-        let wall = self.ui.view == ViewId::Gpus && self.ui.wall;
+        let wall = self.ui.view == views::gpus::ID && self.ui.wall;
         let nodes = self.state().nodes.len();
         let page = 20isize;
         match a {
@@ -435,10 +435,8 @@ impl App {
             }
             Action::Command => self.ui.mode = Mode::Command(String::new()),
             Action::Filter => {
-                let current = self
-                    .focused_table()
-                    .map(|t| self.ui.tables[t as usize].filter.raw.clone())
-                    .unwrap_or_default();
+                let current =
+                    self.focused_table().map(|t| self.ui.tables[t].filter.raw.clone()).unwrap_or_default();
                 self.ui.mode = Mode::Filter(current);
             }
             Action::Pause => self.toggle_pause(),
@@ -483,7 +481,7 @@ impl App {
             Action::Enter => self.enter(),
             Action::Back => self.back(),
             Action::NextPane | Action::PrevPane => {
-                let n = self.ui.view.meta().tables.len().max(1);
+                let n = self.ui.view.tables().len().max(1);
                 self.ui.focus =
                     if a == Action::NextPane { (self.ui.focus + 1) % n } else { (self.ui.focus + n - 1) % n };
             }
@@ -499,10 +497,10 @@ impl App {
                 }
             }
             Action::ToggleWall => {
-                if self.ui.view == ViewId::Gpus {
+                if self.ui.view == views::gpus::ID {
                     self.ui.wall = !self.ui.wall;
                 } else {
-                    self.goto(ViewId::Gpus);
+                    self.goto(views::gpus::ID);
                     self.ui.wall = true;
                 }
             }
@@ -538,18 +536,18 @@ impl App {
 
     fn enter(&mut self) {
         match self.ui.view {
-            ViewId::Topology => {
+            views::topology::ID => {
                 self.ui.tree.toggle_selected();
             }
-            ViewId::Gpus if self.ui.wall => {
+            views::gpus::ID if self.ui.wall => {
                 if let Some(n) = self.state().node_key(self.ui.wall_state.selected) {
                     self.jump_to_node(n);
                 }
             }
-            ViewId::Overview if self.ui.detail => {
+            views::overview::ID if self.ui.detail => {
                 // The incident the operator chose, by what it is, not where it sorted.
                 let Some(ObjKey::Incident(subject, title)) =
-                    self.ui.tables[TableId::Incidents as usize].selected_id().cloned()
+                    self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
                 else {
                     return;
                 };
@@ -562,9 +560,9 @@ impl App {
                 let node = inc.node.as_ref().filter(|n| s.node(n).is_some());
                 let cluster = s.cluster.clone();
                 if let Some(id) = job {
-                    self.goto(ViewId::Jobs);
+                    self.goto(views::jobs::ID);
                     self.prepare();
-                    self.select_obj(TableId::Jobs, ObjKey::Job(crate::model::JobKey { cluster, id }));
+                    self.select_obj(views::jobs::TABLE, ObjKey::Job(crate::model::JobKey { cluster, id }));
                     self.ui.detail = true;
                 } else if let Some(name) = node.cloned() {
                     self.jump_to_node(NodeKey { cluster, name });
@@ -575,40 +573,40 @@ impl App {
     }
 
     fn jump_to_node(&mut self, n: NodeKey) {
-        self.goto(ViewId::Nodes);
+        self.goto(views::nodes::ID);
         self.prepare();
         let id = ObjKey::Node(n);
         let cx = cx_of!(self);
-        let shown = TableId::Nodes
+        let shown = views::nodes::TABLE
             .source()
             .locate(&cx, &id)
-            .is_some_and(|k| self.ui.tables[TableId::Nodes as usize].rows.contains(&k));
+            .is_some_and(|k| self.ui.tables[views::nodes::TABLE].rows.contains(&k));
         if !shown {
-            self.table(TableId::Nodes).set_filter("");
+            self.table(views::nodes::TABLE).set_filter("");
         }
         self.prepare();
-        self.select_obj(TableId::Nodes, id);
+        self.select_obj(views::nodes::TABLE, id);
         self.ui.detail = true;
     }
 
     /// Selects the row of `id` in table `t` (it follows the object from then on).
     pub fn select_obj(&mut self, t: TableId, id: ObjKey) {
         let cx = cx_of!(self);
-        self.ui.tables[t as usize].select_id(t.source(), &cx, id);
+        self.ui.tables[t].select_id(t.source(), &cx, id);
     }
 
     /// Records what each shown table's selection stands for, while its rows are current: after
     /// a key or an action result, before any later update can move the rows.
     fn capture_selection(&mut self) {
         let cx = cx_of!(self);
-        for &t in self.ui.view.meta().tables {
-            self.ui.tables[t as usize].capture(t.source(), &cx);
+        for t in self.ui.view.tables() {
+            self.ui.tables[t].capture(t.source(), &cx);
         }
     }
 
     /// The object the focused table's selection stands for.
     pub fn selected_obj(&self) -> Option<&ObjKey> {
-        self.ui.tables[self.focused_table()? as usize].selected_id()
+        self.ui.tables[self.focused_table()?].selected_id()
     }
 
     /// The wall's cursor moved: the GPU table selects that node's first GPU, so both follow
@@ -618,7 +616,7 @@ impl App {
         let ni = self.ui.wall_state.selected;
         let Some(node) = s.node_key(ni) else { return };
         let Some(index) = s.nodes[ni].gpus.first().map(|g| g.index) else { return };
-        self.select_obj(TableId::Gpus, ObjKey::Gpu(GpuKey { node, index }));
+        self.select_obj(views::gpus::TABLE, ObjKey::Gpu(GpuKey { node, index }));
     }
 
     fn back(&mut self) {
@@ -626,11 +624,9 @@ impl App {
             self.op_panel.clear();
         } else if self.ui.detail {
             self.ui.detail = false;
-        } else if let Some(t) =
-            self.focused_table().filter(|t| !self.ui.tables[*t as usize].filter.is_empty())
-        {
+        } else if let Some(t) = self.focused_table().filter(|t| !self.ui.tables[*t].filter.is_empty()) {
             self.table(t).set_filter("");
-        } else if self.ui.view == ViewId::Gpus && self.ui.wall {
+        } else if self.ui.view == views::gpus::ID && self.ui.wall {
             self.ui.wall = false;
         } else if let Some(v) = self.ui.back.pop() {
             self.ui.view = v;
@@ -654,13 +650,13 @@ impl App {
     /// Brings the current view's cached rows up to date (filter/sort only when something changed).
     pub fn prepare(&mut self) {
         let s = self.frozen.as_ref().unwrap_or(&self.live);
-        if self.ui.view == ViewId::Cost {
+        if self.ui.view == views::cost::ID {
             let window = cost::WINDOWS[self.ui.cost_window].0;
             if self.cost.built_for != Some((s.generation, window)) {
                 self.cost = cost::report(s, window);
                 // The job rows index the report: force a rebuild.
-                for id in [TableId::CostTeams, TableId::CostJobs] {
-                    self.ui.tables[id as usize].invalidate();
+                for id in [views::cost::TEAMS, views::cost::JOBS] {
+                    self.ui.tables[id].invalidate();
                 }
             }
         }
@@ -673,12 +669,12 @@ impl App {
             audit: &self.audit,
             marked: &self.marks,
         };
-        for &id in self.ui.view.meta().tables {
-            self.ui.tables[id as usize].refresh(id.source(), &cx);
+        for id in self.ui.view.tables() {
+            self.ui.tables[id].refresh(id.source(), &cx);
         }
         // The wall's cursor is the GPU table's selected node (one identity for both).
-        if self.ui.view == ViewId::Gpus
-            && let Some(ObjKey::Gpu(g)) = self.ui.tables[TableId::Gpus as usize].selected_id()
+        if self.ui.view == views::gpus::ID
+            && let Some(ObjKey::Gpu(g)) = self.ui.tables[views::gpus::TABLE].selected_id()
             && let Some(ni) = s.node_at(&g.node)
         {
             self.ui.wall_state.selected = ni;
@@ -693,7 +689,7 @@ impl App {
 
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = VIEWS.iter().flat_map(|v| v.names.iter().copied()).collect();
+    let mut v: Vec<&'static str> = views::all_names().collect();
     v.extend(["quit", "help", "pause", "theme", "breakglass", "ctx", "acceptance"]);
     v
 }
@@ -705,7 +701,7 @@ pub fn complete(buf: &str) -> (String, Vec<&'static str>) {
     if buf.contains(' ') {
         return (buf.to_string(), vec![]);
     }
-    let canonical = |n: &'static str| ViewId::by_name(n).map_or(n, |v| v.meta().names[0]);
+    let canonical = |n: &'static str| ViewId::by_name(n).map_or(n, |v| v.0);
     let mut cands: Vec<&'static str> =
         command_names().into_iter().filter(|n| n.starts_with(buf)).map(canonical).collect();
     cands.sort_unstable();
@@ -732,7 +728,7 @@ impl App {
         use crate::model::protocol::Focus;
         if !self.ui.detail {
             // The heatmap's strip charts the fleet's last hour.
-            return (self.ui.view == ViewId::Gpus && self.ui.wall).then_some(Focus::Fleet);
+            return (self.ui.view == views::gpus::ID && self.ui.wall).then_some(Focus::Fleet);
         }
         let s = self.state();
         match self.selected_obj()? {
@@ -958,7 +954,7 @@ impl App {
             },
             OpEvent::Audit(records) => {
                 self.audit = records;
-                self.ui.tables[TableId::Audit as usize].invalidate();
+                self.ui.tables[views::audit::TABLE].invalidate();
             }
             OpEvent::AuditError(e) => self.ui.message = Some((format!("audit log: {e}"), true)),
             OpEvent::AcceptanceProgress { target, job_id, state } => {
@@ -1076,19 +1072,7 @@ pub const BREAK_GLASS_MAX_MIN: i64 = 240;
 /// Plugins: the shortcut of a plugin in scope builds its variables from the selection.
 impl App {
     fn view_scope(&self) -> &'static str {
-        match self.ui.view {
-            ViewId::Nodes => "nodes",
-            ViewId::Gpus => "gpus",
-            ViewId::Jobs => "jobs",
-            ViewId::Queues => "queues",
-            ViewId::Fabric => "fabric",
-            ViewId::Storage => "storage",
-            ViewId::Quotas => "quotas",
-            ViewId::Cost => "cost",
-            ViewId::Topology => "topology",
-            ViewId::Overview => "overview",
-            ViewId::Audit => "audit",
-        }
+        self.ui.view.0
     }
 
     /// The variables a plugin sees for the current selection.
@@ -1099,9 +1083,9 @@ impl App {
         v.insert("CLUSTER".to_string(), self.state().cluster.to_string());
         v.insert("CONTEXT".to_string(), self.state().cluster.to_string());
         let Some(t) = self.focused_table() else { return v };
-        let Some(key) = self.ui.tables[t as usize].selected_key() else { return v };
+        let Some(key) = self.ui.tables[t].selected_key() else { return v };
         let s = self.state();
-        let obj = self.ui.tables[t as usize].selected_id();
+        let obj = self.ui.tables[t].selected_id();
         let node = obj.and_then(|o| o.node()).and_then(|n| s.node_at(n)).map(|i| &s.nodes[i]);
         if let Some(n) = node {
             v.insert("NODE".into(), n.name.to_string());

@@ -3,10 +3,9 @@
 
 use super::app::{App, Mode, complete};
 use super::keymap::Action;
-use super::views::{self, TableId, VIEWS, ViewId};
-use super::widgets::table::{self, Cx, RowKey};
-use super::widgets::{dur, money, safe};
-use crate::cost;
+use super::views::{TableId, VIEWS};
+use super::widgets::table;
+use super::widgets::{dur, safe};
 use crate::model::Epoch;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -157,38 +156,78 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
 
 fn draw_tabs(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let numbered = area.width >= 100;
+    let labels = tab_labels(app, area.width as usize);
     let mut spans = Vec::new();
-    for v in VIEWS {
-        let key = numbered.then(|| app.keymap.hint(view_action(v.id))).flatten();
-        let label = match key {
-            Some(k) => format!("{k}:{}", v.title),
-            None => v.title.to_string(),
-        };
-        let style = if v.id == app.ui.view { t.selected } else { t.dim };
-        spans.push(Span::styled(label, style));
+    for (label, current) in labels {
+        spans.push(Span::styled(label, if current { t.selected } else { t.dim }));
         spans.push(Span::raw(" "));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn view_action(v: ViewId) -> Action {
-    match v {
-        ViewId::Overview => Action::Overview,
-        ViewId::Nodes => Action::Nodes,
-        ViewId::Gpus => Action::Gpus,
-        ViewId::Topology => Action::Topology,
-        ViewId::Fabric => Action::Fabric,
-        ViewId::Storage => Action::Storage,
-        ViewId::Jobs => Action::Jobs,
-        ViewId::Queues => Action::Queues,
-        ViewId::Quotas => Action::Quotas,
-        ViewId::Cost => Action::Cost,
-        ViewId::Audit => Action::Audit,
+/// The tab row's labels (and which is the current view) for `width` columns, from the registry:
+/// every title with its key when that fits, else every title, else the current view's title
+/// and the others' first three letters, else a window of those around the current view with
+/// `‹`/`›` saying that more lies beyond.
+pub fn tab_labels(app: &App, width: usize) -> Vec<(String, bool)> {
+    use unicode_width::UnicodeWidthStr;
+    let fits = |l: &[(String, bool)]| l.iter().map(|(s, _)| s.width() + 1).sum::<usize>() <= width + 1;
+    let current = |v: &&dyn super::views::View| v.id() == app.ui.view;
+    let numbered: Vec<(String, bool)> = VIEWS
+        .iter()
+        .map(|v| {
+            let key = app.keymap.hint(Action::View(v.id()));
+            (key.map_or_else(|| v.title().to_string(), |k| format!("{k}:{}", v.title())), current(v))
+        })
+        .collect();
+    if fits(&numbered) {
+        return numbered;
     }
+    let titles: Vec<(String, bool)> = VIEWS.iter().map(|v| (v.title().to_string(), current(v))).collect();
+    if fits(&titles) {
+        return titles;
+    }
+    let short: Vec<(String, bool)> = VIEWS
+        .iter()
+        .map(|v| {
+            let t = if current(v) { v.title().to_string() } else { v.title().chars().take(3).collect() };
+            (t, current(v))
+        })
+        .collect();
+    if fits(&short) {
+        return short;
+    }
+    // A window around the current view.
+    let at = short.iter().position(|(_, c)| *c).unwrap_or(0);
+    let (mut lo, mut hi) = (at, at + 1);
+    let used = |lo: usize, hi: usize| -> usize {
+        short[lo..hi].iter().map(|(s, _)| s.width() + 1).sum::<usize>() + 4
+    };
+    loop {
+        let grew_right = hi < short.len() && used(lo, hi + 1) <= width + 1;
+        if grew_right {
+            hi += 1;
+        }
+        let grew_left = lo > 0 && used(lo - 1, hi) <= width + 1;
+        if grew_left {
+            lo -= 1;
+        }
+        if !grew_left && !grew_right {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    if lo > 0 {
+        out.push(("‹".to_string(), false));
+    }
+    out.extend(short[lo..hi].iter().cloned());
+    if hi < short.len() {
+        out.push(("›".to_string(), false));
+    }
+    out
 }
 
-fn block<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
+pub(crate) fn block<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_set(app.glyphs.border())
@@ -198,7 +237,7 @@ fn block<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
 
 fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
     let t = &app.theme;
-    let st = &app.ui.tables[id as usize];
+    let st = &app.ui.tables[id];
     let mut v = vec![
         Span::styled(format!(" {name} "), t.title),
         Span::styled(format!("[{}] ", st.rows.len()), t.dim),
@@ -209,29 +248,15 @@ fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
     v
 }
 
-/// Detail lines for the selected row of a table.
-fn detail_lines<'a>(cx: &Cx<'a>, id: TableId, key: RowKey, width: u16) -> Vec<Line<'a>> {
-    match id {
-        TableId::Incidents => views::overview::detail(cx, key, width),
-        TableId::Nodes => views::nodes::detail(cx, key, width),
-        TableId::Gpus => views::gpus::detail(cx, key, width),
-        TableId::Fabric => views::fabric::detail(cx, key, width),
-        TableId::FabricNodes => views::fabric::node_detail(cx, key, width),
-        TableId::Storage => views::storage::detail(cx, key, width),
-        TableId::Jobs | TableId::MyJobs => views::jobs::detail(cx, key, width),
-        TableId::CostJobs => match cx.cost.jobs.get(key as usize) {
-            Some(c) => views::jobs::detail(cx, c.index as RowKey, width),
-            None => vec![],
-        },
-        TableId::Queues => views::queues::detail(cx, key, width),
-        TableId::Quotas => views::quotas::detail(cx, key, width),
-        TableId::CostTeams => views::cost::team_detail(cx, key, width),
-        TableId::Audit => views::audit::detail(cx, key, width),
-    }
-}
-
 /// A table, with its detail pane beside it (wide) or instead of it (narrow) when open.
-fn table_with_detail(f: &mut Frame, area: Rect, app: &mut App, id: TableId, name: &str, focused: bool) {
+pub(crate) fn table_with_detail(
+    f: &mut Frame,
+    area: Rect,
+    app: &mut App,
+    id: TableId,
+    name: &str,
+    focused: bool,
+) {
     let detail = app.ui.detail && focused;
     let wide = area.width >= 120;
     let (table_area, detail_area) = match (detail, wide) {
@@ -245,14 +270,14 @@ fn table_with_detail(f: &mut Frame, area: Rect, app: &mut App, id: TableId, name
     };
     let title = table_title(app, name, id);
     let blk = block(app, title, focused && !detail);
-    let mut st = std::mem::take(&mut app.ui.tables[id as usize]);
+    let mut st = std::mem::take(&mut app.ui.tables[id]);
     {
         let cx = app.cx();
         if let Some(a) = table_area {
             table::render(f, a, blk, id.source(), &mut st, &cx, focused);
         }
         if let Some(a) = detail_area {
-            let lines = st.selected_key().map(|k| detail_lines(&cx, id, k, a.width)).unwrap_or_default();
+            let lines = st.selected_key().map(|k| id.source().detail(&cx, k, a.width)).unwrap_or_default();
             let b = block(
                 app,
                 vec![
@@ -264,134 +289,12 @@ fn table_with_detail(f: &mut Frame, area: Rect, app: &mut App, id: TableId, name
             f.render_widget(Paragraph::new(lines).block(b).wrap(Wrap { trim: false }), a);
         }
     }
-    app.ui.tables[id as usize] = st;
+    app.ui.tables[id] = st;
 }
 
 fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
-    match app.ui.view {
-        ViewId::Overview => {
-            let h = if area.width >= 100 { 6 } else { 10 }.min(area.height / 2);
-            let [planes, list] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
-            views::overview::draw_planes(f, planes, &app.cx());
-            table_with_detail(f, list, app, TableId::Incidents, "Incidents (worst first)", true);
-        }
-        ViewId::Gpus if app.ui.wall => {
-            let metric = match app.ui.wall_state.metric {
-                views::gpus::WallMetric::Util => "utilisation",
-                views::gpus::WallMetric::Temp => "temperature",
-            };
-            let gpus = app.state().gpu_count();
-            let title = vec![Span::styled(format!(" GPU wall: {gpus} GPUs by {metric} "), app.theme.title)];
-            let blk = block(app, title, true);
-            let mut ws = std::mem::take(&mut app.ui.wall_state);
-            views::gpus::draw_wall(f, area, blk, &app.cx(), &mut ws);
-            app.ui.wall_state = ws;
-        }
-        ViewId::Topology => {
-            let [tree, matrix] =
-                Layout::horizontal([Constraint::Percentage(38), Constraint::Percentage(62)]).areas(area);
-            let blk = block(app, vec![Span::styled(" Topology ", app.theme.title)], true);
-            let mut ts = std::mem::take(&mut app.ui.tree);
-            views::topology::draw_tree(f, tree, blk, &app.cx(), &mut ts, true);
-            app.ui.tree = ts;
-            let cx = app.cx();
-            let node = app.topology_node().and_then(|n| cx.s.node(n)).or(cx.s.nodes.first());
-            let lines = node
-                .map(|n| views::topology::matrix_lines(&cx, n, matrix.width.saturating_sub(2)))
-                .unwrap_or_default();
-            let b =
-                block(app, vec![Span::styled(" GPU links (nvidia-smi topo -m) ", app.theme.title)], false);
-            f.render_widget(Paragraph::new(lines).block(b), matrix);
-        }
-        ViewId::Fabric => draw_fabric(f, area, app),
-        ViewId::Queues => {
-            let [top, bottom] =
-                Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
-            let focus = app.ui.focus;
-            let my = format!("My jobs ({})", safe(&app.user));
-            if app.ui.detail && area.width < 120 {
-                let (id, name) =
-                    if focus == 0 { (TableId::Queues, "Queues") } else { (TableId::MyJobs, my.as_str()) };
-                table_with_detail(f, area, app, id, name, true);
-            } else {
-                table_with_detail(f, top, app, TableId::Queues, "Queues", focus == 0);
-                table_with_detail(f, bottom, app, TableId::MyJobs, &my, focus == 1);
-            }
-        }
-        ViewId::Cost => {
-            let [head, rest] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-            let t = &app.theme;
-            let (_, wname) = cost::WINDOWS[app.ui.cost_window];
-            let c = &app.cost;
-            let keys = format!(
-                "  ({}/{} change window)",
-                app.keymap.hint(Action::WindowShorter).unwrap_or_default(),
-                app.keymap.hint(Action::WindowLonger).unwrap_or_default()
-            );
-            let line = Line::from(vec![
-                Span::styled(format!(" window {wname}: "), t.title),
-                Span::styled(money(c.total, &c.currency), t.accent),
-                Span::styled(" total, ", t.dim),
-                Span::styled(money(c.idle_total, &c.currency), t.warn),
-                Span::styled(" on idle GPUs", t.dim),
-                Span::styled(keys, t.dim),
-            ]);
-            f.render_widget(Paragraph::new(line), head);
-            let [top, bottom] =
-                Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(rest);
-            let focus = app.ui.focus;
-            if app.ui.detail && rest.width < 120 {
-                let (id, name) = if focus == 0 {
-                    (TableId::CostTeams, "Teams")
-                } else {
-                    (TableId::CostJobs, "Jobs by cost")
-                };
-                table_with_detail(f, rest, app, id, name, true);
-            } else {
-                table_with_detail(f, top, app, TableId::CostTeams, "Teams", focus == 0);
-                table_with_detail(f, bottom, app, TableId::CostJobs, "Jobs by cost", focus == 1);
-            }
-        }
-        v => {
-            let meta = v.meta();
-            if let Some(&id) = meta.tables.first() {
-                table_with_detail(f, area, app, id, meta.title, true);
-            }
-        }
-    }
-}
-
-/// Fabric: the suspect nodes, the per-node table (ports in short, acceptance results) and the
-/// ports. Suspects on top; below, the two tables stacked (narrow) or side by side (wide).
-fn draw_fabric(f: &mut Frame, area: Rect, app: &mut App) {
-    let n = crate::state::suspects(app.state()).len();
-    let wide = area.width >= 140;
-    let most = if wide { 12 } else { 7 };
-    let h = (n.max(1) as u16 + 2).min(most).min(area.height / 3).max(3);
-    let [suspects, tables] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
-    let focus = app.ui.focus;
-    if app.ui.detail && !wide {
-        let (id, name) =
-            if focus == 0 { (TableId::FabricNodes, "Nodes") } else { (TableId::Fabric, "Ports") };
-        table_with_detail(f, area, app, id, name, true);
-        return;
-    }
-    let [first, second] = if wide {
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(tables)
-    } else {
-        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(tables)
-    };
-    table_with_detail(f, first, app, TableId::FabricNodes, "Nodes: ports and acceptance", focus == 0);
-    table_with_detail(f, second, app, TableId::Fabric, "Ports", focus == 1);
-    let t = &app.theme;
-    let title = vec![
-        Span::styled(" Suspect nodes ", t.title),
-        Span::styled(format!("[{n}] fail > degraded > drift > ports "), t.dim),
-    ];
-    let b = block(app, title, false);
-    let inner = b.inner(suspects);
-    let lines = views::fabric::suspect_lines(&app.cx(), inner.width, inner.height as usize);
-    f.render_widget(Paragraph::new(lines).block(b), suspects);
+    let view = app.ui.view.def();
+    view.draw(f, area, app);
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
@@ -429,12 +332,8 @@ fn hints(app: &App) -> Line<'static> {
         (Action::Filter, "filter"),
         (Action::Enter, "details"),
     ];
-    match app.ui.view {
-        ViewId::Gpus => list.push((Action::ToggleWall, "wall")),
-        ViewId::Cost => list.push((Action::WindowLonger, "window")),
-        _ => {}
-    }
-    if app.ui.view.meta().tables.len() > 1 {
+    list.extend(app.ui.view.def().hints().iter().copied());
+    if app.ui.view.def().tables().len() > 1 {
         list.push((Action::NextPane, "pane"));
     }
     list.extend([
@@ -466,7 +365,9 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         }
     }
     for (g, mut items) in groups {
-        items.sort_by_key(|(a, _)| *a);
+        // Views in tab order.
+        let place = |a: &Action| a.view().and_then(|v| VIEWS.iter().position(|x| x.id() == v));
+        items.sort_by_key(|(a, _)| (place(a), *a));
         out.push(Line::styled(g.to_string(), t.title));
         for (a, keys) in items {
             out.push(Line::from(vec![
@@ -477,9 +378,14 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     }
     out.push(Line::styled("commands (:name [filter])", t.title));
     for v in VIEWS {
+        let also = if v.aliases().is_empty() {
+            String::new()
+        } else {
+            format!(" (also {})", v.aliases().join(", "))
+        };
         out.push(Line::from(vec![
-            Span::styled(format!("  :{:<13}", v.names[0]), t.key),
-            Span::styled(format!("{} (also {})", v.title, v.names[1..].join(", ")), t.text),
+            Span::styled(format!("  :{:<13}", v.id().0), t.key),
+            Span::styled(format!("{}{also}", v.title()), t.text),
         ]));
     }
     out.push(Line::from(vec![Span::styled(format!("  :{:<13}", "q"), t.key), Span::styled("quit", t.text)]));

@@ -39,17 +39,9 @@ pub enum Action {
     ToggleMetric,
     WindowLonger,
     WindowShorter,
-    Overview,
-    Nodes,
-    Gpus,
-    Topology,
-    Fabric,
-    Storage,
-    Jobs,
-    Queues,
-    Quotas,
-    Cost,
-    Audit,
+    /// Go to a view; bound in a keymap by the view's name (`nodes = ["2"]`).
+    #[serde(skip)]
+    View(ViewId),
     Mark,
     Cordon,
     Uncordon,
@@ -87,17 +79,7 @@ impl Action {
             ToggleMetric => ("view", "wall: utilisation / temperature"),
             WindowLonger => ("view", "cost: longer window"),
             WindowShorter => ("view", "cost: shorter window"),
-            Overview => ("views", "overview"),
-            Nodes => ("views", "nodes"),
-            Gpus => ("views", "GPUs"),
-            Topology => ("views", "topology"),
-            Fabric => ("views", "fabric"),
-            Storage => ("views", "storage"),
-            Jobs => ("views", "jobs"),
-            Queues => ("views", "queues"),
-            Quotas => ("views", "quotas"),
-            Cost => ("views", "cost"),
-            Audit => ("views", "audit log"),
+            View(v) => ("views", v.def().title()),
             Mark => ("actions", "mark / unmark the row for a bulk action"),
             Cordon => ("actions", "cordon node(s) (confirm, reason, audited)"),
             Uncordon => ("actions", "uncordon node(s)"),
@@ -110,21 +92,25 @@ impl Action {
     }
 
     pub fn view(self) -> Option<ViewId> {
-        use Action::*;
-        Some(match self {
-            Overview => ViewId::Overview,
-            Nodes => ViewId::Nodes,
-            Gpus => ViewId::Gpus,
-            Topology => ViewId::Topology,
-            Fabric => ViewId::Fabric,
-            Storage => ViewId::Storage,
-            Jobs => ViewId::Jobs,
-            Queues => ViewId::Queues,
-            Quotas => ViewId::Quotas,
-            Cost => ViewId::Cost,
-            Audit => ViewId::Audit,
-            _ => return None,
-        })
+        match self {
+            Action::View(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The action a keymap names: an action's own name, or a view's (from the registry).
+    pub fn by_name(name: &str) -> Result<Action, String> {
+        use serde::de::IntoDeserializer;
+        let de: serde::de::value::StrDeserializer<'_, serde::de::value::Error> = name.into_deserializer();
+        if let Ok(a) = Action::deserialize(de) {
+            return Ok(a);
+        }
+        match super::views::VIEWS.iter().find(|v| v.id().0 == name) {
+            Some(v) => Ok(Action::View(v.id())),
+            None => Err(format!(
+                "unknown action {name:?} (a view's name, or one of the actions in keymaps/default.toml)"
+            )),
+        }
     }
 }
 
@@ -228,7 +214,7 @@ impl Key {
 #[serde(deny_unknown_fields)]
 struct KeymapFile {
     name: String,
-    keys: BTreeMap<Action, Vec<String>>,
+    keys: BTreeMap<String, Vec<String>>,
 }
 
 /// The active keymap.
@@ -258,7 +244,8 @@ impl Keymap {
     fn resolve(f: KeymapFile) -> Result<Keymap, String> {
         let mut bindings = Vec::new();
         let mut seen: std::collections::HashMap<Key, Action> = std::collections::HashMap::new();
-        for (action, keys) in f.keys {
+        for (name, keys) in f.keys {
+            let action = Action::by_name(&name)?;
             let mut parsed = Vec::new();
             for k in keys {
                 let key = Key::parse(&k).map_err(|e| format!("{action:?}: {e}"))?;
@@ -269,6 +256,8 @@ impl Keymap {
             }
             bindings.push((action, parsed));
         }
+        // Listed (help, hints) in the order the actions are declared, not the file's.
+        bindings.sort_by_key(|(a, _): &(Action, Vec<Key>)| *a);
         for needed in [Action::Quit, Action::Command, Action::Back] {
             if !bindings.iter().any(|(a, k)| *a == needed && !k.is_empty()) {
                 return Err(format!("no key for {needed:?}: the console would be unusable"));

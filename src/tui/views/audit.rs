@@ -1,14 +1,22 @@
 //! Audit: the newest records of the audit log, as written.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
+use super::{TableId, ViewId};
 use crate::audit::{Phase, Record};
 use crate::model::ObjKey;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub struct AuditTable;
+
+pub const TABLE: TableId = TableId("audit");
 
 static COLS: [Column; 9] = [
     col("SEQ", 6).right(),
@@ -27,6 +35,18 @@ fn rec<'a>(cx: &Cx<'a>, key: RowKey) -> &'a Record {
 }
 
 impl TableSource for AuditTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.audit[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -132,4 +152,31 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
         out.push(kv(cx, k, Span::styled(super::super::widgets::safe(v).into_owned(), t.dim)));
     }
     out
+}
+
+/// Audit: the newest records of the audit log.
+pub struct View;
+
+pub const ID: ViewId = ViewId("audit");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Audit"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["au", "log"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&AuditTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        table_with_detail(f, area, app, TABLE, "Audit", true);
+    }
 }

@@ -1,15 +1,27 @@
 //! Cost: money and GPU-hours per team and per job over a window, useful vs idle.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{money, opt, untrusted};
 use super::jobs::{job_field, job_state_style, job_text};
+use super::{TableId, ViewId};
 use crate::cost::{JobCost, TeamCost};
 use crate::model::{JobKey, ObjKey};
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use crate::tui::keymap::Action;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
 use ratatui::text::Span;
+use ratatui::widgets::Paragraph;
 use std::borrow::Cow;
 
 pub struct TeamsTable;
 pub struct CostJobsTable;
+
+pub const TEAMS: TableId = TableId("cost-teams");
+pub const JOBS: TableId = TableId("cost");
 
 static TCOLS: [Column; 8] = [
     col("TEAM", 14),
@@ -27,6 +39,18 @@ fn team<'a>(cx: &Cx<'a>, key: RowKey) -> &'a TeamCost {
 }
 
 impl TableSource for TeamsTable {
+    fn id(&self) -> TableId {
+        TEAMS
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        team_detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.cost.teams[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &TCOLS
     }
@@ -102,6 +126,25 @@ fn jc<'a>(cx: &Cx<'a>, key: RowKey) -> &'a JobCost {
 }
 
 impl TableSource for CostJobsTable {
+    fn id(&self) -> TableId {
+        JOBS
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        match cx.cost.jobs.get(key as usize) {
+            Some(c) => super::jobs::detail(cx, c.index as RowKey, width),
+            None => vec![],
+        }
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        let c = &cx.cost.jobs[key as usize];
+        let j = &cx.s.jobs[c.index];
+        serde_json::json!({"id": j.id, "name": j.name, "user": j.user, "account": j.account, "state": j.state,
+               "gpu_hours": c.gpu_hours, "cost": c.cost, "idle_cost": c.idle_cost,
+               "currency": cx.cost.currency, "window_s": cx.cost.window_s})
+    }
+
     fn columns(&self) -> &'static [Column] {
         &JCOLS
     }
@@ -192,4 +235,62 @@ pub fn team_detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::te
             Span::styled(format!("{:.1} GPU-h, {}", tc.failed_gpu_hours, money(tc.failed_cost, cur)), t.crit),
         ),
     ]
+}
+
+/// Cost: the bill over a window, by team and by job.
+pub struct View;
+
+pub const ID: ViewId = ViewId("cost");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Cost"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["costs", "bill"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&TeamsTable, &CostJobsTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        let [head, rest] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+        let t = &app.theme;
+        let (_, wname) = crate::cost::WINDOWS[app.ui.cost_window];
+        let c = &app.cost;
+        let keys = format!(
+            "  ({}/{} change window)",
+            app.keymap.hint(Action::WindowShorter).unwrap_or_default(),
+            app.keymap.hint(Action::WindowLonger).unwrap_or_default()
+        );
+        let line = Line::from(vec![
+            Span::styled(format!(" window {wname}: "), t.title),
+            Span::styled(money(c.total, &c.currency), t.accent),
+            Span::styled(" total, ", t.dim),
+            Span::styled(money(c.idle_total, &c.currency), t.warn),
+            Span::styled(" on idle GPUs", t.dim),
+            Span::styled(keys, t.dim),
+        ]);
+        f.render_widget(Paragraph::new(line), head);
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(rest);
+        let focus = app.ui.focus;
+        if app.ui.detail && rest.width < 120 {
+            let (id, name) = if focus == 0 { (TEAMS, "Teams") } else { (JOBS, "Jobs by cost") };
+            table_with_detail(f, rest, app, id, name, true);
+        } else {
+            table_with_detail(f, top, app, TEAMS, "Teams", focus == 0);
+            table_with_detail(f, bottom, app, JOBS, "Jobs by cost", focus == 1);
+        }
+    }
+
+    fn hints(&self) -> &'static [(Action, &'static str)] {
+        &[(Action::WindowLonger, "window")]
+    }
 }

@@ -5,15 +5,23 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
 use super::super::widgets::{safe, untrusted};
 use super::detail::{kv, section, spark_line};
+use super::{TableId, ViewId};
 use crate::acceptance::judge::DriftKind;
 use crate::acceptance::{NodeAcceptance, Verdict};
 use crate::model::ObjKey;
 use crate::model::{FabricPort, Node, PortState};
 use crate::state::{ClusterState, Evidence};
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub struct PortsTable;
+
+pub const PORTS: TableId = TableId("fabric");
+pub const NODES: TableId = TableId("fabric-nodes");
 
 static COLS: [Column; 11] = [
     col("NODE", 12),
@@ -35,6 +43,20 @@ fn get(s: &ClusterState, key: RowKey) -> (&Node, &FabricPort) {
 }
 
 impl TableSource for PortsTable {
+    fn id(&self) -> TableId {
+        PORTS
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        let (n, p) = unpack(key);
+        let node = &cx.s.nodes[n];
+        serde_json::json!({"node": node.name, "port": node.ports[p]})
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -251,6 +273,20 @@ fn port_sums(n: &Node) -> (usize, u64, u32) {
 }
 
 impl TableSource for NodesTable {
+    fn id(&self) -> TableId {
+        NODES
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        node_detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        let node = &cx.s.nodes[key as usize];
+        serde_json::json!({"node": node.name, "ports": node.ports,
+                           "acceptance": cx.s.acceptance.get(node.name.as_str())})
+    }
+
     fn columns(&self) -> &'static [Column] {
         &NODE_COLS
     }
@@ -422,4 +458,57 @@ pub fn suspect_lines<'a>(cx: &Cx<'a>, width: u16, max: usize) -> Vec<Line<'a>> {
         out.push(Line::styled(format!("   … {} more", total - room), t.dim));
     }
     out
+}
+
+/// Fabric: suspect nodes, every node's ports and acceptance results, and the ports.
+pub struct View;
+
+pub const ID: ViewId = ViewId("fabric");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Fabric"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["fab", "ib", "net"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&NodesTable, &PortsTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        let n = crate::state::suspects(app.state()).len();
+        let wide = area.width >= 140;
+        let most = if wide { 12 } else { 7 };
+        let h = (n.max(1) as u16 + 2).min(most).min(area.height / 3).max(3);
+        let [suspects, tables] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
+        let focus = app.ui.focus;
+        if app.ui.detail && !wide {
+            let (id, name) = if focus == 0 { (NODES, "Nodes") } else { (PORTS, "Ports") };
+            table_with_detail(f, area, app, id, name, true);
+            return;
+        }
+        let [first, second] = if wide {
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(tables)
+        } else {
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(tables)
+        };
+        table_with_detail(f, first, app, NODES, "Nodes: ports and acceptance", focus == 0);
+        table_with_detail(f, second, app, PORTS, "Ports", focus == 1);
+        let t = &app.theme;
+        let title = vec![
+            Span::styled(" Suspect nodes ", t.title),
+            Span::styled(format!("[{n}] fail > degraded > drift > ports "), t.dim),
+        ];
+        let b = crate::tui::draw::block(app, title, false);
+        let inner = b.inner(suspects);
+        let lines = suspect_lines(&app.cx(), inner.width, inner.height as usize);
+        f.render_widget(ratatui::widgets::Paragraph::new(lines).block(b), suspects);
+    }
 }

@@ -4,9 +4,13 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
+use super::{TableId, ViewId};
 use crate::model::{Gpu, GpuLocal, Node, throttle_names, xid_info};
 use crate::model::{GpuKey, ObjKey};
 use crate::state::ClusterState;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use crate::tui::keymap::Action;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -15,6 +19,8 @@ use ratatui::widgets::{Block, Paragraph};
 use std::borrow::Cow;
 
 pub struct GpusTable;
+
+pub const TABLE: TableId = TableId("gpus");
 
 static COLS: [Column; 11] = [
     col("NODE", 12),
@@ -36,6 +42,20 @@ fn get(s: &ClusterState, key: RowKey) -> (&Node, &Gpu) {
 }
 
 impl TableSource for GpusTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        let (n, g) = unpack(key);
+        let node = &cx.s.nodes[n];
+        serde_json::json!({"node": node.name, "gpu": node.gpus[g]})
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -425,4 +445,48 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
         )),
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// GPUs: every GPU as a table row, or all of them as a heatmap wall (`w`).
+pub struct View;
+
+pub const ID: ViewId = ViewId("gpus");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "GPUs"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["gpu", "wall", "heatmap"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&GpusTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        if !app.ui.wall {
+            table_with_detail(f, area, app, TABLE, "GPUs", true);
+            return;
+        }
+        let metric = match app.ui.wall_state.metric {
+            WallMetric::Util => "utilisation",
+            WallMetric::Temp => "temperature",
+        };
+        let gpus = app.state().gpu_count();
+        let title = vec![Span::styled(format!(" GPU wall: {gpus} GPUs by {metric} "), app.theme.title)];
+        let blk = crate::tui::draw::block(app, title, true);
+        let mut ws = std::mem::take(&mut app.ui.wall_state);
+        draw_wall(f, area, blk, &app.cx(), &mut ws);
+        app.ui.wall_state = ws;
+    }
+
+    fn hints(&self) -> &'static [(Action, &'static str)] {
+        &[(Action::ToggleWall, "wall")]
+    }
 }

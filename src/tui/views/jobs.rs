@@ -1,16 +1,24 @@
 //! Jobs: every job with its state, queue position and pending reason.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
 use super::super::widgets::{ago, dur, money, opt, safe, ts, untrusted};
 use super::detail::{kv, section, spark_line};
+use super::{TableId, ViewId};
 use crate::model::ObjKey;
 use crate::model::{Job, JobState, gpu_hours_cost, pending_reason_text};
 use crate::state::ClusterState;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub struct JobsTable;
+
+pub const TABLE: TableId = TableId("jobs");
 
 static COLS: [Column; 12] = [
     col("ID", 7).right(),
@@ -80,6 +88,18 @@ pub fn job_text(j: &Job) -> Vec<Cow<'_, str>> {
 }
 
 impl TableSource for JobsTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.s.jobs[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -304,4 +324,31 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         out.extend(super::detail::focus_history(cx, &h.focus, width));
     }
     out
+}
+
+/// Jobs: every job, where it runs or why it pends.
+pub struct View;
+
+pub const ID: ViewId = ViewId("jobs");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Jobs"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["jo", "job"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&JobsTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        table_with_detail(f, area, app, TABLE, "Jobs", true);
+    }
 }

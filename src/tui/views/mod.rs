@@ -1,4 +1,7 @@
-//! The view registry: every view is one file plus one line in [`VIEWS`].
+//! The view registry: a view is one file (its tables, its drawing, its names) plus one line
+//! in [`VIEWS`]. The tab row, `:` commands, completion, the help screen's view keys, the
+//! keymap's view actions, `gpuplane get` and the filter's key list are all derived from it;
+//! nothing is counted or listed by hand elsewhere.
 
 pub mod audit;
 pub mod cost;
@@ -13,132 +16,108 @@ pub mod quotas;
 pub mod storage;
 pub mod topology;
 
+use super::app::App;
+use super::keymap::Action;
 use super::widgets::table::TableSource;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 
+/// Every view, in tab order: one line each.
+pub static VIEWS: &[&dyn View] = &[
+    &overview::View,
+    &nodes::View,
+    &gpus::View,
+    &topology::View,
+    &fabric::View,
+    &storage::View,
+    &jobs::View,
+    &queues::View,
+    &quotas::View,
+    &cost::View,
+    &audit::View,
+];
+
+/// A view, named by its canonical command name (`nodes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ViewId {
-    Overview,
-    Nodes,
-    Gpus,
-    Topology,
-    Fabric,
-    Storage,
-    Jobs,
-    Queues,
-    Quotas,
-    Cost,
-    Audit,
+pub struct ViewId(pub &'static str);
+
+/// A table, named by what `gpuplane get` and `--view` call it (`nodes`, `fabric-ports`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableId(pub &'static str);
+
+/// What a view declares. Every method but the hints is required: a view that forgets one does
+/// not compile.
+pub trait View: Sync {
+    fn id(&self) -> ViewId;
+    /// The tab's title.
+    fn title(&self) -> &'static str;
+    /// Names accepted in command mode after the canonical one (`no`, `node`).
+    fn aliases(&self) -> &'static [&'static str];
+    /// Focusable tables, in Tab order (none for a view that is not a table).
+    fn tables(&self) -> &'static [&'static dyn TableSource];
+    /// Draws the view's body.
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App);
+    /// Extra footer hints for this view's own keys.
+    fn hints(&self) -> &'static [(Action, &'static str)] {
+        &[]
+    }
 }
 
-/// Every table in the console; each has its own selection, sort and filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TableId {
-    Incidents,
-    Nodes,
-    Gpus,
-    Fabric,
-    FabricNodes,
-    Storage,
-    Jobs,
-    Queues,
-    MyJobs,
-    Quotas,
-    CostTeams,
-    CostJobs,
-    Audit,
+impl ViewId {
+    pub fn def(self) -> &'static dyn View {
+        VIEWS.iter().copied().find(|v| v.id() == self).unwrap_or(VIEWS[0])
+    }
+
+    /// The canonical name or an alias.
+    pub fn by_name(name: &str) -> Option<ViewId> {
+        VIEWS.iter().find(|v| v.id().0 == name || v.aliases().contains(&name)).map(|v| v.id())
+    }
+
+    /// The view's tables' ids, in Tab order.
+    pub fn tables(self) -> Vec<TableId> {
+        self.def().tables().iter().map(|t| t.id()).collect()
+    }
 }
 
 impl TableId {
-    pub const COUNT: usize = 13;
-
+    /// The table's source, found in the registry.
     pub fn source(self) -> &'static dyn TableSource {
-        match self {
-            TableId::Incidents => &overview::IncidentsTable,
-            TableId::Nodes => &nodes::NodesTable,
-            TableId::Gpus => &gpus::GpusTable,
-            TableId::Fabric => &fabric::PortsTable,
-            TableId::FabricNodes => &fabric::NodesTable,
-            TableId::Storage => &storage::StorageTable,
-            TableId::Jobs => &jobs::JobsTable,
-            TableId::Queues => &queues::QueuesTable,
-            TableId::MyJobs => &queues::MyJobsTable,
-            TableId::Quotas => &quotas::QuotasTable,
-            TableId::CostTeams => &cost::TeamsTable,
-            TableId::CostJobs => &cost::CostJobsTable,
-            TableId::Audit => &audit::AuditTable,
+        all_tables().find(|t| t.id() == self).unwrap_or(&overview::IncidentsTable)
+    }
+}
+
+/// Every table of every view, each once.
+pub fn all_tables() -> impl Iterator<Item = &'static dyn TableSource> {
+    VIEWS.iter().flat_map(|v| v.tables().iter().copied())
+}
+
+/// Every name a view answers to, canonical first within each view.
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    VIEWS.iter().flat_map(|v| std::iter::once(v.id().0).chain(v.aliases().iter().copied()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_table_ids_are_unique() {
+        let mut names: Vec<&str> = all_names().collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "a view name or alias is used twice");
+        let mut tables: Vec<TableId> = all_tables().map(|t| t.id()).collect();
+        let n = tables.len();
+        tables.sort_unstable();
+        tables.dedup();
+        assert_eq!(tables.len(), n, "a table id is used twice");
+    }
+
+    #[test]
+    fn every_table_is_found_by_its_id() {
+        for t in all_tables() {
+            assert_eq!(t.id(), t.id().source().id());
         }
-    }
-}
-
-pub struct ViewMeta {
-    pub id: ViewId,
-    pub title: &'static str,
-    /// Names accepted in command mode; the first is canonical.
-    pub names: &'static [&'static str],
-    /// Focusable tables, in Tab order.
-    pub tables: &'static [TableId],
-}
-
-pub const VIEWS: &[ViewMeta] = &[
-    ViewMeta {
-        id: ViewId::Overview,
-        title: "Overview",
-        names: &["overview", "ov", "home", "incidents"],
-        tables: &[TableId::Incidents],
-    },
-    ViewMeta {
-        id: ViewId::Nodes,
-        title: "Nodes",
-        names: &["nodes", "no", "node"],
-        tables: &[TableId::Nodes],
-    },
-    ViewMeta {
-        id: ViewId::Gpus,
-        title: "GPUs",
-        names: &["gpus", "gpu", "wall", "heatmap"],
-        tables: &[TableId::Gpus],
-    },
-    ViewMeta { id: ViewId::Topology, title: "Topology", names: &["topology", "topo", "tree"], tables: &[] },
-    ViewMeta {
-        id: ViewId::Fabric,
-        title: "Fabric",
-        names: &["fabric", "fab", "ib", "net"],
-        tables: &[TableId::FabricNodes, TableId::Fabric],
-    },
-    ViewMeta {
-        id: ViewId::Storage,
-        title: "Storage",
-        names: &["storage", "st", "fs"],
-        tables: &[TableId::Storage],
-    },
-    ViewMeta { id: ViewId::Jobs, title: "Jobs", names: &["jobs", "jo", "job"], tables: &[TableId::Jobs] },
-    ViewMeta {
-        id: ViewId::Queues,
-        title: "Queues",
-        names: &["queues", "queue", "qu", "partitions"],
-        tables: &[TableId::Queues, TableId::MyJobs],
-    },
-    ViewMeta {
-        id: ViewId::Quotas,
-        title: "Quotas",
-        names: &["quotas", "quota", "quo"],
-        tables: &[TableId::Quotas],
-    },
-    ViewMeta {
-        id: ViewId::Cost,
-        title: "Cost",
-        names: &["cost", "costs", "bill"],
-        tables: &[TableId::CostTeams, TableId::CostJobs],
-    },
-    ViewMeta { id: ViewId::Audit, title: "Audit", names: &["audit", "au", "log"], tables: &[TableId::Audit] },
-];
-
-impl ViewId {
-    pub fn meta(self) -> &'static ViewMeta {
-        VIEWS.iter().find(|v| v.id == self).unwrap_or(&VIEWS[0])
-    }
-
-    pub fn by_name(name: &str) -> Option<ViewId> {
-        VIEWS.iter().find(|v| v.names.contains(&name)).map(|v| v.id)
     }
 }

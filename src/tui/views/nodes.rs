@@ -1,16 +1,24 @@
 //! Nodes: one row per node with its scheduling state, GPU allocation and health.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{ago, bytes, opt, untrusted};
 use super::detail::{kv, section, spark_line};
+use super::{TableId, ViewId};
 use crate::model::ObjKey;
 use crate::model::{Node, NodeState};
 use crate::state::ClusterState;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub struct NodesTable;
+
+pub const TABLE: TableId = TableId("nodes");
 
 static COLS: [Column; 11] = [
     col("NAME", 12),
@@ -42,6 +50,18 @@ fn node(s: &ClusterState, key: RowKey) -> &Node {
 }
 
 impl TableSource for NodesTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.s.nodes[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -271,4 +291,31 @@ pub fn proc_line<'a>(cx: &Cx<'a>, p: &crate::model::GpuProc, with_gpu: bool) -> 
     };
     spans.push(Span::styled(safe(&owner).into_owned(), t.accent));
     Line::from(spans)
+}
+
+/// Nodes: every node with its state, GPUs, load and reason.
+pub struct View;
+
+pub const ID: ViewId = ViewId("nodes");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Nodes"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["no", "node"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&NodesTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        table_with_detail(f, area, app, TABLE, "Nodes", true);
+    }
 }

@@ -1,10 +1,14 @@
 //! Overview: the health of each plane at a glance and the current incidents, worst first.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{ago, dur, money, opt, untrusted};
 use super::detail::kv;
+use super::{TableId, ViewId};
 use crate::model::ObjKey;
 use crate::state::{ClusterState, Incident, Severity};
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -13,6 +17,8 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use std::borrow::Cow;
 
 pub struct IncidentsTable;
+
+pub const INCIDENTS: TableId = TableId("incidents");
 
 static COLS: [Column; 6] = [
     col("SEV", 4),
@@ -36,6 +42,18 @@ pub fn sev_style(cx: &Cx<'_>, sev: Severity) -> Style {
 }
 
 impl TableSource for IncidentsTable {
+    fn id(&self) -> TableId {
+        INCIDENTS
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.s.incidents[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -258,5 +276,35 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
                 ]),
             );
         f.render_widget(Paragraph::new(lines).block(block), cols[i]);
+    }
+}
+
+/// Overview: a card per plane, then every incident, worst first.
+pub struct View;
+
+pub const ID: ViewId = ViewId("overview");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Overview"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["ov", "home", "incidents"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&IncidentsTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        let h = if area.width >= 100 { 6 } else { 10 }.min(area.height / 2);
+        let [planes, list] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
+        draw_planes(f, planes, &app.cx());
+        table_with_detail(f, list, app, INCIDENTS, "Incidents (worst first)", true);
     }
 }

@@ -1,17 +1,26 @@
 //! Queues: Slurm partitions and Kueue queues with pending/running counts and wait times, and
 //! "my jobs": where each of the current user's jobs stands and why it waits.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{dur, opt, safe, ts, untrusted};
 use super::jobs::{job_field, job_state_style, job_text, pending_in_queue};
+use super::{TableId, ViewId};
 use crate::model::ObjKey;
 use crate::model::{JobState, Queue, pending_reason_text};
 use crate::state::{ClusterState, QueueStats};
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Span;
 use std::borrow::Cow;
 
 pub struct QueuesTable;
 pub struct MyJobsTable;
+
+pub const QUEUES: TableId = TableId("queues");
+pub const MY_JOBS: TableId = TableId("my-jobs");
 
 static QCOLS: [Column; 10] = [
     col("QUEUE", 10),
@@ -33,6 +42,20 @@ fn queue(s: &ClusterState, key: RowKey) -> (&Queue, Option<&QueueStats>) {
 }
 
 impl TableSource for QueuesTable {
+    fn id(&self) -> TableId {
+        QUEUES
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        let q = &cx.s.queues[key as usize];
+        let stats = cx.s.queue_stats.iter().find(|x| x.name == q.name);
+        serde_json::json!({"queue": q, "stats": stats})
+    }
+
     fn columns(&self) -> &'static [Column] {
         &QCOLS
     }
@@ -111,6 +134,18 @@ static MCOLS: [Column; 8] = [
 ];
 
 impl TableSource for MyJobsTable {
+    fn id(&self) -> TableId {
+        MY_JOBS
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        super::jobs::detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.s.jobs[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &MCOLS
     }
@@ -252,4 +287,41 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::L
         ]));
     }
     out
+}
+
+/// Queues: partitions and queues with their waits, and my jobs in them.
+pub struct View;
+
+pub const ID: ViewId = ViewId("queues");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Queues"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["queue", "qu", "partitions"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&QueuesTable, &MyJobsTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
+        let focus = app.ui.focus;
+        let my = format!("My jobs ({})", safe(&app.user));
+        if app.ui.detail && area.width < 120 {
+            let (id, name) = if focus == 0 { (QUEUES, "Queues") } else { (MY_JOBS, my.as_str()) };
+            table_with_detail(f, area, app, id, name, true);
+        } else {
+            table_with_detail(f, top, app, QUEUES, "Queues", focus == 0);
+            table_with_detail(f, bottom, app, MY_JOBS, &my, focus == 1);
+        }
+    }
 }

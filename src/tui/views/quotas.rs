@@ -1,15 +1,23 @@
 //! Quotas: each team's GPU quota, use, borrowing and lending.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
+use super::{TableId, ViewId};
 use crate::model::ObjKey;
 use crate::model::Quota;
 use crate::state::ClusterState;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub struct QuotasTable;
+
+pub const TABLE: TableId = TableId("quotas");
 
 static COLS: [Column; 8] = [
     col("TEAM", 14),
@@ -27,6 +35,18 @@ fn quota(s: &ClusterState, key: RowKey) -> &Quota {
 }
 
 impl TableSource for QuotasTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.s.quotas[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -118,4 +138,31 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
         ]));
     }
     out
+}
+
+/// Quotas: GPU quotas per team, used and borrowed.
+pub struct View;
+
+pub const ID: ViewId = ViewId("quotas");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Quotas"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["quota", "quo"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&QuotasTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        table_with_detail(f, area, app, TABLE, "Quotas", true);
+    }
 }

@@ -1,15 +1,23 @@
 //! Storage: filesystems and volumes holding datasets, weights and checkpoints.
 
+use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{bytes, opt, rate, untrusted};
 use super::detail::{kv, section, spark_line};
+use super::{TableId, ViewId};
 use crate::model::Filesystem;
 use crate::model::ObjKey;
 use crate::state::ClusterState;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub struct StorageTable;
+
+pub const TABLE: TableId = TableId("storage");
 
 static COLS: [Column; 10] = [
     col("NAME", 12),
@@ -29,6 +37,18 @@ fn fs(s: &ClusterState, key: RowKey) -> &Filesystem {
 }
 
 impl TableSource for StorageTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
+        detail(cx, key, width)
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(&cx.s.storage[key as usize])
+    }
+
     fn columns(&self) -> &'static [Column] {
         &COLS
     }
@@ -159,4 +179,31 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         ));
     }
     out
+}
+
+/// Storage: filesystems, fill, throughput and what they hold.
+pub struct View;
+
+pub const ID: ViewId = ViewId("storage");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Storage"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["st", "fs"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&StorageTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        table_with_detail(f, area, app, TABLE, "Storage", true);
+    }
 }

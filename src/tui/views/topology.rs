@@ -3,9 +3,13 @@
 
 use super::super::widgets::safe;
 use super::super::widgets::table::Cx;
+use super::super::widgets::table::TableSource;
+use super::ViewId;
 use crate::model::{LinkKind, Node};
+use crate::tui::app::App;
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
@@ -234,4 +238,45 @@ pub fn matrix_lines<'a>(cx: &Cx<'a>, n: &Node, width: u16) -> Vec<Line<'a>> {
         ]));
     }
     out
+}
+
+/// Topology: the pools, their nodes and GPUs as a tree, and the selected node's GPU link matrix.
+pub struct View;
+
+pub const ID: ViewId = ViewId("topology");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Topology"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["topo", "tree"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        let [tree, matrix] =
+            Layout::horizontal([Constraint::Percentage(38), Constraint::Percentage(62)]).areas(area);
+        let blk = crate::tui::draw::block(app, vec![Span::styled(" Topology ", app.theme.title)], true);
+        let mut ts = std::mem::take(&mut app.ui.tree);
+        draw_tree(f, tree, blk, &app.cx(), &mut ts, true);
+        app.ui.tree = ts;
+        let cx = app.cx();
+        let node = app.topology_node().and_then(|n| cx.s.node(n)).or(cx.s.nodes.first());
+        let lines = node.map(|n| matrix_lines(&cx, n, matrix.width.saturating_sub(2))).unwrap_or_default();
+        let b = crate::tui::draw::block(
+            app,
+            vec![Span::styled(" GPU links (nvidia-smi topo -m) ", app.theme.title)],
+            false,
+        );
+        f.render_widget(Paragraph::new(lines).block(b), matrix);
+    }
 }

@@ -210,8 +210,15 @@ pub fn contains_ci(hay: &str, needle: &str) -> bool {
         .any(|i| h[i].to_ascii_lowercase() == first && h[i + 1..i + n.len()].eq_ignore_ascii_case(&n[1..]))
 }
 
+/// Any model value as JSON (`null` if it cannot be: it never fails a listing).
+pub fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
 /// What a table view supplies: its columns, its rows and how to show, search and sort them.
-pub trait TableSource {
+pub trait TableSource: Sync {
+    /// Its name in `gpuplane get` (`nodes`, `fabric-nodes`).
+    fn id(&self) -> crate::tui::views::TableId;
     fn columns(&self) -> &'static [Column];
     /// Every row key in natural order.
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>);
@@ -235,6 +242,10 @@ pub trait TableSource {
     fn default_sort(&self) -> (usize, bool) {
         (0, false)
     }
+    /// The detail pane's lines for a row.
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>>;
+    /// A row as JSON for `gpuplane get -o json`, with the model's field names.
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value;
     /// The object a row stands for: what the selection, the detail pane, marks and actions
     /// follow when the rows move.
     fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey>;
@@ -266,6 +277,25 @@ pub struct Cx<'a> {
 pub struct Marks {
     pub nodes: std::collections::BTreeSet<crate::model::Text>,
     pub jobs: std::collections::BTreeSet<crate::model::JobId>,
+}
+
+/// The state of every table, by id (made on first use, so no table is counted by hand).
+#[derive(Debug, Clone, Default)]
+pub struct TableStates(std::collections::HashMap<crate::tui::views::TableId, TableState>);
+
+static EMPTY: std::sync::LazyLock<TableState> = std::sync::LazyLock::new(TableState::default);
+
+impl std::ops::Index<crate::tui::views::TableId> for TableStates {
+    type Output = TableState;
+    fn index(&self, id: crate::tui::views::TableId) -> &TableState {
+        self.0.get(&id).unwrap_or(&EMPTY)
+    }
+}
+
+impl std::ops::IndexMut<crate::tui::views::TableId> for TableStates {
+    fn index_mut(&mut self, id: crate::tui::views::TableId) -> &mut TableState {
+        self.0.entry(id).or_default()
+    }
 }
 
 /// Selection, scroll, sort, filter and the cached rows of one table.
