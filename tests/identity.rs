@@ -60,6 +60,7 @@ fn names(o: &ObjKey) -> Vec<String> {
         ObjKey::Filesystem(x) | ObjKey::Queue(x) | ObjKey::Quota(x) | ObjKey::Team(x) => vec![x.to_string()],
         ObjKey::Incident(subject, _) => vec![subject.to_string()],
         ObjKey::Audit(seq) => vec![format!("gpu-{seq:03}")],
+        ObjKey::Source(x) => vec![x.to_string()],
     }
 }
 

@@ -43,6 +43,8 @@ pub enum ObjKey {
     Incident(Text, String),
     /// An audit record, by its sequence number.
     Audit(u64),
+    /// A data source, by its name (`slurm`, `prom`).
+    Source(Text),
 }
 
 impl ObjKey {
