@@ -615,3 +615,44 @@ fn step_progress_lines_reach_the_panel_sanitised_and_bounded() {
     assert!(a.op_panel.len() <= 500, "{}", a.op_panel.len());
     assert_eq!(a.op_panel.last().unwrap().0, "drain gpu-node-2: ns/pod-1999 evicted and gone");
 }
+
+/// Every view in the registry is reachable by its name, completes, is in the help and the tab
+/// row: nothing about a view is listed by hand outside its file and its registry line.
+#[test]
+fn every_registered_view_is_reachable_everywhere() {
+    for v in views::VIEWS {
+        let name = v.id().0;
+        let mut a = app();
+        typed(&mut a, &format!(":{name}\r"));
+        assert_eq!(a.ui.view, v.id(), "{name}");
+        assert_eq!(complete(name).0, format!("{name} "), "{name} completes");
+        let help: String = gpuplane::tui::draw::help_lines(&a)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.to_string()).collect::<String>() + "\n")
+            .collect();
+        assert!(help.contains(&format!(":{name}")), "{name} is in the help");
+        let screen = render(&mut a, 160, 48);
+        assert!(screen.lines().nth(1).unwrap().contains(v.title()), "{name} is in the tab row");
+        for alias in v.aliases() {
+            assert_eq!(views::ViewId::by_name(alias), Some(v.id()), "{alias}");
+        }
+    }
+}
+
+/// The tab row fits every width down to 60 columns and always names the current view in full.
+#[test]
+fn the_tab_row_fits_and_names_the_current_view() {
+    for v in views::VIEWS {
+        let mut a = app();
+        a.goto(v.id());
+        for w in [60u16, 80, 100, 200] {
+            let labels = gpuplane::tui::draw::tab_labels(&a, w as usize);
+            let used: usize =
+                labels.iter().map(|(l, _)| unicode_width::UnicodeWidthStr::width(l.as_str()) + 1).sum();
+            assert!(used <= w as usize + 1, "{w} columns: {labels:?}");
+            assert!(labels.iter().any(|(l, cur)| *cur && l.contains(v.title())), "{w}: {labels:?}");
+            let screen = render(&mut a, w, 24);
+            assert!(screen.lines().nth(1).unwrap().contains(v.title()), "{w} columns:\n{screen}");
+        }
+    }
+}

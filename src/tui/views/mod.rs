@@ -13,6 +13,7 @@ pub mod nodes;
 pub mod overview;
 pub mod queues;
 pub mod quotas;
+pub mod sources;
 pub mod storage;
 pub mod topology;
 
@@ -35,6 +36,7 @@ pub static VIEWS: &[&dyn View] = &[
     &quotas::View,
     &cost::View,
     &audit::View,
+    &sources::View,
 ];
 
 /// A view, named by its canonical command name (`nodes`).

@@ -1,0 +1,156 @@
+//! Sources: every data source the console reads (scheduler, telemetry, local GPUs, the
+//! simulator), whether it answers, since when, and what is wrong with it and how to fix it.
+//! Added as one file plus one registry line, as every view is.
+
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
+use super::super::widgets::{ago, opt, ts, untrusted};
+use super::detail::kv;
+use super::{TableId, ViewId};
+use crate::model::ObjKey;
+use crate::model::protocol::SourceStatus;
+use crate::tui::app::App;
+use crate::tui::draw::table_with_detail;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use std::borrow::Cow;
+
+pub struct SourcesTable;
+
+pub const TABLE: TableId = TableId("sources");
+
+static COLS: [Column; 6] = [
+    col("SOURCE", 8),
+    col("STATE", 8),
+    col("LAST OK", 20).drop(2),
+    col("AGE", 8).right(),
+    col("DETAIL", 12).drop(1),
+    col("ERROR", 30),
+];
+
+fn src<'a>(cx: &Cx<'a>, key: RowKey) -> &'a SourceStatus {
+    &cx.s.sources[key as usize]
+}
+
+/// `ok`, `failing` or `never` (no answer yet).
+fn state(s: &SourceStatus) -> &'static str {
+    match (&s.error, s.ok_at) {
+        (Some(_), _) => "failing",
+        (None, Some(_)) => "ok",
+        (None, None) => "never",
+    }
+}
+
+impl TableSource for SourcesTable {
+    fn id(&self) -> TableId {
+        TABLE
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        &COLS
+    }
+
+    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        out.extend(0..cx.s.sources.len() as RowKey);
+    }
+
+    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
+        let s = src(cx, key);
+        let mut v: Vec<Cow<'a, str>> = vec![s.name.as_str().into(), state(s).into()];
+        v.extend(s.error.as_deref().map(Cow::from));
+        v.extend(s.detail.as_deref().map(Cow::from));
+        v
+    }
+
+    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
+        let s = src(cx, key);
+        Some(match name {
+            "source" | "name" => s.name.as_str().into(),
+            "state" => state(s).into(),
+            "error" => s.error.as_deref()?.into(),
+            "detail" => s.detail.as_deref()?.into(),
+            _ => return None,
+        })
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
+        let s = src(cx, key);
+        match c {
+            0 => SortKey::Str(&s.name),
+            1 => SortKey::Str(state(s)),
+            2 | 3 => SortKey::Int(s.ok_at.unwrap_or(i64::MIN)),
+            4 => SortKey::Str(s.detail.as_deref().unwrap_or("")),
+            _ => SortKey::Str(s.error.as_deref().unwrap_or("")),
+        }
+    }
+
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        let (s, t) = (src(cx, key), cx.theme);
+        let style = match state(s) {
+            "failing" => t.crit,
+            "never" => t.warn,
+            _ => t.ok,
+        };
+        vec![
+            untrusted(&s.name, t.text),
+            Span::styled(state(s), style),
+            Span::styled(s.ok_at.map_or("-".into(), ts), t.dim),
+            Span::styled(s.ok_at.map_or("-".into(), |at| ago(cx.s.now, at)), t.dim),
+            untrusted(s.detail.as_deref().unwrap_or("-"), t.dim),
+            untrusted(s.error.as_deref().unwrap_or(""), t.crit),
+        ]
+    }
+
+    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
+        let (s, t) = (src(cx, key), cx.theme);
+        let mut out = vec![
+            kv(cx, "source", untrusted(&s.name, t.title)),
+            kv(cx, "state", Span::styled(state(s), t.text)),
+            kv(cx, "last ok", Span::styled(opt(s.ok_at.map(ts)), t.text)),
+            kv(cx, "detail", untrusted(s.detail.as_deref().unwrap_or("-"), t.text)),
+        ];
+        if s.simulated {
+            out.push(kv(cx, "data", Span::styled("SIMULATED", t.warn)));
+        }
+        if let Some(e) = &s.error {
+            out.push(kv(cx, "error", untrusted(e, t.crit)));
+            out.push(Line::styled("the data from this source is stale until it recovers", t.dim));
+        }
+        out
+    }
+
+    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
+        to_json(src(cx, key))
+    }
+
+    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
+        cx.s.sources.get(key as usize).map(|s| ObjKey::Source(s.name.clone()))
+    }
+}
+
+/// Sources: the data sources and their health.
+pub struct View;
+
+pub const ID: ViewId = ViewId("sources");
+
+impl super::View for View {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Sources"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["src", "health"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&SourcesTable]
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        table_with_detail(f, area, app, TABLE, "Sources", true);
+    }
+}
