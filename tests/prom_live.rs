@@ -2,6 +2,10 @@
 //! scripts/prometheus/) holding 2 h of a synthetic 16-node H100 cluster with planted anomalies.
 //! Each anomaly must surface as the right incident on the right node/GPU, with the figures a
 //! direct PromQL query of the same server gives.
+//!
+//! Behind the `live` feature (`cargo test --features live`, as scripts/test runs it): they need
+//! the test Prometheus (GPUPLANE_TEST_PROM_URL), and without it they fail, never pass.
+#![cfg(feature = "live")]
 
 mod common;
 

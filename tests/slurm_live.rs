@@ -1,6 +1,10 @@
 //! Live tests against the two real Slurm releases that scripts/test starts on 127.0.0.1:
 //! Slurm 22.05 (REST v0.0.38, with slurmdbd + MariaDB) and Slurm 24.11 (REST v0.0.40–42, in a
 //! Debian 13 chroot). What gpuplane shows must equal what Slurm's own CLI says.
+//!
+//! Behind the `live` feature (`cargo test --features live`, as scripts/test runs it): they need
+//! the Slurm test clusters (GPUPLANE_TEST_SLURM*), and without it they fail, never pass.
+#![cfg(feature = "live")]
 
 mod common;
 mod slurm_support;
