@@ -1,7 +1,10 @@
 //! Prometheus backend against recorded API responses (tests/fixtures/prometheus/): every
 //! response shape parses, errors and warnings come through verbatim, answers map to the right
 //! node/GPU/port, and the client reports transport and HTTP failures as stated (a tiny local
-//! HTTP server replays the recorded bodies with their recorded status codes).
+//! HTTP server replays the recorded bodies with their recorded status codes). A closed port
+//! stands for a Prometheus that is not running; the live server is tests/prom_live.rs.
+
+mod common;
 
 use gpuplane::backend::prom::api::{self, BodyError, ResultType};
 use gpuplane::backend::prom::client::Body;
@@ -314,6 +317,43 @@ async fn a_closed_port_is_connection_refused() {
     let e = c.query("up", None).await.unwrap_err();
     assert_eq!(e.to_string(), format!("connection refused at {url} — is it running?"));
     assert!(e.is_unreachable());
+}
+
+/// The backend when Prometheus was never up: the status names the URL and says no data came.
+#[tokio::test]
+async fn the_backend_on_a_closed_port_reports_connection_refused_and_no_data_yet() {
+    use gpuplane::backend::Update;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed = format!("http://127.0.0.1:{port}");
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(gpuplane::backend::prom::run(PromConfig::new(&closed), tx, cancel.clone()));
+    let err = loop {
+        let u = tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv())
+            .await
+            .expect("a status within 30 s")
+            .expect("the backend stopped");
+        if let Update::Status(gpuplane::backend::SourceStatus { error: Some(e), .. }) = u {
+            break e;
+        }
+    };
+    assert_eq!(err, format!("prometheus: connection refused at {closed} — is it running? (no data yet)"));
+    cancel.cancel();
+    let _ = task.await;
+}
+
+/// `gpuplane get` against a Prometheus that is not there: exit status 2 and the reason.
+#[test]
+fn get_on_a_closed_port_fails_with_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpuplane_cmd(dir.path())
+        .args(["get", "nodes", "--prometheus", "http://127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("prometheus"), "{err}");
 }
 
 #[test]

@@ -1,6 +1,10 @@
 //! Live tests against the two real Slurm releases that scripts/test starts on 127.0.0.1:
 //! Slurm 22.05 (REST v0.0.38, with slurmdbd + MariaDB) and Slurm 24.11 (REST v0.0.40–42, in a
 //! Debian 13 chroot). What gpuplane shows must equal what Slurm's own CLI says.
+//!
+//! Behind the `live` feature (`cargo test --features live`, as scripts/test runs it): they need
+//! the Slurm test clusters (GPUPLANE_TEST_SLURM*), and without it they fail, never pass.
+#![cfg(feature = "live")]
 
 mod common;
 mod slurm_support;
@@ -376,39 +380,6 @@ async fn backend_task_survives_a_bad_token_and_a_stopped_slurmrestd() {
     assert_eq!((s.nodes.len(), s.jobs.len()), (nodes, jobs), "last good data kept");
     assert!(status(&s).unwrap().ok_at.is_some(), "the last success is kept for the stale age");
     assert!(!task.is_finished());
-    cancel.cancel();
-    task.await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stopped_slurmrestd_is_reported_and_retried() {
-    // A port that was just open and is now closed: what a stopped slurmrestd looks like.
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", l.local_addr().unwrap());
-    drop(l);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut cfg = gpuplane::backend::slurm::SlurmConfig::new(gpuplane::backend::slurm::ClientConfig {
-        url: url.clone(),
-        user: None,
-        token: gpuplane::backend::slurm::TokenSource::Static("x.y.z".into()),
-        ca_file: None,
-        timeout: Duration::from_secs(5),
-        version: None,
-    });
-    cfg.refresh = Duration::from_millis(100);
-    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let task = tokio::spawn(run(cfg, tx, Default::default(), cancel.clone()));
-    let mut errors = Vec::new();
-    while errors.len() < 2 {
-        let u = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.unwrap().unwrap();
-        if let Update::Status(SourceStatus { error: Some(e), .. }) = u {
-            errors.push(e);
-        }
-    }
-    assert!(errors[0].contains(&format!("slurmrestd unreachable at {url}")), "{}", errors[0]);
-    assert!(errors[0].contains("is slurmrestd running?"), "{}", errors[0]);
-    assert!(!task.is_finished(), "the backend keeps retrying");
     cancel.cancel();
     task.await.unwrap();
 }

@@ -613,6 +613,41 @@ async fn a_failing_server_keeps_the_last_data_and_backs_off() {
     task.await.unwrap();
 }
 
+/// A stopped slurmrestd (nothing listening): the status says so and how to check, and the
+/// backend keeps retrying. Needs no live Slurm, so it runs in plain `cargo test`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_slurmrestd_is_reported_and_retried() {
+    // A port that was just open and is now closed: what a stopped slurmrestd looks like.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    drop(l);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut cfg = gpuplane::backend::slurm::SlurmConfig::new(gpuplane::backend::slurm::ClientConfig {
+        url: url.clone(),
+        user: None,
+        token: gpuplane::backend::slurm::TokenSource::Static("x.y.z".into()),
+        ca_file: None,
+        timeout: Duration::from_secs(5),
+        version: None,
+    });
+    cfg.refresh = Duration::from_millis(100);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(gpuplane::backend::slurm::run(cfg, tx, Default::default(), cancel.clone()));
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        let u = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.unwrap().unwrap();
+        if let Update::Status(gpuplane::backend::SourceStatus { error: Some(e), .. }) = u {
+            errors.push(e);
+        }
+    }
+    assert!(errors[0].contains(&format!("slurmrestd unreachable at {url}")), "{}", errors[0]);
+    assert!(errors[0].contains("is slurmrestd running?"), "{}", errors[0]);
+    assert!(!task.is_finished(), "the backend keeps retrying");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
 /// The permission preflight in the v0.0.40+ shapes: without `X-SLURM-USER-NAME` the identity is
 /// the token's `sun` claim (not the ping's `meta.client.user`, which names `root` for any
 /// token); slurmdbd's level is an array; no slurmdbd (404) leaves the level unknown so the
