@@ -7,11 +7,13 @@
 //! Queue positions come from the Kueue visibility API (`pendingworkloads`); when it is not
 //! served the console derives them from the workloads' priority and age.
 
+mod error;
 pub mod kueue;
 pub mod map;
 pub mod slim;
 mod watch;
 
+pub use error::action_error;
 pub use map::Mapping;
 pub use watch::run;
 
