@@ -144,64 +144,53 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                     readonly: kube_cfg.readonly_contexts.clone(),
                     readonly_all: config.readonly,
                 });
-                app.planner = Some(Box::new(
-                    gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone()).with_acceptance(
+                // One executor, owned by the ops task; the console plans with its planner (both
+                // read the connection and permissions the watch loop keeps in `shared`). Writes
+                // reach the console through the watches: no refresh needed.
+                let exec = gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone())
+                    .with_acceptance(
                         config.acceptance.template.clone(),
                         kube_cfg.acceptance_namespace.clone(),
-                    ),
-                ));
-                app.ops_tx = Some(ops_tx);
-                tokio::spawn(gpuplane::ops::worker_with(
+                    );
+                app.planner = Some(gpuplane::ops::start(
                     ops(format!("kube:{}", initial.as_deref().unwrap_or("current-context"))),
-                    Box::new(
-                        gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone()).with_acceptance(
-                            config.acceptance.template.clone(),
-                            kube_cfg.acceptance_namespace.clone(),
-                        ),
-                    ),
+                    Box::new(exec),
                     ops_rx,
                     ev_tx,
                     acceptance,
                 ));
+                app.ops_tx = Some(ops_tx);
                 tokio::spawn(gpuplane::backend::kube::run(kube_cfg, shared, tx, ctx_rx, cancel.clone()));
             }
             // A configured Slurm cluster replaces the simulator.
             Some(slurm_cfg) => {
                 let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
                 app.refresh_now.push(refresh_now.clone());
-                // Actions go to slurmrestd through the ops task (drain, resume, cancel).
-                // (and acceptance jobs, submitted with the configured template).
-                let template = config.acceptance.template.clone();
-                // The ops task's executor and the console's planner: built alike, sharing one
-                // permission preflight.
-                let build = || {
-                    gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
-                        .and_then(|e| e.with_acceptance(template.clone()))
-                        .map(|e| e.with_slurm_user(&slurm_cfg.slurm_user))
-                        .and_then(|e| match &config.slurm_break_glass {
-                            Some(bg) => e.with_break_glass(bg),
-                            None => Ok(e),
-                        })
-                };
-                let exec = build();
-                let planner = build();
-                match (planner, exec) {
-                    (Ok(planner), Ok(exec)) => {
+                // Actions go to slurmrestd through the ops task (drain, resume, cancel, and
+                // acceptance jobs submitted with the configured template): one executor, which
+                // wakes the poller after each write; the console plans with its planner.
+                let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
+                    .and_then(|e| e.with_acceptance(config.acceptance.template.clone()))
+                    .map(|e| e.with_slurm_user(&slurm_cfg.slurm_user).with_refresh(refresh_now.clone()))
+                    .and_then(|e| match &config.slurm_break_glass {
+                        Some(bg) => e.with_break_glass(bg),
+                        None => Ok(e),
+                    });
+                match exec {
+                    Ok(exec) => {
                         // The permission preflight: asked at start and every 5 minutes; the
                         // planner refuses what the identity may not do before a plan is shown.
-                        let planner = planner.sharing_permission(&exec);
-                        tokio::spawn(exec.permission_watch(std::time::Duration::from_secs(300)));
-                        app.planner = Some(Box::new(planner));
-                        app.ops_tx = Some(ops_tx);
-                        tokio::spawn(gpuplane::ops::worker_with(
+                        tokio::spawn(exec.preflight().watch(std::time::Duration::from_secs(300)));
+                        app.planner = Some(gpuplane::ops::start(
                             ops(slurm_cfg.client.url.clone()),
                             Box::new(exec),
                             ops_rx,
                             ev_tx,
                             acceptance,
                         ));
+                        app.ops_tx = Some(ops_tx);
                     }
-                    (Err(e), _) | (_, Err(e)) => {
+                    Err(e) => {
                         tracing::warn!("actions unavailable: {e}");
                         drop((ops_rx, ev_tx));
                     }
@@ -211,22 +200,14 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             // Prometheus alone (a DCGM-only fleet): no scheduler, so no actions.
             None if config.prometheus.is_some() || cli.local => drop((tx, ops_rx, ev_tx)),
             None => {
-                // Actions: the console plans with one executor and the ops task runs the other.
+                // Actions: one executor, owned by the ops task, sending them to the simulator
+                // task (which ticks at once after each); the console plans with its planner.
                 let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
-                let remote = || gpuplane::ops::SimExecutor::Remote {
-                    tx: sim_ops_tx.clone(),
-                    user: config.user.clone(),
-                };
-                app.planner = Some(Box::new(remote()));
-                app.ops_tx = Some(ops_tx);
+                let exec = gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx, user: config.user.clone() };
                 let cluster = format!("sim-{}x{}", config.sim_nodes, config.sim_gpus);
-                tokio::spawn(gpuplane::ops::worker_with(
-                    ops(cluster),
-                    Box::new(remote()),
-                    ops_rx,
-                    ev_tx,
-                    acceptance,
-                ));
+                app.planner =
+                    Some(gpuplane::ops::start(ops(cluster), Box::new(exec), ops_rx, ev_tx, acceptance));
+                app.ops_tx = Some(ops_tx);
                 let sim_cfg = SimConfig {
                     seed: config.seed,
                     nodes: config.sim_nodes,

@@ -72,7 +72,7 @@ async fn slurm24_acceptance_runs_on_exactly_the_chosen_nodes_and_is_recorded() {
         ticket: Some("ACC-1".into()),
         dry_run: false,
     };
-    let p = plan(&req, &s, &exec, false).unwrap();
+    let p = plan(&req, &s, &*exec.planner(), false).unwrap();
     assert_eq!(p.steps.len(), 1);
     assert!(
         p.steps[0].call.contains(&format!("nodelist={} gpus/node=8", chosen.join(","))),
@@ -129,7 +129,7 @@ async fn slurm24_acceptance_runs_on_exactly_the_chosen_nodes_and_is_recorded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurm24_acceptance_from_the_console_is_followed_to_its_verdict() {
     use common::{render, typed};
-    use gpuplane::ops::{AcceptanceSetup, OpEvent, worker_with};
+    use gpuplane::ops::{AcceptanceSetup, OpEvent};
     use gpuplane::tui::app::{App, Mode, Msg};
     let (c, _g) = slurm24().await;
     let root = c.chroot.clone().expect("24.11 runs in a chroot");
@@ -174,8 +174,9 @@ async fn slurm24_acceptance_from_the_console_is_followed_to_its_verdict() {
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
-    let exec = SlurmExecutor::new(&client).unwrap().with_acceptance(template.clone()).unwrap();
-    tokio::spawn(worker_with(ops.clone(), Box::new(exec), rx, ev_tx, Some(setup)));
+    let exec = SlurmExecutor::new(&client).unwrap().with_acceptance(template).unwrap();
+    // One executor, owned by the ops task; the console plans with its planner.
+    let planner = gpuplane::ops::start(ops.clone(), Box::new(exec), rx, ev_tx, Some(setup));
     let mut a = App::new(
         s,
         gpuplane::tui::keymap::Keymap::builtin("default"),
@@ -183,7 +184,7 @@ async fn slurm24_acceptance_from_the_console_is_followed_to_its_verdict() {
         gpuplane::tui::widgets::Glyphs::UNICODE,
         "researcher".into(),
     );
-    a.planner = Some(Box::new(SlurmExecutor::new(&client).unwrap().with_acceptance(template).unwrap()));
+    a.planner = Some(planner);
     a.ops_tx = Some(tx);
     for n in &chosen {
         typed(&mut a, &format!(":fabric node=={n}\r "));

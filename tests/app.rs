@@ -656,3 +656,43 @@ fn the_tab_row_fits_and_names_the_current_view() {
         }
     }
 }
+
+/// A refusal reaches the console typed: the result line carries the server's own words and what
+/// to do, the summary counts failures by kind, and the screen shows it.
+#[test]
+fn a_forbidden_write_shows_the_servers_reason_in_the_result_line() {
+    use gpuplane::ops::{ActionError, ActionKind, OpEvent, Outcome, TargetResult};
+    let mut a = app();
+    let said = r#"nodes "gpu-003" is forbidden: User "viewer" cannot patch resource "nodes""#;
+    let refused = TargetResult::failed("gpu-003", ActionError::forbidden(said));
+    let gone = TargetResult::failed("gpu-099", ActionError::not_found("node gpu-099 does not exist"));
+    for r in [&refused, &gone] {
+        a.update(Msg::Op(OpEvent::Target { kind: ActionKind::Cordon, result: r.clone() }));
+    }
+    let outcome = Outcome {
+        op_id: "0123456789abcdef".into(),
+        results: vec![refused, gone],
+        dry_run: false,
+        audit_warning: None,
+        submitted: vec![],
+    };
+    a.update(Msg::Op(OpEvent::Done { kind: ActionKind::Cordon, result: Ok(outcome) }));
+    let lines: Vec<(&str, bool)> = a.op_panel.iter().map(|(l, e)| (l.as_str(), *e)).collect();
+    assert_eq!(
+        lines[0],
+        (
+            format!(
+                "cordon gpu-003: forbidden: {said} — have this identity granted the right, or use break-glass"
+            )
+            .as_str(),
+            true
+        )
+    );
+    assert!(lines[1].0.starts_with("cordon gpu-099: not found: node gpu-099 does not exist — "), "{lines:?}");
+    assert_eq!(lines[2], ("cordon done: 0/2 succeeded; 1 forbidden, 1 not-found (audit op 01234567)", true));
+    let screen = render(&mut a, 160, 40);
+    assert!(
+        screen.contains(r#"cordon gpu-003: forbidden: nodes "gpu-003" is forbidden: User "viewer""#),
+        "{screen}"
+    );
+}

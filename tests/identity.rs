@@ -101,6 +101,14 @@ fn every_table_keeps_its_selection_through_a_reordering_relist() {
     let mut checked = 0;
     for (view, t) in tables() {
         let mut a = app();
+        // A second source, so that the Sources table has rows to move between.
+        a.update(Msg::Update(Update::Status(gpuplane::model::protocol::SourceStatus {
+            name: "prom".into(),
+            simulated: false,
+            ok_at: None,
+            error: Some("connection refused".into()),
+            detail: None,
+        })));
         let mut backend = Reorderer { rng: fastrand::Rng::with_seed(7) };
         a.goto(view);
         a.prepare();

@@ -10,7 +10,7 @@ mod kube_support;
 use gpuplane::backend::kube::{KubeConfig, Shared};
 use gpuplane::model::protocol::Update;
 use gpuplane::model::{JobState, NodeState};
-use gpuplane::ops::{self, ActionKind, Executor, KubeExecutor, OpRequest, Ops};
+use gpuplane::ops::{self, ActionError, ActionKind, Executor, KubeExecutor, OpRequest, Ops};
 use gpuplane::state::ClusterState;
 use kube_support::{Cluster, FakeKube, Handle, KueueMode, Opts, Rule};
 use std::time::{Duration, Instant};
@@ -116,7 +116,7 @@ async fn synced(fake: &Handle, context: &str) -> Live {
 
 /// Plans and runs one action through the audited road.
 async fn run_op(ops: &Ops, r: &OpRequest, live: &Live, exec: &mut KubeExecutor) -> ops::Outcome {
-    let plan = ops::plan(r, &live.state, &*exec, false).expect("plan");
+    let plan = ops::plan(r, &live.state, &*exec.planner(), false).expect("plan");
     ops.run(r, &plan, exec, |_| {}).await.expect("run")
 }
 
@@ -285,7 +285,7 @@ async fn cordon_and_uncordon_record_who_and_why_and_an_event() {
     let ops = ops_for(dir.path());
     let mut exec = live.executor();
     let r = req(ActionKind::Cordon, "gpu-node-1");
-    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
+    let plan = ops::plan(&r, &live.state, &*exec.planner(), false).expect("plan");
     assert!(plan.steps[0].call.contains("PATCH /api/v1/nodes/gpu-node-1"));
     let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
     assert!(out.results[0].ok, "{:?}", out.results);
@@ -331,7 +331,7 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     // GPU pods mount a memory-backed emptyDir (/dev/shm): like `kubectl drain
     // --delete-emptydir-data`, that has to be allowed.
     let r = req(ActionKind::Drain, "gpu-node-2");
-    let plan = ops::plan(&r, &live.state, &live.executor(), false).expect("plan");
+    let plan = ops::plan(&r, &live.state, &*live.executor().planner(), false).expect("plan");
     assert_eq!(plan.affected_gpus(), 2);
     live.cfg.drain_delete_emptydir = true;
     let mut exec = live.executor();
@@ -387,7 +387,7 @@ async fn drain_evicts_what_kubectl_would_and_waits_on_a_pdb() {
     let before = fake.pods_on("gpu-node-1");
     let ops = ops_for(dir.path());
     let r = req(ActionKind::Drain, "gpu-node-1");
-    let plan = ops::plan(&r, &live.state, &live.executor(), false).expect("plan");
+    let plan = ops::plan(&r, &live.state, &*live.executor().planner(), false).expect("plan");
     let mut exec = live.executor();
     let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
     assert!(!out.results[0].ok);
@@ -404,17 +404,18 @@ async fn a_forbidden_access_review_disables_actions_with_the_reason() {
     real_viewer(&fake);
     let live = synced(&fake, "fake-viewer").await;
     let exec = live.executor();
-    let why = exec.supports(ActionKind::Cordon).expect_err("viewer may not cordon");
-    assert!(why.contains("may not patch nodes"), "{why}");
-    let err =
-        ops::plan(&req(ActionKind::Drain, "gpu-node-1"), &live.state, &exec, false).expect_err("refused");
+    let why = exec.planner().supports(ActionKind::Cordon, false).expect_err("viewer may not cordon");
+    assert!(matches!(why, ActionError::Forbidden { .. }), "{why:?}");
+    assert!(why.to_string().contains("may not patch nodes"), "{why}");
+    let err = ops::plan(&req(ActionKind::Drain, "gpu-node-1"), &live.state, &*exec.planner(), false)
+        .expect_err("refused");
     assert!(err.to_string().contains("may not patch nodes"), "{err}");
     assert!(fake.requests().iter().all(|r| r.method != "PATCH" && !r.path.ends_with("/eviction")));
     // The same user with the right granted: the action is offered.
     fake.set_user_rules("viewer", vec![Rule::allow(&["*"], &["*"], &["*"])]);
     live.ctx_tx.send("fake-viewer".into()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while exec.supports(ActionKind::Cordon).is_err() {
+    while exec.planner().supports(ActionKind::Cordon, false).is_err() {
         assert!(Instant::now() < deadline, "permissions were not asked again after reconnecting");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -430,10 +431,12 @@ async fn read_only_context_and_context_switch() {
     let mut live = Live::start(cfg);
     live.synced().await;
     let exec = live.executor();
-    assert!(exec.supports(ActionKind::Cordon).unwrap_err().contains("read-only"));
+    assert!(
+        exec.planner().supports(ActionKind::Cordon, false).unwrap_err().to_string().contains("read-only")
+    );
     live.ctx_tx.send("fake-viewer".into()).unwrap();
     live.until("the viewer context", |s| s.cluster == "fake-viewer").await;
-    let why = exec.supports(ActionKind::Cordon).unwrap_err();
+    let why = exec.planner().supports(ActionKind::Cordon, false).unwrap_err().to_string();
     assert!(why.contains("may not patch nodes"), "{why}");
     assert!(exec.identity().unwrap().contains("viewer@fake-viewer"));
 }
@@ -454,7 +457,7 @@ async fn cancel_deletes_the_owning_job() {
     let ops = ops_for(dir.path());
     let mut exec = live.executor();
     let r = req(ActionKind::Cancel, &id.to_string());
-    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
+    let plan = ops::plan(&r, &live.state, &*exec.planner(), false).expect("plan");
     assert!(plan.steps[0].call.contains("DELETE Job team-a/sweep-a"), "{}", plan.steps[0].call);
     // The owner object must exist for the delete to succeed.
     let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
@@ -557,7 +560,7 @@ async fn writes_fail_closed_when_the_audit_log_cannot_be_written() {
     fake.clear_requests();
     let mut exec = live.executor();
     let r = req(ActionKind::Drain, "gpu-node-2");
-    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
+    let plan = ops::plan(&r, &live.state, &*exec.planner(), false).expect("plan");
     let err = ops.run(&r, &plan, &mut exec, |_| {}).await.expect_err("refused");
     assert!(err.to_string().contains("nothing was sent"), "{err}");
     let writes: Vec<_> = fake.requests().into_iter().filter(|r| r.method != "GET").collect();
@@ -602,11 +605,11 @@ async fn acceptance_runs_as_a_job_pinned_to_the_node_and_its_log_is_judged() {
     // Across nodes needs MPI: refused with the reason, nothing created.
     let pairs = OpRequest { kind: ActionKind::Acceptance(Mode::Pairs), ..req(ActionKind::Cordon, "x") };
     let pairs = OpRequest { targets: vec!["gpu-node-1".into(), "gpu-node-2".into()], ..pairs };
-    let err = ops::plan(&pairs, &live.state, &exec, false).expect_err("pairs refused");
+    let err = ops::plan(&pairs, &live.state, &*exec.planner(), false).expect_err("pairs refused");
     assert!(err.to_string().contains("MPIJob"), "{err}");
     let r =
         OpRequest { kind: ActionKind::Acceptance(Mode::PerNode), ..req(ActionKind::Cordon, "gpu-node-1") };
-    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan");
+    let plan = ops::plan(&r, &live.state, &*exec.planner(), false).expect("plan");
     assert!(plan.steps[0].call.contains("nodeName=gpu-node-1"), "{}", plan.steps[0].call);
     let dir = tempfile::tempdir().unwrap();
     let ops = ops_for(dir.path());
@@ -662,14 +665,14 @@ async fn break_glass_writes_impersonate_the_configured_identity_only_while_eleva
     let mut live = Live::start(cfg);
     live.synced().await;
     let mut exec = live.executor();
-    assert!(exec.supports(ActionKind::Cordon).is_err(), "the viewer alone may not cordon");
+    assert!(exec.planner().supports(ActionKind::Cordon, false).is_err(), "the viewer alone may not cordon");
     exec.elevate(true);
     assert!(exec.identity().unwrap().contains("as sre-breakglass (break-glass impersonation)"));
     let dir = tempfile::tempdir().unwrap();
     let mut ops = ops_for(dir.path());
     ops.break_glass = Some("bg-1".into());
     let r = req(ActionKind::Cordon, "gpu-node-1");
-    let plan = ops::plan(&r, &live.state, &exec, false).expect("plan under break-glass");
+    let plan = ops::plan_as(&r, &live.state, &*exec.planner(), false, true).expect("plan under break-glass");
     let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");
     assert!(out.results[0].ok, "{:?}", out.results);
     assert_eq!(fake.get("v1", "Node", "", "gpu-node-1").unwrap()["spec"]["unschedulable"], true);
@@ -680,5 +683,42 @@ async fn break_glass_writes_impersonate_the_configured_identity_only_while_eleva
     assert!(text.contains("bg-1") && text.contains("sre-breakglass"), "{text}");
     // Back to normal: the viewer's own refusal again.
     exec.elevate(false);
-    assert!(exec.supports(ActionKind::Uncordon).is_err());
+    assert!(exec.planner().supports(ActionKind::Uncordon, false).is_err());
+}
+
+/// The Kubernetes executor's failures, typed at the seam with the API server's own words: a
+/// node that is gone is not found (404), an object that already exists is a conflict (409),
+/// and rights taken away after the preflight come back as a refusal (403) naming the user, the
+/// verb and the resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_write_failures_are_typed_with_the_servers_words() {
+    use gpuplane::ops::ActionErrorKind;
+    init();
+    let fake = FakeKube::start(Cluster::small(), Opts::default());
+    let live = synced(&fake, "fake-admin").await;
+    let mut exec = live.executor();
+    let e = exec.execute(ActionKind::Cordon, "gpu-node-99", "test").await.unwrap_err();
+    assert!(matches!(&e, ActionError::NotFound { what } if what.contains("gpu-node-99")), "{e:?}");
+    // 409 through the same mapping, from the server's own answer.
+    let client = live.shared.connection().expect("connected").client;
+    let ns: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+    let dup = serde_json::from_value(serde_json::json!({"metadata": {"name": "team-a"}})).unwrap();
+    let err = ns.create(&Default::default(), &dup).await.expect_err("team-a exists");
+    let e = gpuplane::backend::kube::action_error(err);
+    assert_eq!(e.kind(), ActionErrorKind::Conflict, "{e}");
+    assert!(e.to_string().contains("already exists"), "{e}");
+    // The preflight said yes; the rights are gone by the time the write is sent.
+    fake.set_user_rules("admin", vec![Rule::allow(&["get", "list", "watch"], &["*"], &["*"])]);
+    let e = exec.execute(ActionKind::Cordon, "gpu-node-1", "test").await.unwrap_err();
+    let ActionError::Forbidden { reason, .. } = &e else { panic!("{e:?}") };
+    assert!(
+        reason.contains(r#"nodes "gpu-node-1" is forbidden: User "admin" cannot patch resource "nodes""#),
+        "the server's words: {reason}"
+    );
+    assert!(e.to_string().ends_with("have this identity granted the right, or use break-glass"), "{e}");
+    assert_ne!(
+        fake.get("v1", "Node", "", "gpu-node-1").unwrap()["spec"]["unschedulable"],
+        true,
+        "nothing changed"
+    );
 }

@@ -10,7 +10,7 @@ mod slurm_support;
 
 use gpuplane::audit::{AuditLog, Phase, verify};
 use gpuplane::model::NodeState;
-use gpuplane::ops::{ActionKind, OpError, OpRequest, Ops, SlurmExecutor, plan};
+use gpuplane::ops::{ActionKind, Executor, OpError, OpRequest, Ops, SlurmExecutor, plan};
 use slurm_support::{read, slurm22, slurm24};
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ async fn slurm24_drain_and_resume_through_the_audited_road() {
     std::fs::write(dir.path().join("f"), "x").unwrap();
     let broken = Ops { audit: AuditLog::new(dir.path().join("f").join("audit.jsonl")), ..ops.clone() };
     let r = req(ActionKind::Drain, &node);
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     let e = broken.run(&r, &p, &mut exec, |_| {}).await.unwrap_err();
     assert!(matches!(e, OpError::AuditFailed(_)), "{e}");
     let sc = c.cli(&["scontrol", "-o", "show", "node", &node]);
@@ -73,7 +73,7 @@ async fn slurm24_drain_and_resume_through_the_audited_road() {
     // Resume.
     let s = read(&c).await;
     let r = req(ActionKind::Resume, &node);
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
     wait_undrained(&c, &node).await;
     assert!(verify(&ops.audit.path).unwrap().problem.is_none());
@@ -85,13 +85,13 @@ async fn slurm_has_no_cordon_and_22_05_cannot_drain_over_rest() {
     let s = read(&c).await;
     let node = s.nodes[0].name.to_string();
     let mut exec = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
-    let e = plan(&req(ActionKind::Cordon, &node), &s, &exec, false).unwrap_err();
+    let e = plan(&req(ActionKind::Cordon, &node), &s, &*exec.planner(), false).unwrap_err();
     assert!(e.to_string().contains("drain the node instead"), "{e}");
     // 22.05 (v0.0.38) has no node update over REST: the road records the failure and says how.
     let dir = tempfile::tempdir().unwrap();
     let ops = ops(dir.path().join("audit.jsonl"));
     let r = req(ActionKind::Drain, &node);
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     let out = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
     assert!(!out.results[0].ok);
     assert!(out.results[0].message.contains("scontrol update"), "{}", out.results[0].message);
@@ -101,7 +101,7 @@ async fn slurm_has_no_cordon_and_22_05_cannot_drain_over_rest() {
 /// Break-glass on Slurm switches writes to the privileged token only while the session lasts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session() {
-    use gpuplane::ops::{Executor, OpEvent, OpJob, OpMsg, worker};
+    use gpuplane::ops::{OpEvent, OpJob, OpMsg, worker};
     let (c, _g) = slurm24().await;
     let s = read(&c).await;
     let node =
@@ -111,15 +111,16 @@ async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session()
     admin_cfg.user = None;
     let exec = SlurmExecutor::new(&user_cfg).unwrap().with_break_glass(&admin_cfg).unwrap();
     assert!(exec.identity().unwrap().starts_with("slurm:"));
+    // The console's planner: the executor's own planning side (one executor, owned by the ops task).
+    let planner = exec.planner();
     let dir = tempfile::tempdir().unwrap();
     let ops = ops(dir.path().join("audit.jsonl"));
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(worker(ops.clone(), Box::new(exec), rx, ev_tx));
-    let planner = SlurmExecutor::new(&user_cfg).unwrap();
     let run = |kind, session: Option<&str>, s: &gpuplane::state::ClusterState| {
         let r = req(kind, &node);
-        let plan = plan(&r, s, &planner, false).unwrap();
+        let plan = plan(&r, s, &*planner, false).unwrap();
         OpMsg::Run(OpJob { req: r, plan, break_glass: session.map(String::from) })
     };
     let mut done = async || loop {
@@ -207,7 +208,6 @@ async fn slurm22_get_lists_what_the_backend_reads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurm22_permission_preflight_from_slurmdbd_refuses_before_planning() {
     use gpuplane::backend::slurm::perm::AdminLevel;
-    use gpuplane::ops::Executor;
     let (c, _g) = slurm22().await;
     let s = read(&c).await;
     let root = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
@@ -219,7 +219,7 @@ async fn slurm22_permission_preflight_from_slurmdbd_refuses_before_planning() {
         .find(|j| j.user == "root" && j.state.is_active())
         .expect("an active job of root's on 22.05");
     let id = victim.id.to_string();
-    assert!(plan(&req(ActionKind::Cancel, &id), &s, &root, false).is_ok());
+    assert!(plan(&req(ActionKind::Cancel, &id), &s, &*root.planner(), false).is_ok());
 
     let out = c.cli(&["scontrol", "token", "username=nobody", "lifespan=600"]);
     let jwt = out.trim().strip_prefix("SLURM_JWT=").expect("a token for nobody").to_string();
@@ -239,12 +239,15 @@ async fn slurm22_permission_preflight_from_slurmdbd_refuses_before_planning() {
     assert_eq!(p.source, "slurmdbd");
     assert_eq!(nobody.identity().as_deref(), Some("slurm:nobody"));
 
-    let e = plan(&req(ActionKind::Cancel, &id), &s, &nobody, false).unwrap_err();
+    let e = plan(&req(ActionKind::Cancel, &id), &s, &*nobody.planner(), false).unwrap_err();
     let msg = e.to_string();
-    assert!(matches!(e, OpError::Unsupported { .. }), "{e:?}");
+    assert!(
+        matches!(e, OpError::Preflight { error: gpuplane::ops::ActionError::Forbidden { .. }, .. }),
+        "{e:?}"
+    );
     assert!(msg.contains(&format!("job {id} belongs to root")) && msg.contains("only its own jobs"), "{msg}");
     let node = s.nodes.iter().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
-    let e = plan(&req(ActionKind::Drain, &node), &s, &nobody, false).unwrap_err().to_string();
+    let e = plan(&req(ActionKind::Drain, &node), &s, &*nobody.planner(), false).unwrap_err().to_string();
     assert!(e.contains("AdminLevel None") && e.contains("sacctmgr modify user nobody"), "{e}");
     // The job is untouched (no request was ever sent).
     let state = c.cli(&["squeue", "-h", "-j", &id, "-o", "%T"]);
@@ -254,7 +257,7 @@ async fn slurm22_permission_preflight_from_slurmdbd_refuses_before_planning() {
     if let Some(j) = own.jobs.iter_mut().find(|j| j.id == victim.id) {
         j.user = "nobody".into();
     }
-    assert!(plan(&req(ActionKind::Cancel, &id), &own, &nobody, false).is_ok());
+    assert!(plan(&req(ActionKind::Cancel, &id), &own, &*nobody.planner(), false).is_ok());
 }
 
 /// The permission preflight on Slurm 24.11 with slurmdbd (v0.0.42), identities from the tokens:
@@ -281,7 +284,7 @@ async fn slurm24_permission_preflight_follows_slurmdbd_admin_levels() {
         ("gpuplane", Some(AdminLevel::None), "slurmdbd")
     );
     assert_eq!(level("gpuplane"), "None");
-    let e = plan(&req(ActionKind::Drain, &node), &s, &user, false).unwrap_err().to_string();
+    let e = plan(&req(ActionKind::Drain, &node), &s, &*user.planner(), false).unwrap_err().to_string();
     assert!(e.contains("Slurm user gpuplane has AdminLevel None"), "{e}");
 
     let out = c.cli(&["scontrol", "token", "username=gpuops", "lifespan=600"]);
@@ -292,11 +295,11 @@ async fn slurm24_permission_preflight_follows_slurmdbd_admin_levels() {
     assert_eq!((p.user.as_str(), p.level), ("gpuops", Some(AdminLevel::Operator)), "{p:?}");
     assert_eq!(level("gpuops"), "Operator");
     let r = req(ActionKind::Drain, &node);
-    let e = plan(&r, &s, &operator, false).unwrap_err().to_string();
+    let e = plan(&r, &s, &*operator.planner(), false).unwrap_err().to_string();
     assert!(e.contains("AdminLevel Operator"), "{e}");
     // slurmctld agrees: the same drain, planned without the preflight, is refused by it.
     let mut unchecked = SlurmExecutor::new(&cfg).unwrap();
-    let pl = plan(&r, &s, &unchecked, false).unwrap();
+    let pl = plan(&r, &s, &*unchecked.planner(), false).unwrap();
     let out = ops.run(&r, &pl, &mut unchecked, |_| {}).await.unwrap();
     assert!(!out.results[0].ok && out.results[0].message.contains("Invalid user id"), "{out:?}");
     assert!(!c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
@@ -306,7 +309,7 @@ async fn slurm24_permission_preflight_follows_slurmdbd_admin_levels() {
     let mut admin = SlurmExecutor::new(&cfg).unwrap();
     let p = admin.check_permission().await.unwrap();
     assert_eq!(p.level, Some(AdminLevel::Administrator), "{p:?}");
-    let pl = plan(&r, &s, &admin, false).expect("an administrator may drain");
+    let pl = plan(&r, &s, &*admin.planner(), false).expect("an administrator may drain");
     let mut drained = false;
     for _ in 0..20 {
         // slurmctld hears of the new level from slurmdbd shortly after sacctmgr returns.
@@ -320,7 +323,7 @@ async fn slurm24_permission_preflight_follows_slurmdbd_admin_levels() {
     let resumed = if drained {
         let after = read(&c).await;
         let r = req(ActionKind::Resume, &node);
-        let pl = plan(&r, &after, &admin, false).unwrap();
+        let pl = plan(&r, &after, &*admin.planner(), false).unwrap();
         ops.run(&r, &pl, &mut admin, |_| {}).await.unwrap().results[0].ok
     } else {
         false

@@ -322,7 +322,7 @@ async fn a_closed_port_is_connection_refused() {
 /// The backend when Prometheus was never up: the status names the URL and says no data came.
 #[tokio::test]
 async fn the_backend_on_a_closed_port_reports_connection_refused_and_no_data_yet() {
-    use gpuplane::backend::Update;
+    use gpuplane::model::protocol::Update;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let closed = format!("http://127.0.0.1:{port}");
@@ -334,7 +334,7 @@ async fn the_backend_on_a_closed_port_reports_connection_refused_and_no_data_yet
             .await
             .expect("a status within 30 s")
             .expect("the backend stopped");
-        if let Update::Status(gpuplane::backend::SourceStatus { error: Some(e), .. }) = u {
+        if let Update::Status(gpuplane::model::protocol::SourceStatus { error: Some(e), .. }) = u {
             break e;
         }
     };

@@ -492,10 +492,16 @@ async fn quiet_refreshes_use_update_time_and_the_light_job_listing() {
     let mut s = ClusterState::new(Default::default(), Default::default());
     slurm_support::refresh_into(&mut p, &mut s).await.unwrap();
     let before = p.client.requests;
-    let generation = s.generation;
+    let (generation, ok_at) =
+        (s.generation, s.sources.iter().find(|x| x.name == "slurm").and_then(|x| x.ok_at));
     slurm_support::refresh_into(&mut p, &mut s).await.unwrap();
     assert_eq!(p.client.requests - before, 3, "nodes (304), partitions (304), jobs/state (unchanged)");
-    assert!(s.generation > generation && s.jobs.len() == 9, "still fresh, data kept");
+    // Nothing changed: the views keep their rows (no new generation), the data is kept, and the
+    // source is still fresh.
+    assert_eq!(s.generation, generation, "a quiet refresh re-derives nothing");
+    assert_eq!(s.jobs.len(), 9, "data kept");
+    let now_ok = s.sources.iter().find(|x| x.name == "slurm").and_then(|x| x.ok_at);
+    assert!(now_ok.is_some() && now_ok >= ok_at, "still fresh");
 }
 
 #[tokio::test]
@@ -637,7 +643,7 @@ async fn a_stopped_slurmrestd_is_reported_and_retried() {
     let mut errors = Vec::new();
     while errors.len() < 2 {
         let u = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.unwrap().unwrap();
-        if let Update::Status(gpuplane::backend::SourceStatus { error: Some(e), .. }) = u {
+        if let Update::Status(gpuplane::model::protocol::SourceStatus { error: Some(e), .. }) = u {
             errors.push(e);
         }
     }
@@ -840,4 +846,96 @@ async fn a_broken_job_in_a_large_list_fails_the_refresh_naming_the_endpoint() {
         "{e}"
     );
     assert!(s.jobs.is_empty() && s.nodes.len() == 18, "nodes came first; no half list");
+}
+
+/// The Slurm executor's failures, typed at the seam: a 403 is a refusal carrying slurmrestd's
+/// own words, slurmctld's "Invalid node name" / "Invalid job id" are not-found, "Invalid user
+/// id" (a node update by a non-administrator, seen live on 24.11) is a refusal, a job already
+/// finished is a conflict, a refused connection is unreachable. One executor: the planner it
+/// hands out sees what its preflight learns, and every write wakes the poller.
+#[tokio::test]
+async fn slurm_write_failures_are_typed_with_the_servers_words() {
+    use gpuplane::ops::{ActionError, ActionErrorKind, ActionKind, Executor, SlurmExecutor};
+    use wiremock::matchers::path_regex;
+    const GPUPLANE: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsImlhdCI6MTc5NTk2NTEzNywic3VuIjoiZ3B1cGxhbmUifQ.c2ln";
+    let server = MockServer::start().await;
+    mount(&server, "/slurm/v0.0.43/ping/", 404, Vec::new()).await;
+    mount(&server, "/slurm/v0.0.42/ping/", 200, fixture("v0.0.42/02_ping.json")).await;
+    let errors =
+        |e: &str, n: i32| format!(r#"{{"errors":[{{"error":"{e}","error_number":{n}}}],"warnings":[]}}"#);
+    let reply =
+        |status: u16, body: String| ResponseTemplate::new(status).set_body_raw(body, "application/json");
+    for (node, status, body) in [
+        ("h100-01", 403, errors("Access/permission denied", 2002)),
+        ("h100-02", 500, errors("Invalid node name specified", 2018)),
+        ("h100-03", 500, errors("Invalid user id", 2010)),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("/slurm/v0.0.42/node/{node}")))
+            .respond_with(reply(status, body))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("DELETE"))
+        .and(path("/slurm/v0.0.42/job/7"))
+        .respond_with(reply(500, errors("Job/step already completing or completed", 2021)))
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path_regex("^/slurm/v0.0.42/job/999999$"))
+        .respond_with(
+            ResponseTemplate::new(500)
+                .set_body_raw(fixture("v0.0.42/57_error_job_not_found.json"), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let none = br#"{"users":[{"name":"gpuplane","administrator_level":["None"],"coordinators":[]}]}"#;
+    mount(&server, "/slurmdb/v0.0.42/user/gpuplane", 200, none.to_vec()).await;
+
+    let mut c = cfg(&server.uri(), GPUPLANE).client;
+    c.user = None;
+    let refresh = std::sync::Arc::new(tokio::sync::Notify::new());
+    let mut exec = SlurmExecutor::new(&c).unwrap().with_refresh(refresh.clone());
+    let planner = exec.planner();
+    assert!(planner.supports(ActionKind::Drain, false).is_ok(), "unknown level: the server decides");
+
+    let e = exec.execute(ActionKind::Drain, "h100-01", "RMA").await.unwrap_err();
+    assert!(
+        matches!(&e, ActionError::Forbidden { reason, .. } if reason == "Access/permission denied (error 2002)"),
+        "{e:?}"
+    );
+    let e = exec.execute(ActionKind::Drain, "h100-02", "RMA").await.unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("Invalid node name specified"), "{e}");
+    let e = exec.execute(ActionKind::Resume, "h100-03", "RMA").await.unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::Forbidden, "{e}");
+    assert!(e.to_string().contains("Invalid user id"), "{e}");
+    let e = exec.execute(ActionKind::Cancel, "7", "RMA").await.unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::Conflict, "{e}");
+    let e = exec.execute(ActionKind::Cancel, "999999", "RMA").await.unwrap_err();
+    assert!(
+        matches!(&e, ActionError::NotFound { what } if what.contains("Invalid job id specified")),
+        "{e:?}"
+    );
+    let e = exec.execute(ActionKind::Cordon, "h100-01", "RMA").await.unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::Unsupported, "{e}");
+
+    // The preflight learns AdminLevel None: the planner handed out earlier now refuses a drain
+    // before anything is sent, with the way to get the right.
+    exec.check_permission().await.unwrap();
+    let e = planner.supports(ActionKind::Drain, false).unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::Forbidden);
+    assert!(e.to_string().contains("AdminLevel None") && e.to_string().contains("sacctmgr"), "{e}");
+    assert_eq!(planner.identity(false).as_deref(), Some("slurm:gpuplane"));
+
+    // Every write wakes the poller.
+    exec.refresh();
+    tokio::time::timeout(Duration::from_secs(1), refresh.notified()).await.expect("the poller is woken");
+
+    // Nobody listening: unreachable.
+    let mut gone = cfg("http://127.0.0.1:9", GPUPLANE).client;
+    gone.timeout = Duration::from_secs(2);
+    let mut exec = SlurmExecutor::new(&gone).unwrap();
+    let e = exec.execute(ActionKind::Resume, "h100-01", "RMA").await.unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::Unreachable, "{e}");
 }

@@ -7,7 +7,8 @@
 
 use super::config::Template;
 use super::launch::{AcceptanceJob, Launcher, Progress, Submitted};
-use crate::backend::kube::Shared;
+use crate::backend::kube::{Shared, action_error};
+use crate::model::ActionError;
 use futures::future::BoxFuture;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -29,23 +30,21 @@ impl KubeLauncher {
         self.template.image.as_deref()
     }
 
-    fn client(&self) -> Result<kube::Client, String> {
-        self.shared.connection().map(|c| c.client).ok_or_else(|| "not connected to the Kubernetes API".into())
+    /// Where the Jobs are created.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn client(&self) -> Result<kube::Client, ActionError> {
+        self.shared
+            .connection()
+            .map(|c| c.client)
+            .ok_or_else(|| ActionError::unreachable("not connected to the Kubernetes API"))
     }
 
     /// Whether this job can run here, and why not.
-    pub fn check(&self, job: &AcceptanceJob) -> Result<(), String> {
-        if self.template.image.is_none() {
-            return Err("set [acceptance] image: a container image with nccl-tests' all_reduce_perf".into());
-        }
-        if job.nodes.len() != 1 {
-            return Err(format!(
-                "a run across {} nodes needs MPI between the pods (the MPI Operator's MPIJob); \
-                 use per-node mode on Kubernetes",
-                job.nodes.len()
-            ));
-        }
-        Ok(())
+    pub fn check(&self, job: &AcceptanceJob) -> Result<(), ActionError> {
+        check(&self.template, job)
     }
 
     /// The Job for one node.
@@ -85,10 +84,41 @@ impl KubeLauncher {
         })
     }
 
-    async fn job_pods(&self, client: &kube::Client, name: &str) -> Result<Vec<Pod>, String> {
+    async fn job_pods(&self, client: &kube::Client, name: &str) -> Result<Vec<Pod>, ActionError> {
         let pods: Api<Pod> = Api::namespaced(client.clone(), &self.namespace);
         let lp = ListParams::default().labels(&format!("job-name={name}"));
-        Ok(pods.list(&lp).await.map_err(|e| format!("list the job's pods: {e}"))?.items)
+        Ok(pods.list(&lp).await.map_err(|e| action_error(e).context("list the job's pods"))?.items)
+    }
+}
+
+/// Whether `job` can run on Kubernetes with template `t`, and why not.
+pub fn check(t: &Template, job: &AcceptanceJob) -> Result<(), ActionError> {
+    if t.image.is_none() {
+        return Err(ActionError::unsupported(
+            "set [acceptance] image: a container image with nccl-tests' all_reduce_perf",
+        ));
+    }
+    if job.nodes.len() != 1 {
+        return Err(ActionError::unsupported(format!(
+            "a run across {} nodes needs MPI between the pods (the MPI Operator's MPIJob); \
+             use per-node mode on Kubernetes",
+            job.nodes.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The plan's line for a Kubernetes acceptance job: the Job `submit` creates in `namespace`.
+pub fn describe(namespace: &str, t: &Template, job: &AcceptanceJob) -> String {
+    match check(t, job) {
+        Ok(()) => format!(
+            "POST /apis/batch/v1/namespaces/{namespace}/jobs (nodeName={}, nvidia.com/gpu={}, image {}): {}",
+            job.target(),
+            job.gpus_per_node,
+            t.image.as_deref().unwrap_or("-"),
+            job.command
+        ),
+        Err(e) => format!("cannot run: {e}"),
     }
 }
 
@@ -118,31 +148,17 @@ impl Launcher for KubeLauncher {
         &self.template
     }
 
-    fn describe(&self, job: &AcceptanceJob) -> String {
-        match self.check(job) {
-            Ok(()) => format!(
-                "POST /apis/batch/v1/namespaces/{}/jobs (nodeName={}, nvidia.com/gpu={}, image {}): {}",
-                self.namespace,
-                job.target(),
-                job.gpus_per_node,
-                self.template.image.as_deref().unwrap_or("-"),
-                job.command
-            ),
-            Err(e) => format!("cannot run: {e}"),
-        }
-    }
-
-    fn submit<'a>(&'a self, job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, String>> {
+    fn submit<'a>(&'a self, job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, ActionError>> {
         Box::pin(async move {
             self.check(job)?;
             let client = self.client()?;
             let jobs: Api<Job> = Api::namespaced(client, &self.namespace);
-            let manifest: Job =
-                serde_json::from_value(self.manifest(job)).map_err(|e| format!("the Job manifest: {e}"))?;
+            let manifest: Job = serde_json::from_value(self.manifest(job))
+                .map_err(|e| ActionError::other(format!("the Job manifest: {e}")))?;
             let created = jobs
                 .create(&PostParams::default(), &manifest)
                 .await
-                .map_err(|e| format!("create the Job: {e}"))?;
+                .map_err(|e| action_error(e).context("create the Job"))?;
             let name = created.metadata.name.unwrap_or_default();
             Ok(Submitted {
                 job_id: format!("{}/{name}", self.namespace),
@@ -156,12 +172,13 @@ impl Launcher for KubeLauncher {
         &'a self,
         _job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Progress, String>> {
+    ) -> BoxFuture<'a, Result<Progress, ActionError>> {
         Box::pin(async move {
             let client = self.client()?;
             let (ns, name) = split(&sub.job_id);
             let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
-            let Some(j) = jobs.get_opt(name).await.map_err(|e| format!("read the Job: {e}"))? else {
+            let Some(j) = jobs.get_opt(name).await.map_err(|e| action_error(e).context("read the Job"))?
+            else {
                 return Ok(Progress::Ended { state: "UNKNOWN".into(), nodes: vec![] });
             };
             let pods = self.job_pods(&client, name).await?;
@@ -195,19 +212,21 @@ impl Launcher for KubeLauncher {
         &'a self,
         _job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<u8>, ActionError>> {
         Box::pin(async move {
             let client = self.client()?;
             let (ns, name) = split(&sub.job_id);
             let mut pods = self.job_pods(&client, name).await?;
             pods.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-            let pod =
-                pods.last().and_then(|p| p.metadata.name.clone()).ok_or("the Job has no pod to read")?;
+            let pod = pods
+                .last()
+                .and_then(|p| p.metadata.name.clone())
+                .ok_or_else(|| ActionError::not_found(format!("a pod of the Job {ns}/{name} to read")))?;
             let api: Api<Pod> = Api::namespaced(client, ns);
             api.logs(&pod, &LogParams::default())
                 .await
                 .map(String::into_bytes)
-                .map_err(|e| format!("read the log of {ns}/{pod}: {e}"))
+                .map_err(|e| action_error(e).context(&format!("read the log of {ns}/{pod}")))
         })
     }
 }
@@ -242,8 +261,8 @@ mod tests {
         );
         assert_eq!(m["metadata"]["namespace"], "gpu-ops");
         assert!(serde_json::from_value::<Job>(m).is_ok());
-        assert!(l.check(&job(&["a", "b"])).unwrap_err().contains("MPIJob"));
+        assert!(l.check(&job(&["a", "b"])).unwrap_err().to_string().contains("MPIJob"));
         let l = KubeLauncher::new(Shared::default(), Template::default(), "x".into());
-        assert!(l.check(&job(&["a"])).unwrap_err().contains("[acceptance] image"));
+        assert!(l.check(&job(&["a"])).unwrap_err().to_string().contains("[acceptance] image"));
     }
 }

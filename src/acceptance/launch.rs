@@ -13,6 +13,7 @@ use super::judge::judge;
 use super::parse::parse;
 use super::store::{Mode, RunRecord};
 use crate::backend::slurm::{Client, ClientConfig, SubmitSpec};
+use crate::model::ActionError;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -90,24 +91,24 @@ impl Progress {
     }
 }
 
-/// The scheduler's side of an acceptance run.
+/// The scheduler's side of an acceptance run: built once with the executor that owns it, and
+/// used by the ops task only (the plan's text comes from the planner: [`describe_slurm`],
+/// [`super::kube::describe`], [`describe_sim`]). Failures are typed like every other write's.
 pub trait Launcher: Send + Sync {
     /// `slurm`, `sim`, `kube`.
     fn backend(&self) -> &str;
     fn template(&self) -> &Template;
-    /// The call `submit` makes, for the plan.
-    fn describe(&self, job: &AcceptanceJob) -> String;
-    fn submit<'a>(&'a self, job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, String>>;
+    fn submit<'a>(&'a self, job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, ActionError>>;
     fn poll<'a>(
         &'a self,
         job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Progress, String>>;
+    ) -> BoxFuture<'a, Result<Progress, ActionError>>;
     fn output<'a>(
         &'a self,
         job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<u8>, ActionError>>;
 }
 
 /// What tracking a job found.
@@ -142,7 +143,7 @@ pub async fn track(
                     last = Some(label);
                 }
                 if let Progress::Ended { state, nodes } = p {
-                    let output = l.output(job, sub).await;
+                    let output = l.output(job, sub).await.map_err(|e| e.to_string());
                     return Collected {
                         state: Some(state),
                         nodes,
@@ -154,7 +155,12 @@ pub async fn track(
             Err(e) => {
                 errors += 1;
                 if errors >= 5 {
-                    return Collected { state: None, nodes: vec![], output: Err(e), finished_at: None };
+                    return Collected {
+                        state: None,
+                        nodes: vec![],
+                        output: Err(e.to_string()),
+                        finished_at: None,
+                    };
                 }
             }
         }
@@ -236,18 +242,38 @@ pub fn record(
 }
 
 /// Reads at most [`super::MAX_OUTPUT`] bytes of a file.
-async fn read_file(path: &str) -> Result<Vec<u8>, String> {
+async fn read_file(path: &str) -> Result<Vec<u8>, ActionError> {
     use tokio::io::AsyncReadExt;
-    let f = tokio::fs::File::open(path).await.map_err(|e| format!("{path}: {e}"))?;
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => ActionError::not_found(format!("{path}: {e}")),
+        std::io::ErrorKind::PermissionDenied => ActionError::forbidden(format!("{path}: {e}")),
+        _ => ActionError::other(format!("{path}: {e}")),
+    };
+    let f = tokio::fs::File::open(path).await.map_err(io)?;
     let mut buf = Vec::new();
-    f.take(super::MAX_OUTPUT).read_to_end(&mut buf).await.map_err(|e| format!("{path}: {e}"))?;
+    f.take(super::MAX_OUTPUT).read_to_end(&mut buf).await.map_err(io)?;
     Ok(buf)
+}
+
+/// The plan's line for a Slurm acceptance job: the call `submit` makes.
+pub fn describe_slurm(url: &str, t: &Template, job: &AcceptanceJob) -> String {
+    format!(
+        "POST {url}/slurm/<ver>/job/submit nodelist={} gpus/node={} time={}m: srun {}",
+        job.target(),
+        job.gpus_per_node,
+        t.time_limit_min,
+        job.command
+    )
+}
+
+/// The plan's line for a simulated acceptance job.
+pub fn describe_sim(job: &AcceptanceJob) -> String {
+    format!("sim: run `{}` on {} ({} GPUs each)", job.command, job.target(), job.gpus_per_node)
 }
 
 /// Slurm: a batch job on exactly the nodes under test, `srun` of the command on each.
 pub struct SlurmLauncher {
     client: tokio::sync::Mutex<Client>,
-    url: String,
     template: Template,
 }
 
@@ -255,7 +281,6 @@ impl SlurmLauncher {
     pub fn new(cfg: &ClientConfig, template: Template) -> Result<Self, String> {
         Ok(SlurmLauncher {
             client: tokio::sync::Mutex::new(Client::new(cfg).map_err(|e| e.to_string())?),
-            url: cfg.url.clone(),
             template,
         })
     }
@@ -308,21 +333,10 @@ impl Launcher for SlurmLauncher {
         &self.template
     }
 
-    fn describe(&self, job: &AcceptanceJob) -> String {
-        format!(
-            "POST {}/slurm/<ver>/job/submit nodelist={} gpus/node={} time={}m: srun {}",
-            self.url,
-            job.target(),
-            job.gpus_per_node,
-            self.template.time_limit_min,
-            job.command
-        )
-    }
-
-    fn submit<'a>(&'a self, job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, String>> {
+    fn submit<'a>(&'a self, job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, ActionError>> {
         Box::pin(async move {
             let spec = self.spec(job);
-            let id = self.client.lock().await.submit(&spec).await.map_err(|e| e.to_string())?;
+            let id = self.client.lock().await.submit(&spec).await?;
             let id = id.to_string();
             Ok(Submitted {
                 output: Some(self.template.read_output_for(&id, "gpuplane-acceptance")),
@@ -336,10 +350,13 @@ impl Launcher for SlurmLauncher {
         &'a self,
         _job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Progress, String>> {
+    ) -> BoxFuture<'a, Result<Progress, ActionError>> {
         Box::pin(async move {
-            let id = sub.job_id.parse().map_err(|_| format!("{:?} is not a Slurm job id", sub.job_id))?;
-            let j = self.client.lock().await.job(id).await.map_err(|e| e.to_string())?;
+            let id = sub
+                .job_id
+                .parse()
+                .map_err(|_| ActionError::other(format!("{:?} is not a Slurm job id", sub.job_id)))?;
+            let j = self.client.lock().await.job(id).await?;
             let Some(j) = j else { return Ok(Progress::Ended { state: "UNKNOWN".into(), nodes: vec![] }) };
             let nodes = j.nodes.iter().map(|n| n.to_string()).collect();
             Ok(match j.state {
@@ -358,15 +375,15 @@ impl Launcher for SlurmLauncher {
         &'a self,
         _job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<u8>, ActionError>> {
         Box::pin(async move {
-            let path = sub.output.as_deref().ok_or("no output path")?;
+            let path = sub.output.as_deref().ok_or(ActionError::other("no output path"))?;
             // slurmstepd may close the file a moment after the job is reported done.
-            let mut last = String::new();
+            let mut last = ActionError::other(format!("{path}: not read"));
             for _ in 0..10 {
                 match read_file(path).await {
                     Ok(b) if !b.is_empty() => return Ok(b),
-                    Ok(_) => last = format!("{path}: empty"),
+                    Ok(_) => last = ActionError::other(format!("{path}: empty")),
                     Err(e) => last = e,
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -467,11 +484,7 @@ impl Launcher for SimLauncher {
         &self.template
     }
 
-    fn describe(&self, job: &AcceptanceJob) -> String {
-        format!("sim: run `{}` on {} ({} GPUs each)", job.command, job.target(), job.gpus_per_node)
-    }
-
-    fn submit<'a>(&'a self, _job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, String>> {
+    fn submit<'a>(&'a self, _job: &'a AcceptanceJob) -> BoxFuture<'a, Result<Submitted, ActionError>> {
         Box::pin(async move {
             let n = SIM_JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(Submitted {
@@ -486,7 +499,7 @@ impl Launcher for SimLauncher {
         &'a self,
         job: &'a AcceptanceJob,
         sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Progress, String>> {
+    ) -> BoxFuture<'a, Result<Progress, ActionError>> {
         Box::pin(async move {
             let n = {
                 let mut polls = self.polls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -510,7 +523,7 @@ impl Launcher for SimLauncher {
         &'a self,
         job: &'a AcceptanceJob,
         _sub: &'a Submitted,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<u8>, ActionError>> {
         Box::pin(async move {
             let model = job.gpu_model.as_deref().unwrap_or("NVIDIA H100 80GB HBM3");
             Ok(sim_output(&job.nodes, job.gpus_per_node.max(1), model, sim_busbw(&job.nodes)).into_bytes())
@@ -571,7 +584,7 @@ mod tests {
             s.script
         );
         assert!(s.env.contains(&("NCCL_DEBUG".into(), "WARN".into())));
-        assert!(l.describe(&j).contains("nodelist=h100-01,h100-02 gpus/node=8"));
+        assert!(describe_slurm(&cfg.url, l.template(), &j).contains("nodelist=h100-01,h100-02 gpus/node=8"));
     }
 
     #[tokio::test]

@@ -208,6 +208,26 @@ impl AuditLog {
         let keep = all.len().saturating_sub(n);
         Ok(all.split_off(keep))
     }
+
+    /// [`append`](Self::append) from async code: the lock wait, the write and the fsync run on
+    /// the blocking pool, so a slow disk (or another process holding the lock) never stalls a
+    /// runtime worker. The record is written, or not, exactly as `append` would.
+    pub async fn append_async(&self, phase: Phase, e: &Entry) -> Result<Record, AuditError> {
+        let (log, e) = (self.clone(), e.clone());
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || log.append(phase, &e))
+            .await
+            .unwrap_or_else(|join| Err(AuditError::Io { path, source: std::io::Error::other(join) }))
+    }
+
+    /// [`tail`](Self::tail) from async code, on the blocking pool.
+    pub async fn tail_async(&self, n: usize) -> Result<Vec<Record>, AuditError> {
+        let log = self.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || log.tail(n))
+            .await
+            .unwrap_or_else(|join| Err(AuditError::Io { path, source: std::io::Error::other(join) }))
+    }
 }
 
 enum Tail {

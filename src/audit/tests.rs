@@ -144,3 +144,34 @@ fn concurrent_appenders_keep_one_chain() {
     }
     assert_eq!(verify(&log.path).unwrap(), VerifyReport { records: 400, problem: None });
 }
+
+/// A slow append (here: another process-like holder of the log's lock) never stalls the
+/// runtime: on a one-thread runtime, a ticking task keeps running while the append waits on
+/// the blocking pool, and the record lands once the lock is released.
+#[test]
+fn async_appends_and_reads_wait_off_the_runtime_thread() {
+    let (_d, log) = log_with(2);
+    let holder = std::fs::OpenOptions::new().read(true).append(true).open(&log.path).unwrap();
+    holder.lock().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let t = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                t.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        });
+        let l = log.clone();
+        let append = tokio::spawn(async move { l.append_async(Phase::Intent, &entry(9)).await });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!append.is_finished(), "the append waits for the lock");
+        assert!(ticks.load(std::sync::atomic::Ordering::Relaxed) >= 5, "the runtime thread kept running");
+        holder.unlock().unwrap();
+        let rec = append.await.unwrap().unwrap();
+        assert_eq!(rec.seq, 2);
+        assert_eq!(log.tail_async(1).await.unwrap()[0].op_id, "op-9");
+        ticker.abort();
+    });
+}

@@ -311,7 +311,9 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
             2,
         ));
     };
-    let plan = ops::plan(&req, &state, exec.as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    // The command plans with the executor's planning side, then runs the plan through the
+    // same executor: one per command, as one per console.
+    let plan = ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
     println!("cluster {label}");
     for l in plan.lines() {
         println!("  {l}");
@@ -330,7 +332,12 @@ impl Prepared {
             break_glass: None,
         };
         let out = self.rt.block_on(ops.run(&self.req, &self.plan, self.exec.as_mut(), |t| {
-            println!("  {} {}: {}", if t.ok { "ok  " } else { "FAIL" }, t.target, t.message);
+            println!(
+                "  {} {}: {}",
+                if t.ok { "ok  " } else { "FAIL" },
+                crate::sanitize::sanitize(&t.target),
+                crate::sanitize::sanitize(&t.message)
+            );
         }));
         (ops, out)
     }

@@ -3,6 +3,7 @@
 //! views only ever read them.
 
 pub mod acceptance;
+mod action;
 mod cost;
 mod fabric;
 mod gpu;
@@ -14,6 +15,7 @@ mod queue;
 mod storage;
 mod xid;
 
+pub use action::{ActionError, ActionErrorKind, FORBIDDEN_FIX};
 pub use cost::{PriceCard, gpu_hours_cost};
 pub use fabric::{FabricKind, FabricPort, PortState};
 pub use gpu::{EccCounts, Gpu, GpuLocal, GpuProc, LinkErrors, MigSlice, XidEvent, throttle_names};

@@ -4,16 +4,139 @@
 //! DaemonSet and mirror pods, refusing pods with `emptyDir` data or without a controller),
 //! resume (= uncordon) and cancel (delete the job's owning object). Each action also records
 //! a Kubernetes Event on the node. What the identity may do is asked beforehand with
-//! SelfSubjectAccessReview; a refusal disables the action with the server's reason.
+//! SelfSubjectAccessReview; a refusal disables the action with the server's reason. The API
+//! server's answers become typed errors ([`action_error`]): 403 forbidden with its message,
+//! 404 not found, 409 conflict, 429 busy.
+//!
+//! The connection, the permission answers and the job owners live in the backend's
+//! [`Shared`]; the executor (owned by the ops task) writes through it and its
+//! [`KubePlanner`] (held by the console) reads it. Changes reach the console through the
+//! watches, so no refresh is needed after a write.
 
-use super::{ActionKind, BoxFuture, Executor};
+use super::{ActionError, ActionKind, BoxFuture, Executor, Planner};
+use crate::acceptance::Template;
+use crate::acceptance::launch::{AcceptanceJob, Launcher};
 use crate::backend::kube::slim::MIRROR_ANNOTATION;
-use crate::backend::kube::{Connection, KubeConfig, Shared};
+use crate::backend::kube::{Connection, KubeConfig, Shared, action_error};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Plans Kubernetes actions from what the backend's connection learnt (context, user,
+/// SelfSubjectAccessReview answers, job owners). No I/O.
+#[derive(Clone)]
+pub struct KubePlanner {
+    shared: Shared,
+    break_glass_user: Option<String>,
+    drain_timeout: Duration,
+    /// The acceptance template and the namespace its Jobs go to.
+    acceptance: Option<(Template, String)>,
+}
+
+impl KubePlanner {
+    fn checks(kind: ActionKind) -> &'static [&'static str] {
+        match kind {
+            ActionKind::Cordon | ActionKind::Uncordon | ActionKind::Resume => &["patch nodes"],
+            ActionKind::Drain => &["patch nodes", "list pods", "evict pods"],
+            ActionKind::Cancel => &["delete jobs"],
+            ActionKind::Acceptance(_) => &["create jobs"],
+        }
+    }
+
+    fn elevated(&self, on: bool) -> bool {
+        on && self.break_glass_user.is_some()
+    }
+}
+
+impl Planner for KubePlanner {
+    fn backend(&self) -> &str {
+        "kube"
+    }
+
+    fn identity(&self, elevated: bool) -> Option<String> {
+        let c = self.shared.connection()?;
+        let how = match (&self.break_glass_user, self.elevated(elevated)) {
+            (Some(u), true) => format!(" as {u} (break-glass impersonation)"),
+            _ => String::new(),
+        };
+        Some(format!("kube:{}@{}{how}", c.user, c.context))
+    }
+
+    fn describe(&self, kind: ActionKind, target: &str) -> String {
+        match kind {
+            ActionKind::Cordon => {
+                format!(
+                    "PATCH /api/v1/nodes/{target} {{\"spec\":{{\"unschedulable\":true}}}} + reason annotations; Event"
+                )
+            }
+            ActionKind::Uncordon | ActionKind::Resume => {
+                format!("PATCH /api/v1/nodes/{target} {{\"spec\":{{\"unschedulable\":null}}}}; Event")
+            }
+            ActionKind::Drain => format!(
+                "cordon {target}; POST …/pods/<pod>/eviction (policy/v1) for each pod on {target} — DaemonSet and mirror \
+                 pods skipped, PodDisruptionBudgets honoured (retry on 429, up to {}s); Event",
+                self.drain_timeout.as_secs()
+            ),
+            ActionKind::Acceptance(_) => format!("acceptance test on {target}"),
+            ActionKind::Cancel => match target.parse().ok().and_then(|id| self.shared.owner(id)) {
+                Some((ns, kind, name)) => format!("DELETE {kind} {ns}/{name} (propagationPolicy=Background)"),
+                None => format!("DELETE the owner of job {target}"),
+            },
+        }
+    }
+
+    fn supports(&self, kind: ActionKind, elevated: bool) -> Result<(), ActionError> {
+        if let ActionKind::Acceptance(mode) = kind {
+            let (t, _) = self
+                .acceptance
+                .as_ref()
+                .ok_or_else(|| ActionError::unsupported("no acceptance template configured"))?;
+            if mode != crate::acceptance::Mode::PerNode {
+                return Err(ActionError::unsupported(
+                    "runs across nodes need MPI between the pods (the MPI Operator's MPIJob); \
+                     use per-node mode on Kubernetes",
+                ));
+            }
+            if t.image.is_none() {
+                return Err(ActionError::unsupported(
+                    "set [acceptance] image: a container image with nccl-tests' all_reduce_perf",
+                ));
+            }
+        }
+        let c = self
+            .shared
+            .connection()
+            .ok_or_else(|| ActionError::unreachable("not connected to the Kubernetes API"))?;
+        if c.readonly {
+            return Err(ActionError::Forbidden {
+                reason: format!("context {} is read-only in the configuration", c.context),
+                fix: "switch context with :ctx, or change [kube] readonly_contexts".into(),
+            });
+        }
+        // Under break-glass the elevated identity is checked by the server when it writes.
+        if self.elevated(elevated) {
+            return Ok(());
+        }
+        for check in Self::checks(kind) {
+            self.shared.permission(check)?;
+        }
+        Ok(())
+    }
+
+    fn acceptance_template(&self) -> Option<&Template> {
+        self.acceptance.as_ref().map(|(t, _)| t)
+    }
+
+    fn describe_acceptance(&self, job: &AcceptanceJob) -> String {
+        match &self.acceptance {
+            Some((t, ns)) => crate::acceptance::kube::describe(ns, t, job),
+            None => format!("acceptance test on {}", job.target()),
+        }
+    }
+}
 
 pub struct KubeExecutor {
     shared: Shared,
@@ -23,7 +146,7 @@ pub struct KubeExecutor {
     /// checks that an evicted pod is gone (kubectl: 1 s).
     pub evict_retry: Duration,
     pub poll: Duration,
-    launcher: Option<std::sync::Arc<crate::acceptance::kube::KubeLauncher>>,
+    launcher: Option<Arc<crate::acceptance::kube::KubeLauncher>>,
     /// Per-pod progress of a drain, as it happens.
     notes: Option<super::StepNotes>,
 }
@@ -42,8 +165,8 @@ impl KubeExecutor {
     }
 
     /// Acceptance runs: a Job per node in `namespace`, from this template.
-    pub fn with_acceptance(mut self, template: crate::acceptance::Template, namespace: String) -> Self {
-        self.launcher = Some(std::sync::Arc::new(crate::acceptance::kube::KubeLauncher::new(
+    pub fn with_acceptance(mut self, template: Template, namespace: String) -> Self {
+        self.launcher = Some(Arc::new(crate::acceptance::kube::KubeLauncher::new(
             self.shared.clone(),
             template,
             namespace,
@@ -51,23 +174,25 @@ impl KubeExecutor {
         self
     }
 
-    fn conn(&self) -> Result<Connection, String> {
-        self.shared.connection().ok_or_else(|| "not connected to the Kubernetes API".to_string())
+    fn planner_now(&self) -> KubePlanner {
+        KubePlanner {
+            shared: self.shared.clone(),
+            break_glass_user: self.cfg.break_glass_user.clone(),
+            drain_timeout: self.cfg.drain_timeout,
+            acceptance: self.launcher.as_ref().map(|l| (l.template().clone(), l.namespace().to_string())),
+        }
+    }
+
+    fn conn(&self) -> Result<Connection, ActionError> {
+        self.shared
+            .connection()
+            .ok_or_else(|| ActionError::unreachable("not connected to the Kubernetes API"))
     }
 
     fn client(&self, conn: &Connection) -> kube::Client {
         match (&conn.elevated, self.elevated) {
             (Some(c), true) => c.clone(),
             _ => conn.client.clone(),
-        }
-    }
-
-    fn checks(kind: ActionKind) -> &'static [&'static str] {
-        match kind {
-            ActionKind::Cordon | ActionKind::Uncordon | ActionKind::Resume => &["patch nodes"],
-            ActionKind::Drain => &["patch nodes", "list pods", "evict pods"],
-            ActionKind::Cancel => &["delete jobs"],
-            ActionKind::Acceptance(_) => &["create jobs"],
         }
     }
 }
@@ -92,17 +217,21 @@ fn owner_resource(kind: &str) -> Option<ApiResource> {
     })
 }
 
-fn api_err(e: kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
-        other => other.to_string(),
-    }
-}
-
 fn code(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(s) => Some(s.code),
         _ => None,
+    }
+}
+
+/// The failures of several pods as one error: their common kind, or a plain error when they
+/// differ.
+fn combined(failed: Vec<ActionError>, text: String) -> ActionError {
+    let kind = failed.first().map(ActionError::kind);
+    if let Some(k) = kind.filter(|k| failed.iter().all(|e| e.kind() == *k)) {
+        ActionError::of_kind(k, text)
+    } else {
+        ActionError::Other(text)
     }
 }
 
@@ -112,12 +241,11 @@ impl Executor for KubeExecutor {
     }
 
     fn identity(&self) -> Option<String> {
-        let c = self.shared.connection()?;
-        let how = match (&self.cfg.break_glass_user, self.elevated) {
-            (Some(u), true) => format!(" as {u} (break-glass impersonation)"),
-            _ => String::new(),
-        };
-        Some(format!("kube:{}@{}{how}", c.user, c.context))
+        self.planner_now().identity(self.elevated)
+    }
+
+    fn planner(&self) -> Arc<dyn Planner> {
+        Arc::new(self.planner_now())
     }
 
     fn elevate(&mut self, on: bool) {
@@ -128,59 +256,8 @@ impl Executor for KubeExecutor {
         self.notes = to;
     }
 
-    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
-        self.launcher.clone().map(|l| l as std::sync::Arc<dyn crate::acceptance::launch::Launcher>)
-    }
-
-    fn describe(&self, kind: ActionKind, target: &str) -> String {
-        match kind {
-            ActionKind::Cordon => {
-                format!(
-                    "PATCH /api/v1/nodes/{target} {{\"spec\":{{\"unschedulable\":true}}}} + reason annotations; Event"
-                )
-            }
-            ActionKind::Uncordon | ActionKind::Resume => {
-                format!("PATCH /api/v1/nodes/{target} {{\"spec\":{{\"unschedulable\":null}}}}; Event")
-            }
-            ActionKind::Drain => format!(
-                "cordon {target}; POST …/pods/<pod>/eviction (policy/v1) for each pod on {target} — DaemonSet and mirror \
-                 pods skipped, PodDisruptionBudgets honoured (retry on 429, up to {}s); Event",
-                self.cfg.drain_timeout.as_secs()
-            ),
-            ActionKind::Acceptance(_) => format!("acceptance test on {target}"),
-            ActionKind::Cancel => match target.parse().ok().and_then(|id| self.shared.owner(id)) {
-                Some((ns, kind, name)) => format!("DELETE {kind} {ns}/{name} (propagationPolicy=Background)"),
-                None => format!("DELETE the owner of job {target}"),
-            },
-        }
-    }
-
-    fn supports(&self, kind: ActionKind) -> Result<(), String> {
-        if let ActionKind::Acceptance(mode) = kind {
-            let l = self.launcher.as_ref().ok_or("no acceptance template configured")?;
-            if mode != crate::acceptance::Mode::PerNode {
-                return Err("runs across nodes need MPI between the pods (the MPI Operator's MPIJob); \
-                            use per-node mode on Kubernetes"
-                    .into());
-            }
-            if l.template_image().is_none() {
-                return Err(
-                    "set [acceptance] image: a container image with nccl-tests' all_reduce_perf".into()
-                );
-            }
-        }
-        let c = self.conn()?;
-        if c.readonly {
-            return Err(format!("context {} is read-only in the configuration", c.context));
-        }
-        // Under break-glass the elevated identity is checked by the server when it writes.
-        if self.elevated {
-            return Ok(());
-        }
-        for check in Self::checks(kind) {
-            self.shared.permission(check)?;
-        }
-        Ok(())
+    fn launcher(&self) -> Option<Arc<dyn Launcher>> {
+        self.launcher.clone().map(|l| l as Arc<dyn Launcher>)
     }
 
     fn execute<'a>(
@@ -188,9 +265,9 @@ impl Executor for KubeExecutor {
         kind: ActionKind,
         target: &'a str,
         reason: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, ActionError>> {
         Box::pin(async move {
-            self.supports(kind)?;
+            self.planner_now().supports(kind, self.elevated)?;
             let conn = self.conn()?;
             let client = self.client(&conn);
             let who = self.identity().unwrap_or_default();
@@ -203,7 +280,9 @@ impl Executor for KubeExecutor {
                 }
                 ActionKind::Drain => self.drain(&client, target, reason, &who).await,
                 ActionKind::Cancel => self.cancel(&client, target).await,
-                ActionKind::Acceptance(_) => Err("acceptance jobs are submitted by the launcher".into()),
+                ActionKind::Acceptance(_) => {
+                    Err(ActionError::other("acceptance jobs are submitted by the launcher"))
+                }
             };
             if kind != ActionKind::Cancel && result.is_ok() {
                 let note = format!("{}: {reason}", who);
@@ -223,7 +302,7 @@ pub async fn cordon(
     on: bool,
     reason: &str,
     who: &str,
-) -> Result<(), String> {
+) -> Result<(), ActionError> {
     let nodes: Api<Node> = Api::all(client.clone());
     let patch = if on {
         serde_json::json!({
@@ -238,7 +317,7 @@ pub async fn cordon(
             "spec": {"unschedulable": null}
         })
     };
-    nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ()).map_err(api_err)
+    nodes.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ()).map_err(action_error)
 }
 
 /// Records what was done on the node as an `events.k8s.io/v1` Event in `default` (where
@@ -248,7 +327,7 @@ pub async fn record_event(
     node: &str,
     kind: ActionKind,
     note: &str,
-) -> Result<(), String> {
+) -> Result<(), ActionError> {
     let nodes: Api<Node> = Api::all(client.clone());
     let uid = nodes.get_opt(node).await.ok().flatten().and_then(|n| n.metadata.uid);
     let host = hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
@@ -278,7 +357,7 @@ pub async fn record_event(
         ..Default::default()
     };
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    events.create(&PostParams::default(), &ev).await.map(|_| ()).map_err(api_err)
+    events.create(&PostParams::default(), &ev).await.map(|_| ()).map_err(action_error)
 }
 
 /// `namespace/name` of a pod, as drain reports it.
@@ -336,13 +415,14 @@ impl KubeExecutor {
         node: &str,
         reason: &str,
         who: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ActionError> {
         cordon(client, node, true, reason, who).await?;
         let pods: Api<Pod> = Api::all(client.clone());
         let mut all = Vec::new();
         let mut lp = ListParams::default().fields(&format!("spec.nodeName={node}")).limit(500);
         loop {
-            let page = pods.list(&lp).await.map_err(|e| format!("list pods on {node}: {}", api_err(e)))?;
+            let page =
+                pods.list(&lp).await.map_err(|e| action_error(e).context(&format!("list pods on {node}")))?;
             all.extend(page.items);
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(c) => lp = lp.continue_token(&c),
@@ -361,7 +441,10 @@ impl KubeExecutor {
             }
         }
         if !refused.is_empty() {
-            return Err(format!("{node} is cordoned but not drained: {}", refused.join("; ")));
+            return Err(ActionError::other(format!(
+                "{node} is cordoned but not drained: {}",
+                refused.join("; ")
+            )));
         }
         self.note(node, &format!("cordoned; evicting {} pod(s), skipping {}", evict.len(), skipped.len()));
         let deadline = Instant::now() + self.cfg.drain_timeout;
@@ -369,6 +452,7 @@ impl KubeExecutor {
             futures::future::join_all(evict.iter().map(|p| self.evict(client, node, p, deadline))).await;
         let mut done = Vec::new();
         let mut failed = Vec::new();
+        let mut errors = Vec::new();
         let mut waited = 0;
         for (p, r) in evict.iter().zip(results) {
             let name = pod_name(p);
@@ -377,7 +461,10 @@ impl KubeExecutor {
                     waited += tries;
                     done.push(name);
                 }
-                Err(e) => failed.push(format!("{name}: {e}")),
+                Err(e) => {
+                    failed.push(format!("{name}: {e}"));
+                    errors.push(e);
+                }
             }
         }
         let mut msg = format!("{node} drained: evicted {} pod(s)", done.len());
@@ -390,7 +477,11 @@ impl KubeExecutor {
         if !skipped.is_empty() {
             msg.push_str(&format!("; skipped {}", skipped.join(", ")));
         }
-        if failed.is_empty() { Ok(msg) } else { Err(format!("{msg}; NOT evicted: {}", failed.join("; "))) }
+        if failed.is_empty() {
+            Ok(msg)
+        } else {
+            Err(combined(errors, format!("{msg}; NOT evicted: {}", failed.join("; "))))
+        }
     }
 
     /// Evicts one pod, retrying while a PodDisruptionBudget refuses (429), then waits until it
@@ -401,7 +492,7 @@ impl KubeExecutor {
         node: &str,
         p: &Pod,
         deadline: Instant,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, ActionError> {
         let r = self.evict_pod(client, node, p, deadline).await;
         let pod = pod_name(p);
         match &r {
@@ -417,7 +508,7 @@ impl KubeExecutor {
         node: &str,
         p: &Pod,
         deadline: Instant,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, ActionError> {
         let ns = p.metadata.namespace.as_deref().unwrap_or("default");
         let name = p.metadata.name.as_deref().unwrap_or("");
         let uid = p.metadata.uid.clone();
@@ -437,7 +528,7 @@ impl KubeExecutor {
             let req = http::Request::post(&path)
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .body(serde_json::to_vec(&body).unwrap_or_default())
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| ActionError::other(e.to_string()))?;
             match client.request::<serde_json::Value>(req).await {
                 Ok(_) => {
                     self.note(node, &format!("{ns}/{name} eviction accepted; waiting for it to terminate"));
@@ -454,15 +545,14 @@ impl KubeExecutor {
                         ),
                     );
                     if Instant::now() + self.evict_retry > deadline {
-                        return Err(format!(
-                            "a PodDisruptionBudget still refuses after {}s: {}",
-                            self.cfg.drain_timeout.as_secs(),
-                            api_err(e)
-                        ));
+                        return Err(action_error(e).context(&format!(
+                            "a PodDisruptionBudget still refuses after {}s",
+                            self.cfg.drain_timeout.as_secs()
+                        )));
                     }
                     tokio::time::sleep(self.evict_retry).await;
                 }
-                Err(e) => return Err(api_err(e)),
+                Err(e) => return Err(action_error(e)),
             }
         }
         loop {
@@ -470,22 +560,30 @@ impl KubeExecutor {
                 Ok(None) => return Ok(refusals),
                 Ok(Some(now)) if now.metadata.uid != uid => return Ok(refusals),
                 Ok(Some(_)) | Err(_) if Instant::now() > deadline => {
-                    return Err("evicted, but still terminating at the drain timeout".into());
+                    return Err(ActionError::Timeout {
+                        what: format!("{ns}/{name} (evicted, but still terminating)"),
+                        after: Some(self.cfg.drain_timeout),
+                    });
                 }
                 _ => tokio::time::sleep(self.poll).await,
             }
         }
     }
 
-    async fn cancel(&self, client: &kube::Client, target: &str) -> Result<String, String> {
-        let id: u64 = target.parse().map_err(|_| format!("{target:?} is not a job id"))?;
-        let (ns, kind, name) =
-            self.shared.owner(id).ok_or_else(|| format!("job {target} is not known here"))?;
+    async fn cancel(&self, client: &kube::Client, target: &str) -> Result<String, ActionError> {
+        let id: u64 =
+            target.parse().map_err(|_| ActionError::other(format!("{target:?} is not a job id")))?;
+        let (ns, kind, name) = self
+            .shared
+            .owner(id)
+            .ok_or_else(|| ActionError::not_found(format!("job {target} (not known in this context)")))?;
         let ar = owner_resource(&kind).ok_or_else(|| {
-            format!("{kind} {ns}/{name} is not a batch job; gpuplane will not delete it (scale or delete it with kubectl)")
+            ActionError::unsupported(format!(
+                "{kind} {ns}/{name} is not a batch job; gpuplane will not delete it (scale or delete it with kubectl)"
+            ))
         })?;
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
-        api.delete(&name, &DeleteParams::background()).await.map_err(api_err)?;
+        api.delete(&name, &DeleteParams::background()).await.map_err(action_error)?;
         Ok(format!("{kind} {ns}/{name} deleted"))
     }
 }

@@ -8,15 +8,19 @@ mod slurm;
 mod worker;
 
 pub use crate::backend::sim::SimOp;
-pub use kube::{KubeExecutor, PodVerdict, drain_filter};
-pub use sim::{SimExecutor, sim_ops_channel};
-pub use slurm::SlurmExecutor;
-pub use worker::{AUDIT_VIEW_RECORDS, AcceptanceSetup, OpEvent, OpJob, OpMsg, worker, worker_with};
+pub use kube::{KubeExecutor, KubePlanner, PodVerdict, drain_filter};
+pub use sim::{SimExecutor, SimPlanner, sim_ops_channel};
+pub use slurm::{SlurmExecutor, SlurmPlanner, SlurmPreflight};
+pub use worker::{AUDIT_VIEW_RECORDS, AcceptanceSetup, OpEvent, OpJob, OpMsg, start, worker, worker_with};
 
+use crate::acceptance::Template;
+use crate::acceptance::launch::{AcceptanceJob, Launcher};
 use crate::audit::{AuditLog, Entry, Phase};
+pub use crate::model::{ActionError, ActionErrorKind};
 use crate::model::{JobId, JobState, NodeState, Text};
 use crate::state::ClusterState;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -136,8 +140,10 @@ pub enum OpError {
     NoTargets(&'static str),
     #[error("{0}")]
     Target(String),
-    #[error("{backend} cannot {action}: {why}")]
-    Unsupported { backend: String, action: &'static str, why: String },
+    /// The backend's preflight refused before anything was planned or sent: it cannot do this
+    /// at all (unsupported), or this identity may not (forbidden, with the reason).
+    #[error("{backend} cannot {action}: {error}")]
+    Preflight { backend: String, action: &'static str, error: ActionError },
     #[error("refused: the audit record could not be written ({0}); nothing was sent")]
     AuditFailed(String),
     #[error("confirmation does not match: type {0:?}")]
@@ -149,7 +155,28 @@ pub enum OpError {
 pub struct TargetResult {
     pub target: String,
     pub ok: bool,
+    /// What happened, for the operator: the backend's words on success, the error's text
+    /// (what is wrong and what to do) on failure.
     pub message: String,
+    /// Why it failed, for the console to act on (`None` when it succeeded).
+    pub error: Option<ActionError>,
+}
+
+impl TargetResult {
+    pub fn done(target: &str, message: String) -> TargetResult {
+        TargetResult { target: target.to_string(), ok: true, message, error: None }
+    }
+
+    pub fn failed(target: &str, error: ActionError) -> TargetResult {
+        TargetResult { target: target.to_string(), ok: false, message: error.to_string(), error: Some(error) }
+    }
+
+    fn of(target: &str, r: Result<String, ActionError>) -> TargetResult {
+        match r {
+            Ok(m) => Self::done(target, m),
+            Err(e) => Self::failed(target, e),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -167,39 +194,75 @@ pub use futures::future::BoxFuture;
 
 /// Where an executor reports progress inside one target's step as it happens (a drain's
 /// per-pod evictions): `(target, message)`.
-pub type StepNotes = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
+pub type StepNotes = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
-/// The owning backend's side of a write.
+/// The planning side of a backend: pure and cheap — no I/O, it reads only what the backend's
+/// connection and permission preflight last learnt (shared with the executor that owns
+/// them) — so the console and the command line build the plan and the confirmation from it
+/// on their own thread. Shared as `Arc<dyn Planner>`; obtained from the one executor
+/// ([`Executor::planner`]).
+pub trait Planner: Send + Sync {
+    /// `sim`, `slurm`, `kube`.
+    fn backend(&self) -> &str;
+    /// Who the backend knows us as; `elevated`: as the break-glass identity would be.
+    fn identity(&self, elevated: bool) -> Option<String>;
+    /// The call `kind` makes on `target`, as shown in the plan.
+    fn describe(&self, kind: ActionKind, target: &str) -> String;
+    /// Whether this backend can do `kind` at all (e.g. Slurm has no cordon), and whether the
+    /// identity may (the backend's permission preflight; `elevated`: during break-glass).
+    fn supports(&self, kind: ActionKind, elevated: bool) -> Result<(), ActionError>;
+    /// Whether the identity may do `kind` to this job (e.g. cancel another user's job).
+    fn permits_job(
+        &self,
+        _kind: ActionKind,
+        _job: &crate::model::Job,
+        _elevated: bool,
+    ) -> Result<(), ActionError> {
+        Ok(())
+    }
+    /// The acceptance template, when this backend runs acceptance jobs.
+    fn acceptance_template(&self) -> Option<&Template> {
+        None
+    }
+    /// The call submitting `job` makes, as shown in the plan.
+    fn describe_acceptance(&self, job: &AcceptanceJob) -> String {
+        format!("acceptance test on {}", job.target())
+    }
+}
+
+/// The executing side of a backend: built once and owned by the ops task (or, for a
+/// subcommand, by the command), it makes the writes. Its [`planner`](Self::planner) is what
+/// the console plans with.
 pub trait Executor: Send {
     /// `sim`, `slurm`, `kube`.
     fn backend(&self) -> &str;
-    /// Who the backend knows us as (for the audit log).
+    /// Who the next writes go out as (the break-glass identity while elevated), for the audit
+    /// log.
     fn identity(&self) -> Option<String>;
-    /// The call `kind` makes on `target`, as shown in the plan.
-    fn describe(&self, kind: ActionKind, target: &str) -> String;
-    /// Whether this backend can do `kind` at all (e.g. slurmrestd v0.0.38 cannot drain), and
-    /// whether the identity may (the backend's permission preflight).
-    fn supports(&self, kind: ActionKind) -> Result<(), String>;
-    /// Whether the identity may do `kind` to this job (e.g. cancel another user's job).
-    fn permits_job(&self, _kind: ActionKind, _job: &crate::model::Job) -> Result<(), String> {
-        Ok(())
-    }
+    /// The planning side, sharing what this executor's backend learns (connection,
+    /// permissions).
+    fn planner(&self) -> Arc<dyn Planner>;
     fn execute<'a>(
         &'a mut self,
         kind: ActionKind,
         target: &'a str,
         reason: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>>;
+    ) -> BoxFuture<'a, Result<String, ActionError>>;
     /// Switches to (or back from) the break-glass credentials for the next writes. Backends
     /// without an elevated identity ignore it.
     fn elevate(&mut self, _on: bool) {}
     /// Where to report progress within a step (`None`: nowhere). Backends whose steps are one
     /// call ignore it.
     fn notes(&mut self, _to: Option<StepNotes>) {}
-    /// What submits acceptance jobs for this backend (`None`: it cannot).
-    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
+    /// What submits acceptance jobs for this backend (`None`: it cannot). Built with the
+    /// executor, once.
+    fn launcher(&self) -> Option<Arc<dyn Launcher>> {
         None
     }
+    /// Asks the owning backend to read the cluster again at once; the ops task calls it after
+    /// every action that sent something. Backends whose writes show up by themselves (the
+    /// Kubernetes watches, the simulator's tick after each action) ignore it.
+    fn refresh(&self) {}
 }
 
 /// The acceptance plan: one job per node, per pair, or on all targets, each on exactly its
@@ -208,16 +271,14 @@ fn plan_acceptance(
     req: &OpRequest,
     mode: crate::acceptance::Mode,
     s: &ClusterState,
-    exec: &dyn Executor,
+    planner: &dyn Planner,
 ) -> Result<Plan, OpError> {
-    use crate::acceptance::launch::{AcceptanceJob, group};
-    let unsupported = |why: &str| OpError::Unsupported {
-        backend: exec.backend().to_string(),
+    use crate::acceptance::launch::group;
+    let t = planner.acceptance_template().ok_or_else(|| OpError::Preflight {
+        backend: planner.backend().to_string(),
         action: req.kind.label(),
-        why: why.into(),
-    };
-    let l = exec.launcher().ok_or_else(|| unsupported("no acceptance launcher for this backend"))?;
-    let t = l.template();
+        error: ActionError::unsupported("no acceptance launcher for this backend"),
+    })?;
     let mut steps = Vec::new();
     for nodes in group(mode, &req.targets).map_err(OpError::Target)? {
         let mut gpus = u32::MAX;
@@ -248,7 +309,7 @@ fn plan_acceptance(
         };
         steps.push(Step {
             target: job.target(),
-            call: l.describe(&job),
+            call: planner.describe_acceptance(&job),
             affected: Vec::new(),
             job: Some(job),
         });
@@ -259,20 +320,37 @@ fn plan_acceptance(
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
 /// for while the plan is shown, and checked when the plan runs).
-pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bool) -> Result<Plan, OpError> {
+pub fn plan(
+    req: &OpRequest,
+    s: &ClusterState,
+    planner: &dyn Planner,
+    readonly: bool,
+) -> Result<Plan, OpError> {
+    plan_as(req, s, planner, readonly, false)
+}
+
+/// [`plan`], checked as the break-glass identity would be when `elevated`.
+pub fn plan_as(
+    req: &OpRequest,
+    s: &ClusterState,
+    planner: &dyn Planner,
+    readonly: bool,
+    elevated: bool,
+) -> Result<Plan, OpError> {
     if readonly {
         return Err(OpError::ReadOnly(req.kind.label()));
     }
-    exec.supports(req.kind).map_err(|why| OpError::Unsupported {
-        backend: exec.backend().to_string(),
+    let refused = |error: ActionError| OpError::Preflight {
+        backend: planner.backend().to_string(),
         action: req.kind.label(),
-        why,
-    })?;
+        error,
+    };
+    planner.supports(req.kind, elevated).map_err(refused)?;
     if req.targets.is_empty() {
         return Err(OpError::NoTargets(req.kind.label()));
     }
     if let ActionKind::Acceptance(mode) = req.kind {
-        return plan_acceptance(req, mode, s, exec);
+        return plan_acceptance(req, mode, s, planner);
     }
     let mut steps = Vec::new();
     for t in &req.targets {
@@ -285,11 +363,7 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
                     j.state.label()
                 )));
             }
-            exec.permits_job(req.kind, j).map_err(|why| OpError::Unsupported {
-                backend: exec.backend().to_string(),
-                action: req.kind.label(),
-                why,
-            })?;
+            planner.permits_job(req.kind, j, elevated).map_err(refused)?;
             vec![Affected { job: j.id, name: j.name.clone(), user: j.user.clone(), gpus: j.gpus }]
         } else {
             let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
@@ -327,7 +401,7 @@ pub fn plan(req: &OpRequest, s: &ClusterState, exec: &dyn Executor, readonly: bo
                 })
                 .collect()
         };
-        steps.push(Step { target: t.clone(), call: exec.describe(req.kind, t), affected, job: None });
+        steps.push(Step { target: t.clone(), call: planner.describe(req.kind, t), affected, job: None });
     }
     let confirm_word = if steps.len() > 1 {
         Some(steps.len().to_string())
@@ -389,8 +463,12 @@ impl Ops {
                 entry.params.insert("command".to_string(), c.command.clone());
             }
         }
-        // Fail closed: no record, no request.
-        self.audit.append(Phase::Intent, &entry).map_err(|e| OpError::AuditFailed(e.to_string()))?;
+        // Fail closed: no record, no request. (The lock wait and the fsync run on the blocking
+        // pool, never on a runtime worker.)
+        self.audit
+            .append_async(Phase::Intent, &entry)
+            .await
+            .map_err(|e| OpError::AuditFailed(e.to_string()))?;
         let mut results = Vec::new();
         let mut submitted = Vec::new();
         let launcher = exec.launcher();
@@ -398,18 +476,17 @@ impl Ops {
             for step in &plan.steps {
                 if let Some(job) = &step.job {
                     let tr = match launcher.as_ref().map(|l| l.submit(job)) {
-                        None => TargetResult {
-                            target: step.target.clone(),
-                            ok: false,
-                            message: "no acceptance launcher".into(),
-                        },
+                        None => TargetResult::failed(
+                            &step.target,
+                            ActionError::unsupported("no acceptance launcher for this backend"),
+                        ),
                         Some(f) => match f.await {
                             Ok(sub) => {
                                 let m = format!("submitted job {}", sub.job_id);
                                 submitted.push((job.clone(), sub));
-                                TargetResult { target: step.target.clone(), ok: true, message: m }
+                                TargetResult::done(&step.target, m)
                             }
-                            Err(e) => TargetResult { target: step.target.clone(), ok: false, message: e },
+                            Err(e) => TargetResult::failed(&step.target, e),
                         },
                     };
                     progress(&tr);
@@ -417,10 +494,7 @@ impl Ops {
                     continue;
                 }
                 let r = exec.execute(req.kind, &step.target, &req.reason).await;
-                let tr = match r {
-                    Ok(m) => TargetResult { target: step.target.clone(), ok: true, message: m },
-                    Err(e) => TargetResult { target: step.target.clone(), ok: false, message: e },
-                };
+                let tr = TargetResult::of(&step.target, r);
                 progress(&tr);
                 results.push(tr);
             }
@@ -437,6 +511,13 @@ impl Ops {
             .to_string(),
         );
         entry.error = (!failed.is_empty()).then(|| failed.join("; "));
+        let kinds: Vec<String> = results
+            .iter()
+            .filter_map(|r| Some(format!("{}={}", r.target, r.error.as_ref()?.kind().label())))
+            .collect();
+        if !kinds.is_empty() {
+            entry.params.insert("errors".to_string(), kinds.join(" "));
+        }
         if !submitted.is_empty() {
             let jobs: Vec<String> =
                 submitted.iter().map(|(j, s)| format!("{}={}", j.target(), s.job_id)).collect();
@@ -444,7 +525,8 @@ impl Ops {
         }
         let audit_warning = self
             .audit
-            .append(Phase::Outcome, &entry)
+            .append_async(Phase::Outcome, &entry)
+            .await
             .err()
             .map(|e| format!("the action ran but its outcome could not be audited: {e}"));
         Ok(Outcome { op_id, results, dry_run: req.dry_run, audit_warning, submitted })

@@ -1,8 +1,12 @@
 //! The simulator as an executor: actions change the simulated world, so every action can be
-//! tried without a cluster.
+//! tried without a cluster. The simulator says when a target is gone (not found) or already
+//! in the state asked for (conflict), as a real scheduler would.
 
-use super::{ActionKind, BoxFuture, Executor};
+use super::{ActionError, ActionKind, BoxFuture, Executor, Planner};
+use crate::acceptance::Template;
+use crate::acceptance::launch::{AcceptanceJob, Launcher, SimLauncher, describe_sim};
 use crate::backend::sim::{Sim, SimOp};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 pub fn sim_ops_channel() -> (mpsc::Sender<SimOp>, mpsc::Receiver<SimOp>) {
@@ -17,39 +21,44 @@ impl Sim {
         target: &str,
         reason: &str,
         by: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ActionError> {
         match kind {
             ActionKind::Cordon => self.cordon(target, reason, by).map(|_| format!("{target} cordoned")),
-            ActionKind::Uncordon => self.resume(target).map(|_| format!("{target} uncordoned")),
+            ActionKind::Uncordon => self.uncordon(target).map(|_| format!("{target} uncordoned")),
             ActionKind::Drain => self.drain(target, reason, by).map(|_| format!("{target} draining")),
             ActionKind::Resume => self.resume(target).map(|_| format!("{target} resumed")),
             ActionKind::Cancel => {
-                let id = target.parse().map_err(|_| format!("{target:?} is not a job id"))?;
+                let id =
+                    target.parse().map_err(|_| ActionError::other(format!("{target:?} is not a job id")))?;
                 self.cancel(id).map(|_| format!("job {id} cancelled"))
             }
-            ActionKind::Acceptance(_) => Err("acceptance jobs are submitted by the launcher".into()),
+            ActionKind::Acceptance(_) => {
+                Err(ActionError::other("acceptance jobs are submitted by the launcher"))
+            }
         }
     }
 }
 
-/// Runs actions on a simulator: one it owns (subcommands act on a freshly generated cluster),
-/// or the running simulator task.
-pub enum SimExecutor {
-    Direct { sim: Box<Sim>, user: String },
-    Remote { tx: mpsc::Sender<SimOp>, user: String },
+/// Plans actions on a simulator: everything is allowed, as the simulated operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimPlanner {
+    pub user: String,
+    template: Template,
 }
 
-impl Executor for SimExecutor {
+impl SimPlanner {
+    pub fn new(user: &str) -> SimPlanner {
+        SimPlanner { user: user.to_string(), template: Template::default() }
+    }
+}
+
+impl Planner for SimPlanner {
     fn backend(&self) -> &str {
         "sim"
     }
 
-    fn identity(&self) -> Option<String> {
-        match self {
-            SimExecutor::Direct { user, .. } | SimExecutor::Remote { user, .. } => {
-                Some(format!("sim:{user}"))
-            }
-        }
+    fn identity(&self, _elevated: bool) -> Option<String> {
+        Some(format!("sim:{}", self.user))
     }
 
     fn describe(&self, kind: ActionKind, target: &str) -> String {
@@ -63,12 +72,50 @@ impl Executor for SimExecutor {
         }
     }
 
-    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
-        Some(std::sync::Arc::new(crate::acceptance::launch::SimLauncher::new(Default::default())))
+    fn supports(&self, _kind: ActionKind, _elevated: bool) -> Result<(), ActionError> {
+        Ok(())
     }
 
-    fn supports(&self, _kind: ActionKind) -> Result<(), String> {
-        Ok(())
+    fn acceptance_template(&self) -> Option<&Template> {
+        Some(&self.template)
+    }
+
+    fn describe_acceptance(&self, job: &AcceptanceJob) -> String {
+        describe_sim(job)
+    }
+}
+
+/// Runs actions on a simulator: one it owns (subcommands act on a freshly generated cluster),
+/// or the running simulator task (which ticks at once after each action, so the console sees
+/// the result without a separate refresh).
+pub enum SimExecutor {
+    Direct { sim: Box<Sim>, user: String },
+    Remote { tx: mpsc::Sender<SimOp>, user: String },
+}
+
+impl SimExecutor {
+    fn user(&self) -> &str {
+        match self {
+            SimExecutor::Direct { user, .. } | SimExecutor::Remote { user, .. } => user,
+        }
+    }
+}
+
+impl Executor for SimExecutor {
+    fn backend(&self) -> &str {
+        "sim"
+    }
+
+    fn identity(&self) -> Option<String> {
+        Some(format!("sim:{}", self.user()))
+    }
+
+    fn planner(&self) -> Arc<dyn Planner> {
+        Arc::new(SimPlanner::new(self.user()))
+    }
+
+    fn launcher(&self) -> Option<Arc<dyn Launcher>> {
+        Some(Arc::new(SimLauncher::new(Template::default())))
     }
 
     fn execute<'a>(
@@ -76,7 +123,7 @@ impl Executor for SimExecutor {
         kind: ActionKind,
         target: &'a str,
         reason: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, ActionError>> {
         Box::pin(async move {
             match self {
                 SimExecutor::Direct { sim, user } => sim.apply_op(kind, target, reason, user),
@@ -86,8 +133,11 @@ impl Executor for SimExecutor {
                     let op = SimOp(Box::new(move |sim: &mut Sim| {
                         let _ = reply.send(sim.apply_op(kind, &target, &reason, &by));
                     }));
-                    tx.send(op).await.map_err(|_| "the simulator is not running".to_string())?;
-                    rx.await.map_err(|_| "the simulator stopped before answering".to_string())?
+                    tx.send(op)
+                        .await
+                        .map_err(|_| ActionError::unreachable("the simulator is not running"))?;
+                    rx.await
+                        .map_err(|_| ActionError::unreachable("the simulator stopped before answering"))?
                 }
             }
         })

@@ -3,125 +3,78 @@
 //! is asked beforehand (uid 0 / SlurmUser / slurmdbd's AdminLevel and coordinators, see
 //! [`crate::backend::slurm::perm`]); a known refusal disables the action with the reason
 //! before anything is planned or sent.
+//!
+//! One [`SlurmExecutor`] is built per cluster and owned by the ops task; its
+//! [`SlurmPlanner`] (plain data plus the shared preflight answer) plans in the console, and its
+//! [`SlurmPreflight`] asks the server what the identity may do.
 
-use super::{ActionKind, BoxFuture, Executor};
+use super::{ActionError, ActionKind, BoxFuture, Executor, Planner};
+use crate::acceptance::Template;
+use crate::acceptance::launch::{AcceptanceJob, Launcher, SlurmLauncher, describe_slurm};
 use crate::backend::slurm::perm::Permission;
 use crate::backend::slurm::{Client, ClientConfig};
 use crate::model::Job;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use tokio::sync::Notify;
 
-pub struct SlurmExecutor {
-    client: Client,
-    user: Option<String>,
-    /// The privileged token source used during break-glass (e.g. an operator token).
-    privileged: Option<(Client, Option<String>)>,
-    elevated: bool,
-    cfg: ClientConfig,
-    launcher: Option<std::sync::Arc<crate::acceptance::launch::SlurmLauncher>>,
-    /// The cluster's SlurmUser (privileged like root).
-    slurm_user: String,
-    /// The preflight's latest answer, shared by the planner and the ops task's executor.
-    permission: Arc<RwLock<Option<Permission>>>,
+/// The permission preflight's latest answer, shared by the executor, its planners and the
+/// preflight task.
+type Slot = Arc<RwLock<Option<Permission>>>;
+
+fn read(slot: &Slot) -> Option<Permission> {
+    slot.read().ok().and_then(|p| p.clone())
 }
 
-impl SlurmExecutor {
-    pub fn new(cfg: &ClientConfig) -> Result<Self, String> {
-        Ok(SlurmExecutor {
-            client: Client::new(cfg).map_err(|e| e.to_string())?,
-            user: cfg.user.clone(),
-            privileged: None,
-            elevated: false,
-            cfg: cfg.clone(),
-            launcher: None,
-            slurm_user: "slurm".into(),
-            permission: Arc::new(RwLock::new(None)),
-        })
+/// Whether `kind` can be asked of this cluster as this identity (`elevated`: as the
+/// break-glass token, whose rights are the server's to check).
+fn supports(kind: ActionKind, acceptance: bool, elevated: bool, slot: &Slot) -> Result<(), ActionError> {
+    match kind {
+        ActionKind::Cordon | ActionKind::Uncordon => {
+            Err(ActionError::unsupported("Slurm has no cordon: drain the node instead (running jobs finish)"))
+        }
+        ActionKind::Acceptance(_) if !acceptance => {
+            Err(ActionError::unsupported("no acceptance template configured"))
+        }
+        ActionKind::Drain | ActionKind::Resume if !elevated => match read(slot) {
+            Some(p) => p.may_update_nodes().map_err(ActionError::forbidden_as_said),
+            None => Ok(()),
+        },
+        _ => Ok(()),
     }
+}
 
-    /// The cluster's `SlurmUser`, privileged like root (default `slurm`).
-    pub fn with_slurm_user(mut self, user: &str) -> Self {
-        self.slurm_user = user.to_string();
-        self
-    }
+/// Plans Slurm actions: the URL, the identities, the acceptance template and the preflight's
+/// latest answer. No I/O.
+#[derive(Debug, Clone)]
+pub struct SlurmPlanner {
+    url: String,
+    user: Option<String>,
+    /// `Some(user)` when a break-glass token is configured.
+    break_glass: Option<Option<String>>,
+    template: Option<Template>,
+    permission: Slot,
+}
 
-    /// Plans with the permission `other` learns (the console's planner and the ops task's
-    /// executor are two executors over one preflight).
-    pub fn sharing_permission(mut self, other: &SlurmExecutor) -> Self {
-        self.permission = other.permission.clone();
-        self
-    }
-
+impl SlurmPlanner {
     /// The preflight's latest answer (`None` before the first one).
     pub fn permission(&self) -> Option<Permission> {
-        self.permission.read().ok().and_then(|p| p.clone())
+        read(&self.permission)
     }
 
-    /// Asks the server who we are and what slurmdbd lets that user do; keeps the answer for
-    /// [`Executor::supports`]. A failure (server down, token refused) keeps the last answer.
-    pub async fn check_permission(&self) -> Result<Permission, String> {
-        let mut c = Client::new(&self.cfg).map_err(|e| e.to_string())?;
-        let p = c.permission(&self.slurm_user).await.map_err(|e| e.to_string())?;
-        if let Ok(mut slot) = self.permission.write() {
-            *slot = Some(p.clone());
-        }
-        Ok(p)
-    }
-
-    /// Repeats the preflight every `every` (AdminLevels change while the console runs).
-    pub fn permission_watch(
-        &self,
-        every: Duration,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let probe = SlurmExecutor {
-            client: self.client.clone(),
-            user: self.user.clone(),
-            privileged: None,
-            elevated: false,
-            cfg: self.cfg.clone(),
-            launcher: None,
-            slurm_user: self.slurm_user.clone(),
-            permission: self.permission.clone(),
-        };
-        async move {
-            loop {
-                if let Err(e) = probe.check_permission().await {
-                    tracing::warn!("slurm permission preflight: {e}");
-                }
-                tokio::time::sleep(every).await;
-            }
-        }
-    }
-
-    /// Acceptance runs are submitted with this template (as the executor's normal identity).
-    pub fn with_acceptance(mut self, t: crate::acceptance::Template) -> Result<Self, String> {
-        self.launcher =
-            Some(std::sync::Arc::new(crate::acceptance::launch::SlurmLauncher::new(&self.cfg, t)?));
-        Ok(self)
-    }
-
-    /// Writes during break-glass go through this configuration (same URL, a privileged token).
-    pub fn with_break_glass(mut self, cfg: &ClientConfig) -> Result<Self, String> {
-        self.privileged = Some((Client::new(cfg).map_err(|e| e.to_string())?, cfg.user.clone()));
-        Ok(self)
-    }
-
-    fn active(&mut self) -> (&mut Client, Option<String>) {
-        match (&mut self.privileged, self.elevated) {
-            (Some((c, u)), true) => (c, u.clone()),
-            _ => (&mut self.client, self.user.clone()),
-        }
+    fn elevated(&self, on: bool) -> bool {
+        on && self.break_glass.is_some()
     }
 }
 
-impl Executor for SlurmExecutor {
+impl Planner for SlurmPlanner {
     fn backend(&self) -> &str {
         "slurm"
     }
 
-    fn identity(&self) -> Option<String> {
-        let (user, how) = match (&self.privileged, self.elevated) {
-            (Some((_, u)), true) => (u.as_deref(), " (break-glass token)"),
+    fn identity(&self, elevated: bool) -> Option<String> {
+        let (user, how) = match (&self.break_glass, self.elevated(elevated)) {
+            (Some(u), true) => (u.as_deref(), " (break-glass token)"),
             _ => (self.user.as_deref(), ""),
         };
         let learnt = self.permission().map(|p| p.user).filter(|u| !u.is_empty());
@@ -129,16 +82,8 @@ impl Executor for SlurmExecutor {
         Some(format!("slurm:{user}{how}"))
     }
 
-    fn elevate(&mut self, on: bool) {
-        self.elevated = on && self.privileged.is_some();
-    }
-
-    fn launcher(&self) -> Option<std::sync::Arc<dyn crate::acceptance::launch::Launcher>> {
-        self.launcher.clone().map(|l| l as std::sync::Arc<dyn crate::acceptance::launch::Launcher>)
-    }
-
     fn describe(&self, kind: ActionKind, target: &str) -> String {
-        let url = self.client.url();
+        let url = &self.url;
         match kind {
             ActionKind::Drain => {
                 format!("POST {url}/slurm/<ver>/node/{target} {{\"state\":[\"DRAIN\"],\"reason\":…}}")
@@ -152,29 +97,179 @@ impl Executor for SlurmExecutor {
         }
     }
 
-    fn supports(&self, kind: ActionKind) -> Result<(), String> {
-        match kind {
-            ActionKind::Cordon | ActionKind::Uncordon => {
-                Err("Slurm has no cordon: drain the node instead (running jobs finish)".into())
-            }
-            ActionKind::Acceptance(_) if self.launcher.is_none() => {
-                Err("no acceptance template configured".into())
-            }
-            // Under break-glass the privileged token's rights are the server's to check.
-            ActionKind::Drain | ActionKind::Resume if !self.elevated => match self.permission() {
-                Some(p) => p.may_update_nodes(),
-                None => Ok(()),
-            },
+    fn supports(&self, kind: ActionKind, elevated: bool) -> Result<(), ActionError> {
+        supports(kind, self.template.is_some(), self.elevated(elevated), &self.permission)
+    }
+
+    fn permits_job(&self, kind: ActionKind, job: &Job, elevated: bool) -> Result<(), ActionError> {
+        match (kind, self.permission()) {
+            (ActionKind::Cancel, Some(p)) if !self.elevated(elevated) => p
+                .may_cancel(&job.id.to_string(), &job.user, &job.account)
+                .map_err(ActionError::forbidden_as_said),
             _ => Ok(()),
         }
     }
 
-    fn permits_job(&self, kind: ActionKind, job: &Job) -> Result<(), String> {
-        match (kind, self.permission()) {
-            (ActionKind::Cancel, Some(p)) if !self.elevated => {
-                p.may_cancel(&job.id.to_string(), &job.user, &job.account)
+    fn acceptance_template(&self) -> Option<&Template> {
+        self.template.as_ref()
+    }
+
+    fn describe_acceptance(&self, job: &AcceptanceJob) -> String {
+        match &self.template {
+            Some(t) => describe_slurm(&self.url, t, job),
+            None => format!("acceptance test on {}", job.target()),
+        }
+    }
+}
+
+/// Asks slurmrestd who the identity is and what slurmdbd lets it do, and keeps the answer
+/// where the executor and its planners read it.
+#[derive(Debug, Clone)]
+pub struct SlurmPreflight {
+    cfg: ClientConfig,
+    slurm_user: String,
+    permission: Slot,
+}
+
+impl SlurmPreflight {
+    /// One preflight. A failure (server down, token refused) keeps the last answer.
+    pub async fn check(&self) -> Result<Permission, ActionError> {
+        let mut c = Client::new(&self.cfg)?;
+        let p = c.permission(&self.slurm_user).await?;
+        if let Ok(mut slot) = self.permission.write() {
+            *slot = Some(p.clone());
+        }
+        Ok(p)
+    }
+
+    /// Repeats the preflight every `every` (AdminLevels change while the console runs).
+    pub async fn watch(self, every: Duration) {
+        loop {
+            if let Err(e) = self.check().await {
+                tracing::warn!("slurm permission preflight: {e}");
             }
-            _ => Ok(()),
+            tokio::time::sleep(every).await;
+        }
+    }
+}
+
+pub struct SlurmExecutor {
+    client: Client,
+    user: Option<String>,
+    /// The privileged token source used during break-glass (e.g. an operator token).
+    privileged: Option<(Client, Option<String>)>,
+    elevated: bool,
+    cfg: ClientConfig,
+    launcher: Option<Arc<SlurmLauncher>>,
+    /// The cluster's SlurmUser (privileged like root).
+    slurm_user: String,
+    /// The preflight's latest answer, shared with the planners.
+    permission: Slot,
+    /// Wakes the Slurm poller after a write, so the console shows the result at once.
+    refresh: Option<Arc<Notify>>,
+}
+
+impl SlurmExecutor {
+    pub fn new(cfg: &ClientConfig) -> Result<Self, String> {
+        Ok(SlurmExecutor {
+            client: Client::new(cfg).map_err(|e| e.to_string())?,
+            user: cfg.user.clone(),
+            privileged: None,
+            elevated: false,
+            cfg: cfg.clone(),
+            launcher: None,
+            slurm_user: "slurm".into(),
+            permission: Arc::new(RwLock::new(None)),
+            refresh: None,
+        })
+    }
+
+    /// The cluster's `SlurmUser`, privileged like root (default `slurm`).
+    pub fn with_slurm_user(mut self, user: &str) -> Self {
+        self.slurm_user = user.to_string();
+        self
+    }
+
+    /// Acceptance runs are submitted with this template (as the executor's normal identity).
+    pub fn with_acceptance(mut self, t: Template) -> Result<Self, String> {
+        self.launcher = Some(Arc::new(SlurmLauncher::new(&self.cfg, t)?));
+        Ok(self)
+    }
+
+    /// Writes during break-glass go through this configuration (same URL, a privileged token).
+    pub fn with_break_glass(mut self, cfg: &ClientConfig) -> Result<Self, String> {
+        self.privileged = Some((Client::new(cfg).map_err(|e| e.to_string())?, cfg.user.clone()));
+        Ok(self)
+    }
+
+    /// After every write, wake the poller that reads this cluster.
+    pub fn with_refresh(mut self, refresh: Arc<Notify>) -> Self {
+        self.refresh = Some(refresh);
+        self
+    }
+
+    /// The permission preflight, writing where this executor and its planners read.
+    pub fn preflight(&self) -> SlurmPreflight {
+        SlurmPreflight {
+            cfg: self.cfg.clone(),
+            slurm_user: self.slurm_user.clone(),
+            permission: self.permission.clone(),
+        }
+    }
+
+    /// The preflight's latest answer (`None` before the first one).
+    pub fn permission(&self) -> Option<Permission> {
+        read(&self.permission)
+    }
+
+    /// Asks the server who we are and what slurmdbd lets that user do; keeps the answer for
+    /// the planners. A failure (server down, token refused) keeps the last answer.
+    pub async fn check_permission(&self) -> Result<Permission, ActionError> {
+        self.preflight().check().await
+    }
+
+    fn active(&mut self) -> (&mut Client, Option<String>) {
+        match (&mut self.privileged, self.elevated) {
+            (Some((c, u)), true) => (c, u.clone()),
+            _ => (&mut self.client, self.user.clone()),
+        }
+    }
+
+    fn planner_now(&self) -> SlurmPlanner {
+        SlurmPlanner {
+            url: self.client.url().to_string(),
+            user: self.user.clone(),
+            break_glass: self.privileged.as_ref().map(|(_, u)| u.clone()),
+            template: self.launcher.as_ref().map(|l| l.template().clone()),
+            permission: self.permission.clone(),
+        }
+    }
+}
+
+impl Executor for SlurmExecutor {
+    fn backend(&self) -> &str {
+        "slurm"
+    }
+
+    fn identity(&self) -> Option<String> {
+        self.planner_now().identity(self.elevated)
+    }
+
+    fn planner(&self) -> Arc<dyn Planner> {
+        Arc::new(self.planner_now())
+    }
+
+    fn elevate(&mut self, on: bool) {
+        self.elevated = on && self.privileged.is_some();
+    }
+
+    fn launcher(&self) -> Option<Arc<dyn Launcher>> {
+        self.launcher.clone().map(|l| l as Arc<dyn Launcher>)
+    }
+
+    fn refresh(&self) {
+        if let Some(n) = &self.refresh {
+            n.notify_one();
         }
     }
 
@@ -183,9 +278,9 @@ impl Executor for SlurmExecutor {
         kind: ActionKind,
         target: &'a str,
         reason: &'a str,
-    ) -> BoxFuture<'a, Result<String, String>> {
+    ) -> BoxFuture<'a, Result<String, ActionError>> {
         Box::pin(async move {
-            self.supports(kind)?;
+            supports(kind, self.launcher.is_some(), self.elevated, &self.permission)?;
             let (client, user) = self.active();
             let r = match kind {
                 ActionKind::Drain => {
@@ -193,15 +288,19 @@ impl Executor for SlurmExecutor {
                 }
                 ActionKind::Resume => client.resume(target).await.map(|_| format!("{target} resumed")),
                 ActionKind::Cancel => {
-                    let id = target.parse().map_err(|_| format!("{target:?} is not a job id"))?;
+                    let id = target
+                        .parse()
+                        .map_err(|_| ActionError::other(format!("{target:?} is not a job id")))?;
                     client.cancel(id).await.map(|_| format!("job {id} cancelled"))
                 }
-                ActionKind::Cordon | ActionKind::Uncordon => return Err("not supported by Slurm".into()),
+                ActionKind::Cordon | ActionKind::Uncordon => {
+                    return Err(ActionError::unsupported("not supported by Slurm"));
+                }
                 ActionKind::Acceptance(_) => {
-                    return Err("acceptance jobs are submitted by the launcher".into());
+                    return Err(ActionError::other("acceptance jobs are submitted by the launcher"));
                 }
             };
-            r.map_err(|e| e.to_string())
+            Ok(r?)
         })
     }
 }

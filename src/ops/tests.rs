@@ -39,7 +39,7 @@ async fn drain_plans_the_jobs_it_affects_and_is_audited_before_and_after() {
     let (_d, ops, mut exec, s) = setup();
     let node = busy_node(&s);
     let r = req(ActionKind::Drain, &[&node]);
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     assert_eq!(p.confirm_word.as_deref(), Some(node.as_str()), "destructive: type the name");
     assert_eq!(p.affected_gpus(), 8, "an allocated node's 8 GPUs are affected");
     let mut seen = Vec::new();
@@ -64,7 +64,7 @@ async fn an_unwritable_audit_log_refuses_and_nothing_is_sent() {
     ops.audit = AuditLog::new(d.path().join("file").join("audit.jsonl"));
     let node = busy_node(&s);
     let r = req(ActionKind::Cordon, &[&node]);
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     let err = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap_err();
     assert!(matches!(err, OpError::AuditFailed(_)), "{err}");
     let SimExecutor::Direct { sim, .. } = &exec else { unreachable!() };
@@ -85,7 +85,7 @@ async fn read_only_mode_blocks_every_action() {
         (ActionKind::Cancel, job.as_str()),
     ] {
         let r = req(kind, &[target]);
-        assert!(matches!(plan(&r, &s, &exec, true), Err(OpError::ReadOnly(_))));
+        assert!(matches!(plan(&r, &s, &*exec.planner(), true), Err(OpError::ReadOnly(_))));
         // even a plan made elsewhere does not run
         let p = Plan { kind, steps: vec![], confirm_word: None };
         assert!(matches!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::ReadOnly(_))));
@@ -98,7 +98,7 @@ async fn a_reason_is_required() {
     let (_d, ops, mut exec, s) = setup();
     let mut r = req(ActionKind::Cordon, &[&busy_node(&s)]);
     r.reason = "  ".into();
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     assert_eq!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::NoReason));
     assert!(ops.audit.read_all().unwrap().is_empty());
 }
@@ -109,18 +109,22 @@ fn preflight_checks_target_state() {
     let node = busy_node(&s);
     let r = req(ActionKind::Resume, &[&node]);
     assert!(
-        matches!(plan(&r, &s, &exec, false), Err(OpError::Target(m)) if m.contains("in service already"))
+        matches!(plan(&r, &s, &*exec.planner(), false), Err(OpError::Target(m)) if m.contains("in service already"))
     );
     let r = req(ActionKind::Drain, &["nope"]);
-    assert!(matches!(plan(&r, &s, &exec, false), Err(OpError::Target(m)) if m.contains("does not exist")));
+    assert!(
+        matches!(plan(&r, &s, &*exec.planner(), false), Err(OpError::Target(m)) if m.contains("does not exist"))
+    );
     let done = s.jobs.iter().find(|j| j.state == JobState::Completed).unwrap().id.to_string();
     let r = req(ActionKind::Cancel, &[&done]);
-    assert!(matches!(plan(&r, &s, &exec, false), Err(OpError::Target(m)) if m.contains("nothing to cancel")));
+    assert!(
+        matches!(plan(&r, &s, &*exec.planner(), false), Err(OpError::Target(m)) if m.contains("nothing to cancel"))
+    );
     // bulk: type the count
     let two: Vec<String> =
         s.nodes.iter().filter(|n| n.state.schedulable()).take(2).map(|n| n.name.to_string()).collect();
     let r = req(ActionKind::Cordon, &[&two[0], &two[1]]);
-    assert_eq!(plan(&r, &s, &exec, false).unwrap().confirm_word.as_deref(), Some("2"));
+    assert_eq!(plan(&r, &s, &*exec.planner(), false).unwrap().confirm_word.as_deref(), Some("2"));
 }
 
 #[tokio::test]
@@ -129,7 +133,7 @@ async fn dry_run_prints_the_plan_and_changes_nothing() {
     let node = busy_node(&s);
     let mut r = req(ActionKind::Drain, &[&node]);
     r.dry_run = true;
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     assert!(p.lines().iter().any(|l| l.contains("drain") && l.contains(&node)));
     let out = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
     assert!(out.dry_run && out.results.is_empty());
@@ -143,7 +147,7 @@ async fn cancel_frees_the_gpus_in_the_simulator() {
     let (_d, ops, mut exec, s) = setup();
     let job = s.jobs.iter().find(|j| j.state == JobState::Running && j.gpus >= 8).unwrap().clone();
     let r = req(ActionKind::Cancel, &[&job.id.to_string()]);
-    let p = plan(&r, &s, &exec, false).unwrap();
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     assert_eq!(p.affected_gpus(), job.gpus);
     ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
     let SimExecutor::Direct { sim, .. } = &mut exec else { unreachable!() };
@@ -153,4 +157,126 @@ async fn cancel_frees_the_gpus_in_the_simulator() {
     }
     assert_eq!(st.job(job.id).unwrap().state, JobState::Cancelled);
     assert!(st.nodes.iter().flat_map(|n| &n.gpus).all(|g| g.job != Some(job.id)));
+}
+
+/// The simulator answers like a scheduler: an unknown node is not found, a node already
+/// draining is a conflict, a finished job has nothing to cancel; the results carry the typed
+/// error and its text, and the audit outcome records the text and the kinds.
+#[tokio::test]
+async fn the_simulator_says_not_found_and_conflict_and_the_audit_keeps_the_text() {
+    let (_d, ops, mut exec, s) = setup();
+    let node = busy_node(&s);
+    let r = req(ActionKind::Drain, &[&node]);
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
+    ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    // The console's picture is stale: the same plan again, and a node that is gone.
+    let mut p2 = p.clone();
+    p2.steps.push(Step { target: "gpu-999".into(), job: None, call: String::new(), affected: vec![] });
+    let r2 = req(ActionKind::Drain, &[&node, "gpu-999"]);
+    let out = ops.run(&r2, &p2, &mut exec, |_| {}).await.unwrap();
+    let kinds: Vec<_> = out.results.iter().map(|t| t.error.as_ref().map(ActionError::kind)).collect();
+    assert_eq!(kinds, [Some(ActionErrorKind::Conflict), Some(ActionErrorKind::NotFound)]);
+    assert!(out.results[0].message.starts_with(&format!("already in that state: node {node} is draining")));
+    assert!(out.results[1].message.contains("gpu-999 does not exist"), "{:?}", out.results[1]);
+    let recs = ops.audit.read_all().unwrap();
+    let last = recs.last().unwrap();
+    assert_eq!(last.result.as_deref(), Some("failed"));
+    assert!(last.error.as_deref().unwrap().contains("not found: node gpu-999 does not exist"), "{last:?}");
+    assert_eq!(last.params["errors"], format!("{node}=conflict gpu-999=not-found"));
+    // A job that ended: nothing to cancel, said by the simulator itself.
+    let done = s.jobs.iter().find(|j| j.state == JobState::Completed).unwrap().id.to_string();
+    let SimExecutor::Direct { sim, user } = &mut exec else { unreachable!() };
+    let e = sim.apply_op(ActionKind::Cancel, &done, "x", &user.clone()).unwrap_err();
+    assert_eq!(e.kind(), ActionErrorKind::Conflict, "{e}");
+    let e = sim.apply_op(ActionKind::Uncordon, &node, "x", "alice").unwrap_err();
+    assert!(matches!(&e, ActionError::Conflict { detail } if detail.contains("is not cordoned")), "{e:?}");
+}
+
+/// An executor that counts what the ops task asks of it.
+struct Counting {
+    executed: Arc<std::sync::Mutex<Vec<String>>>,
+    refreshed: Arc<std::sync::atomic::AtomicUsize>,
+    planner: Arc<dyn Planner>,
+    /// The target the server refuses.
+    refuse: String,
+}
+
+impl Executor for Counting {
+    fn backend(&self) -> &str {
+        "sim"
+    }
+    fn identity(&self) -> Option<String> {
+        Some("sim:counting".into())
+    }
+    fn planner(&self) -> Arc<dyn Planner> {
+        self.planner.clone()
+    }
+    fn execute<'a>(
+        &'a mut self,
+        kind: ActionKind,
+        target: &'a str,
+        _reason: &'a str,
+    ) -> BoxFuture<'a, Result<String, ActionError>> {
+        self.executed.lock().unwrap().push(format!("{} {target}", kind.label()));
+        Box::pin(async move {
+            if target == self.refuse {
+                Err(ActionError::forbidden("User \"viewer\" cannot patch resource \"nodes\""))
+            } else {
+                Ok(format!("{target} cordoned"))
+            }
+        })
+    }
+    fn refresh(&self) {
+        self.refreshed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The wiring the console uses: the ops task owns the one executor, the console gets that
+/// executor's planner, a confirmed plan is executed by that executor, the owning backend is
+/// asked to refresh once after the write, and the audit log is read back without blocking.
+#[tokio::test]
+async fn start_hands_the_console_the_executors_planner_and_runs_its_plans() {
+    let (_d, ops, _exec, s) = setup();
+    let executed = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let refreshed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let own: Arc<dyn Planner> = Arc::new(SimPlanner::new("counting"));
+    let two: Vec<String> =
+        s.nodes.iter().filter(|n| n.state.schedulable()).take(2).map(|n| n.name.to_string()).collect();
+    let exec = Counting {
+        executed: executed.clone(),
+        refreshed: refreshed.clone(),
+        planner: own.clone(),
+        refuse: two[1].clone(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();
+    let planner = start(ops.clone(), Box::new(exec), rx, ev_tx, None);
+    assert!(Arc::ptr_eq(&planner, &own), "the console plans with the executor's own planner");
+    let r = req(ActionKind::Cordon, &[&two[0], &two[1]]);
+    let p = plan(&r, &s, planner.as_ref(), false).unwrap();
+    // A dry run sends nothing: no refresh.
+    let mut dry = r.clone();
+    dry.dry_run = true;
+    tx.send(OpMsg::Run(OpJob { req: dry, plan: p.clone(), break_glass: None })).unwrap();
+    tx.send(OpMsg::Run(OpJob { req: r, plan: p, break_glass: None })).unwrap();
+    let mut done = Vec::new();
+    while done.len() < 2 {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), ev_rx.recv()).await.unwrap().unwrap() {
+            OpEvent::Done { result, .. } => done.push(result.unwrap()),
+            _ => continue,
+        }
+    }
+    assert_eq!(*executed.lock().unwrap(), [format!("cordon {}", two[0]), format!("cordon {}", two[1])]);
+    assert_eq!(refreshed.load(std::sync::atomic::Ordering::SeqCst), 1, "one refresh, after the real run");
+    let failed = &done[1].results[1];
+    assert!(matches!(failed.error, Some(ActionError::Forbidden { .. })), "{failed:?}");
+    // The audit snapshot after the run carries the outcome with the server's words.
+    let recs = loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), ev_rx.recv()).await.unwrap().unwrap() {
+            OpEvent::Audit(r) if r.len() == 4 => break r,
+            _ => continue,
+        }
+    };
+    let said = format!(r#"{}: forbidden: User "viewer" cannot patch"#, two[1]);
+    assert!(recs[3].error.as_deref().unwrap().contains(&said), "{:?}", recs[3]);
 }

@@ -1,7 +1,9 @@
 //! The ops task: runs confirmed plans off the UI task (audit writes and backend calls never
-//! block drawing) and reports progress and the audit log back to the console.
+//! block drawing) and reports progress and the audit log back to the console. It owns the
+//! backend's one executor; the console plans with that executor's planner ([`start`]). Audit
+//! appends and reads run on the blocking pool, never on a runtime worker.
 
-use super::{ActionKind, Executor, OpError, OpRequest, Ops, Outcome, Plan, TargetResult};
+use super::{ActionKind, Executor, OpError, OpRequest, Ops, Outcome, Plan, Planner, TargetResult};
 use crate::acceptance::launch::{AcceptanceJob, Launcher, Origin, Submitted, record, track};
 use crate::acceptance::{JudgeConfig, NodeAcceptance, RunRecord, Store, Verdict, by_node};
 use crate::audit::Record;
@@ -97,8 +99,9 @@ pub enum OpEvent {
 /// How many records the console keeps for its Audit view.
 pub const AUDIT_VIEW_RECORDS: usize = 2_000;
 
-fn audit_snapshot(ops: &Ops, events: &mpsc::UnboundedSender<OpEvent>) {
-    let ev = match ops.audit.tail(AUDIT_VIEW_RECORDS) {
+/// Reads the newest records (on the blocking pool) and sends them to the console.
+async fn audit_snapshot(ops: &Ops, events: &mpsc::UnboundedSender<OpEvent>) {
+    let ev = match ops.audit.tail_async(AUDIT_VIEW_RECORDS).await {
         Ok(r) => OpEvent::Audit(r),
         Err(e) => OpEvent::AuditError(e.to_string()),
     };
@@ -193,6 +196,20 @@ async fn follow(
     }
 }
 
+/// Starts the ops task with the backend's one executor, and returns the planner the console
+/// plans with: the executor's own planning side, reading what its backend learns.
+pub fn start(
+    ops: Ops,
+    exec: Box<dyn Executor>,
+    jobs: mpsc::UnboundedReceiver<OpMsg>,
+    events: mpsc::UnboundedSender<OpEvent>,
+    acceptance: Option<AcceptanceSetup>,
+) -> Arc<dyn Planner> {
+    let planner = exec.planner();
+    tokio::spawn(worker_with(ops, exec, jobs, events, acceptance));
+    planner
+}
+
 pub async fn worker(
     ops: Ops,
     exec: Box<dyn Executor>,
@@ -211,7 +228,7 @@ pub async fn worker_with(
     events: mpsc::UnboundedSender<OpEvent>,
     acceptance: Option<AcceptanceSetup>,
 ) {
-    audit_snapshot(&ops, &events);
+    audit_snapshot(&ops, &events).await;
     if let Some(acc) = &acceptance {
         acceptance_snapshot(acc, exec.backend(), &events).await;
     }
@@ -230,10 +247,10 @@ pub async fn worker_with(
                     op_id: session,
                     ..Default::default()
                 };
-                if let Err(err) = ops.audit.append(crate::audit::Phase::Event, &e) {
+                if let Err(err) = ops.audit.append_async(crate::audit::Phase::Event, &e).await {
                     let _ = events.send(OpEvent::AuditError(err.to_string()));
                 }
-                audit_snapshot(&ops, &events);
+                audit_snapshot(&ops, &events).await;
                 continue;
             }
         };
@@ -252,6 +269,11 @@ pub async fn worker_with(
             })
             .await;
         exec.notes(None);
+        // Something was sent: the owning backend reads the cluster again at once, so the
+        // console shows the result (or, after a not-found or conflict, the truth).
+        if matches!(&result, Ok(o) if !o.dry_run && !o.results.is_empty()) {
+            exec.refresh();
+        }
         let follow_up = match (&result, &acceptance, exec.launcher()) {
             (Ok(o), Some(acc), Some(l)) if !o.dry_run => o
                 .submitted
@@ -261,7 +283,7 @@ pub async fn worker_with(
             _ => Vec::new(),
         };
         let _ = events.send(OpEvent::Done { kind, result });
-        audit_snapshot(&ops, &events);
+        audit_snapshot(&ops, &events).await;
         for (l, acc, op_id, job, sub) in follow_up {
             tokio::spawn(follow(l, acc, op_id, job, sub, record_lock.clone(), events.clone()));
         }

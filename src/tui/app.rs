@@ -13,7 +13,7 @@ use crate::audit::Record;
 use crate::cost::{self, CostReport};
 use crate::model::protocol::Update;
 use crate::model::{GpuKey, NodeKey, ObjKey, Text};
-use crate::ops::{self, ActionKind, Executor, OpEvent, OpJob, OpMsg, OpRequest, Plan};
+use crate::ops::{self, ActionKind, OpEvent, OpJob, OpMsg, OpRequest, Plan, Planner};
 use crate::state::ClusterState;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui_tree_widget::TreeState;
@@ -131,8 +131,9 @@ pub struct App {
     pub config_dir: Option<std::path::PathBuf>,
     /// Every action is refused; the header says READ-ONLY.
     pub readonly: bool,
-    /// Plans actions (describe/supports); the ops task holds the executing twin.
-    pub planner: Option<Box<dyn Executor>>,
+    /// Plans actions (describe, permission preflight, identity): the planning side of the
+    /// executor the ops task owns.
+    pub planner: Option<std::sync::Arc<dyn Planner>>,
     /// Where confirmed plans go (the ops task).
     pub ops_tx: Option<tokio::sync::mpsc::UnboundedSender<OpMsg>>,
     pub marks: Marks,
@@ -807,10 +808,7 @@ impl App {
         self.prepare();
         // Plans during break-glass are checked as the elevated identity would be.
         let elevated = self.break_glass.is_some();
-        if let Some(p) = self.planner.as_mut() {
-            p.elevate(elevated);
-        }
-        let Some(planner) = self.planner.as_ref() else { return };
+        let Some(planner) = self.planner.clone() else { return };
         let targets: Vec<String> = if kind.on_jobs() {
             if self.marks.jobs.is_empty() {
                 self.selected_target().filter(|(job, _)| *job).map(|(_, t)| vec![t]).unwrap_or_default()
@@ -828,7 +826,7 @@ impl App {
             return;
         }
         let req = OpRequest { kind, targets, reason: String::new(), ticket: None, dry_run: false };
-        match ops::plan(&req, self.state(), planner.as_ref(), self.readonly) {
+        match ops::plan_as(&req, self.state(), planner.as_ref(), self.readonly, elevated) {
             Ok(plan) => {
                 self.ui.mode = Mode::Confirm(Box::new(Confirm {
                     req,
@@ -912,9 +910,13 @@ impl App {
 
     fn on_op_event(&mut self, ev: OpEvent) {
         match ev {
-            OpEvent::Target { kind, result } => self
-                .op_panel
-                .push((format!("{} {}: {}", kind.label(), result.target, result.message), !result.ok)),
+            // A failure's text says what is wrong and what to do (a refusal carries the
+            // server's own words).
+            OpEvent::Target { kind, result } => {
+                let (t, m) =
+                    (crate::sanitize::sanitize(&result.target), crate::sanitize::sanitize(&result.message));
+                self.op_panel.push((format!("{} {t}: {m}", kind.label()), !result.ok))
+            }
             OpEvent::Step { kind, target, message } => {
                 // The panel shows the newest lines; a long drain keeps the last few hundred.
                 if self.op_panel.len() >= 500 {
@@ -933,9 +935,10 @@ impl App {
                     let following = o.submitted.len();
                     self.op_panel.push((
                         format!(
-                            "{} done: {ok}/{} succeeded (audit op {})",
+                            "{} done: {ok}/{} succeeded{} (audit op {})",
                             kind.label(),
                             o.results.len(),
+                            failure_counts(&o.results),
                             &o.op_id[..8.min(o.op_id.len())]
                         ),
                         ok != o.results.len(),
@@ -950,7 +953,9 @@ impl App {
                         ));
                     }
                 }
-                Err(e) => self.op_panel.push((format!("{}: {e}", kind.label()), true)),
+                Err(e) => self
+                    .op_panel
+                    .push((format!("{}: {}", kind.label(), crate::sanitize::sanitize(&e.to_string())), true)),
             },
             OpEvent::Audit(records) => {
                 self.audit = records;
@@ -1064,6 +1069,19 @@ impl App {
             });
         }
     }
+}
+
+/// `; 1 forbidden, 2 not-found` for the failures of an action, by kind.
+fn failure_counts(results: &[ops::TargetResult]) -> String {
+    let mut by: std::collections::BTreeMap<ops::ActionErrorKind, usize> = Default::default();
+    for e in results.iter().filter_map(|r| r.error.as_ref()) {
+        *by.entry(e.kind()).or_default() += 1;
+    }
+    if by.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {}", k.label())).collect();
+    format!("; {}", parts.join(", "))
 }
 
 /// The longest break-glass session, in minutes.

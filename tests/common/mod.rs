@@ -22,10 +22,7 @@ pub fn app() -> App {
         "researcher".into(),
     );
     // Plans actions against the same simulated cluster (execution happens in the ops task).
-    a.planner = Some(Box::new(gpuplane::ops::SimExecutor::Direct {
-        sim: Box::new(sim::Sim::new(SimConfig::default())),
-        user: "researcher".into(),
-    }));
+    a.planner = Some(std::sync::Arc::new(gpuplane::ops::SimPlanner::new("researcher")));
     a
 }
 

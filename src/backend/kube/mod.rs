@@ -7,11 +7,13 @@
 //! Queue positions come from the Kueue visibility API (`pendingworkloads`); when it is not
 //! served the console derives them from the workloads' priority and age.
 
+mod error;
 pub mod kueue;
 pub mod map;
 pub mod slim;
 mod watch;
 
+pub use error::action_error;
 pub use map::Mapping;
 pub use watch::run;
 
@@ -91,7 +93,7 @@ pub struct Connection {
 }
 
 /// What this identity may do, asked with SelfSubjectAccessReview (`Err`: why not).
-pub type Permissions = HashMap<&'static str, Result<(), String>>;
+pub type Permissions = HashMap<&'static str, Result<(), crate::model::ActionError>>;
 
 /// Shared between the watch loop (which connects and switches contexts) and the executor
 /// (which writes through the same connection). Also carries job id → owner for cancel.
@@ -120,12 +122,15 @@ impl Shared {
     }
 
     /// The permission answer for a check name (see [`watch::CHECKS`]); unknown means not yet asked.
-    pub fn permission(&self, check: &str) -> Result<(), String> {
-        let g = self.inner.read().map_err(|_| "permissions unavailable".to_string())?;
+    pub fn permission(&self, check: &str) -> Result<(), crate::model::ActionError> {
+        use crate::model::ActionError;
+        let g = self.inner.read().map_err(|_| ActionError::other("permissions unavailable"))?;
         match g.perms.get(check) {
             Some(r) => r.clone(),
-            None if g.conn.is_none() => Err("not connected to the Kubernetes API yet".into()),
-            None => Err(format!("permission for {check} not checked yet")),
+            None if g.conn.is_none() => {
+                Err(ActionError::unreachable("not connected to the Kubernetes API yet"))
+            }
+            None => Err(ActionError::other(format!("permission for {check} not checked yet"))),
         }
     }
 

@@ -5,6 +5,7 @@ use super::kueue::{self, ClusterQueue, LocalQueue, Workload};
 use super::map::{self, Store, key};
 use super::slim::{SlimEvent, SlimNamespace, SlimNode, SlimPod, SlimQuota};
 use super::{Connection, KubeConfig, Permissions, SOURCE, Shared, connect};
+use crate::model::ActionError;
 use crate::model::protocol::{Inventory, SourceStatus, Update};
 use futures::stream::{BoxStream, StreamExt, select_all};
 use k8s_openapi::api::authorization::v1::{
@@ -50,14 +51,15 @@ pub async fn permissions(client: &kube::Client) -> Permissions {
         let r = match api.create(&PostParams::default(), &review).await {
             Ok(r) => match r.status {
                 Some(s) if s.allowed => Ok(()),
-                Some(s) => Err(format!(
+                Some(s) => Err(ActionError::forbidden(format!(
                     "the API server says you may not {verb} {resource}{}{}",
                     if sub.is_empty() { String::new() } else { format!("/{sub}") },
                     s.reason.filter(|r| !r.is_empty()).map(|r| format!(": {r}")).unwrap_or_default()
-                )),
-                None => Err("the access review came back without an answer".into()),
+                ))),
+                None => Err(ActionError::other("the access review came back without an answer")),
             },
-            Err(e) => Err(format!("could not ask the API server whether you may {verb} {resource}: {e}")),
+            Err(e) => Err(super::action_error(e)
+                .context(&format!("could not ask the API server whether you may {verb} {resource}"))),
         };
         out.insert(*name, r);
     }

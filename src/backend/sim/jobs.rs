@@ -413,8 +413,16 @@ impl JobBook {
 
     /// Cancels a job at an operator's request: a pending job leaves its queue, a running one
     /// frees its GPUs at once.
-    pub fn cancel_by_operator(&mut self, cluster: &mut Cluster, id: JobId, now: Epoch) -> Result<(), String> {
-        let Some(j) = self.map.get_mut(&id) else { return Err(format!("job {id} does not exist")) };
+    pub fn cancel_by_operator(
+        &mut self,
+        cluster: &mut Cluster,
+        id: JobId,
+        now: Epoch,
+    ) -> Result<(), crate::model::ActionError> {
+        use crate::model::ActionError;
+        let Some(j) = self.map.get_mut(&id) else {
+            return Err(ActionError::not_found(format!("job {id} does not exist")));
+        };
         match j.state {
             JobState::Pending => {
                 let pool = usize::from(j.pool);
@@ -437,7 +445,7 @@ impl JobBook {
                 self.dirty.push(id);
                 Ok(())
             }
-            s => Err(format!("job {id} is {}: there is nothing to cancel", s.label())),
+            s => Err(ActionError::conflict(format!("job {id} is {}: there is nothing to cancel", s.label()))),
         }
     }
 

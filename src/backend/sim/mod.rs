@@ -17,6 +17,7 @@ mod telemetry;
 #[cfg(test)]
 mod tests;
 
+use crate::model::ActionError;
 use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{
     EccCounts, Epoch, JobId, JobState, NodeReason, NodeState, PortState, Queue, QueueKind, Quota, Text,
@@ -606,13 +607,13 @@ impl Sim {
         sim
     }
 
-    fn node_ix(&self, name: &str) -> Result<u32, String> {
+    fn node_ix(&self, name: &str) -> Result<u32, ActionError> {
         self.cluster
             .nodes
             .iter()
             .position(|n| n.name == name)
             .map(|i| i as u32)
-            .ok_or_else(|| format!("node {name} does not exist"))
+            .ok_or_else(|| ActionError::not_found(format!("node {name} does not exist")))
     }
 
     /// The state of a node by name (for preflight checks and tests).
@@ -620,17 +621,35 @@ impl Sim {
         self.node_ix(name).ok().map(|i| self.cluster.nodes[i as usize].state)
     }
 
-    /// Marks a node unschedulable (Kubernetes-style cordon); running jobs continue.
-    pub fn cordon(&mut self, node: &str, reason: &str, by: &str) -> Result<(), String> {
+    /// A node's index, refused as a conflict when `already` says it is in that state already.
+    fn node_for(
+        &self,
+        node: &str,
+        already: impl Fn(NodeState) -> Option<&'static str>,
+    ) -> Result<u32, ActionError> {
         let i = self.node_ix(node)?;
+        let st = self.cluster.nodes[i as usize].state;
+        match already(st) {
+            Some(why) => Err(ActionError::conflict(format!("node {node} {why} ({})", st.label()))),
+            None => Ok(i),
+        }
+    }
+
+    /// Marks a node unschedulable (Kubernetes-style cordon); running jobs continue. A node out
+    /// of service already is a conflict.
+    pub fn cordon(&mut self, node: &str, reason: &str, by: &str) -> Result<(), ActionError> {
+        let i = self.node_for(node, |st| (!st.schedulable()).then_some("is already out of service"))?;
         let why = reason_of(reason, by, self.now);
         self.cluster.set_state(i, NodeState::Cordoned, why);
         Ok(())
     }
 
-    /// Drains a node: no new work; it becomes drained once its jobs end.
-    pub fn drain(&mut self, node: &str, reason: &str, by: &str) -> Result<(), String> {
-        let i = self.node_ix(node)?;
+    /// Drains a node: no new work; it becomes drained once its jobs end. A draining or drained
+    /// node is a conflict.
+    pub fn drain(&mut self, node: &str, reason: &str, by: &str) -> Result<(), ActionError> {
+        let i = self.node_for(node, |st| {
+            matches!(st, NodeState::Draining | NodeState::Drained).then_some("is draining or drained already")
+        })?;
         let why = reason_of(reason, by, self.now);
         if self.cluster.nodes[i as usize].alloc() > 0 {
             self.cluster.set_state(i, NodeState::Draining, why);
@@ -643,16 +662,24 @@ impl Sim {
         Ok(())
     }
 
-    /// Returns a cordoned, draining, drained, down or maintenance node to service.
-    pub fn resume(&mut self, node: &str) -> Result<(), String> {
-        let i = self.node_ix(node)?;
+    /// Returns a cordoned, draining, drained, down or maintenance node to service. A node in
+    /// service is a conflict.
+    pub fn resume(&mut self, node: &str) -> Result<(), ActionError> {
+        let i = self.node_for(node, |st| st.schedulable().then_some("is in service already"))?;
         self.draining.retain(|&d| d != i);
         self.cluster.set_state(i, NodeState::Idle, None);
         Ok(())
     }
 
-    /// Cancels a pending or running job.
-    pub fn cancel(&mut self, job: JobId) -> Result<(), String> {
+    /// Returns a cordoned node to service; any other state is a conflict.
+    pub fn uncordon(&mut self, node: &str) -> Result<(), ActionError> {
+        self.node_for(node, |st| (st != NodeState::Cordoned).then_some("is not cordoned"))?;
+        self.resume(node)
+    }
+
+    /// Cancels a pending or running job (an unknown job is not found, a finished one a
+    /// conflict).
+    pub fn cancel(&mut self, job: JobId) -> Result<(), ActionError> {
         self.book.cancel_by_operator(&mut self.cluster, job, self.now)
     }
 
