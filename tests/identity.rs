@@ -6,7 +6,7 @@ mod common;
 
 use common::{app, key, render};
 use gpuplane::model::protocol::{Inventory, Update};
-use gpuplane::model::{ObjKey, Text};
+use gpuplane::model::{NodeKey, ObjKey, Text};
 use gpuplane::ops::ActionKind;
 use gpuplane::tui::app::{App, Mode, Msg};
 use gpuplane::tui::views;
@@ -209,7 +209,9 @@ fn marks_and_action_targets_are_the_objects_the_operator_saw() {
     a.update(Msg::Update(u));
     a.prepare();
     // The marks are the same nodes, shown as marked wherever they sorted to.
-    let want: std::collections::BTreeSet<Text> = marked.iter().map(|m| Text::from(m.as_str())).collect();
+    let cluster = a.state().cluster.clone();
+    let want: std::collections::BTreeSet<NodeKey> =
+        marked.iter().map(|m| NodeKey { cluster: cluster.clone(), name: Text::from(m.as_str()) }).collect();
     assert_eq!(a.marks.nodes, want);
     // The action takes the marked nodes.
     a.start_action(ActionKind::Cordon);

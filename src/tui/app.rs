@@ -778,17 +778,28 @@ impl App {
 
     fn toggle_mark(&mut self) {
         self.prepare();
-        let Some((job, target)) = self.selected_target() else {
-            self.ui.message = Some(("nothing to mark here (nodes and jobs can be marked)".into(), false));
-            return;
+        let s = self.state();
+        // A GPU or a port marks its node.
+        let (node, job) = match self.selected_obj() {
+            Some(ObjKey::Job(k)) if s.job_at(k).is_some() => (None, Some(k.clone())),
+            Some(o) => (o.node().filter(|n| s.node_at(n).is_some()).cloned(), None),
+            None => (None, None),
         };
-        if job {
-            let Ok(id) = target.parse() else { return };
-            if !self.marks.jobs.remove(&id) {
-                self.marks.jobs.insert(id);
+        match (node, job) {
+            (_, Some(k)) => {
+                if !self.marks.jobs.remove(&k) {
+                    self.marks.jobs.insert(k);
+                }
             }
-        } else if !self.marks.nodes.remove(target.as_str()) {
-            self.marks.nodes.insert(Text::from(target));
+            (Some(k), _) => {
+                if !self.marks.nodes.remove(&k) {
+                    self.marks.nodes.insert(k);
+                }
+            }
+            _ => {
+                self.ui.message = Some(("nothing to mark here (nodes and jobs can be marked)".into(), false));
+                return;
+            }
         }
         if let Some(t) = self.focused_table() {
             self.table(t).move_by(1);
@@ -813,12 +824,12 @@ impl App {
             if self.marks.jobs.is_empty() {
                 self.selected_target().filter(|(job, _)| *job).map(|(_, t)| vec![t]).unwrap_or_default()
             } else {
-                self.marks.jobs.iter().map(|j| j.to_string()).collect()
+                self.marks.jobs.iter().map(|j| j.id.to_string()).collect()
             }
         } else if self.marks.nodes.is_empty() {
             self.selected_target().filter(|(job, _)| !*job).map(|(_, t)| vec![t]).unwrap_or_default()
         } else {
-            self.marks.nodes.iter().map(|n| n.to_string()).collect()
+            self.marks.nodes.iter().map(|n| n.name.to_string()).collect()
         };
         if targets.is_empty() {
             let what = if kind.on_jobs() { "a job (Jobs view)" } else { "a node (Nodes view)" };
@@ -1122,7 +1133,7 @@ impl App {
             v.insert("NAMESPACE".into(), j.account.to_string());
             v.insert("JOB_USER".into(), j.user.to_string());
         }
-        let nodes: Vec<String> = self.marks.nodes.iter().map(|n| n.to_string()).collect();
+        let nodes: Vec<String> = self.marks.nodes.iter().map(|n| n.name.to_string()).collect();
         v.insert(
             "NODES".into(),
             if nodes.is_empty() { v.get("NODE").cloned().unwrap_or_default() } else { nodes.join(",") },

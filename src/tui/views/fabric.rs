@@ -342,7 +342,7 @@ impl TableSource for NodesTable {
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
-        cx.s.nodes.get(key as usize).is_some_and(|n| cx.marked.nodes.contains(&n.name))
+        cx.s.nodes.get(key as usize).is_some_and(|n| cx.marked.node(cx, &n.name))
     }
 
     fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
@@ -350,7 +350,7 @@ impl TableSource for NodesTable {
         let t = cx.theme;
         let a = acceptance(cx.s, n);
         let (up, errs, flaps) = port_sums(n);
-        let mark = if cx.marked.nodes.contains(&n.name) { "* " } else { "" };
+        let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
         let dash = || Span::styled("-", t.dim);
         let bad_ports = n.ports.iter().any(|p| crate::state::port_flagged(p, &cx.s.thresholds));
         vec![

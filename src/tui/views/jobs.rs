@@ -154,7 +154,7 @@ impl TableSource for JobsTable {
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
-        cx.marked.jobs.contains(&job(cx.s, key).id)
+        cx.marked.job(cx, job(cx.s, key).id)
     }
 
     fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
@@ -162,7 +162,7 @@ impl TableSource for JobsTable {
         let t = cx.theme;
         let mine = j.user == cx.user;
         let name_style = if mine { t.accent } else { t.text };
-        let id = if cx.marked.jobs.contains(&j.id) { format!("*{}", j.id) } else { j.id.to_string() };
+        let id = if cx.marked.job(cx, j.id) { format!("*{}", j.id) } else { j.id.to_string() };
         vec![
             Span::styled(id, t.dim),
             untrusted(&j.name, name_style),

@@ -124,7 +124,7 @@ impl TableSource for NodesTable {
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
-        cx.marked.nodes.contains(&node(cx.s, key).name)
+        cx.marked.node(cx, &node(cx.s, key).name)
     }
 
     fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
@@ -134,7 +134,7 @@ impl TableSource for NodesTable {
         let temp = n.max_temp();
         let failed = n.gpus.iter().filter(|g| g.is_failed()).count();
         let gpu_style = if failed > 0 { t.crit } else { t.text };
-        let mark = if cx.marked.nodes.contains(&n.name) { "* " } else { "" };
+        let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
         vec![
             Span::styled(format!("{mark}{}", super::super::widgets::safe(&n.name)), t.text),
             Span::styled(n.state.label(), state_style(cx, n.state)),

@@ -275,8 +275,24 @@ pub struct Cx<'a> {
 /// Nodes and jobs marked (space) for a bulk action, by identity so marks survive re-sorting.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Marks {
-    pub nodes: std::collections::BTreeSet<crate::model::Text>,
-    pub jobs: std::collections::BTreeSet<crate::model::JobId>,
+    pub nodes: std::collections::BTreeSet<crate::model::NodeKey>,
+    pub jobs: std::collections::BTreeSet<crate::model::JobKey>,
+}
+
+impl Marks {
+    /// Whether the node named `name` of `cx`'s cluster is marked.
+    pub fn node(&self, cx: &Cx<'_>, name: &crate::model::Text) -> bool {
+        !self.nodes.is_empty()
+            && self
+                .nodes
+                .contains(&crate::model::NodeKey { cluster: cx.s.cluster.clone(), name: name.clone() })
+    }
+
+    /// Whether job `id` of `cx`'s cluster is marked.
+    pub fn job(&self, cx: &Cx<'_>, id: crate::model::JobId) -> bool {
+        !self.jobs.is_empty()
+            && self.jobs.contains(&crate::model::JobKey { cluster: cx.s.cluster.clone(), id })
+    }
 }
 
 /// The state of every table, by id (made on first use, so no table is counted by hand).
