@@ -2,7 +2,8 @@
 //! It sits at the top of the layers (it joins the simulator backend to the state), so the
 //! layers below can use it only from their test code.
 
-use crate::backend::sim::{Sim, SimConfig};
+use crate::backend::sim::Sim;
+pub use crate::backend::sim::SimConfig;
 use crate::state::{ClusterState, Thresholds};
 
 /// A `ClusterState` after the simulator's `initial()` and `ticks` ticks (default prices and

@@ -104,8 +104,8 @@ pub fn suspects(s: &ClusterState) -> Vec<Suspect> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::backend::sim::SimConfig;
     use crate::model::acceptance::{Drift, DriftKind};
+    use crate::testing::SimConfig;
     use crate::testing::state_after;
 
     pub(crate) fn acc(node: &str, v: Verdict, pct: f64) -> NodeAcceptance {
