@@ -4,13 +4,9 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
-use super::{TableId, ViewId};
+use super::{TableId, TableView, ViewId};
 use crate::audit::{Phase, Record};
 use crate::model::ObjKey;
-use crate::tui::app::App;
-use crate::tui::draw::table_with_detail;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -155,28 +151,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
 }
 
 /// Audit: the newest records of the audit log.
-pub struct View;
+pub static VIEW: TableView =
+    TableView { id: ID, title: "Audit", aliases: &["au", "log"], table: &[&AuditTable] };
 
 pub const ID: ViewId = ViewId("audit");
-
-impl super::View for View {
-    fn id(&self) -> ViewId {
-        ID
-    }
-
-    fn title(&self) -> &'static str {
-        "Audit"
-    }
-
-    fn aliases(&self) -> &'static [&'static str] {
-        &["au", "log"]
-    }
-
-    fn tables(&self) -> &'static [&'static dyn TableSource] {
-        &[&AuditTable]
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        table_with_detail(f, area, app, TABLE, "Audit", true);
-    }
-}

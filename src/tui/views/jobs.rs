@@ -4,14 +4,10 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
 use super::super::widgets::{ago, dur, money, opt, safe, ts, untrusted};
 use super::detail::{kv, section, spark_line};
-use super::{TableId, ViewId};
+use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
 use crate::model::{Job, JobState, gpu_hours_cost, pending_reason_text};
 use crate::state::ClusterState;
-use crate::tui::app::App;
-use crate::tui::draw::table_with_detail;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
@@ -327,28 +323,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
 }
 
 /// Jobs: every job, where it runs or why it pends.
-pub struct View;
+pub static VIEW: TableView =
+    TableView { id: ID, title: "Jobs", aliases: &["jo", "job"], table: &[&JobsTable] };
 
 pub const ID: ViewId = ViewId("jobs");
-
-impl super::View for View {
-    fn id(&self) -> ViewId {
-        ID
-    }
-
-    fn title(&self) -> &'static str {
-        "Jobs"
-    }
-
-    fn aliases(&self) -> &'static [&'static str] {
-        &["jo", "job"]
-    }
-
-    fn tables(&self) -> &'static [&'static dyn TableSource] {
-        &[&JobsTable]
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        table_with_detail(f, area, app, TABLE, "Jobs", true);
-    }
-}

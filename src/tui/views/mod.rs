@@ -26,17 +26,17 @@ use ratatui::layout::Rect;
 /// Every view, in tab order: one line each.
 pub static VIEWS: &[&dyn View] = &[
     &overview::View,
-    &nodes::View,
+    &nodes::VIEW,
     &gpus::View,
     &topology::View,
     &fabric::View,
-    &storage::View,
-    &jobs::View,
+    &storage::VIEW,
+    &jobs::VIEW,
     &queues::View,
-    &quotas::View,
+    &quotas::VIEW,
     &cost::View,
-    &audit::View,
-    &sources::View,
+    &audit::VIEW,
+    &sources::VIEW,
 ];
 
 /// A view, named by its canonical command name (`nodes`).
@@ -62,6 +62,40 @@ pub trait View: Sync {
     /// Extra footer hints for this view's own keys.
     fn hints(&self) -> &'static [(Action, &'static str)] {
         &[]
+    }
+}
+
+/// A view that is one table with its detail pane (Nodes, Jobs, Storage, …): a file declares
+/// one of these as a `static` instead of implementing [`View`] itself.
+pub struct TableView {
+    pub id: ViewId,
+    pub title: &'static str,
+    pub aliases: &'static [&'static str],
+    /// Exactly one table.
+    pub table: &'static [&'static dyn TableSource],
+}
+
+impl View for TableView {
+    fn id(&self) -> ViewId {
+        self.id
+    }
+
+    fn title(&self) -> &'static str {
+        self.title
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        self.aliases
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        self.table
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        if let Some(t) = self.table.first() {
+            super::draw::table_with_detail(f, area, app, t.id(), self.title, true);
+        }
     }
 }
 

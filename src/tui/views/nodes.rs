@@ -4,14 +4,10 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{ago, bytes, opt, untrusted};
 use super::detail::{kv, section, spark_line};
-use super::{TableId, ViewId};
+use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
 use crate::model::{Node, NodeState};
 use crate::state::ClusterState;
-use crate::tui::app::App;
-use crate::tui::draw::table_with_detail;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
@@ -294,28 +290,7 @@ pub fn proc_line<'a>(cx: &Cx<'a>, p: &crate::model::GpuProc, with_gpu: bool) -> 
 }
 
 /// Nodes: every node with its state, GPUs, load and reason.
-pub struct View;
+pub static VIEW: TableView =
+    TableView { id: ID, title: "Nodes", aliases: &["no", "node"], table: &[&NodesTable] };
 
 pub const ID: ViewId = ViewId("nodes");
-
-impl super::View for View {
-    fn id(&self) -> ViewId {
-        ID
-    }
-
-    fn title(&self) -> &'static str {
-        "Nodes"
-    }
-
-    fn aliases(&self) -> &'static [&'static str] {
-        &["no", "node"]
-    }
-
-    fn tables(&self) -> &'static [&'static dyn TableSource] {
-        &[&NodesTable]
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        table_with_detail(f, area, app, TABLE, "Nodes", true);
-    }
-}

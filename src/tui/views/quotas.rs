@@ -4,14 +4,10 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
-use super::{TableId, ViewId};
+use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
 use crate::model::Quota;
 use crate::state::ClusterState;
-use crate::tui::app::App;
-use crate::tui::draw::table_with_detail;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -141,28 +137,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
 }
 
 /// Quotas: GPU quotas per team, used and borrowed.
-pub struct View;
+pub static VIEW: TableView =
+    TableView { id: ID, title: "Quotas", aliases: &["quota", "quo"], table: &[&QuotasTable] };
 
 pub const ID: ViewId = ViewId("quotas");
-
-impl super::View for View {
-    fn id(&self) -> ViewId {
-        ID
-    }
-
-    fn title(&self) -> &'static str {
-        "Quotas"
-    }
-
-    fn aliases(&self) -> &'static [&'static str] {
-        &["quota", "quo"]
-    }
-
-    fn tables(&self) -> &'static [&'static dyn TableSource] {
-        &[&QuotasTable]
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        table_with_detail(f, area, app, TABLE, "Quotas", true);
-    }
-}

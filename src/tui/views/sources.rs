@@ -5,13 +5,9 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
 use super::super::widgets::{ago, opt, ts, untrusted};
 use super::detail::kv;
-use super::{TableId, ViewId};
+use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
 use crate::model::protocol::SourceStatus;
-use crate::tui::app::App;
-use crate::tui::draw::table_with_detail;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -129,28 +125,7 @@ impl TableSource for SourcesTable {
 }
 
 /// Sources: the data sources and their health.
-pub struct View;
+pub static VIEW: TableView =
+    TableView { id: ID, title: "Sources", aliases: &["src", "health"], table: &[&SourcesTable] };
 
 pub const ID: ViewId = ViewId("sources");
-
-impl super::View for View {
-    fn id(&self) -> ViewId {
-        ID
-    }
-
-    fn title(&self) -> &'static str {
-        "Sources"
-    }
-
-    fn aliases(&self) -> &'static [&'static str] {
-        &["src", "health"]
-    }
-
-    fn tables(&self) -> &'static [&'static dyn TableSource] {
-        &[&SourcesTable]
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        table_with_detail(f, area, app, TABLE, "Sources", true);
-    }
-}

@@ -4,14 +4,10 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{bytes, opt, rate, untrusted};
 use super::detail::{kv, section, spark_line};
-use super::{TableId, ViewId};
+use super::{TableId, TableView, ViewId};
 use crate::model::Filesystem;
 use crate::model::ObjKey;
 use crate::state::ClusterState;
-use crate::tui::app::App;
-use crate::tui::draw::table_with_detail;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -182,28 +178,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
 }
 
 /// Storage: filesystems, fill, throughput and what they hold.
-pub struct View;
+pub static VIEW: TableView =
+    TableView { id: ID, title: "Storage", aliases: &["st", "fs"], table: &[&StorageTable] };
 
 pub const ID: ViewId = ViewId("storage");
-
-impl super::View for View {
-    fn id(&self) -> ViewId {
-        ID
-    }
-
-    fn title(&self) -> &'static str {
-        "Storage"
-    }
-
-    fn aliases(&self) -> &'static [&'static str] {
-        &["st", "fs"]
-    }
-
-    fn tables(&self) -> &'static [&'static dyn TableSource] {
-        &[&StorageTable]
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        table_with_detail(f, area, app, TABLE, "Storage", true);
-    }
-}
