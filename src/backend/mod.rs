@@ -4,6 +4,7 @@
 pub mod kube;
 pub mod nvml;
 pub mod prom;
+pub mod retry;
 pub mod sim;
 pub mod slurm;
 
