@@ -59,14 +59,7 @@ impl Alloc {
     pub fn id(&self) -> JobId {
         match self {
             Alloc::Slurm(id) => *id,
-            Alloc::Pod { namespace, pod } => {
-                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-                for b in namespace.bytes().chain([b'/']).chain(pod.bytes()) {
-                    h ^= u64::from(b);
-                    h = h.wrapping_mul(0x0100_0000_01b3);
-                }
-                h | (1 << 63)
-            }
+            Alloc::Pod { namespace, pod } => crate::backend::ids::job_id(&[namespace.as_str(), pod.as_str()]),
         }
     }
 }
@@ -1229,6 +1222,14 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_ids_never_change() {
+        // FNV-1a of `namespace/pod` with the top bit set: kept and joined across runs.
+        let pod = Alloc::Pod { namespace: "team-3".into(), pod: "train-0-worker-1".into() };
+        assert_eq!(pod.id(), 0xef79_f109_602b_a0b7);
+        assert_eq!(Alloc::Slurm(42).id(), 42);
+    }
 
     /// Where the labels are, looked up one by one (what [`Cursor::at`] spares).
     fn naive(cfg: &PromConfig, hosts: &[String], labels: &Labels<'_>) -> [usize; 7] {
