@@ -31,7 +31,7 @@ fn build(n: usize, pretty: bool) -> Vec<u8> {
     let ser = |v: &Value| if pretty { serde_json::to_vec_pretty(v) } else { serde_json::to_vec(v) };
     let envelope = ser(&doc).expect("serialise");
     let list: &[u8] = if pretty { b"\"jobs\": []" } else { b"\"jobs\":[]" };
-    let at = envelope.windows(list.len()).position(|w| w == list).expect("jobs list") + list.len() - 1;
+    let at = memchr::memmem::find(&envelope, list).expect("jobs list") + list.len() - 1;
     let mut out = Vec::with_capacity(n * if pretty { 9000 } else { 5000 } + envelope.len());
     out.extend_from_slice(&envelope[..at]);
     for i in 0..n {

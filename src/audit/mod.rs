@@ -261,7 +261,7 @@ fn last_line(f: &mut File) -> std::io::Result<Tail> {
         f.read_exact(&mut chunk)?;
         chunk.extend_from_slice(&buf);
         buf = chunk;
-        if let Some(pos) = buf.iter().rposition(|&b| b == b'\n') {
+        if let Some(pos) = memchr::memrchr(b'\n', &buf) {
             return Ok(Tail::Line(String::from_utf8_lossy(&buf[pos + 1..]).into_owned()));
         }
         if start == 0 {

@@ -428,14 +428,9 @@ pub fn owner_of(p: &SlimPod) -> (String, String) {
     }
 }
 
-/// A stable id for `namespace/kind/name`: FNV-1a with the top bit set (never a Slurm id).
+/// A stable id for `namespace/kind/name` (see [`ids::job_id`](crate::backend::ids::job_id)).
 pub fn job_id(ns: &str, kind: &str, name: &str) -> JobId {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in ns.bytes().chain([b'/']).chain(kind.bytes()).chain([b'/']).chain(name.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h | (1 << 63)
+    crate::backend::ids::job_id(&[ns, kind, name])
 }
 
 /// Builds everything, nodes included.
@@ -913,6 +908,9 @@ mod tests {
         assert_eq!(owner_of(&pod_obj(bare)), ("Pod".into(), "lonely".into()));
         assert_ne!(job_id("a", "Job", "x"), job_id("b", "Job", "x"));
         assert!(job_id("a", "Job", "x") >= 1 << 63);
+        // FNV-1a of `namespace/kind/name` with the top bit set: kept and joined across runs.
+        assert_eq!(job_id("a", "Job", "x"), 0x8483_bbb9_9f45_b86f);
+        assert_eq!(job_id("ml", "JobSet", "llama-70b"), 0xef61_99f5_a101_87f4);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use super::kueue::{self, ClusterQueue, LocalQueue, Workload};
 use super::map::{self, Store, key};
 use super::slim::{SlimEvent, SlimNamespace, SlimNode, SlimPod, SlimQuota};
 use super::{Connection, KubeConfig, Permissions, SOURCE, Shared, connect};
+use crate::backend::retry::Backoff;
 use crate::model::ActionError;
 use crate::model::protocol::{Inventory, SourceStatus, Update};
 use futures::stream::{BoxStream, StreamExt, select_all};
@@ -314,6 +315,11 @@ enum End {
     Switch(String),
 }
 
+/// The waits between failed connections: 0.5 s doubling to 30 s.
+fn reconnect_backoff() -> Backoff {
+    Backoff::new(Duration::from_millis(500), Duration::from_secs(30), 0.0)
+}
+
 /// Watches the cluster until cancelled, reconnecting with backoff and switching contexts on
 /// request (`:ctx`).
 pub async fn run(
@@ -324,7 +330,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let mut context = cfg.context.clone();
-    let mut backoff = Duration::from_millis(500);
+    let mut retry = reconnect_backoff();
     let m = &cfg.mapping;
     super::slim::keep_labels(
         m.pool_labels.iter().chain(&m.user_labels).chain(std::iter::once(&m.team_label)).cloned().collect(),
@@ -342,13 +348,12 @@ pub async fn run(
                         Some(c) => context = Some(c),
                         None => return,
                     },
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(retry.next_delay()) => {}
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(30));
                 continue;
             }
         };
-        backoff = Duration::from_millis(500);
+        retry.reset();
         let perms = permissions(&conn.client).await;
         shared.set_connection(Some(conn.clone()), perms);
         match session(&cfg, &conn, &shared, &tx, &mut ctx_rx, &cancel).await {

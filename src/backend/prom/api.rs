@@ -83,7 +83,7 @@ pub struct Series<'r, 'a> {
 impl<'r> Series<'r, '_> {
     /// The value of label `name` (`None` when absent; Prometheus never sends empty labels).
     pub fn label(&self, name: &str) -> Option<&'r str> {
-        self.labels.iter().find(|(k, _)| same(&k.0, name)).map(|(_, v)| v.0.as_ref())
+        self.labels.iter().find(|(k, _)| k.0 == name).map(|(_, v)| v.0.as_ref())
     }
 
     /// The values of labels `names`, in one pass over the series' labels.
@@ -91,7 +91,7 @@ impl<'r> Series<'r, '_> {
         let mut out = [None; N];
         for (k, v) in self.labels {
             for (o, n) in out.iter_mut().zip(names) {
-                if o.is_none() && same(n, &k.0) {
+                if o.is_none() && n == k.0 {
                     *o = Some(v.0.as_ref());
                 }
             }
@@ -141,35 +141,6 @@ thread_local! {
     /// the vectors once. A label or a point takes more than 8 bytes of JSON: the body bounds
     /// what is reserved.
     static SERIES_HINT: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// Whether two strings are equal: short ones (label names, host names) compared inline with
-/// two overlapping word loads each, without a call to `memcmp`.
-#[inline]
-pub fn same(a: &str, b: &str) -> bool {
-    same_bytes(a.as_bytes(), b.as_bytes())
-}
-
-#[inline]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    fn w4(s: &[u8], i: usize) -> Option<u32> {
-        s.get(i..i + 4).and_then(|w| w.try_into().ok()).map(u32::from_le_bytes)
-    }
-    fn w8(s: &[u8], i: usize) -> Option<u64> {
-        s.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes)
-    }
-    match n {
-        0 => true,
-        // Positions 0, n/2 and n-1 cover every byte of a string of up to 3.
-        1..=3 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.get(n - 1) == b.get(n - 1),
-        4..=8 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
-        9..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
-        _ => a == b,
-    }
 }
 
 /// Most values are integers (packed GPU fields, counters, Mbit/s), read directly when they
@@ -486,7 +457,7 @@ mod fast {
     /// Whether `b` holds `s` at `i`.
     #[inline]
     fn holds(b: &[u8], i: usize, s: &[u8]) -> bool {
-        b.get(i..i + s.len()).is_some_and(|x| super::same_bytes(x, s))
+        b.get(i..i + s.len()) == Some(s)
     }
 
     /// Where the scan puts what it reads.
@@ -963,29 +934,6 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(fast::special(&b), naive(&b), "{b:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_inline_comparison_agrees_with_eq() {
-        let mut x: u32 = 7;
-        let mut word = |len: usize, letters: u8| -> String {
-            (0..len)
-                .map(|_| {
-                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                    (b'a' + (x >> 16) as u8 % letters) as char
-                })
-                .collect()
-        };
-        for len in 0..40 {
-            for _ in 0..200 {
-                // Two letters: equal strings, and strings differing anywhere, are both common.
-                let (a, b) = (word(len, 2), word(len, 2));
-                assert_eq!(same(&a, &b), a == b, "{a} {b}");
-                assert!(same(&a, &a.clone()));
-                let c = word(len + 1, 2);
-                assert!(!same(&a, &c));
             }
         }
     }

@@ -9,7 +9,7 @@
 //! series' labels are read in place and joined, nothing is stored per series), or from parsed
 //! [`Results`] ([`Refresh::add`]); both join each series the same way ([`Refresh::add_series`]).
 
-use super::api::{self, Point, Results, Series, same};
+use super::api::{self, Point, Results, Series};
 use super::config::PromConfig;
 use super::queries::{Family, unpack};
 use crate::model::protocol::{GpuSample, NodeSample};
@@ -30,7 +30,7 @@ type Labels<'x> = [(&'x str, &'x str)];
 
 /// The value of label `name`.
 fn label<'x>(l: &Labels<'x>, name: &str) -> Option<&'x str> {
-    l.iter().find(|(k, _)| same(k, name)).map(|(_, v)| *v)
+    l.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
 }
 
 /// The first of `names` that is present.
@@ -59,14 +59,7 @@ impl Alloc {
     pub fn id(&self) -> JobId {
         match self {
             Alloc::Slurm(id) => *id,
-            Alloc::Pod { namespace, pod } => {
-                let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-                for b in namespace.bytes().chain([b'/']).chain(pod.bytes()) {
-                    h ^= u64::from(b);
-                    h = h.wrapping_mul(0x0100_0000_01b3);
-                }
-                h | (1 << 63)
-            }
+            Alloc::Pod { namespace, pod } => crate::backend::ids::job_id(&[namespace.as_str(), pod.as_str()]),
         }
     }
 }
@@ -250,7 +243,7 @@ impl Names {
         self.hosts
             .get(e)
             .and_then(|&(a, b, _)| self.host_text.get(a as usize..b as usize))
-            .is_some_and(|h| same(h, host))
+            .is_some_and(|h| h == host)
     }
 }
 
@@ -318,7 +311,7 @@ impl<'x> Cursor<'x> {
             && self.names.iter().zip(labels).all(|(a, (k, _))| std::ptr::eq(*a, *k));
         if !unchanged {
             let l = &cfg.labels;
-            let pos = |name: &str| labels.iter().position(|(k, _)| same(k, name)).unwrap_or(NONE);
+            let pos = |name: &str| labels.iter().position(|(k, _)| *k == name).unwrap_or(NONE);
             self.at = At {
                 host: hosts.iter().map(|h| pos(h)).find(|&i| i != NONE).unwrap_or(NONE),
                 gpu: pos(&l.gpu),
@@ -382,14 +375,6 @@ fn clamp_u64(v: f64) -> u64 {
 
 fn text(s: &str) -> Text {
     Text::from(sanitize(s).as_ref())
-}
-
-fn same_opt(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => same(a, b),
-        (None, None) => true,
-        _ => false,
-    }
 }
 
 impl Refresh {
@@ -487,7 +472,7 @@ impl Refresh {
     /// The node of a host label: answers are grouped by host, so the last one is checked first.
     fn host_node<'x>(&mut self, cfg: &PromConfig, host: &'x str, cur: &mut Cursor<'x>) -> u32 {
         if let Some((h, i)) = cur.host
-            && (std::ptr::eq(h, host) || same(h, host))
+            && (std::ptr::eq(h, host) || h == host)
         {
             return i;
         }
@@ -638,9 +623,9 @@ impl Refresh {
     /// `alloc_list`).
     fn alloc_of<'x>(&mut self, key: AllocKey<'x>, cur: &mut Cursor<'x>) -> Option<u32> {
         if let Some((k, a)) = &cur.alloc
-            && same_opt(k.0, key.0)
-            && same_opt(k.1, key.1)
-            && same_opt(k.2, key.2)
+            && k.0 == key.0
+            && k.1 == key.1
+            && k.2 == key.2
         {
             return *a;
         }
@@ -686,8 +671,8 @@ impl Refresh {
         // sanitise.
         let is = |x: &PortAcc| {
             x.name.len() == name_len
-                && x.name.get(..dev.len()).is_some_and(|d| same(d, dev))
-                && x.name.get(name_len - port.len()..).is_some_and(|p| same(p, port))
+                && x.name.get(..dev.len()).is_some_and(|d| d == dev)
+                && x.name.get(name_len - port.len()..).is_some_and(|p| p == port)
         };
         let k = match self.nodes[ni].ports.iter().position(is) {
             Some(k) => k,
@@ -974,24 +959,22 @@ fn new_port(name: Text) -> FabricPort {
 fn merge_ports(known: &mut Vec<FabricPort>, acc: &[PortAcc], asked: &PortsAsked) -> bool {
     // Both lists are usually in the same order: the same position is tried first.
     let find = |i: usize, name: &str| match acc.get(i) {
-        Some(a) if same(&a.name, name) => Some(a),
-        _ => acc.iter().find(|a| same(&a.name, name)),
+        Some(a) if a.name == name => Some(a),
+        _ => acc.iter().find(|a| a.name == name),
     };
     let before = known.len();
     if asked.rate {
         let mut i = 0;
         known.retain(|p| {
             let keep = find(i, &p.name).is_some_and(|a| a.rate().is_some())
-                || acc.iter().any(|a| same(&a.name, &p.name) && a.rate().is_some());
+                || acc.iter().any(|a| a.name == p.name && a.rate().is_some());
             i += 1;
             keep
         });
     }
     let mut changed = known.len() != before;
     for (i, a) in acc.iter().enumerate() {
-        if known.get(i).is_none_or(|p| !same(&p.name, &a.name))
-            && !known.iter().any(|p| same(&p.name, &a.name))
-        {
+        if known.get(i).is_none_or(|p| p.name != a.name) && !known.iter().any(|p| p.name == a.name) {
             known.push(new_port(a.name.clone()));
             changed = true;
         }
@@ -1229,6 +1212,14 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_ids_never_change() {
+        // FNV-1a of `namespace/pod` with the top bit set: kept and joined across runs.
+        let pod = Alloc::Pod { namespace: "team-3".into(), pod: "train-0-worker-1".into() };
+        assert_eq!(pod.id(), 0xef79_f109_602b_a0b7);
+        assert_eq!(Alloc::Slurm(42).id(), 42);
+    }
 
     /// Where the labels are, looked up one by one (what [`Cursor::at`] spares).
     fn naive(cfg: &PromConfig, hosts: &[String], labels: &Labels<'_>) -> [usize; 7] {

@@ -37,6 +37,7 @@ pub mod queries;
 pub use client::{PromClient, PromError};
 pub use config::{PromConfig, PromSection};
 
+use crate::backend::retry::{Backoff, jitter};
 use crate::model::protocol::{Delta, Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Text};
 use client::Body;
@@ -67,16 +68,10 @@ fn now() -> Epoch {
     jiff::Timestamp::now().as_second()
 }
 
-/// `d` ± 10 %.
-fn jitter(d: Duration) -> Duration {
-    d.mul_f64(0.9 + fastrand::f64() * 0.2)
-}
-
-/// The wait after `failures` consecutive failed refreshes: doubling from the refresh period up
-/// to five minutes, with jitter.
-pub fn backoff(refresh: Duration, failures: u32) -> Duration {
-    let base = refresh.max(Duration::from_secs(1)).saturating_mul(1 << failures.min(10));
-    jitter(base.min(MAX_BACKOFF))
+/// The waits after consecutive failed refreshes: twice the refresh period (at least 1 s), doubling
+/// up to five minutes, ±10 % jitter.
+pub fn backoff(refresh: Duration) -> Backoff {
+    Backoff::new(refresh.max(Duration::from_secs(1)).saturating_mul(2), MAX_BACKOFF, 0.1)
 }
 
 /// How old the last data is, for an error message.
@@ -300,7 +295,7 @@ impl Backend {
         if !self.status(None, None).await {
             return;
         }
-        let mut failures = 0u32;
+        let mut retry = backoff(self.cfg.refresh);
         let mut since_discovery = u32::MAX;
         let mut backfilled = false;
         loop {
@@ -308,11 +303,10 @@ impl Backend {
                 match self.discover(&client).await {
                     Ok(()) => since_discovery = 0,
                     Err(e) => {
-                        failures += 1;
                         if !self.fail(&e).await {
                             return;
                         }
-                        tokio::time::sleep(backoff(self.cfg.refresh, failures)).await;
+                        tokio::time::sleep(retry.next_delay()).await;
                         continue;
                     }
                 }
@@ -337,8 +331,12 @@ impl Backend {
             if unknown && self.cfg.discover_nodes {
                 since_discovery = REDISCOVER_EVERY;
             }
-            failures = if ok { 0 } else { failures + 1 };
-            let wait = if ok { jitter(self.cfg.refresh) } else { backoff(self.cfg.refresh, failures) };
+            let wait = if ok {
+                retry.reset();
+                jitter(self.cfg.refresh, 0.1)
+            } else {
+                retry.next_delay()
+            };
             if ok {
                 self.fetch_focus(&client, false).await;
             }

@@ -16,6 +16,7 @@ use super::client::{ApiVersion, Client, Fetched};
 use super::error::SlurmError;
 use super::map::GpuAlloc;
 use super::{JobsOut, Limit, SOURCE, SlurmConfig, parse};
+use crate::backend::retry::{Backoff, jitter};
 use crate::model::protocol::{Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Job, JobId, JobState, Node, Queue, Text};
 use bytes::Bytes;
@@ -339,10 +340,9 @@ impl Poller {
     }
 }
 
-/// Delay before retry `n` (0-based) after a failure: 2 s doubling to 5 min, ±20 % jitter.
-pub fn backoff(n: u32, rng: &mut fastrand::Rng) -> Duration {
-    let base = 2f64 * 2f64.powi(n.min(10) as i32);
-    Duration::from_secs_f64(base.min(300.0) * (0.8 + 0.4 * rng.f64()))
+/// The waits after consecutive failures: 2 s doubling to 5 min, ±20 % jitter.
+pub fn backoff() -> Backoff {
+    Backoff::new(Duration::from_secs(2), Duration::from_secs(300), 0.2)
 }
 
 /// The backend task: refreshes until cancelled. `refresh_now` triggers an immediate refresh
@@ -378,8 +378,7 @@ pub async fn run(
             return;
         }
     };
-    let mut rng = fastrand::Rng::new();
-    let mut failures = 0u32;
+    let mut retry = backoff();
     loop {
         let result = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -387,8 +386,8 @@ pub async fn run(
         };
         let wait = match result {
             Ok(()) => {
-                failures = 0;
-                cfg.refresh.mul_f64(0.9 + 0.2 * rng.f64())
+                retry.reset();
+                jitter(cfg.refresh, 0.1)
             }
             Err(e) => {
                 tracing::warn!("slurm refresh failed: {e}");
@@ -398,12 +397,9 @@ pub async fn run(
                     poller.client.release = None;
                 }
                 let _ = tx.send(status(e.to_string(), poller.detail())).await;
-                failures += 1;
-                if e.is_auth() {
-                    cfg.refresh.max(Duration::from_secs(30))
-                } else {
-                    backoff(failures - 1, &mut rng)
-                }
+                // An authentication failure counts as a failure too, but waits as below.
+                let wait = retry.next_delay();
+                if e.is_auth() { cfg.refresh.max(Duration::from_secs(30)) } else { wait }
             }
         };
         tokio::select! {
