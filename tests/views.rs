@@ -1,16 +1,21 @@
-//! Snapshot tests of every view at 80×24 and 160×48 from a fixed simulator seed.
+//! Snapshot tests of every view at 60×20, 80×24 and 160×48 from a fixed simulator seed.
 
 mod common;
 
 use common::{app, app_with_acceptance, render, typed};
 
 fn snap(name: &str, keys: &str) {
-    for (w, h) in [(80u16, 24u16), (160, 48)] {
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
         let mut a = app();
         typed(&mut a, keys);
         let screen = render(&mut a, w, h);
         insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen);
     }
+}
+
+#[test]
+fn sources() {
+    snap("sources", ":sources\r");
 }
 
 #[test]
@@ -52,7 +57,7 @@ fn topology_with_a_node_open() {
 
 #[test]
 fn fabric_with_acceptance_results() {
-    for (w, h) in [(80u16, 24u16), (160, 48)] {
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
         let mut a = app_with_acceptance();
         typed(&mut a, ":fabric\r");
         let screen = render(&mut a, w, h);
@@ -114,7 +119,7 @@ fn audit_view_and_confirmation_dialog() {
 fn nodes_detail_with_range_history() {
     use gpuplane::model::protocol::{Focus, FocusHistory, HistorySeries, Update};
     use gpuplane::tui::app::Msg;
-    for (w, h) in [(80u16, 24u16), (160, 48)] {
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
         let mut a = app();
         typed(&mut a, ":nodes\r\r");
         render(&mut a, w, h);
