@@ -228,11 +228,6 @@ impl Splitter {
         Splitter { wanted: Some(wanted), ..Splitter::new() }
     }
 
-    /// Elements reported so far.
-    pub fn jobs(&self) -> usize {
-        self.jobs
-    }
-
     /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
     pub fn push(&mut self, chunk: &[u8], emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
         self.push_with(chunk, || true, emit)
