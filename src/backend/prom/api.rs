@@ -524,6 +524,36 @@ mod fast {
         tail.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20)).map(|p| i + p)
     }
 
+    /// Whether `b` is a JSON number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn json_number(b: &[u8]) -> bool {
+        let digits = |b: &[u8], i: usize| i + b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let mut i = usize::from(b.first() == Some(&b'-'));
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => i = digits(b, i),
+            _ => return false,
+        }
+        if b.get(i) == Some(&b'.') {
+            let j = digits(b, i + 1);
+            if j == i + 1 {
+                return false;
+            }
+            i = j;
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let j = digits(b, i);
+            if j == i {
+                return false;
+            }
+            i = j;
+        }
+        i == b.len()
+    }
+
     /// Whether `b` holds `s` at `i`.
     #[inline]
     fn holds(b: &[u8], i: usize, s: &[u8]) -> bool {
@@ -704,6 +734,10 @@ mod fast {
                 self.i += 1;
             }
             let raw = self.b.get(start..self.i)?;
+            // Rust's parser also takes `+1`, `01`, `1.` and `.5`, which are not JSON.
+            if !json_number(raw) {
+                return None;
+            }
             let v = self.utf8(start, self.i)?.parse().ok()?;
             self.ts = (raw, v);
             Some(v)
