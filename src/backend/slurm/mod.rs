@@ -151,6 +151,10 @@ pub mod parse {
     /// * error texts differ (the reference's are serde_json's; these name the job);
     /// * a member of the response or of a job whose key is spelt with an escape
     ///   (`"job\u005fid"`) is not recognised: slurmrestd never writes one;
+    /// * a body that is not JSON may still be read when the fault lies inside a member of a
+    ///   job that gpuplane does not read (bad grammar, a key that is not UTF-8): those are
+    ///   stepped over by their strings and brackets only (checking them would cost the speed
+    ///   the scanners are kept for);
     /// * v0.0.38 has no `last_update` (always `None` here).
     ///
     /// Checked by `tests/json_differential.rs` (fixtures, every truncation, every chunk

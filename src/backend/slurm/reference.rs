@@ -357,6 +357,12 @@ pub enum Agreed {
     /// spelt with an escape (`"job\u005fid"`), which the scanners do not recognise
     /// (`pick.rs`; slurmrestd never writes one) and serde does.
     EscapedKey,
+    /// The other documented exception: the scanners read a body that is not JSON at all (serde
+    /// refuses it as a `serde_json::Value`). They check the strings, the brackets, the list's
+    /// commas and the members they read, and step over the rest of a job by its strings and
+    /// brackets only, so text such as `[1 2]` inside a member gpuplane does not read passes, and
+    /// so does a key of such a member that is not UTF-8.
+    ReadNotJson,
 }
 
 /// The differential check of the contract on [`parse::jobs_streamed`]: `body` cut into chunks
@@ -382,6 +388,9 @@ pub fn check(body: &[u8], sizes: &[usize]) -> Result<Agreed, String> {
                 Some(d) => return Err(format!("{policy}, chunks of {sizes:?}: {d}")),
             },
             (Err(_), Err(_)) => Agreed::Refused,
+            (Ok(_), Err(_)) if serde_json::from_slice::<serde_json::Value>(body).is_err() => {
+                Agreed::ReadNotJson
+            }
             (Ok(a), Err(e)) => {
                 return Err(format!(
                     "{policy}, chunks of {sizes:?}: read {} jobs, the reference refused: {e}",

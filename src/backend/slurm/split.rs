@@ -229,6 +229,7 @@ impl Splitter {
     }
 
     /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
+    #[cfg(test)]
     pub fn push(&mut self, chunk: &[u8], emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
         self.push_with(chunk, || true, emit)
     }
