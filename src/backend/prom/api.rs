@@ -734,11 +734,15 @@ mod fast {
                 self.i += 1;
             }
             let raw = self.b.get(start..self.i)?;
-            // Rust's parser also takes `+1`, `01`, `1.` and `.5`, which are not JSON.
+            // Rust's parser also takes `+1`, `01`, `1.` and `.5`, which are not JSON, and reads
+            // `1e999` as infinity, which serde refuses (out of range).
             if !json_number(raw) {
                 return None;
             }
-            let v = self.utf8(start, self.i)?.parse().ok()?;
+            let v: f64 = self.utf8(start, self.i)?.parse().ok()?;
+            if !v.is_finite() {
+                return None;
+            }
             self.ts = (raw, v);
             Some(v)
         }
