@@ -2,310 +2,21 @@
 //! same records today's scanners produce: typed structs that name only the members gpuplane
 //! reads (the fields of `Job40` in `slurm/v0040.rs`; `metric` and `value` of a series), with
 //! strings borrowed from the body where the crate allows it and every other member skipped
-//! (serde's `IgnoredAny`). The lenient types of `slurm/wire.rs` (`Num`, `Words`) are used as they
-//! are; `Lstr` is `wire::Loose` with a borrowed string. Each crate runs through the same
-//! `Deserialize` code, so the comparison is between the crates' parsers.
+//! (serde's `IgnoredAny`). The Slurm half is the library's reference decoder
+//! (`gpuplane::backend::slurm::reference::Decoded`, the one the differential test and the fuzz
+//! target check `parse::jobs` against). Each crate runs through the same `Deserialize` code, so
+//! the comparison is between the crates' parsers.
 //!
 //! Used by `benches/json_crates.rs` and `examples/json_crates_rss.rs`; [`check_slurm`] and
 //! [`check_prom`] assert that every decoder gives today's result.
 #![allow(dead_code)]
 
 use gpuplane::backend::prom::api::{self, Point, ResultType, Results, Str};
-use gpuplane::backend::slurm::map::{self, Exit, JobIn};
-use gpuplane::backend::slurm::wire::{Num, Words};
-use gpuplane::backend::slurm::{ApiVersion, JobsOut, parse};
-use gpuplane::model::Text;
+use gpuplane::backend::slurm::reference::{self, Decoded};
+use gpuplane::backend::slurm::{ApiVersion, JobsOut, Parsed, parse};
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use std::borrow::Cow;
 use std::fmt;
-
-/// A string as `wire::Loose` reads it (numbers and booleans become their text; null, objects and
-/// arrays nothing), borrowed from the body when the decoder hands out a borrowed string.
-#[derive(Debug, Default)]
-pub struct Lstr<'a>(Option<Cow<'a, str>>);
-
-impl Lstr<'_> {
-    fn text(&self) -> Text {
-        self.0.as_deref().map(Text::from).unwrap_or_default()
-    }
-
-    fn string(self) -> String {
-        self.0.map(Cow::into_owned).unwrap_or_default()
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Lstr<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Lstr<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Owned(v))))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(Lstr(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(Lstr(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Lstr(None))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-                d.deserialize_any(V)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Lstr(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Lstr(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Signal {
-    id: Num,
-}
-
-/// `exit_code`: the verbose struct of v0.0.40+ (`return_code`, `signal.id`), or a raw wait status.
-#[derive(Default)]
-struct ExitCode(Exit);
-
-impl<'de> Deserialize<'de> for ExitCode {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        fn raw(n: Num) -> ExitCode {
-            ExitCode(n.get().map(Exit::from_wait_status).unwrap_or_default())
-        }
-        impl<'de> Visitor<'de> for V {
-            type Value = ExitCode;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an exit code")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExitCode, A::Error> {
-                let (mut code, mut signal) = (Num::Unset, Signal::default());
-                while let Some(k) = map.next_key::<Key>()? {
-                    match k {
-                        Key::ReturnCode => code = map.next_value()?,
-                        Key::Signal => signal = map.next_value()?,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(ExitCode(Exit { code: code.get(), signal: signal.id.get().filter(|s| *s > 0) }))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<ExitCode, E> {
-                Ok(raw(Num::Val(v)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<ExitCode, E> {
-                Ok(raw(Num::Val(v.min(i64::MAX as u64) as i64)))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<ExitCode, E> {
-                Ok(raw(if v.is_finite() { Num::Val(v as i64) } else { Num::Infinite }))
-            }
-            fn visit_none<E>(self) -> Result<ExitCode, E> {
-                Ok(ExitCode::default())
-            }
-            fn visit_unit<E>(self) -> Result<ExitCode, E> {
-                Ok(ExitCode::default())
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ExitCode, D::Error> {
-                d.deserialize_any(V)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The members of `Job40` (slurm/v0040.rs), in the same lenient types.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Job<'a> {
-    job_id: Num,
-    #[serde(borrow)]
-    name: Lstr<'a>,
-    #[serde(borrow)]
-    user_name: Lstr<'a>,
-    #[serde(borrow)]
-    account: Lstr<'a>,
-    #[serde(borrow)]
-    qos: Lstr<'a>,
-    #[serde(borrow)]
-    partition: Lstr<'a>,
-    job_state: Words,
-    #[serde(borrow)]
-    state_reason: Lstr<'a>,
-    priority: Num,
-    submit_time: Num,
-    start_time: Num,
-    end_time: Num,
-    #[serde(borrow)]
-    nodes: Lstr<'a>,
-    node_count: Num,
-    tasks: Num,
-    #[serde(borrow)]
-    tres_alloc_str: Lstr<'a>,
-    #[serde(borrow)]
-    tres_req_str: Lstr<'a>,
-    #[serde(borrow)]
-    tres_per_node: Lstr<'a>,
-    #[serde(borrow)]
-    tres_per_job: Lstr<'a>,
-    #[serde(borrow)]
-    tres_per_task: Lstr<'a>,
-    gres_detail: Words,
-    exit_code: ExitCode,
-    restart_cnt: Num,
-}
-
-/// As `v0040::add_job`: jobs without an id are skipped.
-fn add_job(j: Job<'_>, out: &mut JobsOut) {
-    let Some(id) = j.job_id.get().filter(|id| *id > 0) else { return };
-    let qos = j.qos.text();
-    out.qos.push(qos.clone());
-    out.jobs.push(map::job(
-        JobIn {
-            id: id as u64,
-            name: j.name.text(),
-            user: j.user_name.text(),
-            account: j.account.text(),
-            qos,
-            partition: j.partition.text(),
-            state: j.job_state.into_upper(),
-            reason: j.state_reason.text(),
-            priority: j.priority.get(),
-            submit: j.submit_time.pos(),
-            start: j.start_time.pos(),
-            end: j.end_time.pos(),
-            nodes: j.nodes.string(),
-            node_count: j.node_count.get(),
-            tasks: j.tasks.get(),
-            tres_alloc: j.tres_alloc_str.string(),
-            tres_req: j.tres_req_str.string(),
-            tres_per_node: j.tres_per_node.string(),
-            tres_per_job: j.tres_per_job.string(),
-            tres_per_task: j.tres_per_task.string(),
-            gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
-            exit: j.exit_code.0,
-            restarts: j.restart_cnt.u32(),
-            ..Default::default()
-        },
-        &mut out.allocs,
-    ));
-}
-
-/// The keys read anywhere above the job members.
-enum Key {
-    Jobs,
-    LastUpdate,
-    ReturnCode,
-    Signal,
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
-                Ok(match v {
-                    "jobs" => Key::Jobs,
-                    "last_update" => Key::LastUpdate,
-                    "return_code" => Key::ReturnCode,
-                    "signal" => Key::Signal,
-                    _ => Key::Other,
-                })
-            }
-        }
-        d.deserialize_identifier(V)
-    }
-}
-
-/// The `jobs` list: each element made a model record as it is read (no list of parsed structs).
-struct Jobs<'o>(&'o mut JobsOut);
-
-impl<'de> DeserializeSeed<'de> for Jobs<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Jobs<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a job list")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(j) = seq.next_element::<Job<'de>>()? {
-            add_job(j, self.0);
-        }
-        Ok(())
-    }
-}
-
-/// A `jobs` body decoded: what `parse::jobs` gives.
-#[derive(Default)]
-pub struct Decoded {
-    pub out: JobsOut,
-    pub last_update: Option<i64>,
-}
-
-impl<'de> Deserialize<'de> for Decoded {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Decoded;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a jobs response")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Decoded, A::Error> {
-                let mut d = Decoded::default();
-                while let Some(k) = map.next_key::<Key>()? {
-                    match k {
-                        Key::Jobs => map.next_value_seed(Jobs(&mut d.out))?,
-                        Key::LastUpdate => d.last_update = map.next_value::<Num>()?.pos(),
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(d)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
 
 /// The Slurm decoders compared (besides today's `parse::jobs`).
 pub fn slurm_serde_json(body: &[u8]) -> Decoded {
@@ -326,15 +37,11 @@ pub fn slurm_simd_json(body: &mut [u8]) -> Decoded {
     simd_json::serde::from_slice(body).expect("simd-json")
 }
 
-fn same_jobs(what: &str, today: &gpuplane::backend::slurm::Parsed<JobsOut>, d: &Decoded) {
-    let (a, b) = (&today.data, &d.out);
-    assert_eq!(a.jobs.len(), b.jobs.len(), "{what}: job count");
-    for (x, y) in a.jobs.iter().zip(&b.jobs) {
-        assert_eq!(x, y, "{what}: job {}", x.id);
+fn same_jobs(what: &str, today: &Parsed<JobsOut>, d: Decoded) {
+    let d = Parsed { data: d.out, last_update: d.last_update };
+    if let Some(diff) = reference::differ(today, &d) {
+        panic!("{what}: {diff}");
     }
-    assert_eq!(a.allocs, b.allocs, "{what}: GPU allocations");
-    assert_eq!(a.qos, b.qos, "{what}: QOS");
-    assert_eq!(today.last_update, d.last_update, "{what}: last_update");
 }
 
 /// Every decoder's jobs, allocations, QOS and `last_update` equal today's (panics otherwise);
@@ -342,10 +49,10 @@ fn same_jobs(what: &str, today: &gpuplane::backend::slurm::Parsed<JobsOut>, d: &
 pub fn check_slurm(body: &[u8]) -> usize {
     let today = parse::jobs(ApiVersion::V0042, body).expect("today");
     assert!(!today.data.jobs.is_empty() && !today.data.allocs.is_empty());
-    same_jobs("serde_json", &today, &slurm_serde_json(body));
-    same_jobs("serde_json reader", &today, &slurm_serde_json_reader(body));
-    same_jobs("sonic-rs", &today, &slurm_sonic_rs(body));
-    same_jobs("simd-json", &today, &slurm_simd_json(&mut body.to_vec()));
+    same_jobs("serde_json", &today, slurm_serde_json(body));
+    same_jobs("serde_json reader", &today, slurm_serde_json_reader(body));
+    same_jobs("sonic-rs", &today, slurm_sonic_rs(body));
+    same_jobs("simd-json", &today, slurm_simd_json(&mut body.to_vec()));
     today.data.jobs.len()
 }
 

@@ -362,6 +362,13 @@ pub enum BodyError {
 /// for a fleet's series) takes a direct scan of the bytes ([`fast`]); anything else — errors,
 /// scalars, escapes, unknown keys, malformed bodies — goes through serde, which gives the
 /// verbatim errors and the precise reasons.
+///
+/// The contract: for every body, `parse(b)` equals the serde path, [`parse_serde`]: the same
+/// [`Results`] (result type, labels, series ranges, points with NaN equal to NaN, text), the
+/// same warnings and infos, or the same error. [`for_each_series`] is `Some` exactly when the
+/// direct scan reads the body, and then hands out the series of `parse(b)` that have samples,
+/// each with its newest sample, and the same notes. Checked by `tests/json_differential.rs`
+/// (fixtures and their truncations) and the `prom_answer` fuzz target, through [`check`].
 pub fn parse(body: &[u8]) -> Result<Response<'_>, BodyError> {
     match fast::parse(body) {
         Some(r) => Ok(r),
@@ -390,7 +397,10 @@ pub fn for_each_series<'a>(body: &'a [u8], each: impl FnMut(&[(&'a str, &'a str)
     Some(notes)
 }
 
-fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
+/// The serde path of [`parse`], whatever the body (`hint`: the series expected, to size the
+/// vectors; 0 when unknown). Public for the differential test and the fuzz target.
+#[doc(hidden)]
+pub fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
     SERIES_HINT.set((hint, body.len()));
     let env: Result<Envelope<'_>, _> = serde_json::from_slice(body);
     SERIES_HINT.set((0, 0));
@@ -416,6 +426,66 @@ fn parse_serde(body: &[u8], hint: usize) -> Result<Response<'_>, BodyError> {
         results.text = None;
     }
     Ok(Response { results, warnings: env.warnings, infos: env.infos })
+}
+
+/// How a [`check`] came out (the two readings agreed).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agreed {
+    /// The direct scan read the body: this many series.
+    Scanned(usize),
+    /// Serde read it (the scan declined).
+    Serde,
+    /// An error either way.
+    Refused,
+}
+
+/// The differential check of the contract on [`parse`]: `parse` against [`parse_serde`], and
+/// [`for_each_series`] against iterating `parse`. `Err` says what differs.
+#[doc(hidden)]
+pub fn check(body: &[u8]) -> Result<Agreed, String> {
+    let got = parse(body);
+    let want = parse_serde(body, 0);
+    let scanned = fast::parse(body).is_some();
+    let mut seen = Vec::new();
+    let notes = for_each_series(body, |l, p| seen.push((l.to_vec(), p)));
+    if notes.is_some() != scanned {
+        return Err(format!("for_each_series gave {notes:?}, the direct scan read the body: {scanned}"));
+    }
+    let (a, b) = match (&got, &want) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(x), Err(y)) if x == y => return Ok(Agreed::Refused),
+        _ => return Err(format!("parse: {got:?}\nserde: {want:?}")),
+    };
+    let same = |x: &Point, y: &Point| {
+        let eq = |p: f64, q: f64| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan());
+        eq(x.t, y.t) && eq(x.v, y.v)
+    };
+    let (r, s) = (&a.results, &b.results);
+    if r.result_type != s.result_type
+        || r.labels != s.labels
+        || r.series != s.series
+        || r.text != s.text
+        || r.points.len() != s.points.len()
+        || !r.points.iter().zip(&s.points).all(|(x, y)| same(x, y))
+        || (&a.warnings, &a.infos) != (&b.warnings, &b.infos)
+    {
+        return Err(format!("parse: {a:?}\nserde: {b:?}"));
+    }
+    let Some(notes) = notes else { return Ok(Agreed::Serde) };
+    let want: Vec<_> = r
+        .iter()
+        .filter_map(|x| {
+            Some((x.labels.iter().map(|(k, v)| (k.0.as_ref(), v.0.as_ref())).collect::<Vec<_>>(), x.last()?))
+        })
+        .collect();
+    if seen.len() != want.len() || !seen.iter().zip(&want).all(|(x, y)| x.0 == y.0 && same(&x.1, &y.1)) {
+        return Err(format!("for_each_series handed out {seen:?}\nparse has {want:?}"));
+    }
+    if notes.warnings != a.warnings || notes.infos != a.infos {
+        return Err(format!("for_each_series notes {notes:?}, parse {:?} {:?}", a.warnings, a.infos));
+    }
+    Ok(Agreed::Scanned(r.len()))
 }
 
 /// The direct scan of a successful vector/matrix answer. `None` at the first thing it does not
@@ -452,6 +522,36 @@ mod fast {
         }
         let tail = b.get(i..)?;
         tail.iter().position(|c| matches!(c, b'"' | b'\\' | 0..0x20)).map(|p| i + p)
+    }
+
+    /// Whether `b` is a JSON number: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn json_number(b: &[u8]) -> bool {
+        let digits = |b: &[u8], i: usize| i + b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let mut i = usize::from(b.first() == Some(&b'-'));
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => i = digits(b, i),
+            _ => return false,
+        }
+        if b.get(i) == Some(&b'.') {
+            let j = digits(b, i + 1);
+            if j == i + 1 {
+                return false;
+            }
+            i = j;
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let j = digits(b, i);
+            if j == i {
+                return false;
+            }
+            i = j;
+        }
+        i == b.len()
     }
 
     /// Whether `b` holds `s` at `i`.
@@ -634,7 +734,15 @@ mod fast {
                 self.i += 1;
             }
             let raw = self.b.get(start..self.i)?;
-            let v = self.utf8(start, self.i)?.parse().ok()?;
+            // Rust's parser also takes `+1`, `01`, `1.` and `.5`, which are not JSON, and reads
+            // `1e999` as infinity, which serde refuses (out of range).
+            if !json_number(raw) {
+                return None;
+            }
+            let v: f64 = self.utf8(start, self.i)?.parse().ok()?;
+            if !v.is_finite() {
+                return None;
+            }
             self.ts = (raw, v);
             Some(v)
         }

@@ -5,8 +5,10 @@
 //! * [`v0038`] and [`v0040`]: one translation layer per version family; [`db`] for slurmdbd
 //!   records; [`wire`] holds the lenient JSON types they share; [`text`] parses hostlists and
 //!   GRES/TRES strings; [`map`] turns normalised records into the domain model.
-//! * [`split`], [`pick`] and [`stream`]: the job list parsed while it streams in, on every core,
-//!   reading only the members of each job that gpuplane uses.
+//! * `split`, `scan`, `quick`, `pick` (private) and [`stream`]: the job list parsed while it
+//!   streams in, on every core, reading only the members of each job that gpuplane uses; the
+//!   one way in is [`parse::jobs`] / [`parse::jobs_streamed`], whose contract is written there.
+//!   [`reference`] is the serde_json decoder that contract is checked against.
 //! * [`poll`]: the polite refresh loop ([`run`]).
 //! * [`ops`]: writes (drain, resume, cancel, submit).
 
@@ -16,11 +18,13 @@ pub mod error;
 pub mod map;
 pub mod ops;
 pub mod perm;
-pub mod pick;
+mod pick;
 pub mod poll;
-pub mod quick;
-pub mod scan;
-pub mod split;
+mod quick;
+#[doc(hidden)]
+pub mod reference;
+mod scan;
+mod split;
 pub mod stream;
 pub mod text;
 pub mod token;
@@ -131,11 +135,31 @@ pub mod parse {
         r.map_err(|e| malformed(&v.ctld("partitions"), e))
     }
 
+    /// A `jobs` body read whole: [`jobs_streamed`] with one chunk (the same contract).
     pub fn jobs(v: ApiVersion, body: &[u8]) -> Result<Parsed<JobsOut>, SlurmError> {
         jobs_streamed(v, [body])
     }
 
-    /// A `jobs` body as it arrives, chunk by chunk (see [`stream`]).
+    /// A `jobs` body as it arrives, chunk by chunk (see [`stream`]): the one way into the
+    /// hand-written scanners (`split`, `scan`, `quick`, `pick`, private to this module).
+    ///
+    /// The contract: for any body, any chunking and any [`stream::Policy`], the result equals
+    /// that of the serde_json reference decoder ([`reference::jobs`]): the same jobs (every
+    /// field), GPU allocations, QOS and `last_update` when serde_json reads the body, and
+    /// [`SlurmError::Malformed`] when it does not. Documented exceptions:
+    ///
+    /// * error texts differ (the reference's are serde_json's; these name the job);
+    /// * a member of the response or of a job whose key is spelt with an escape
+    ///   (`"job\u005fid"`) is not recognised: slurmrestd never writes one;
+    /// * a body that is not JSON may still be read when the fault lies inside a member of a
+    ///   job that gpuplane does not read (bad grammar, a key that is not UTF-8): those are
+    ///   stepped over by their strings and brackets only (checking them would cost the speed
+    ///   the scanners are kept for);
+    /// * v0.0.38 has no `last_update` (always `None` here).
+    ///
+    /// Checked by `tests/json_differential.rs` (fixtures, every truncation, every chunk
+    /// boundary of a small body) and by the `slurm_jobs` fuzz target (`scripts/fuzz`), both
+    /// through [`reference::check`].
     pub fn jobs_streamed<C: stream::Chunk>(
         v: ApiVersion,
         chunks: impl IntoIterator<Item = C>,

@@ -10,6 +10,7 @@
 //! Keys are compared as written: a key spelt with escapes (`"job\u005fid"`) is not recognised
 //! (slurmrestd never writes one).
 
+#[cfg(test)]
 use super::scan::Member;
 use super::split::{Lexer, bare_byte};
 use serde::de::value::BorrowedStrDeserializer;
@@ -23,14 +24,17 @@ pub fn from_object<'de, T: de::Deserialize<'de>>(obj: &'de [u8]) -> serde_json::
 
 /// The field names `T` asks a deserializer for (`None` when it is no struct): the keys a
 /// [`Wanted`](super::scan::Wanted) set is made of.
+#[cfg(test)]
 pub fn fields_of<T: de::DeserializeOwned>() -> Option<&'static [&'static str]> {
     let mut fields = None;
     let _ = T::deserialize(Probe(&mut fields));
     fields.filter(|f: &&[&str]| !f.is_empty())
 }
 
+#[cfg(test)]
 struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
 
+#[cfg(test)]
 impl<'de> Deserializer<'de> for Probe<'_> {
     type Error = de::value::Error;
 
@@ -57,6 +61,7 @@ impl<'de> Deserializer<'de> for Probe<'_> {
 
 /// Deserializes the struct `T` from members found by [`scan::walk`](super::scan::walk) with the
 /// fields of [`fields_of::<T>`]: each member's value is the JSON text `buf[value]`.
+#[cfg(test)]
 pub fn from_members<'de, T: de::Deserialize<'de>>(
     buf: &'de [u8],
     members: &'de [Member],
@@ -64,11 +69,13 @@ pub fn from_members<'de, T: de::Deserialize<'de>>(
     T::deserialize(Found { buf, members })
 }
 
+#[cfg(test)]
 struct Found<'de> {
     buf: &'de [u8],
     members: &'de [Member],
 }
 
+#[cfg(test)]
 impl<'de> Deserializer<'de> for Found<'de> {
     type Error = serde_json::Error;
 
@@ -92,6 +99,7 @@ impl<'de> Deserializer<'de> for Found<'de> {
     }
 }
 
+#[cfg(test)]
 struct FoundMap<'de> {
     buf: &'de [u8],
     members: std::slice::Iter<'de, Member>,
@@ -99,6 +107,7 @@ struct FoundMap<'de> {
     value: &'de [u8],
 }
 
+#[cfg(test)]
 impl<'de> MapAccess<'de> for FoundMap<'de> {
     type Error = serde_json::Error;
 

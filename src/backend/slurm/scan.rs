@@ -129,12 +129,14 @@ pub fn walk(s: &[u8], i: usize, wanted: &Wanted, out: &mut Vec<Member>) -> Walk 
 }
 
 /// The index just past the string whose content starts at `i`, if it ends in `s`.
+#[cfg(test)]
 pub fn string_end(s: &[u8], i: usize) -> Option<usize> {
     string_end_with(Level::best(), s, i)
 }
 
 /// The index just past the object or array starting at `s[i]`, if it ends in `s`. Nesting is
 /// counted over both kinds of bracket together.
+#[cfg(test)]
 pub fn container_end(s: &[u8], i: usize) -> Option<usize> {
     container_end_with(Level::best(), s, i)
 }
@@ -188,6 +190,7 @@ fn walk_with(level: Level, s: &[u8], i: usize, wanted: &Wanted, out: &mut Vec<Me
     }
 }
 
+#[cfg(test)]
 fn string_end_with(level: Level, s: &[u8], i: usize) -> Option<usize> {
     match level {
         #[cfg(any(test, not(target_arch = "x86_64")))]
@@ -202,6 +205,7 @@ fn string_end_with(level: Level, s: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+#[cfg(test)]
 fn container_end_with(level: Level, s: &[u8], i: usize) -> Option<usize> {
     match level {
         #[cfg(any(test, not(target_arch = "x86_64")))]
@@ -234,11 +238,13 @@ macro_rules! compiled_for {
                 walk_inner(&mut Window::new(s, $simd), i, wanted, out)
             }
 
+            #[cfg(test)]
             #[target_feature(enable = $features)]
             pub(super) fn string_end(s: &[u8], i: usize) -> Option<usize> {
                 Window::new(s, $simd).string_end(i)
             }
 
+            #[cfg(test)]
             #[target_feature(enable = $features)]
             pub(super) fn container_end(s: &[u8], i: usize) -> Option<usize> {
                 Window::new(s, $simd).container_end(i)

@@ -228,12 +228,8 @@ impl Splitter {
         Splitter { wanted: Some(wanted), ..Splitter::new() }
     }
 
-    /// Elements reported so far.
-    pub fn jobs(&self) -> usize {
-        self.jobs
-    }
-
     /// Feeds the next chunk; `emit` receives each element that ends in it, in order.
+    #[cfg(test)]
     pub fn push(&mut self, chunk: &[u8], emit: impl FnMut(Elem<'_>)) -> Result<(), SplitError> {
         self.push_with(chunk, || true, emit)
     }

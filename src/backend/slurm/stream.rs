@@ -110,7 +110,9 @@ pub fn jobs<C: Chunk>(
     jobs_with(read, chunks, Policy::Balanced)
 }
 
-/// [`jobs`] with the walking done as `policy` says.
+/// [`jobs`] with the walking done as `policy` says (for tests and the fuzz target: the result is
+/// the same under every policy).
+#[doc(hidden)]
 pub fn jobs_with<C: Chunk>(
     read: JobReader,
     chunks: impl IntoIterator<Item = C>,
