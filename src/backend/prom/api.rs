@@ -734,15 +734,18 @@ mod fast {
                 self.i += 1;
             }
             let raw = self.b.get(start..self.i)?;
-            // Rust's parser also takes `+1`, `01`, `1.` and `.5`, which are not JSON, and reads
-            // `1e999` as infinity, which serde refuses (out of range).
-            if !json_number(raw) {
+            // Rust's parser also takes `+1`, `01`, `1.` and `.5`, which are not JSON. And it
+            // rounds every number correctly where serde_json (without `float_roundtrip`) may be
+            // a bit off for long ones or exponents (and refuses `1e999`): the scan reads only
+            // numbers both read alike (up to 15 digits, no exponent: one exact division by a
+            // power of ten), which Prometheus's timestamps are, and leaves the rest to serde.
+            if !json_number(raw)
+                || raw.iter().filter(|c| c.is_ascii_digit()).count() > 15
+                || raw.iter().any(|c| matches!(c, b'e' | b'E'))
+            {
                 return None;
             }
-            let v: f64 = self.utf8(start, self.i)?.parse().ok()?;
-            if !v.is_finite() {
-                return None;
-            }
+            let v = self.utf8(start, self.i)?.parse().ok()?;
             self.ts = (raw, v);
             Some(v)
         }
