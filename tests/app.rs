@@ -696,3 +696,27 @@ fn a_forbidden_write_shows_the_servers_reason_in_the_result_line() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_views_own_keys_work_there_and_say_where_they_work_elsewhere() {
+    let mut a = app();
+    a.goto(views::nodes::ID);
+    // `w` works anywhere: it opens the GPUs view on its wall.
+    key(&mut a, KeyCode::Char('w'));
+    assert_eq!(a.ui.view, views::gpus::ID);
+    assert!(a.ui.wall);
+    key(&mut a, KeyCode::Char('w'));
+    assert!(!a.ui.wall, "w in the GPUs view toggles back to the table");
+    // `]` belongs to Cost: elsewhere it says so and changes nothing.
+    a.goto(views::nodes::ID);
+    let before = a.ui.cost_window;
+    key(&mut a, KeyCode::Char(']'));
+    assert_eq!(a.ui.view, views::nodes::ID);
+    assert_eq!(a.ui.cost_window, before);
+    assert!(a.ui.message.as_ref().unwrap().0.contains("only in the Cost view"), "{:?}", a.ui.message);
+    a.goto(views::cost::ID);
+    key(&mut a, KeyCode::Char(']'));
+    assert_eq!(a.ui.cost_window, before + 1);
+    key(&mut a, KeyCode::Char('['));
+    assert_eq!(a.ui.cost_window, before);
+}

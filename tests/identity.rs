@@ -11,6 +11,7 @@ use gpuplane::ops::ActionKind;
 use gpuplane::tui::app::{App, Mode, Msg};
 use gpuplane::tui::views;
 use gpuplane::tui::views::{TableId, VIEWS, ViewId};
+use gpuplane::tui::widgets::table::TableExt;
 use ratatui::crossterm::event::KeyCode;
 
 /// A backend that lists what the cluster holds in another order each time, leaving out the

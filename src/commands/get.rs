@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::tui::theme::Theme;
 use crate::tui::views;
 use crate::tui::widgets::Glyphs;
-use crate::tui::widgets::table::{Cx, Marks, TableState};
+use crate::tui::widgets::table::{Cx, Marks, TableExt, TableState};
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;

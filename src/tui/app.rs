@@ -3,12 +3,12 @@
 
 use super::keymap::{Action, Keymap};
 use super::theme::Theme;
-use super::views::gpus::{WallMetric, WallState};
+use super::views::gpus::WallState;
 use super::views::topology::{TreeId, selected_node};
 use super::views::{self, TableId, ViewId};
 use super::widgets::Glyphs;
 use super::widgets::table::Marks;
-use super::widgets::table::{Cx, TableState, TableStates};
+use super::widgets::table::{Cx, TableExt, TableState, TableStates};
 use crate::audit::Record;
 use crate::cost::{self, CostReport};
 use crate::model::protocol::Update;
@@ -497,20 +497,7 @@ impl App {
                     }
                 }
             }
-            Action::ToggleWall => {
-                if self.ui.view == views::gpus::ID {
-                    self.ui.wall = !self.ui.wall;
-                } else {
-                    self.goto(views::gpus::ID);
-                    self.ui.wall = true;
-                }
-            }
-            Action::ToggleMetric => {
-                self.ui.wall_state.metric = match self.ui.wall_state.metric {
-                    WallMetric::Util => WallMetric::Temp,
-                    WallMetric::Temp => WallMetric::Util,
-                }
-            }
+            Action::Local(name) => self.view_key(name),
             Action::Mark => self.toggle_mark(),
             Action::Refresh => {
                 if self.refresh_now.is_empty() {
@@ -527,12 +514,22 @@ impl App {
             Action::Resume => self.start_action(ActionKind::Resume),
             Action::CancelJob => self.start_action(ActionKind::Cancel),
             Action::Acceptance => self.start_action(ActionKind::Acceptance(crate::acceptance::Mode::PerNode)),
-            Action::WindowLonger => {
-                self.ui.cost_window = (self.ui.cost_window + 1).min(cost::WINDOWS.len() - 1)
-            }
-            Action::WindowShorter => self.ui.cost_window = self.ui.cost_window.saturating_sub(1),
             _ => {}
         }
+    }
+
+    /// Runs a key a view declares: in its view, or (when it works anywhere) after opening it.
+    fn view_key(&mut self, name: &str) {
+        let Some((view, key)) = views::view_key(name) else { return };
+        let opened = self.ui.view != view.id();
+        if opened {
+            if !key.anywhere {
+                self.ui.message = Some((format!("{}: only in the {} view", key.help, view.title()), false));
+                return;
+            }
+            self.goto(view.id());
+        }
+        (key.run)(self, opened);
     }
 
     fn enter(&mut self) {

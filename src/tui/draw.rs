@@ -332,7 +332,7 @@ fn hints(app: &App) -> Line<'static> {
         (Action::Filter, "filter"),
         (Action::Enter, "details"),
     ];
-    list.extend(app.ui.view.def().hints().iter().copied());
+    list.extend(app.ui.view.def().keys().iter().filter_map(|k| Some((Action::Local(k.name), k.hint?))));
     if app.ui.view.def().tables().len() > 1 {
         list.push((Action::NextPane, "pane"));
     }
@@ -365,9 +365,7 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         }
     }
     for (g, mut items) in groups {
-        // Views in tab order.
-        let place = |a: &Action| a.view().and_then(|v| VIEWS.iter().position(|x| x.id() == v));
-        items.sort_by_key(|(a, _)| (place(a), *a));
+        items.sort_by_key(|(a, _)| a.rank());
         out.push(Line::styled(g.to_string(), t.title));
         for (a, keys) in items {
             out.push(Line::from(vec![

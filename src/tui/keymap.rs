@@ -35,10 +35,10 @@ pub enum Action {
     SortPrev,
     SortReverse,
     Pause,
-    ToggleWall,
-    ToggleMetric,
-    WindowLonger,
-    WindowShorter,
+    /// A key one view declares ([`super::views::ViewKey`]), bound by its name
+    /// (`toggle_wall = ["w"]`).
+    #[serde(skip)]
+    Local(&'static str),
     /// Go to a view; bound in a keymap by the view's name (`nodes = ["2"]`).
     #[serde(skip)]
     View(ViewId),
@@ -75,11 +75,8 @@ impl Action {
             SortNext => ("table", "sort by next column"),
             SortPrev => ("table", "sort by previous column"),
             SortReverse => ("table", "reverse sort order"),
-            ToggleWall => ("view", "GPUs: table / heatmap wall"),
-            ToggleMetric => ("view", "wall: utilisation / temperature"),
-            WindowLonger => ("view", "cost: longer window"),
-            WindowShorter => ("view", "cost: shorter window"),
             View(v) => ("views", v.def().title()),
+            Local(name) => ("view", super::views::view_key(name).map_or("", |(_, k)| k.help)),
             Mark => ("actions", "mark / unmark the row for a bulk action"),
             Cordon => ("actions", "cordon node(s) (confirm, reason, audited)"),
             Uncordon => ("actions", "uncordon node(s)"),
@@ -88,6 +85,22 @@ impl Action {
             CancelJob => ("actions", "cancel job(s)"),
             Acceptance => ("actions", "NCCL acceptance test per node (:acceptance pairs|all)"),
             Refresh => ("general", "refresh now (backends that poll)"),
+        }
+    }
+
+    /// Where the action is listed: in declaration order, views in tab order, a view's keys in
+    /// the order the view declares them.
+    pub fn rank(self) -> (Action, usize) {
+        let views = super::views::VIEWS;
+        match self {
+            Action::View(v) => {
+                (Action::View(ViewId("")), views.iter().position(|x| x.id() == v).unwrap_or(usize::MAX))
+            }
+            Action::Local(n) => (
+                Action::Local(""),
+                views.iter().flat_map(|v| v.keys()).position(|k| k.name == n).unwrap_or(usize::MAX),
+            ),
+            a => (a, 0),
         }
     }
 
@@ -105,10 +118,13 @@ impl Action {
         if let Ok(a) = Action::deserialize(de) {
             return Ok(a);
         }
-        match super::views::VIEWS.iter().find(|v| v.id().0 == name) {
-            Some(v) => Ok(Action::View(v.id())),
+        if let Some(v) = super::views::VIEWS.iter().find(|v| v.id().0 == name) {
+            return Ok(Action::View(v.id()));
+        }
+        match super::views::view_key(name) {
+            Some((_, k)) => Ok(Action::Local(k.name)),
             None => Err(format!(
-                "unknown action {name:?} (a view's name, or one of the actions in keymaps/default.toml)"
+                "unknown action {name:?} (a view's name, a view's key, or one of the actions in keymaps/default.toml)"
             )),
         }
     }
@@ -257,7 +273,7 @@ impl Keymap {
             bindings.push((action, parsed));
         }
         // Listed (help, hints) in the order the actions are declared, not the file's.
-        bindings.sort_by_key(|(a, _): &(Action, Vec<Key>)| *a);
+        bindings.sort_by_key(|(a, _): &(Action, Vec<Key>)| a.rank());
         for needed in [Action::Quit, Action::Command, Action::Back] {
             if !bindings.iter().any(|(a, k)| *a == needed && !k.is_empty()) {
                 return Err(format!("no key for {needed:?}: the console would be unusable"));

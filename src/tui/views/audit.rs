@@ -15,15 +15,136 @@ pub struct AuditTable;
 pub const TABLE: TableId = TableId("audit");
 
 static COLS: [Column; 9] = [
-    col("SEQ", 6).right(),
-    col("TIME", 19),
-    col("PHASE", 7).drop(3),
-    col("ACTION", 8),
-    col("TARGETS", 16),
-    col("USER", 10).drop(2),
-    col("RESULT", 8),
-    col("TICKET", 10).drop(1),
-    col("REASON", 10),
+    col(
+        "SEQ",
+        6,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Int(r.seq as i64)
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            Span::styled(r.seq.to_string(), t.dim)
+        },
+    )
+    .right(),
+    col(
+        "TIME",
+        19,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Int(r.seq as i64)
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            Span::styled(r.ts.get(..19).unwrap_or(&r.ts).replace('T', " "), t.dim)
+        },
+    ),
+    col(
+        "PHASE",
+        7,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Int(r.phase as i64)
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            Span::styled(
+                format!("{:?}", r.phase).to_lowercase(),
+                if r.phase == Phase::Intent { t.info } else { t.text },
+            )
+        },
+    )
+    .drop(3),
+    col(
+        "ACTION",
+        8,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Str(&r.action)
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            untrusted(&r.action, t.accent)
+        },
+    ),
+    col(
+        "TARGETS",
+        16,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Str(r.targets.first().map_or("", |t| t.as_str()))
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            Span::styled(super::super::widgets::safe(&r.targets.join(",")).into_owned(), t.text)
+        },
+    ),
+    col(
+        "USER",
+        10,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Str(&r.os_user)
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            untrusted(&r.os_user, t.text)
+        },
+    )
+    .drop(2),
+    col(
+        "RESULT",
+        8,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Str(r.result.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            let result_style = match r.result.as_deref() {
+                Some("ok") => t.ok,
+                Some("failed") | Some("refused") => t.crit,
+                Some(_) => t.warn,
+                None => t.dim,
+            };
+            Span::styled(r.result.clone().unwrap_or_default(), result_style)
+        },
+    ),
+    col(
+        "TICKET",
+        10,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Str(r.ticket.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            untrusted(r.ticket.as_deref().unwrap_or(""), t.dim)
+        },
+    )
+    .drop(1),
+    col(
+        "REASON",
+        10,
+        |cx, key| {
+            let r = rec(cx, key);
+            SortKey::Str(r.reason.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let r = rec(cx, key);
+            let t = cx.theme;
+            untrusted(r.reason.as_deref().unwrap_or(""), t.text)
+        },
+    ),
 ];
 
 fn rec<'a>(cx: &Cx<'a>, key: RowKey) -> &'a Record {
@@ -75,45 +196,6 @@ impl TableSource for AuditTable {
             "phase" => format!("{:?}", r.phase).to_lowercase().into(),
             _ => return None,
         })
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let r = rec(cx, key);
-        match c {
-            0 | 1 => SortKey::Int(r.seq as i64),
-            2 => SortKey::Int(r.phase as i64),
-            3 => SortKey::Str(&r.action),
-            4 => SortKey::Str(r.targets.first().map_or("", |t| t.as_str())),
-            5 => SortKey::Str(&r.os_user),
-            6 => SortKey::Str(r.result.as_deref().unwrap_or("")),
-            7 => SortKey::Str(r.ticket.as_deref().unwrap_or("")),
-            _ => SortKey::Str(r.reason.as_deref().unwrap_or("")),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let r = rec(cx, key);
-        let t = cx.theme;
-        let result_style = match r.result.as_deref() {
-            Some("ok") => t.ok,
-            Some("failed") | Some("refused") => t.crit,
-            Some(_) => t.warn,
-            None => t.dim,
-        };
-        vec![
-            Span::styled(r.seq.to_string(), t.dim),
-            Span::styled(r.ts.get(..19).unwrap_or(&r.ts).replace('T', " "), t.dim),
-            Span::styled(
-                format!("{:?}", r.phase).to_lowercase(),
-                if r.phase == Phase::Intent { t.info } else { t.text },
-            ),
-            untrusted(&r.action, t.accent),
-            Span::styled(super::super::widgets::safe(&r.targets.join(",")).into_owned(), t.text),
-            untrusted(&r.os_user, t.text),
-            Span::styled(r.result.clone().unwrap_or_default(), result_style),
-            untrusted(r.ticket.as_deref().unwrap_or(""), t.dim),
-            untrusted(r.reason.as_deref().unwrap_or(""), t.text),
-        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {

@@ -4,7 +4,7 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{money, opt, untrusted};
 use super::jobs::{job_field, job_state_style, job_text};
-use super::{TableId, ViewId};
+use super::{TableId, ViewId, ViewKey};
 use crate::cost::{JobCost, TeamCost};
 use crate::model::{JobKey, ObjKey};
 use crate::tui::app::App;
@@ -24,14 +24,126 @@ pub const TEAMS: TableId = TableId("cost-teams");
 pub const JOBS: TableId = TableId("cost");
 
 static TCOLS: [Column; 8] = [
-    col("TEAM", 14),
-    col("JOBS", 5).right().drop(3),
-    col("GPU-H", 8).right(),
-    col("COST", 10).right(),
-    col("USEFUL", 6).right(),
-    col("IDLE $", 9).right(),
-    col("FAILED-H", 8).right().drop(1),
-    col("FAILED $", 9).right().drop(2),
+    col(
+        "TEAM",
+        14,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Str(&t.team)
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            untrusted(&tc.team, t.text)
+        },
+    ),
+    col(
+        "JOBS",
+        5,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Int(i64::from(t.jobs))
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            Span::styled(tc.jobs.to_string(), t.dim)
+        },
+    )
+    .right()
+    .drop(3),
+    col(
+        "GPU-H",
+        8,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Float(t.gpu_hours)
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            Span::styled(format!("{:.0}", tc.gpu_hours), t.text)
+        },
+    )
+    .right(),
+    col(
+        "COST",
+        10,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Float(t.cost)
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            let cur = &cx.cost.currency;
+            Span::styled(money(tc.cost, cur), t.accent)
+        },
+    )
+    .right(),
+    col(
+        "USEFUL",
+        6,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Float(t.useful_pct().unwrap_or(-1.0))
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            Span::styled(opt(tc.useful_pct().map(|p| format!("{p:.0}%"))), t.text)
+        },
+    )
+    .right(),
+    col(
+        "IDLE $",
+        9,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Float(t.idle_cost)
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            let cur = &cx.cost.currency;
+            Span::styled(money(tc.idle_cost, cur), if tc.idle_cost > 0.0 { t.warn } else { t.dim })
+        },
+    )
+    .right(),
+    col(
+        "FAILED-H",
+        8,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Float(t.failed_gpu_hours)
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            Span::styled(
+                format!("{:.0}", tc.failed_gpu_hours),
+                if tc.failed_gpu_hours > 0.0 { t.crit } else { t.dim },
+            )
+        },
+    )
+    .right()
+    .drop(1),
+    col(
+        "FAILED $",
+        9,
+        |cx, key| {
+            let t = team(cx, key);
+            SortKey::Float(t.failed_cost)
+        },
+        |cx, key| {
+            let tc = team(cx, key);
+            let t = cx.theme;
+            let cur = &cx.cost.currency;
+            Span::styled(money(tc.failed_cost, cur), t.dim)
+        },
+    )
+    .right()
+    .drop(2),
 ];
 
 fn team<'a>(cx: &Cx<'a>, key: RowKey) -> &'a TeamCost {
@@ -71,54 +183,149 @@ impl TableSource for TeamsTable {
         (name == "team").then(|| team(cx, key).team.as_str().into())
     }
 
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let t = team(cx, key);
-        match c {
-            0 => SortKey::Str(&t.team),
-            1 => SortKey::Int(i64::from(t.jobs)),
-            2 => SortKey::Float(t.gpu_hours),
-            3 => SortKey::Float(t.cost),
-            4 => SortKey::Float(t.useful_pct().unwrap_or(-1.0)),
-            5 => SortKey::Float(t.idle_cost),
-            6 => SortKey::Float(t.failed_gpu_hours),
-            _ => SortKey::Float(t.failed_cost),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let tc = team(cx, key);
-        let t = cx.theme;
-        let cur = &cx.cost.currency;
-        vec![
-            untrusted(&tc.team, t.text),
-            Span::styled(tc.jobs.to_string(), t.dim),
-            Span::styled(format!("{:.0}", tc.gpu_hours), t.text),
-            Span::styled(money(tc.cost, cur), t.accent),
-            Span::styled(opt(tc.useful_pct().map(|p| format!("{p:.0}%"))), t.text),
-            Span::styled(money(tc.idle_cost, cur), if tc.idle_cost > 0.0 { t.warn } else { t.dim }),
-            Span::styled(
-                format!("{:.0}", tc.failed_gpu_hours),
-                if tc.failed_gpu_hours > 0.0 { t.crit } else { t.dim },
-            ),
-            Span::styled(money(tc.failed_cost, cur), t.dim),
-        ]
-    }
-
     fn default_sort(&self) -> (usize, bool) {
         (3, true)
     }
 }
 
 static JCOLS: [Column; 9] = [
-    col("ID", 7).right(),
-    col("NAME", 16),
-    col("USER", 9).drop(2),
-    col("TEAM", 12).drop(3),
-    col("ST", 3),
-    col("GPU-H", 7).right(),
-    col("COST", 9).right(),
-    col("USEFUL", 6).right(),
-    col("IDLE $", 8).right(),
+    col(
+        "ID",
+        7,
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            SortKey::Int(j.id as i64)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            let t = cx.theme;
+            Span::styled(j.id.to_string(), t.dim)
+        },
+    )
+    .right(),
+    col(
+        "NAME",
+        16,
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            SortKey::Str(&j.name)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            let t = cx.theme;
+            untrusted(&j.name, t.text)
+        },
+    ),
+    col(
+        "USER",
+        9,
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            SortKey::Str(&j.user)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            let t = cx.theme;
+            untrusted(&j.user, t.text)
+        },
+    )
+    .drop(2),
+    col(
+        "TEAM",
+        12,
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            SortKey::Str(&j.account)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            let t = cx.theme;
+            untrusted(&j.account, t.dim)
+        },
+    )
+    .drop(3),
+    col(
+        "ST",
+        3,
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            SortKey::Int(j.state as i64)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            Span::styled(j.state.short(), job_state_style(cx, j.state))
+        },
+    ),
+    col(
+        "GPU-H",
+        7,
+        |cx, key| {
+            let k = jc(cx, key);
+            SortKey::Float(k.gpu_hours)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let t = cx.theme;
+            Span::styled(format!("{:.1}", k.gpu_hours), t.text)
+        },
+    )
+    .right(),
+    col(
+        "COST",
+        9,
+        |cx, key| {
+            let k = jc(cx, key);
+            SortKey::Float(k.cost)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let t = cx.theme;
+            let cur = &cx.cost.currency;
+            Span::styled(money(k.cost, cur), t.accent)
+        },
+    )
+    .right(),
+    col(
+        "USEFUL",
+        6,
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            SortKey::Float(j.useful_pct().unwrap_or(-1.0))
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let j = &cx.s.jobs[k.index];
+            let t = cx.theme;
+            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}%"))), t.text)
+        },
+    )
+    .right(),
+    col(
+        "IDLE $",
+        8,
+        |cx, key| {
+            let k = jc(cx, key);
+            SortKey::Float(k.idle_cost)
+        },
+        |cx, key| {
+            let k = jc(cx, key);
+            let t = cx.theme;
+            let cur = &cx.cost.currency;
+            Span::styled(money(k.idle_cost, cur), if k.idle_cost > 1.0 { t.warn } else { t.dim })
+        },
+    )
+    .right(),
 ];
 
 fn jc<'a>(cx: &Cx<'a>, key: RowKey) -> &'a JobCost {
@@ -171,40 +378,6 @@ impl TableSource for CostJobsTable {
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         job_field(&cx.s.jobs[jc(cx, key).index], name)
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let k = jc(cx, key);
-        let j = &cx.s.jobs[k.index];
-        match c {
-            0 => SortKey::Int(j.id as i64),
-            1 => SortKey::Str(&j.name),
-            2 => SortKey::Str(&j.user),
-            3 => SortKey::Str(&j.account),
-            4 => SortKey::Int(j.state as i64),
-            5 => SortKey::Float(k.gpu_hours),
-            6 => SortKey::Float(k.cost),
-            7 => SortKey::Float(j.useful_pct().unwrap_or(-1.0)),
-            _ => SortKey::Float(k.idle_cost),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let k = jc(cx, key);
-        let j = &cx.s.jobs[k.index];
-        let t = cx.theme;
-        let cur = &cx.cost.currency;
-        vec![
-            Span::styled(j.id.to_string(), t.dim),
-            untrusted(&j.name, t.text),
-            untrusted(&j.user, t.text),
-            untrusted(&j.account, t.dim),
-            Span::styled(j.state.short(), job_state_style(cx, j.state)),
-            Span::styled(format!("{:.1}", k.gpu_hours), t.text),
-            Span::styled(money(k.cost, cur), t.accent),
-            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}%"))), t.text),
-            Span::styled(money(k.idle_cost, cur), if k.idle_cost > 1.0 { t.warn } else { t.dim }),
-        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {
@@ -266,8 +439,8 @@ impl super::View for View {
         let c = &app.cost;
         let keys = format!(
             "  ({}/{} change window)",
-            app.keymap.hint(Action::WindowShorter).unwrap_or_default(),
-            app.keymap.hint(Action::WindowLonger).unwrap_or_default()
+            app.keymap.hint(Action::Local("window_shorter")).unwrap_or_default(),
+            app.keymap.hint(Action::Local("window_longer")).unwrap_or_default()
         );
         let line = Line::from(vec![
             Span::styled(format!(" window {wname}: "), t.title),
@@ -290,7 +463,25 @@ impl super::View for View {
         }
     }
 
-    fn hints(&self) -> &'static [(Action, &'static str)] {
-        &[(Action::WindowLonger, "window")]
+    fn keys(&self) -> &'static [ViewKey] {
+        static KEYS: [ViewKey; 2] = [
+            ViewKey {
+                name: "window_longer",
+                help: "cost: longer window",
+                hint: Some("window"),
+                anywhere: false,
+                run: |app, _| {
+                    app.ui.cost_window = (app.ui.cost_window + 1).min(crate::cost::WINDOWS.len() - 1)
+                },
+            },
+            ViewKey {
+                name: "window_shorter",
+                help: "cost: shorter window",
+                hint: None,
+                anywhere: false,
+                run: |app, _| app.ui.cost_window = app.ui.cost_window.saturating_sub(1),
+            },
+        ];
+        &KEYS
     }
 }

@@ -24,17 +24,168 @@ pub const PORTS: TableId = TableId("fabric");
 pub const NODES: TableId = TableId("fabric-nodes");
 
 static COLS: [Column; 11] = [
-    col("NODE", 12),
-    col("PORT", 9),
-    col("TYPE", 4).drop(4),
-    col("STATE", 7),
-    col("RATE", 5).right(),
-    col("RX", 6).right().drop(3),
-    col("TX", 6).right().drop(3),
-    col("SYMERR", 7).right(),
-    col("RCVERR", 7).right().drop(2),
-    col("LNKDN", 5).right().drop(1),
-    col("FLAPS", 5).right(),
+    col(
+        "NODE",
+        12,
+        |cx, key| {
+            let (n, _) = get(cx.s, key);
+            SortKey::Str(&n.name)
+        },
+        |cx, key| {
+            let (n, _) = get(cx.s, key);
+            let t = cx.theme;
+            untrusted(&n.name, t.text)
+        },
+    ),
+    col(
+        "PORT",
+        9,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Str(&p.name)
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            untrusted(&p.name, t.text)
+        },
+    ),
+    col(
+        "TYPE",
+        4,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(p.kind as i64)
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(p.kind.label(), t.dim)
+        },
+    )
+    .drop(4),
+    col(
+        "STATE",
+        7,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(p.state as i64)
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(p.state.label(), if p.state == PortState::Active { t.ok } else { t.crit })
+        },
+    ),
+    col(
+        "RATE",
+        5,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(i64::from(p.rate_gbps))
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(format!("{}G", p.rate_gbps), t.text)
+        },
+    )
+    .right(),
+    col(
+        "RX",
+        6,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Float(f64::from(p.rx_gbps))
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(format!("{:.0}G", p.rx_gbps), t.dim)
+        },
+    )
+    .right()
+    .drop(3),
+    col(
+        "TX",
+        6,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Float(f64::from(p.tx_gbps))
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(format!("{:.0}G", p.tx_gbps), t.dim)
+        },
+    )
+    .right()
+    .drop(3),
+    col(
+        "SYMERR",
+        7,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(p.symbol_errors as i64)
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            let bad = |v: u64| if v > 0 { t.warn } else { t.dim };
+            Span::styled(p.symbol_errors.to_string(), bad(p.symbol_errors))
+        },
+    )
+    .right(),
+    col(
+        "RCVERR",
+        7,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(p.rcv_errors as i64)
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            let bad = |v: u64| if v > 0 { t.warn } else { t.dim };
+            Span::styled(p.rcv_errors.to_string(), bad(p.rcv_errors))
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "LNKDN",
+        5,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(p.link_downed as i64)
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            let bad = |v: u64| if v > 0 { t.warn } else { t.dim };
+            Span::styled(p.link_downed.to_string(), bad(p.link_downed))
+        },
+    )
+    .right()
+    .drop(1),
+    col(
+        "FLAPS",
+        5,
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            SortKey::Int(i64::from(p.flaps))
+        },
+        |cx, key| {
+            let (_, p) = get(cx.s, key);
+            let t = cx.theme;
+            let bad = |v: u64| if v > 0 { t.warn } else { t.dim };
+            Span::styled(
+                p.flaps.to_string(),
+                if p.flaps >= cx.s.thresholds.flap_count { t.crit } else { bad(u64::from(p.flaps)) },
+            )
+        },
+    )
+    .right(),
 ];
 
 fn get(s: &ClusterState, key: RowKey) -> (&Node, &FabricPort) {
@@ -82,14 +233,12 @@ impl TableSource for PortsTable {
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = cx.s;
-        let (n, p) = get(s, key);
+        let (n, p) = get(cx.s, key);
         vec![n.name.as_str().into(), p.name.as_str().into(), p.state.label().into()]
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let (n, p) = get(s, key);
+        let (n, p) = get(cx.s, key);
         Some(match name {
             "node" => n.name.as_str().into(),
             "port" => p.name.as_str().into(),
@@ -97,46 +246,6 @@ impl TableSource for PortsTable {
             "type" | "kind" => p.kind.label().into(),
             _ => return None,
         })
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let (n, p) = get(s, key);
-        match c {
-            0 => SortKey::Str(&n.name),
-            1 => SortKey::Str(&p.name),
-            2 => SortKey::Int(p.kind as i64),
-            3 => SortKey::Int(p.state as i64),
-            4 => SortKey::Int(i64::from(p.rate_gbps)),
-            5 => SortKey::Float(f64::from(p.rx_gbps)),
-            6 => SortKey::Float(f64::from(p.tx_gbps)),
-            7 => SortKey::Int(p.symbol_errors as i64),
-            8 => SortKey::Int(p.rcv_errors as i64),
-            9 => SortKey::Int(p.link_downed as i64),
-            _ => SortKey::Int(i64::from(p.flaps)),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let (n, p) = get(cx.s, key);
-        let t = cx.theme;
-        let bad = |v: u64| if v > 0 { t.warn } else { t.dim };
-        vec![
-            untrusted(&n.name, t.text),
-            untrusted(&p.name, t.text),
-            Span::styled(p.kind.label(), t.dim),
-            Span::styled(p.state.label(), if p.state == PortState::Active { t.ok } else { t.crit }),
-            Span::styled(format!("{}G", p.rate_gbps), t.text),
-            Span::styled(format!("{:.0}G", p.rx_gbps), t.dim),
-            Span::styled(format!("{:.0}G", p.tx_gbps), t.dim),
-            Span::styled(p.symbol_errors.to_string(), bad(p.symbol_errors)),
-            Span::styled(p.rcv_errors.to_string(), bad(p.rcv_errors)),
-            Span::styled(p.link_downed.to_string(), bad(p.link_downed)),
-            Span::styled(
-                p.flaps.to_string(),
-                if p.flaps >= cx.s.thresholds.flap_count { t.crit } else { bad(u64::from(p.flaps)) },
-            ),
-        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {
@@ -199,15 +308,162 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
 pub struct NodesTable;
 
 static NODE_COLS: [Column; 9] = [
-    col("NODE", 12),
-    col("VERDICT", 8),
-    col("BUSBW", 6).right(),
-    col("BASE%", 5).right().drop(3),
-    col("TREND", 12).drop(2),
-    col("DRIFT", 14).drop(1),
-    col("PORTS", 5).right().drop(4),
-    col("ERRS", 6).right(),
-    col("FLAPS", 5).right(),
+    col(
+        "NODE",
+        12,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            SortKey::Str(&n.name)
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
+            Span::styled(format!("{mark}{}", safe(&n.name)), t.text)
+        },
+    ),
+    col(
+        "VERDICT",
+        8,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let a = acceptance(cx.s, n);
+            SortKey::Int(verdict_rank(a.and_then(|a| a.last_verdict)))
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let a = acceptance(cx.s, n);
+            verdict_span(cx, a.and_then(|a| a.last_verdict))
+        },
+    ),
+    col(
+        "BUSBW",
+        6,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let a = acceptance(cx.s, n);
+            SortKey::Float(a.and_then(|a| a.last_busbw).unwrap_or(-1.0))
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let a = acceptance(cx.s, n);
+            let dash = || Span::styled("-", t.dim);
+            a.and_then(|a| a.last_busbw).map_or_else(dash, |b| Span::styled(format!("{b:.1}"), t.text))
+        },
+    )
+    .right(),
+    col(
+        "BASE%",
+        5,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let a = acceptance(cx.s, n);
+            SortKey::Float(a.and_then(|a| a.last_pct).unwrap_or(-1.0))
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let a = acceptance(cx.s, n);
+            let dash = || Span::styled("-", t.dim);
+            a.and_then(|a| a.last_pct).map_or_else(dash, |p| {
+                Span::styled(format!("{p:.0}%"), if p < 90.0 { t.warn } else { t.dim })
+            })
+        },
+    )
+    .right()
+    .drop(3),
+    col(
+        "TREND",
+        12,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let a = acceptance(cx.s, n);
+            SortKey::Float(a.and_then(|a| a.last_busbw).unwrap_or(-1.0))
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let a = acceptance(cx.s, n);
+            Span::styled(a.map(|a| busbw_spark(cx.glyphs, &a.history, 12)).unwrap_or_default(), t.accent)
+        },
+    )
+    .drop(2),
+    col(
+        "DRIFT",
+        14,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let a = acceptance(cx.s, n);
+            SortKey::Int(a.map_or(0, |a| a.drift.len() as i64))
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let a = acceptance(cx.s, n);
+            Span::styled(a.map(|a| drift_badges(cx.glyphs, a)).unwrap_or_default(), t.warn)
+        },
+    )
+    .drop(1),
+    col(
+        "PORTS",
+        5,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let (up, _, _) = port_sums(n);
+            SortKey::Int(up as i64)
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let (up, _, _) = port_sums(n);
+            Span::styled(format!("{up}/{}", n.ports.len()), if up < n.ports.len() { t.crit } else { t.dim })
+        },
+    )
+    .right()
+    .drop(4),
+    col(
+        "ERRS",
+        6,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let (_, errs, _) = port_sums(n);
+            SortKey::Int(errs as i64)
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let (_, errs, _) = port_sums(n);
+            let bad_ports = n.ports.iter().any(|p| crate::state::port_flagged(p, &cx.s.thresholds));
+            Span::styled(errs.to_string(), if bad_ports && errs > 0 { t.warn } else { t.dim })
+        },
+    )
+    .right(),
+    col(
+        "FLAPS",
+        5,
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
+            let (_, _, flaps) = port_sums(n);
+            SortKey::Int(i64::from(flaps))
+        },
+        |cx, key| {
+            let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
+            let t = cx.theme;
+            let (_, _, flaps) = port_sums(n);
+            Span::styled(
+                flaps.to_string(),
+                if flaps >= cx.s.thresholds.flap_count {
+                    t.crit
+                } else if flaps > 0 {
+                    t.warn
+                } else {
+                    t.dim
+                },
+            )
+        },
+    )
+    .right(),
 ];
 
 fn acceptance<'a>(s: &'a ClusterState, n: &Node) -> Option<&'a NodeAcceptance> {
@@ -325,56 +581,8 @@ impl TableSource for NodesTable {
         })
     }
 
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let Some(n) = cx.s.nodes.get(key as usize) else { return SortKey::Int(0) };
-        let a = acceptance(cx.s, n);
-        let (up, errs, flaps) = port_sums(n);
-        match c {
-            0 => SortKey::Str(&n.name),
-            1 => SortKey::Int(verdict_rank(a.and_then(|a| a.last_verdict))),
-            2 | 4 => SortKey::Float(a.and_then(|a| a.last_busbw).unwrap_or(-1.0)),
-            3 => SortKey::Float(a.and_then(|a| a.last_pct).unwrap_or(-1.0)),
-            5 => SortKey::Int(a.map_or(0, |a| a.drift.len() as i64)),
-            6 => SortKey::Int(up as i64),
-            7 => SortKey::Int(errs as i64),
-            _ => SortKey::Int(i64::from(flaps)),
-        }
-    }
-
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
         cx.s.nodes.get(key as usize).is_some_and(|n| cx.marked.node(cx, &n.name))
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let Some(n) = cx.s.nodes.get(key as usize) else { return vec![] };
-        let t = cx.theme;
-        let a = acceptance(cx.s, n);
-        let (up, errs, flaps) = port_sums(n);
-        let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
-        let dash = || Span::styled("-", t.dim);
-        let bad_ports = n.ports.iter().any(|p| crate::state::port_flagged(p, &cx.s.thresholds));
-        vec![
-            Span::styled(format!("{mark}{}", safe(&n.name)), t.text),
-            verdict_span(cx, a.and_then(|a| a.last_verdict)),
-            a.and_then(|a| a.last_busbw).map_or_else(dash, |b| Span::styled(format!("{b:.1}"), t.text)),
-            a.and_then(|a| a.last_pct).map_or_else(dash, |p| {
-                Span::styled(format!("{p:.0}%"), if p < 90.0 { t.warn } else { t.dim })
-            }),
-            Span::styled(a.map(|a| busbw_spark(cx.glyphs, &a.history, 12)).unwrap_or_default(), t.accent),
-            Span::styled(a.map(|a| drift_badges(cx.glyphs, a)).unwrap_or_default(), t.warn),
-            Span::styled(format!("{up}/{}", n.ports.len()), if up < n.ports.len() { t.crit } else { t.dim }),
-            Span::styled(errs.to_string(), if bad_ports && errs > 0 { t.warn } else { t.dim }),
-            Span::styled(
-                flaps.to_string(),
-                if flaps >= cx.s.thresholds.flap_count {
-                    t.crit
-                } else if flaps > 0 {
-                    t.warn
-                } else {
-                    t.dim
-                },
-            ),
-        ]
     }
 }
 

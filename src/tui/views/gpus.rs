@@ -4,13 +4,12 @@
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
-use super::{TableId, ViewId};
+use super::{TableId, ViewId, ViewKey};
 use crate::model::{Gpu, GpuLocal, Node, throttle_names, xid_info};
 use crate::model::{GpuKey, ObjKey};
 use crate::state::ClusterState;
 use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
-use crate::tui::keymap::Action;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -23,17 +22,174 @@ pub struct GpusTable;
 pub const TABLE: TableId = TableId("gpus");
 
 static COLS: [Column; 11] = [
-    col("NODE", 12),
-    col("GPU", 3).right(),
-    col("UTIL", 4).right(),
-    col("TENS", 4).right().drop(3),
-    col("MEM", 4).right(),
-    col("TEMP", 4).right(),
-    col("POWER", 5).right().drop(2),
-    col("ECC", 7).right().drop(4),
-    col("XID", 4).right(),
-    col("MODEL", 12).drop(5),
-    col("JOB", 8),
+    col(
+        "NODE",
+        12,
+        |cx, key| {
+            let (n, _) = get(cx.s, key);
+            SortKey::Str(&n.name)
+        },
+        |cx, key| {
+            let (n, _) = get(cx.s, key);
+            let t = cx.theme;
+            untrusted(&n.name, t.text)
+        },
+    ),
+    col(
+        "GPU",
+        3,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            SortKey::Int(i64::from(g.index))
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(g.index.to_string(), t.dim)
+        },
+    )
+    .right(),
+    col(
+        "UTIL",
+        4,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let o = |v: Option<u8>| SortKey::Int(v.map_or(-1, i64::from));
+            o(g.util)
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            let pct = |v: Option<u8>| opt(v.map(|v| format!("{v}%")));
+            Span::styled(pct(g.util), t.text)
+        },
+    )
+    .right(),
+    col(
+        "TENS",
+        4,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let o = |v: Option<u8>| SortKey::Int(v.map_or(-1, i64::from));
+            o(g.tensor_active)
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            let pct = |v: Option<u8>| opt(v.map(|v| format!("{v}%")));
+            Span::styled(pct(g.tensor_active), t.dim)
+        },
+    )
+    .right()
+    .drop(3),
+    col(
+        "MEM",
+        4,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let o = |v: Option<u8>| SortKey::Int(v.map_or(-1, i64::from));
+            o(g.mem_used_pct())
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            let pct = |v: Option<u8>| opt(v.map(|v| format!("{v}%")));
+            Span::styled(pct(g.mem_used_pct()), t.text)
+        },
+    )
+    .right(),
+    col(
+        "TEMP",
+        4,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let o = |v: Option<u8>| SortKey::Int(v.map_or(-1, i64::from));
+            o(g.temp_c)
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            let temp = g.temp_c.unwrap_or(0);
+            Span::styled(opt(g.temp_c.map(|c| format!("{c}C"))), t.level(u32::from(temp), 80, 88))
+        },
+    )
+    .right(),
+    col(
+        "POWER",
+        5,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            SortKey::Int(g.power_w.map_or(-1, i64::from))
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(opt(g.power_w.map(|w| format!("{w}W"))), t.dim)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "ECC",
+        7,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            SortKey::Int(i64::from(g.ecc.dbe) * 1_000_000 + i64::from(g.ecc.sbe))
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(format!("{}/{}", g.ecc.sbe, g.ecc.dbe), if g.ecc.dbe > 0 { t.crit } else { t.dim })
+        },
+    )
+    .right()
+    .drop(4),
+    col(
+        "XID",
+        4,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            SortKey::Int(g.xid.map_or(-1, |x| i64::from(x.code)))
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            match g.xid {
+                Some(x) => {
+                    Span::styled(x.code.to_string(), if xid_info(x.code).fatal { t.crit } else { t.warn })
+                }
+                None => Span::styled("-", t.dim),
+            }
+        },
+    )
+    .right(),
+    col(
+        "MODEL",
+        12,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            SortKey::Str(&g.model)
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            untrusted(g.model.trim_start_matches("NVIDIA "), t.dim)
+        },
+    )
+    .drop(5),
+    col(
+        "JOB",
+        8,
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            SortKey::Int(g.job.map_or(-1, |j| j as i64))
+        },
+        |cx, key| {
+            let (_, g) = get(cx.s, key);
+            let t = cx.theme;
+            Span::styled(opt(g.job), t.text)
+        },
+    ),
 ];
 
 fn get(s: &ClusterState, key: RowKey) -> (&Node, &Gpu) {
@@ -81,14 +237,12 @@ impl TableSource for GpusTable {
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = cx.s;
-        let (n, g) = get(s, key);
+        let (n, g) = get(cx.s, key);
         vec![n.name.as_str().into(), g.uuid.as_str().into(), g.model.as_str().into()]
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let (n, g) = get(s, key);
+        let (n, g) = get(cx.s, key);
         Some(match name {
             "node" => n.name.as_str().into(),
             "uuid" => g.uuid.as_str().into(),
@@ -98,50 +252,6 @@ impl TableSource for GpusTable {
             "pool" => n.pool.as_str().into(),
             _ => return None,
         })
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let (n, g) = get(s, key);
-        let o = |v: Option<u8>| SortKey::Int(v.map_or(-1, i64::from));
-        match c {
-            0 => SortKey::Str(&n.name),
-            1 => SortKey::Int(i64::from(g.index)),
-            2 => o(g.util),
-            3 => o(g.tensor_active),
-            4 => o(g.mem_used_pct()),
-            5 => o(g.temp_c),
-            6 => SortKey::Int(g.power_w.map_or(-1, i64::from)),
-            7 => SortKey::Int(i64::from(g.ecc.dbe) * 1_000_000 + i64::from(g.ecc.sbe)),
-            8 => SortKey::Int(g.xid.map_or(-1, |x| i64::from(x.code))),
-            9 => SortKey::Str(&g.model),
-            _ => SortKey::Int(g.job.map_or(-1, |j| j as i64)),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let (n, g) = get(cx.s, key);
-        let t = cx.theme;
-        let pct = |v: Option<u8>| opt(v.map(|v| format!("{v}%")));
-        let temp = g.temp_c.unwrap_or(0);
-        vec![
-            untrusted(&n.name, t.text),
-            Span::styled(g.index.to_string(), t.dim),
-            Span::styled(pct(g.util), t.text),
-            Span::styled(pct(g.tensor_active), t.dim),
-            Span::styled(pct(g.mem_used_pct()), t.text),
-            Span::styled(opt(g.temp_c.map(|c| format!("{c}C"))), t.level(u32::from(temp), 80, 88)),
-            Span::styled(opt(g.power_w.map(|w| format!("{w}W"))), t.dim),
-            Span::styled(format!("{}/{}", g.ecc.sbe, g.ecc.dbe), if g.ecc.dbe > 0 { t.crit } else { t.dim }),
-            match g.xid {
-                Some(x) => {
-                    Span::styled(x.code.to_string(), if xid_info(x.code).fatal { t.crit } else { t.warn })
-                }
-                None => Span::styled("-", t.dim),
-            },
-            untrusted(g.model.trim_start_matches("NVIDIA "), t.dim),
-            Span::styled(opt(g.job), t.text),
-        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {
@@ -486,7 +596,28 @@ impl super::View for View {
         app.ui.wall_state = ws;
     }
 
-    fn hints(&self) -> &'static [(Action, &'static str)] {
-        &[(Action::ToggleWall, "wall")]
+    fn keys(&self) -> &'static [ViewKey] {
+        static KEYS: [ViewKey; 2] = [
+            ViewKey {
+                name: "toggle_wall",
+                help: "GPUs: table / heatmap wall",
+                hint: Some("wall"),
+                anywhere: true,
+                run: |app, opened| app.ui.wall = opened || !app.ui.wall,
+            },
+            ViewKey {
+                name: "toggle_metric",
+                help: "wall: utilisation / temperature",
+                hint: None,
+                anywhere: false,
+                run: |app, _| {
+                    app.ui.wall_state.metric = match app.ui.wall_state.metric {
+                        WallMetric::Util => WallMetric::Temp,
+                        WallMetric::Temp => WallMetric::Util,
+                    }
+                },
+            },
+        ];
+        &KEYS
     }
 }

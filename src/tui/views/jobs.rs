@@ -17,18 +17,180 @@ pub struct JobsTable;
 pub const TABLE: TableId = TableId("jobs");
 
 static COLS: [Column; 12] = [
-    col("ID", 7).right(),
-    col("NAME", 16),
-    col("USER", 10),
-    col("ACCOUNT", 12).drop(3),
-    col("QUEUE", 7),
-    col("ST", 3),
-    col("GPUS", 4).right(),
-    col("NODES", 12).drop(4),
-    col("TIME", 6).right(),
-    col("POS", 4).right(),
-    col("PRIO", 6).right().drop(2),
-    col("REASON", 8),
+    col(
+        "ID",
+        7,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(j.id as i64)
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            let id = if cx.marked.job(cx, j.id) { format!("*{}", j.id) } else { j.id.to_string() };
+            Span::styled(id, t.dim)
+        },
+    )
+    .right(),
+    col(
+        "NAME",
+        16,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Str(&j.name)
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            let mine = j.user == cx.user;
+            let name_style = if mine { t.accent } else { t.text };
+            untrusted(&j.name, name_style)
+        },
+    ),
+    col(
+        "USER",
+        10,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Str(&j.user)
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            let mine = j.user == cx.user;
+            let name_style = if mine { t.accent } else { t.text };
+            untrusted(&j.user, name_style)
+        },
+    ),
+    col(
+        "ACCOUNT",
+        12,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Str(&j.account)
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            untrusted(&j.account, t.dim)
+        },
+    )
+    .drop(3),
+    col(
+        "QUEUE",
+        7,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Str(&j.queue)
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            untrusted(&j.queue, t.text)
+        },
+    ),
+    col(
+        "ST",
+        3,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(j.state as i64)
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            Span::styled(j.state.short(), job_state_style(cx, j.state))
+        },
+    ),
+    col(
+        "GPUS",
+        4,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(i64::from(j.gpus))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(j.gpus.to_string(), t.text)
+        },
+    )
+    .right(),
+    col(
+        "NODES",
+        12,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Str(j.nodes.first().map_or("", |n| n.as_str()))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(nodes_summary(j), t.dim)
+        },
+    )
+    .drop(4),
+    col(
+        "TIME",
+        6,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(job_time(j, cx.s.now))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(dur(job_time(j, cx.s.now)), t.text)
+        },
+    )
+    .right(),
+    col(
+        "POS",
+        4,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(j.rank.map_or(i64::MAX, i64::from))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(opt(j.rank), t.warn)
+        },
+    )
+    .right(),
+    col(
+        "PRIO",
+        6,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(i64::from(j.priority))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(j.priority.to_string(), t.dim)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "REASON",
+        8,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Str(j.pending_reason.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            match (&j.pending_reason, &j.exit_reason) {
+                (Some(r), _) if j.state == JobState::Pending => untrusted(r, t.warn),
+                (_, Some(e)) if !j.state.is_active() => {
+                    untrusted(e, if j.state.is_failure() { t.crit } else { t.dim })
+                }
+                _ => Span::raw(""),
+            }
+        },
+    ),
 ];
 
 pub fn job_state_style(cx: &Cx<'_>, st: JobState) -> Style {
@@ -130,55 +292,8 @@ impl TableSource for JobsTable {
         job_field(job(s, key), name)
     }
 
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let j = job(s, key);
-        match c {
-            0 => SortKey::Int(j.id as i64),
-            1 => SortKey::Str(&j.name),
-            2 => SortKey::Str(&j.user),
-            3 => SortKey::Str(&j.account),
-            4 => SortKey::Str(&j.queue),
-            5 => SortKey::Int(j.state as i64),
-            6 => SortKey::Int(i64::from(j.gpus)),
-            7 => SortKey::Str(j.nodes.first().map_or("", |n| n.as_str())),
-            8 => SortKey::Int(job_time(j, s.now)),
-            9 => SortKey::Int(j.rank.map_or(i64::MAX, i64::from)),
-            10 => SortKey::Int(i64::from(j.priority)),
-            _ => SortKey::Str(j.pending_reason.as_deref().unwrap_or("")),
-        }
-    }
-
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
         cx.marked.job(cx, job(cx.s, key).id)
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let j = job(cx.s, key);
-        let t = cx.theme;
-        let mine = j.user == cx.user;
-        let name_style = if mine { t.accent } else { t.text };
-        let id = if cx.marked.job(cx, j.id) { format!("*{}", j.id) } else { j.id.to_string() };
-        vec![
-            Span::styled(id, t.dim),
-            untrusted(&j.name, name_style),
-            untrusted(&j.user, name_style),
-            untrusted(&j.account, t.dim),
-            untrusted(&j.queue, t.text),
-            Span::styled(j.state.short(), job_state_style(cx, j.state)),
-            Span::styled(j.gpus.to_string(), t.text),
-            Span::styled(nodes_summary(j), t.dim),
-            Span::styled(dur(job_time(j, cx.s.now)), t.text),
-            Span::styled(opt(j.rank), t.warn),
-            Span::styled(j.priority.to_string(), t.dim),
-            match (&j.pending_reason, &j.exit_reason) {
-                (Some(r), _) if j.state == JobState::Pending => untrusted(r, t.warn),
-                (_, Some(e)) if !j.state.is_active() => {
-                    untrusted(e, if j.state.is_failure() { t.crit } else { t.dim })
-                }
-                _ => Span::raw(""),
-            },
-        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {

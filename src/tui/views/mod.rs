@@ -18,7 +18,6 @@ pub mod storage;
 pub mod topology;
 
 use super::app::App;
-use super::keymap::Action;
 use super::widgets::table::TableSource;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -59,10 +58,30 @@ pub trait View: Sync {
     fn tables(&self) -> &'static [&'static dyn TableSource];
     /// Draws the view's body.
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App);
-    /// Extra footer hints for this view's own keys.
-    fn hints(&self) -> &'static [(Action, &'static str)] {
+    /// The keys that mean something only in this view (none for most).
+    fn keys(&self) -> &'static [ViewKey] {
         &[]
     }
+}
+
+/// A key one view declares: bound in a keymap by `name` like any action, listed in help under
+/// the view, shown in the footer by its `hint` while the view is open.
+pub struct ViewKey {
+    /// Its name in a keymap (`toggle_wall`); unique across views.
+    pub name: &'static str,
+    /// What it does, for help.
+    pub help: &'static str,
+    /// The footer's word for it, if it gets one.
+    pub hint: Option<&'static str>,
+    /// Pressed in another view: open this view and run it (`true`), or say where it works.
+    pub anywhere: bool,
+    /// Runs it; `opened` says the view was just opened for it.
+    pub run: fn(&mut App, bool),
+}
+
+/// The view declaring the key named `name`, and the key.
+pub fn view_key(name: &str) -> Option<(&'static dyn View, &'static ViewKey)> {
+    VIEWS.iter().find_map(|v| v.keys().iter().find(|k| k.name == name).map(|k| (*v, k)))
 }
 
 /// A view that is one table with its detail pane (Nodes, Jobs, Storage, …): a file declares
@@ -143,6 +162,17 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), n, "a view name or alias is used twice");
+        let mut keys: Vec<&str> = VIEWS.iter().flat_map(|v| v.keys().iter().map(|k| k.name)).collect();
+        let n = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "a view key name is used twice");
+        for k in &keys {
+            assert!(
+                crate::tui::keymap::Action::by_name(k) == Ok(crate::tui::keymap::Action::Local(k)),
+                "view key {k} is shadowed by an action or a view of the same name"
+            );
+        }
         let mut tables: Vec<TableId> = all_tables().map(|t| t.id()).collect();
         let n = tables.len();
         tables.sort_unstable();

@@ -17,17 +17,117 @@ pub struct NodesTable;
 pub const TABLE: TableId = TableId("nodes");
 
 static COLS: [Column; 11] = [
-    col("NAME", 12),
-    col("STATE", 8),
-    col("POOL", 8).drop(3),
-    col("GPU", 5).right(),
-    col("UTIL", 4).right(),
-    col("TEMP", 4).right(),
-    col("POWER", 6).right().drop(2),
-    col("CPU", 7).right().drop(4),
-    col("MEM", 11).right().drop(5),
-    col("MODEL", 14).drop(6),
-    col("REASON", 10),
+    col(
+        "NAME",
+        12,
+        |cx, k| SortKey::Str(&node(cx.s, k).name),
+        |cx, k| {
+            let n = node(cx.s, k);
+            let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
+            Span::styled(format!("{mark}{}", super::super::widgets::safe(&n.name)), cx.theme.text)
+        },
+    ),
+    col(
+        "STATE",
+        8,
+        |cx, k| SortKey::Int(node(cx.s, k).state as i64),
+        |cx, k| {
+            let st = node(cx.s, k).state;
+            Span::styled(st.label(), state_style(cx, st))
+        },
+    ),
+    col(
+        "POOL",
+        8,
+        |cx, k| SortKey::Str(&node(cx.s, k).pool),
+        |cx, k| untrusted(&node(cx.s, k).pool, cx.theme.dim),
+    )
+    .drop(3),
+    col(
+        "GPU",
+        5,
+        |cx, k| SortKey::Int(i64::from(node(cx.s, k).gpu_alloc)),
+        |cx, k| {
+            let n = node(cx.s, k);
+            let failed = n.gpus.iter().any(|g| g.is_failed());
+            Span::styled(
+                format!("{}/{}", n.gpu_alloc, n.gpu_slots),
+                if failed { cx.theme.crit } else { cx.theme.text },
+            )
+        },
+    )
+    .right(),
+    col(
+        "UTIL",
+        4,
+        |cx, k| SortKey::Float(f64::from(node(cx.s, k).mean_util().unwrap_or(-1.0))),
+        |cx, k| {
+            Span::styled(node(cx.s, k).mean_util().map_or("-".into(), |u| format!("{u:.0}%")), cx.theme.text)
+        },
+    )
+    .right(),
+    col(
+        "TEMP",
+        4,
+        |cx, k| SortKey::Int(i64::from(node(cx.s, k).max_temp().unwrap_or(0))),
+        |cx, k| {
+            let temp = node(cx.s, k).max_temp();
+            Span::styled(
+                opt(temp.map(|c| format!("{c}C"))),
+                cx.theme.level(u32::from(temp.unwrap_or(0)), 80, 88),
+            )
+        },
+    )
+    .right(),
+    col(
+        "POWER",
+        6,
+        |cx, k| SortKey::Int(i64::from(node(cx.s, k).power_w())),
+        |cx, k| Span::styled(format!("{:.1}kW", node(cx.s, k).power_w() as f64 / 1000.0), cx.theme.text),
+    )
+    .right()
+    .drop(2),
+    col(
+        "CPU",
+        7,
+        |cx, k| SortKey::Int(i64::from(node(cx.s, k).cpus_alloc)),
+        |cx, k| {
+            let n = node(cx.s, k);
+            Span::styled(format!("{}/{}", n.cpus_alloc, n.cpus_total), cx.theme.dim)
+        },
+    )
+    .right()
+    .drop(4),
+    col(
+        "MEM",
+        11,
+        |cx, k| SortKey::Int(node(cx.s, k).mem_alloc_mib as i64),
+        |cx, k| {
+            let n = node(cx.s, k);
+            Span::styled(
+                format!("{}/{}", bytes(n.mem_alloc_mib << 20), bytes(n.mem_total_mib << 20)),
+                cx.theme.dim,
+            )
+        },
+    )
+    .right()
+    .drop(5),
+    col(
+        "MODEL",
+        14,
+        |cx, k| SortKey::Str(node(cx.s, k).gpu_model()),
+        |cx, k| untrusted(node(cx.s, k).gpu_model().trim_start_matches("NVIDIA "), cx.theme.dim),
+    )
+    .drop(6),
+    col(
+        "REASON",
+        10,
+        |cx, k| SortKey::Str(node(cx.s, k).reason.as_ref().map_or("", |r| r.text.as_str())),
+        |cx, k| match &node(cx.s, k).reason {
+            Some(r) => untrusted(&r.text, cx.theme.warn),
+            None => Span::raw(""),
+        },
+    ),
 ];
 
 pub fn state_style(cx: &Cx<'_>, st: NodeState) -> Style {
@@ -77,8 +177,7 @@ impl TableSource for NodesTable {
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = cx.s;
-        let n = node(s, key);
+        let n = node(cx.s, key);
         let mut v =
             vec![Cow::Borrowed(n.name.as_str()), Cow::Borrowed(n.pool.as_str()), n.state.label().into()];
         if let Some(r) = &n.reason {
@@ -88,8 +187,7 @@ impl TableSource for NodesTable {
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let n = node(s, key);
+        let n = node(cx.s, key);
         Some(match name {
             "name" => n.name.as_str().into(),
             "state" => n.state.label().into(),
@@ -101,52 +199,8 @@ impl TableSource for NodesTable {
         })
     }
 
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let n = node(s, key);
-        match c {
-            0 => SortKey::Str(&n.name),
-            1 => SortKey::Int(n.state as i64),
-            2 => SortKey::Str(&n.pool),
-            3 => SortKey::Int(i64::from(n.gpu_alloc)),
-            4 => SortKey::Float(f64::from(n.mean_util().unwrap_or(-1.0))),
-            5 => SortKey::Int(i64::from(n.max_temp().unwrap_or(0))),
-            6 => SortKey::Int(i64::from(n.power_w())),
-            7 => SortKey::Int(i64::from(n.cpus_alloc)),
-            8 => SortKey::Int(n.mem_alloc_mib as i64),
-            9 => SortKey::Str(n.gpu_model()),
-            _ => SortKey::Str(n.reason.as_ref().map_or("", |r| r.text.as_str())),
-        }
-    }
-
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
         cx.marked.node(cx, &node(cx.s, key).name)
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let n = node(cx.s, key);
-        let t = cx.theme;
-        let util = n.mean_util();
-        let temp = n.max_temp();
-        let failed = n.gpus.iter().filter(|g| g.is_failed()).count();
-        let gpu_style = if failed > 0 { t.crit } else { t.text };
-        let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
-        vec![
-            Span::styled(format!("{mark}{}", super::super::widgets::safe(&n.name)), t.text),
-            Span::styled(n.state.label(), state_style(cx, n.state)),
-            untrusted(&n.pool, t.dim),
-            Span::styled(format!("{}/{}", n.gpu_alloc, n.gpu_slots), gpu_style),
-            Span::styled(util.map_or("-".into(), |u| format!("{u:.0}%")), t.text),
-            Span::styled(opt(temp.map(|c| format!("{c}C"))), t.level(u32::from(temp.unwrap_or(0)), 80, 88)),
-            Span::styled(format!("{:.1}kW", n.power_w() as f64 / 1000.0), t.text),
-            Span::styled(format!("{}/{}", n.cpus_alloc, n.cpus_total), t.dim),
-            Span::styled(format!("{}/{}", bytes(n.mem_alloc_mib << 20), bytes(n.mem_total_mib << 20)), t.dim),
-            untrusted(n.gpu_model().trim_start_matches("NVIDIA "), t.dim),
-            match &n.reason {
-                Some(r) => untrusted(&r.text, t.warn),
-                None => Span::raw(""),
-            },
-        ]
     }
 }
 

@@ -21,12 +21,84 @@ pub struct IncidentsTable;
 pub const INCIDENTS: TableId = TableId("incidents");
 
 static COLS: [Column; 6] = [
-    col("SEV", 4),
-    col("PLANE", 7).drop(2),
-    col("SUBJECT", 18),
-    col("SINCE", 6).right().drop(3),
-    col("COST/H", 7).right().drop(1),
-    col("WHAT", 20),
+    col(
+        "SEV",
+        4,
+        |_, key| SortKey::Int(key as i64),
+        |cx, key| {
+            let i = inc(cx.s, key);
+            Span::styled(i.severity.label(), sev_style(cx, i.severity))
+        },
+    ),
+    col(
+        "PLANE",
+        7,
+        |cx, key| {
+            let i = inc(cx.s, key);
+            SortKey::Int(i.plane as i64)
+        },
+        |cx, key| {
+            let i = inc(cx.s, key);
+            let t = cx.theme;
+            Span::styled(i.plane.label(), t.dim)
+        },
+    )
+    .drop(2),
+    col(
+        "SUBJECT",
+        18,
+        |cx, key| {
+            let i = inc(cx.s, key);
+            SortKey::Str(&i.subject)
+        },
+        |cx, key| {
+            let i = inc(cx.s, key);
+            let t = cx.theme;
+            untrusted(&i.subject, t.text)
+        },
+    ),
+    col(
+        "SINCE",
+        6,
+        |cx, key| {
+            let i = inc(cx.s, key);
+            SortKey::Int(i.since.unwrap_or(i64::MAX))
+        },
+        |cx, key| {
+            let i = inc(cx.s, key);
+            let t = cx.theme;
+            Span::styled(i.since.map_or("-".into(), |s| dur(cx.s.now - s)), t.dim)
+        },
+    )
+    .right()
+    .drop(3),
+    col(
+        "COST/H",
+        7,
+        |cx, key| {
+            let i = inc(cx.s, key);
+            SortKey::Float(i.cost_per_hour.unwrap_or(0.0))
+        },
+        |cx, key| {
+            let i = inc(cx.s, key);
+            let t = cx.theme;
+            Span::styled(i.cost_per_hour.map_or(String::new(), |c| money(c, &cx.s.prices.currency)), t.warn)
+        },
+    )
+    .right()
+    .drop(1),
+    col(
+        "WHAT",
+        20,
+        |cx, key| {
+            let i = inc(cx.s, key);
+            SortKey::Str(&i.title)
+        },
+        |cx, key| {
+            let i = inc(cx.s, key);
+            untrusted(&i.title, sev_style(cx, i.severity))
+        },
+    ),
 ];
 
 fn inc(s: &ClusterState, key: RowKey) -> &Incident {
@@ -69,47 +141,18 @@ impl TableSource for IncidentsTable {
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = cx.s;
-        let i = inc(s, key);
+        let i = inc(cx.s, key);
         vec![i.subject.as_str().into(), i.title.as_str().into(), i.plane.label().into()]
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let i = inc(s, key);
+        let i = inc(cx.s, key);
         Some(match name {
             "plane" => i.plane.label().into(),
             "severity" | "sev" => i.severity.label().into(),
             "node" => i.node.as_deref()?.into(),
             _ => return None,
         })
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let i = inc(s, key);
-        match c {
-            // Natural order is already worst first.
-            0 => SortKey::Int(key as i64),
-            1 => SortKey::Int(i.plane as i64),
-            2 => SortKey::Str(&i.subject),
-            3 => SortKey::Int(i.since.unwrap_or(i64::MAX)),
-            4 => SortKey::Float(i.cost_per_hour.unwrap_or(0.0)),
-            _ => SortKey::Str(&i.title),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let i = inc(cx.s, key);
-        let t = cx.theme;
-        vec![
-            Span::styled(i.severity.label(), sev_style(cx, i.severity)),
-            Span::styled(i.plane.label(), t.dim),
-            untrusted(&i.subject, t.text),
-            Span::styled(i.since.map_or("-".into(), |s| dur(cx.s.now - s)), t.dim),
-            Span::styled(i.cost_per_hour.map_or(String::new(), |c| money(c, &cx.s.prices.currency)), t.warn),
-            untrusted(&i.title, sev_style(cx, i.severity)),
-        ]
     }
 }
 

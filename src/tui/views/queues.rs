@@ -23,16 +23,164 @@ pub const QUEUES: TableId = TableId("queues");
 pub const MY_JOBS: TableId = TableId("my-jobs");
 
 static QCOLS: [Column; 10] = [
-    col("QUEUE", 10),
-    col("KIND", 9).drop(3),
-    col("UP", 4).drop(4),
-    col("PEND", 5).right(),
-    col("RUN", 5).right(),
-    col("PGPU", 5).right().drop(1),
-    col("RGPU", 5).right().drop(1),
-    col("WAIT50", 6).right(),
-    col("WAIT90", 6).right().drop(2),
-    col("OLDEST", 6).right(),
+    col(
+        "QUEUE",
+        10,
+        |cx, key| {
+            let (q, _) = queue(cx.s, key);
+            SortKey::Str(&q.name)
+        },
+        |cx, key| {
+            let (q, _) = queue(cx.s, key);
+            let t = cx.theme;
+            untrusted(&q.name, t.text)
+        },
+    ),
+    col(
+        "KIND",
+        9,
+        |cx, key| {
+            let (q, _) = queue(cx.s, key);
+            SortKey::Int(q.kind as i64)
+        },
+        |cx, key| {
+            let (q, _) = queue(cx.s, key);
+            let t = cx.theme;
+            Span::styled(q.kind.label(), t.dim)
+        },
+    )
+    .drop(3),
+    col(
+        "UP",
+        4,
+        |cx, key| {
+            let (q, _) = queue(cx.s, key);
+            SortKey::Int(i64::from(q.up))
+        },
+        |cx, key| {
+            let (q, _) = queue(cx.s, key);
+            let t = cx.theme;
+            Span::styled(if q.up { "up" } else { "DOWN" }, if q.up { t.ok } else { t.crit })
+        },
+    )
+    .drop(4),
+    col(
+        "PEND",
+        5,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+            n(|x| i64::from(x.pending))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(st.pending.to_string(), if st.pending > 0 { t.warn } else { t.dim })
+        },
+    )
+    .right(),
+    col(
+        "RUN",
+        5,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+            n(|x| i64::from(x.running))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(st.running.to_string(), t.ok)
+        },
+    )
+    .right(),
+    col(
+        "PGPU",
+        5,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+            n(|x| i64::from(x.pending_gpus))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(st.pending_gpus.to_string(), t.dim)
+        },
+    )
+    .right()
+    .drop(1),
+    col(
+        "RGPU",
+        5,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+            n(|x| i64::from(x.running_gpus))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(st.running_gpus.to_string(), t.dim)
+        },
+    )
+    .right()
+    .drop(1),
+    col(
+        "WAIT50",
+        6,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+            n(|x| x.wait_p50_s.unwrap_or(-1))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let d = |v: Option<i64>| v.map_or("-".into(), dur);
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(d(st.wait_p50_s), t.text)
+        },
+    )
+    .right(),
+    col(
+        "WAIT90",
+        6,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
+            n(|x| x.wait_p90_s.unwrap_or(-1))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let d = |v: Option<i64>| v.map_or("-".into(), dur);
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(d(st.wait_p90_s), t.text)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "OLDEST",
+        6,
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            SortKey::Int(st.and_then(|x| x.oldest_submit).map_or(-1, |t| cx.s.now - t))
+        },
+        |cx, key| {
+            let (_, st) = queue(cx.s, key);
+            let t = cx.theme;
+            let d = |v: Option<i64>| v.map_or("-".into(), dur);
+            let st = st.cloned().unwrap_or_default();
+            Span::styled(d(st.oldest_submit.map(|t| cx.s.now - t)), t.text)
+        },
+    )
+    .right(),
 ];
 
 fn queue(s: &ClusterState, key: RowKey) -> (&Queue, Option<&QueueStats>) {
@@ -69,68 +217,167 @@ impl TableSource for QueuesTable {
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = cx.s;
-        let (q, _) = queue(s, key);
+        let (q, _) = queue(cx.s, key);
         vec![q.name.as_str().into(), q.kind.label().into()]
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let (q, _) = queue(s, key);
+        let (q, _) = queue(cx.s, key);
         Some(match name {
             "name" | "queue" => q.name.as_str().into(),
             "kind" => q.kind.label().into(),
             _ => return None,
         })
     }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let (q, st) = queue(s, key);
-        let n = |f: fn(&QueueStats) -> i64| SortKey::Int(st.map_or(-1, f));
-        match c {
-            0 => SortKey::Str(&q.name),
-            1 => SortKey::Int(q.kind as i64),
-            2 => SortKey::Int(i64::from(q.up)),
-            3 => n(|x| i64::from(x.pending)),
-            4 => n(|x| i64::from(x.running)),
-            5 => n(|x| i64::from(x.pending_gpus)),
-            6 => n(|x| i64::from(x.running_gpus)),
-            7 => n(|x| x.wait_p50_s.unwrap_or(-1)),
-            8 => n(|x| x.wait_p90_s.unwrap_or(-1)),
-            _ => SortKey::Int(st.and_then(|x| x.oldest_submit).map_or(-1, |t| s.now - t)),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let (q, st) = queue(cx.s, key);
-        let t = cx.theme;
-        let d = |v: Option<i64>| v.map_or("-".into(), dur);
-        let st = st.cloned().unwrap_or_default();
-        vec![
-            untrusted(&q.name, t.text),
-            Span::styled(q.kind.label(), t.dim),
-            Span::styled(if q.up { "up" } else { "DOWN" }, if q.up { t.ok } else { t.crit }),
-            Span::styled(st.pending.to_string(), if st.pending > 0 { t.warn } else { t.dim }),
-            Span::styled(st.running.to_string(), t.ok),
-            Span::styled(st.pending_gpus.to_string(), t.dim),
-            Span::styled(st.running_gpus.to_string(), t.dim),
-            Span::styled(d(st.wait_p50_s), t.text),
-            Span::styled(d(st.wait_p90_s), t.text),
-            Span::styled(d(st.oldest_submit.map(|t| cx.s.now - t)), t.text),
-        ]
-    }
 }
 
 static MCOLS: [Column; 8] = [
-    col("ID", 7).right(),
-    col("NAME", 14),
-    col("QUEUE", 7),
-    col("ST", 3),
-    col("GPUS", 4).right().drop(2),
-    col("POS", 9).right(),
-    col("EST START", 16).drop(1),
-    col("WHY", 20),
+    col(
+        "ID",
+        7,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Int(j.id as i64)
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            Span::styled(j.id.to_string(), t.dim)
+        },
+    )
+    .right(),
+    col(
+        "NAME",
+        14,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Str(&j.name)
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            untrusted(&j.name, t.text)
+        },
+    ),
+    col(
+        "QUEUE",
+        7,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Str(&j.queue)
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            untrusted(&j.queue, t.text)
+        },
+    ),
+    col(
+        "ST",
+        3,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Int(j.state as i64)
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            Span::styled(j.state.short(), job_state_style(cx, j.state))
+        },
+    ),
+    col(
+        "GPUS",
+        4,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Int(i64::from(j.gpus))
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            Span::styled(j.gpus.to_string(), t.text)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "POS",
+        9,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Int(j.rank.map_or(i64::MAX, i64::from))
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            let pending = j.state == JobState::Pending;
+            Span::styled(
+                if pending {
+                    format!("{}/{}", opt(j.rank), pending_in_queue(s, &j.queue))
+                } else {
+                    "-".into()
+                },
+                t.warn,
+            )
+        },
+    )
+    .right(),
+    col(
+        "EST START",
+        16,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Int(j.est_start.unwrap_or(i64::MAX))
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            let pending = j.state == JobState::Pending;
+            Span::styled(
+                match (pending, j.est_start) {
+                    (true, Some(e)) => format!("{} +{}", &ts(e)[5..], dur(e - s.now)),
+                    (true, None) => "unknown".into(),
+                    _ => j.start.map_or("-".into(), |st| format!("ran {}", dur(s.now - st))),
+                },
+                t.text,
+            )
+        },
+    )
+    .drop(1),
+    col(
+        "WHY",
+        20,
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            SortKey::Str(j.pending_reason.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let s = cx.s;
+            let j = &s.jobs[key as usize];
+            let t = cx.theme;
+            let pending = j.state == JobState::Pending;
+            match &j.pending_reason {
+                Some(r) if pending => {
+                    Span::styled(format!("{}: {}", safe(r), pending_reason_text(r)), t.warn)
+                }
+                _ => Span::raw(""),
+            }
+        },
+    ),
 ];
 
 impl TableSource for MyJobsTable {
@@ -177,57 +424,6 @@ impl TableSource for MyJobsTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let s = cx.s;
         job_field(&s.jobs[key as usize], name)
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let j = &s.jobs[key as usize];
-        match c {
-            0 => SortKey::Int(j.id as i64),
-            1 => SortKey::Str(&j.name),
-            2 => SortKey::Str(&j.queue),
-            3 => SortKey::Int(j.state as i64),
-            4 => SortKey::Int(i64::from(j.gpus)),
-            5 => SortKey::Int(j.rank.map_or(i64::MAX, i64::from)),
-            6 => SortKey::Int(j.est_start.unwrap_or(i64::MAX)),
-            _ => SortKey::Str(j.pending_reason.as_deref().unwrap_or("")),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let s = cx.s;
-        let j = &s.jobs[key as usize];
-        let t = cx.theme;
-        let pending = j.state == JobState::Pending;
-        vec![
-            Span::styled(j.id.to_string(), t.dim),
-            untrusted(&j.name, t.text),
-            untrusted(&j.queue, t.text),
-            Span::styled(j.state.short(), job_state_style(cx, j.state)),
-            Span::styled(j.gpus.to_string(), t.text),
-            Span::styled(
-                if pending {
-                    format!("{}/{}", opt(j.rank), pending_in_queue(s, &j.queue))
-                } else {
-                    "-".into()
-                },
-                t.warn,
-            ),
-            Span::styled(
-                match (pending, j.est_start) {
-                    (true, Some(e)) => format!("{} +{}", &ts(e)[5..], dur(e - s.now)),
-                    (true, None) => "unknown".into(),
-                    _ => j.start.map_or("-".into(), |st| format!("ran {}", dur(s.now - st))),
-                },
-                t.text,
-            ),
-            match &j.pending_reason {
-                Some(r) if pending => {
-                    Span::styled(format!("{}: {}", safe(r), pending_reason_text(r)), t.warn)
-                }
-                _ => Span::raw(""),
-            },
-        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {

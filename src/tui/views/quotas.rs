@@ -16,14 +16,124 @@ pub struct QuotasTable;
 pub const TABLE: TableId = TableId("quotas");
 
 static COLS: [Column; 8] = [
-    col("TEAM", 14),
-    col("QUOTA", 6).right(),
-    col("USED", 6).right(),
-    col("USE%", 5).right(),
-    col("BORROW", 6).right(),
-    col("LEND", 5).right().drop(2),
-    col("PEND", 5).right().drop(1),
-    col("", 10),
+    col(
+        "TEAM",
+        14,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Str(&q.team)
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            untrusted(&q.team, t.text)
+        },
+    ),
+    col(
+        "QUOTA",
+        6,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.gpu_quota))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            Span::styled(q.gpu_quota.to_string(), t.text)
+        },
+    )
+    .right(),
+    col(
+        "USED",
+        6,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.gpu_used))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            let pct = q.used_pct();
+            let style = if q.over_quota() { t.crit } else { t.level(pct, 90, 101) };
+            Span::styled(q.gpu_used.to_string(), style)
+        },
+    )
+    .right(),
+    col(
+        "USE%",
+        5,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.used_pct()))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            let pct = q.used_pct();
+            let style = if q.over_quota() { t.crit } else { t.level(pct, 90, 101) };
+            Span::styled(format!("{pct}%"), style)
+        },
+    )
+    .right(),
+    col(
+        "BORROW",
+        6,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.borrowed))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            Span::styled(q.borrowed.to_string(), if q.borrowed > 0 { t.warn } else { t.dim })
+        },
+    )
+    .right(),
+    col(
+        "LEND",
+        5,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.lendable))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            Span::styled(q.lendable.to_string(), t.dim)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "PEND",
+        5,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.gpu_pending))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            Span::styled(q.gpu_pending.to_string(), t.dim)
+        },
+    )
+    .right()
+    .drop(1),
+    col(
+        "",
+        10,
+        |cx, key| {
+            let q = quota(cx.s, key);
+            SortKey::Int(i64::from(q.used_pct()))
+        },
+        |cx, key| {
+            let q = quota(cx.s, key);
+            let t = cx.theme;
+            let pct = q.used_pct();
+            let style = if q.over_quota() { t.crit } else { t.level(pct, 90, 101) };
+            Span::styled(cx.glyphs.bar(pct.min(100), 10), style)
+        },
+    ),
 ];
 
 fn quota(s: &ClusterState, key: RowKey) -> &Quota {
@@ -61,44 +171,12 @@ impl TableSource for QuotasTable {
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let q = quota(s, key);
+        let q = quota(cx.s, key);
         match name {
             "team" => Some(q.team.as_str().into()),
             "over" => Some(q.over_quota().to_string().into()),
             _ => None,
         }
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let q = quota(s, key);
-        match c {
-            0 => SortKey::Str(&q.team),
-            1 => SortKey::Int(i64::from(q.gpu_quota)),
-            2 => SortKey::Int(i64::from(q.gpu_used)),
-            3 | 7 => SortKey::Int(i64::from(q.used_pct())),
-            4 => SortKey::Int(i64::from(q.borrowed)),
-            5 => SortKey::Int(i64::from(q.lendable)),
-            _ => SortKey::Int(i64::from(q.gpu_pending)),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let q = quota(cx.s, key);
-        let t = cx.theme;
-        let pct = q.used_pct();
-        let style = if q.over_quota() { t.crit } else { t.level(pct, 90, 101) };
-        vec![
-            untrusted(&q.team, t.text),
-            Span::styled(q.gpu_quota.to_string(), t.text),
-            Span::styled(q.gpu_used.to_string(), style),
-            Span::styled(format!("{pct}%"), style),
-            Span::styled(q.borrowed.to_string(), if q.borrowed > 0 { t.warn } else { t.dim }),
-            Span::styled(q.lendable.to_string(), t.dim),
-            Span::styled(q.gpu_pending.to_string(), t.dim),
-            Span::styled(cx.glyphs.bar(pct.min(100), 10), style),
-        ]
     }
 }
 

@@ -16,12 +16,86 @@ pub struct SourcesTable;
 pub const TABLE: TableId = TableId("sources");
 
 static COLS: [Column; 6] = [
-    col("SOURCE", 8),
-    col("STATE", 8),
-    col("LAST OK", 20).drop(2),
-    col("AGE", 8).right(),
-    col("DETAIL", 12).drop(1),
-    col("ERROR", 30),
+    col(
+        "SOURCE",
+        8,
+        |cx, key| {
+            let s = src(cx, key);
+            SortKey::Str(&s.name)
+        },
+        |cx, key| {
+            let (s, t) = (src(cx, key), cx.theme);
+            untrusted(&s.name, t.text)
+        },
+    ),
+    col(
+        "STATE",
+        8,
+        |cx, key| {
+            let s = src(cx, key);
+            SortKey::Str(state(s))
+        },
+        |cx, key| {
+            let (s, t) = (src(cx, key), cx.theme);
+            let style = match state(s) {
+                "failing" => t.crit,
+                "never" => t.warn,
+                _ => t.ok,
+            };
+            Span::styled(state(s), style)
+        },
+    ),
+    col(
+        "LAST OK",
+        20,
+        |cx, key| {
+            let s = src(cx, key);
+            SortKey::Int(s.ok_at.unwrap_or(i64::MIN))
+        },
+        |cx, key| {
+            let (s, t) = (src(cx, key), cx.theme);
+            Span::styled(s.ok_at.map_or("-".into(), ts), t.dim)
+        },
+    )
+    .drop(2),
+    col(
+        "AGE",
+        8,
+        |cx, key| {
+            let s = src(cx, key);
+            SortKey::Int(s.ok_at.unwrap_or(i64::MIN))
+        },
+        |cx, key| {
+            let (s, t) = (src(cx, key), cx.theme);
+            Span::styled(s.ok_at.map_or("-".into(), |at| ago(cx.s.now, at)), t.dim)
+        },
+    )
+    .right(),
+    col(
+        "DETAIL",
+        12,
+        |cx, key| {
+            let s = src(cx, key);
+            SortKey::Str(s.detail.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let (s, t) = (src(cx, key), cx.theme);
+            untrusted(s.detail.as_deref().unwrap_or("-"), t.dim)
+        },
+    )
+    .drop(1),
+    col(
+        "ERROR",
+        30,
+        |cx, key| {
+            let s = src(cx, key);
+            SortKey::Str(s.error.as_deref().unwrap_or(""))
+        },
+        |cx, key| {
+            let (s, t) = (src(cx, key), cx.theme);
+            untrusted(s.error.as_deref().unwrap_or(""), t.crit)
+        },
+    ),
 ];
 
 fn src<'a>(cx: &Cx<'a>, key: RowKey) -> &'a SourceStatus {
@@ -67,34 +141,6 @@ impl TableSource for SourcesTable {
             "detail" => s.detail.as_deref()?.into(),
             _ => return None,
         })
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = src(cx, key);
-        match c {
-            0 => SortKey::Str(&s.name),
-            1 => SortKey::Str(state(s)),
-            2 | 3 => SortKey::Int(s.ok_at.unwrap_or(i64::MIN)),
-            4 => SortKey::Str(s.detail.as_deref().unwrap_or("")),
-            _ => SortKey::Str(s.error.as_deref().unwrap_or("")),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let (s, t) = (src(cx, key), cx.theme);
-        let style = match state(s) {
-            "failing" => t.crit,
-            "never" => t.warn,
-            _ => t.ok,
-        };
-        vec![
-            untrusted(&s.name, t.text),
-            Span::styled(state(s), style),
-            Span::styled(s.ok_at.map_or("-".into(), ts), t.dim),
-            Span::styled(s.ok_at.map_or("-".into(), |at| ago(cx.s.now, at)), t.dim),
-            untrusted(s.detail.as_deref().unwrap_or("-"), t.dim),
-            untrusted(s.error.as_deref().unwrap_or(""), t.crit),
-        ]
     }
 
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {

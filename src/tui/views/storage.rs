@@ -16,16 +16,150 @@ pub struct StorageTable;
 pub const TABLE: TableId = TableId("storage");
 
 static COLS: [Column; 10] = [
-    col("NAME", 12),
-    col("KIND", 6).drop(3),
-    col("MOUNT", 18),
-    col("USE", 4).right(),
-    col("SIZE", 6).right(),
-    col("READ", 9).right(),
-    col("WRITE", 9).right(),
-    col("CKPT-W", 6).right().drop(2),
-    col("CKPT-R", 6).right().drop(2),
-    col("PURPOSE", 10).drop(1),
+    col(
+        "NAME",
+        12,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Str(&f.name)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            untrusted(&f.name, t.text)
+        },
+    ),
+    col(
+        "KIND",
+        6,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Int(f.kind as i64)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            Span::styled(f.kind.label(), t.dim)
+        },
+    )
+    .drop(3),
+    col(
+        "MOUNT",
+        18,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Str(&f.mount)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            untrusted(&f.mount, t.text)
+        },
+    ),
+    col(
+        "USE",
+        4,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Int(i64::from(f.used_pct()))
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            let pct = f.used_pct();
+            Span::styled(
+                format!("{pct}%"),
+                t.level(u32::from(pct), u32::from(cx.s.thresholds.storage_full_pct), 97),
+            )
+        },
+    )
+    .right(),
+    col(
+        "SIZE",
+        6,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Int(f.capacity_bytes as i64)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            Span::styled(bytes(f.capacity_bytes), t.dim)
+        },
+    )
+    .right(),
+    col(
+        "READ",
+        9,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Float(f.read_bps)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            Span::styled(rate(f.read_bps), t.text)
+        },
+    )
+    .right(),
+    col(
+        "WRITE",
+        9,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Float(f.write_bps)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            Span::styled(rate(f.write_bps), t.text)
+        },
+    )
+    .right(),
+    col(
+        "CKPT-W",
+        6,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Float(f64::from(f.ckpt_write_s.unwrap_or(-1.0)))
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            Span::styled(opt(f.ckpt_write_s.map(|v| format!("{v:.0}s"))), t.dim)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "CKPT-R",
+        6,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Float(f64::from(f.ckpt_restore_s.unwrap_or(-1.0)))
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            Span::styled(opt(f.ckpt_restore_s.map(|v| format!("{v:.0}s"))), t.dim)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "PURPOSE",
+        10,
+        |cx, key| {
+            let f = fs(cx.s, key);
+            SortKey::Str(&f.purpose)
+        },
+        |cx, key| {
+            let f = fs(cx.s, key);
+            let t = cx.theme;
+            untrusted(&f.purpose, t.dim)
+        },
+    )
+    .drop(1),
 ];
 
 fn fs(s: &ClusterState, key: RowKey) -> &Filesystem {
@@ -59,8 +193,7 @@ impl TableSource for StorageTable {
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = cx.s;
-        let f = fs(s, key);
+        let f = fs(cx.s, key);
         vec![
             f.name.as_str().into(),
             f.mount.as_str().into(),
@@ -70,8 +203,7 @@ impl TableSource for StorageTable {
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = cx.s;
-        let f = fs(s, key);
+        let f = fs(cx.s, key);
         Some(match name {
             "name" => f.name.as_str().into(),
             "kind" | "type" => f.kind.label().into(),
@@ -79,44 +211,6 @@ impl TableSource for StorageTable {
             "purpose" => f.purpose.as_str().into(),
             _ => return None,
         })
-    }
-
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, c: usize) -> SortKey<'a> {
-        let s = cx.s;
-        let f = fs(s, key);
-        match c {
-            0 => SortKey::Str(&f.name),
-            1 => SortKey::Int(f.kind as i64),
-            2 => SortKey::Str(&f.mount),
-            3 => SortKey::Int(i64::from(f.used_pct())),
-            4 => SortKey::Int(f.capacity_bytes as i64),
-            5 => SortKey::Float(f.read_bps),
-            6 => SortKey::Float(f.write_bps),
-            7 => SortKey::Float(f64::from(f.ckpt_write_s.unwrap_or(-1.0))),
-            8 => SortKey::Float(f64::from(f.ckpt_restore_s.unwrap_or(-1.0))),
-            _ => SortKey::Str(&f.purpose),
-        }
-    }
-
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
-        let f = fs(cx.s, key);
-        let t = cx.theme;
-        let pct = f.used_pct();
-        vec![
-            untrusted(&f.name, t.text),
-            Span::styled(f.kind.label(), t.dim),
-            untrusted(&f.mount, t.text),
-            Span::styled(
-                format!("{pct}%"),
-                t.level(u32::from(pct), u32::from(cx.s.thresholds.storage_full_pct), 97),
-            ),
-            Span::styled(bytes(f.capacity_bytes), t.dim),
-            Span::styled(rate(f.read_bps), t.text),
-            Span::styled(rate(f.write_bps), t.text),
-            Span::styled(opt(f.ckpt_write_s.map(|v| format!("{v:.0}s"))), t.dim),
-            Span::styled(opt(f.ckpt_restore_s.map(|v| format!("{v:.0}s"))), t.dim),
-            untrusted(&f.purpose, t.dim),
-        ]
     }
 }
 

@@ -26,18 +26,30 @@ pub fn unpack(k: RowKey) -> (usize, usize) {
     ((k >> 32) as usize, (k & 0xffff_ffff) as usize)
 }
 
+/// How a column sorts its rows: the value of one row.
+pub type SortFn = for<'a> fn(&Cx<'a>, RowKey) -> SortKey<'a>;
+/// How a column draws one row's cell (already sanitised).
+pub type CellFn = for<'a> fn(&Cx<'a>, RowKey) -> Span<'a>;
+
+/// One column, declared once: its header, width policy, priority at narrow widths, sort key and
+/// cell renderer together (a table's columns are a `static` array of these).
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
     pub name: &'static str,
-    /// Width in cells; the last column takes what is left.
+    /// Width in cells it needs; the last column takes what is left.
     pub width: u16,
+    /// The widest it grows to when the terminal has room (its content permitting).
+    pub max: u16,
     pub right: bool,
     /// Dropped first when the terminal is narrow (higher = dropped earlier; 0 = always shown).
     pub drop: u8,
+    pub sort: SortFn,
+    pub cell: CellFn,
 }
 
-pub const fn col(name: &'static str, width: u16) -> Column {
-    Column { name, width, right: false, drop: 0 }
+/// A column named `name`, `width` cells wide, sorted by `sort`, drawn by `cell`.
+pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> Column {
+    Column { name, width, max: width, right: false, drop: 0, sort, cell }
 }
 
 impl Column {
@@ -48,6 +60,12 @@ impl Column {
 
     pub const fn drop(mut self, level: u8) -> Self {
         self.drop = level;
+        self
+    }
+
+    /// Lets the column grow up to `max` cells for long values when there is room.
+    pub const fn grow(mut self, max: u16) -> Self {
+        self.max = max;
         self
     }
 }
@@ -86,10 +104,11 @@ fn sort_order<S: TableSource + ?Sized>(
     desc: bool,
 ) -> Vec<u32> {
     let Some(&first) = keys.first() else { return Vec::new() };
-    if let SortKey::Str(_) = src.sort_key(cx, first, col) {
+    let Some(sort) = src.columns().get(col).map(|c| c.sort) else { return (0..keys.len() as u32).collect() };
+    if let SortKey::Str(_) = sort(cx, first) {
         let strs: Vec<&str> = keys
             .iter()
-            .map(|&k| match src.sort_key(cx, k, col) {
+            .map(|&k| match sort(cx, k) {
                 SortKey::Str(v) => v,
                 _ => "",
             })
@@ -127,7 +146,7 @@ fn sort_order<S: TableSource + ?Sized>(
         .iter()
         .enumerate()
         .map(|(i, &k)| {
-            let n = match src.sort_key(cx, k, col) {
+            let n = match sort(cx, k) {
                 SortKey::Int(n) => n,
                 SortKey::Float(f) => float_bits(f),
                 SortKey::Str(_) => 0,
@@ -231,9 +250,6 @@ pub trait TableSource: Sync {
     }
     /// A named field (or label) for `key=value` filters.
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>>;
-    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, col: usize) -> SortKey<'a>;
-    /// The cells of one row (already sanitised), one per column.
-    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>>;
     /// Whether the row is marked for a bulk action.
     fn marked(&self, _cx: &Cx<'_>, _key: RowKey) -> bool {
         false
@@ -255,6 +271,28 @@ pub trait TableSource: Sync {
         let mut keys = Vec::new();
         self.keys(cx, &mut keys);
         keys.into_iter().find(|&k| self.identity(cx, k).as_ref() == Some(id))
+    }
+}
+
+/// What every table offers beyond its declaration, derived from its columns (not overridable:
+/// a column's sort key and cell live only in its [`Column`]).
+pub trait TableExt {
+    /// The cells of one row, one per column.
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>>;
+    /// Column `col`'s sort value for one row.
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, col: usize) -> SortKey<'a>;
+}
+
+impl<T: TableSource + ?Sized> TableExt for T {
+    fn cells<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Span<'a>> {
+        self.columns().iter().map(|c| (c.cell)(cx, key)).collect()
+    }
+
+    fn sort_key<'a>(&self, cx: &Cx<'a>, key: RowKey, col: usize) -> SortKey<'a> {
+        match self.columns().get(col) {
+            Some(c) => (c.sort)(cx, key),
+            None => SortKey::Int(0),
+        }
     }
 }
 
@@ -549,12 +587,11 @@ pub fn render<S: TableSource + ?Sized>(
         lines.push(Line::styled(msg, t.dim));
     }
     for (n, &key) in st.rows.iter().enumerate().skip(st.offset).take(body_h) {
-        let cells = src.cells(cx, key);
         let selected = n == st.selected;
         let marked = src.marked(cx, key);
         let mut spans = Vec::with_capacity(shown.len() * 2);
         for (&i, &w) in shown.iter().zip(&widths) {
-            let cell = cells.get(i).cloned().unwrap_or_default();
+            let cell = (cols[i].cell)(cx, key);
             let style = match (selected && focused, marked) {
                 (true, _) => t.selected,
                 (false, true) => t.marked,
@@ -592,7 +629,14 @@ mod tests {
 
     #[test]
     fn columns_drop_by_level_when_narrow() {
-        static COLS: [Column; 3] = [col("A", 10), col("B", 10).drop(2), col("C", 10).drop(1)];
+        fn sort<'a>(_: &Cx<'a>, _: RowKey) -> SortKey<'a> {
+            SortKey::Int(0)
+        }
+        fn cell<'a>(_: &Cx<'a>, _: RowKey) -> Span<'a> {
+            Span::raw("")
+        }
+        static COLS: [Column; 3] =
+            [col("A", 10, sort, cell), col("B", 10, sort, cell).drop(2), col("C", 10, sort, cell).drop(1)];
         assert_eq!(fit(&COLS, 40), vec![0, 1, 2]);
         assert_eq!(fit(&COLS, 25), vec![0, 2]);
         assert_eq!(fit(&COLS, 5), vec![0]);
