@@ -349,6 +349,7 @@ fn user_hotkeys_and_aliases_from_the_config_dir() {
     a.user_commands = uc;
     typed(&mut a, ":down\r");
     assert_eq!(a.ui.view, views::nodes::ID);
+    a.prepare();
     assert_eq!(a.ui.tables[views::nodes::TABLE].filter.raw, "state=down");
     a.update(Msg::Key(ratatui::crossterm::event::KeyEvent::new(
         KeyCode::Char('g'),

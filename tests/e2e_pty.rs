@@ -369,3 +369,28 @@ fn acceptance_key_on_the_simulator_shows_states_and_the_verdict_in_the_fabric_vi
     assert!(c.wait_exit().success());
     assert!(c.restored());
 }
+
+#[test]
+fn a_bad_filter_says_so_in_the_filter_line_and_keeps_the_rows() {
+    let mut c = spawn(100, 30, &[], &[]);
+    c.wait_for("SIMULATED");
+    c.send(":jobs st=PD\r");
+    c.wait_for("[filtered: ");
+    let before = c.screen();
+    let count = |s: &str| s.lines().filter(|l| l.contains(" PD ")).count();
+    let n = count(&before);
+    assert!(n > 0, "{before}");
+    // An unknown key while typing (the prompt starts with the filter in force; ^U clears it):
+    // the error and the keys, at once; the rows stay.
+    c.send("/\x15stat=R");
+    c.wait_for("unknown key \"stat\"");
+    let screen = c.screen();
+    assert!(screen.contains(" st ") || screen.contains(" state "), "keys listed:\n{screen}");
+    assert_eq!(count(&screen), n, "the table is not emptied:\n{screen}");
+    assert!(screen.contains("</st=PD>"), "the filter in force is still the last good one:\n{screen}");
+    // Fixed, it applies.
+    c.send("\x15st=R\r");
+    c.wait_for("</st=R>");
+    c.send("q");
+    assert!(c.wait_exit().success());
+}

@@ -124,3 +124,52 @@ fn an_unknown_resource_lists_the_known_ones() {
         assert!(err.contains(r), "{r} missing from: {err}");
     }
 }
+
+/// `get --filter` and the console's `/` are one language: on the same simulated cluster they keep
+/// the same rows, and a bad filter is an error (exit 2) that lists the keys.
+#[test]
+fn get_and_the_console_agree_on_a_filter() {
+    use gpuplane::backend::sim::{Sim, SimConfig};
+    let start = 1_767_225_600;
+    let filter = "st=PD gpus>4";
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpuplane_cmd(dir.path())
+        .args(["get", "jobs", "-o", "json", "--filter", filter])
+        .env("GPUPLANE_SIM_START", start.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut from_get: Vec<u64> = rows.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    from_get.sort_unstable();
+    // The console on the same cluster.
+    let sim = Sim::new(SimConfig { start, tick_s: 2, ..SimConfig::default() });
+    let mut state = gpuplane::state::ClusterState::new(Default::default(), Default::default());
+    for u in sim.initial() {
+        state.apply(u);
+    }
+    let mut a = gpuplane::tui::app::App::new(
+        state,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "researcher".into(),
+    );
+    common::typed(&mut a, &format!(":jobs {filter}\r"));
+    a.prepare();
+    let mut from_console: Vec<u64> = a.ui.tables[gpuplane::tui::views::jobs::TABLE]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].id)
+        .collect();
+    from_console.sort_unstable();
+    assert!(!from_get.is_empty(), "the filter keeps some jobs");
+    assert_eq!(from_get, from_console);
+    assert!(rows.iter().all(|r| r["state"] == "pending" && r["gpus"].as_u64().unwrap() > 4));
+    // A bad key: exit 2, the keys listed, nothing printed on stdout.
+    let out = common::gpuplane_cmd(dir.path()).args(["get", "jobs", "--filter", "stat=PD"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown key \"stat\"") && err.contains(" st ") && err.contains(" state "), "{err}");
+    assert!(out.stdout.is_empty());
+}

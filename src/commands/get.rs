@@ -23,6 +23,10 @@ pub fn run(resource: &str, output: Output, filter: &str, config: &Config) -> Exi
         eprintln!("gpuplane: unknown resource {resource:?}; one of: {}", resources().join(", "));
         return ExitCode::from(2);
     };
+    if let Err(e) = crate::tui::widgets::filter::Filter::parse(filter) {
+        eprintln!("gpuplane: bad --filter: {e}");
+        return ExitCode::from(2);
+    }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -63,6 +67,10 @@ pub fn run(resource: &str, output: Output, filter: &str, config: &Config) -> Exi
     let mut st = TableState::default();
     st.set_filter(filter);
     st.refresh(src, &cx);
+    if let Some(e) = st.filter_error() {
+        eprintln!("gpuplane: bad --filter: {e}");
+        return ExitCode::from(2);
+    }
     let cols = src.columns();
     let shown: Vec<usize> = (0..cols.len())
         .filter(|&i| !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2))

@@ -283,11 +283,15 @@ impl App {
             KeyCode::Esc => {
                 if !command {
                     self.set_filter(String::new());
+                    self.end_filter_edit();
                 }
                 self.ui.mode = Mode::Normal;
                 return;
             }
             KeyCode::Enter => {
+                if !command {
+                    self.end_filter_edit();
+                }
                 self.ui.mode = Mode::Normal;
                 if command {
                     self.run_command(buf.trim());
@@ -302,6 +306,9 @@ impl App {
                 }
             }
             KeyCode::Backspace if buf.pop().is_none() => {
+                if !command {
+                    self.end_filter_edit();
+                }
                 self.ui.mode = Mode::Normal;
                 return;
             }
@@ -315,9 +322,22 @@ impl App {
         self.ui.mode = if command { Mode::Command(buf) } else { Mode::Filter(buf) };
     }
 
+    fn end_filter_edit(&mut self) {
+        if let Some(t) = self.focused_table() {
+            let st = self.table(t);
+            st.end_edit();
+            // Enter on a bad filter keeps the one in force and says why.
+            if let Some(e) = st.filter_error().map(str::to_string) {
+                self.ui.message = Some((format!("filter not applied: {e}"), true));
+            }
+        }
+    }
+
     fn set_filter(&mut self, f: String) {
         if let Some(t) = self.focused_table() {
             self.table(t).set_filter(&f);
+            // Apply it now (or say why not), so keys after it move in the filtered rows.
+            self.prepare();
         }
     }
 
@@ -436,8 +456,13 @@ impl App {
             }
             Action::Command => self.ui.mode = Mode::Command(String::new()),
             Action::Filter => {
-                let current =
-                    self.focused_table().map(|t| self.ui.tables[t].filter.raw.clone()).unwrap_or_default();
+                let current = match self.focused_table() {
+                    Some(t) => {
+                        self.table(t).begin_edit();
+                        self.ui.tables[t].filter.raw.clone()
+                    }
+                    None => String::new(),
+                };
                 self.ui.mode = Mode::Filter(current);
             }
             Action::Pause => self.toggle_pause(),
@@ -516,6 +541,33 @@ impl App {
             Action::Acceptance => self.start_action(ActionKind::Acceptance(crate::acceptance::Mode::PerNode)),
             _ => {}
         }
+    }
+
+    /// How many marks the rows of table `id` stand for, and how many of those the filter hides.
+    pub fn marks_in(&self, id: TableId) -> (usize, usize) {
+        let st = &self.ui.tables[id];
+        let cx = self.cx();
+        let src = id.source();
+        let Some(first) = st.rows.first().or(st.sorted_keys().first()) else { return (0, 0) };
+        let marks: Vec<ObjKey> = match src.identity(&cx, *first) {
+            Some(ObjKey::Job(_)) => self.marks.jobs.iter().cloned().map(ObjKey::Job).collect(),
+            Some(ObjKey::Node(_)) => self.marks.nodes.iter().cloned().map(ObjKey::Node).collect(),
+            // GPU and port rows mark their node: the count, not which rows hide it.
+            Some(ObjKey::Gpu(..) | ObjKey::Port(..)) => return (self.marks.nodes.len(), 0),
+            _ => return (0, 0),
+        };
+        if marks.is_empty() {
+            return (0, 0);
+        }
+        // A mark is hidden when its row is gone or the filter rejects it (one lookup per mark).
+        let hidden = marks
+            .iter()
+            .filter(|m| match src.locate(&cx, m) {
+                Some(row) => !st.filter.matches(src, &cx, row),
+                None => true,
+            })
+            .count();
+        (marks.len(), hidden)
     }
 
     /// Runs a key a view declares: in its view, or (when it works anywhere) after opening it.

@@ -238,12 +238,17 @@ pub(crate) fn block<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block
 fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
     let t = &app.theme;
     let st = &app.ui.tables[id];
-    let mut v = vec![
-        Span::styled(format!(" {name} "), t.title),
-        Span::styled(format!("[{}] ", st.rows.len()), t.dim),
-    ];
-    if !st.filter.is_empty() {
+    let mut v = vec![Span::styled(format!(" {name} "), t.title)];
+    if st.filter.is_empty() {
+        v.push(Span::styled(format!("[{}] ", st.rows.len()), t.dim));
+    } else {
+        v.push(Span::styled(format!("[filtered: {} of {}] ", st.rows.len(), st.total()), t.dim));
         v.push(Span::styled(format!("</{}> ", safe(&st.filter.raw)), t.prompt));
+    }
+    let (marked, hidden) = app.marks_in(id);
+    if marked > 0 {
+        let hidden = if hidden > 0 { format!(", {hidden} hidden by the filter") } else { String::new() };
+        v.push(Span::styled(format!("{marked} marked{hidden} "), t.warn));
     }
     v
 }
@@ -310,12 +315,18 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
                 Span::styled("_", t.prompt),
             ])
         }
-        Mode::Filter(buf) => Line::from(vec![
-            Span::styled("/", t.prompt),
-            Span::styled(buf.clone(), t.text),
-            Span::styled("_", t.prompt),
-            Span::styled("  enter keep, esc clear", t.dim),
-        ]),
+        Mode::Filter(buf) => {
+            let mut v = vec![
+                Span::styled("/", t.prompt),
+                Span::styled(buf.clone(), t.text),
+                Span::styled("_", t.prompt),
+            ];
+            match app.focused_table().and_then(|id| app.ui.tables[id].filter_error()) {
+                Some(e) => v.push(Span::styled(format!("  {}", safe(e)), t.crit)),
+                None => v.push(Span::styled("  enter keep, esc clear", t.dim)),
+            }
+            Line::from(v)
+        }
         _ => match &app.ui.message {
             Some((m, err)) => Line::styled(safe(m).into_owned(), if *err { t.crit } else { t.info }),
             None => hints(app),
@@ -371,6 +382,20 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
             out.push(Line::from(vec![
                 Span::styled(format!("  {keys:<14}"), t.key),
                 Span::styled(a.describe().1, t.text),
+            ]));
+        }
+    }
+    // The filter keys of the open view's tables.
+    let tables = app.ui.view.def().tables();
+    if !tables.is_empty() {
+        out.push(Line::styled(
+            "filter (/ or :view FILTER): text, key=value, key==value, key!=value, !term, key>N (>= < <=, units as shown: 85 70% 2h 5kW), key~regex",
+            t.title,
+        ));
+        for src in tables {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<14}", src.id().0), t.key),
+                Span::styled(crate::tui::widgets::filter::help_keys(src.columns(), src.fields()), t.text),
             ]));
         }
     }

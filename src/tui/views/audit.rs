@@ -58,6 +58,7 @@ static COLS: [Column; 9] = [
             )
         },
     )
+    .exact()
     .drop(3),
     col(
         "ACTION",
@@ -117,7 +118,8 @@ static COLS: [Column; 9] = [
             };
             Span::styled(r.result.clone().unwrap_or_default(), result_style)
         },
-    ),
+    )
+    .exact(),
     col(
         "TICKET",
         10,
@@ -196,6 +198,10 @@ impl TableSource for AuditTable {
             "phase" => format!("{:?}", r.phase).to_lowercase().into(),
             _ => return None,
         })
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["action", "user", "result", "ticket", "target", "node", "job", "phase"]
     }
 
     fn default_sort(&self) -> (usize, bool) {

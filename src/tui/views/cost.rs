@@ -183,6 +183,10 @@ impl TableSource for TeamsTable {
         (name == "team").then(|| team(cx, key).team.as_str().into())
     }
 
+    fn fields(&self) -> &'static [&'static str] {
+        &["team"]
+    }
+
     fn default_sort(&self) -> (usize, bool) {
         (3, true)
     }
@@ -265,7 +269,9 @@ static JCOLS: [Column; 9] = [
             let j = &cx.s.jobs[k.index];
             Span::styled(j.state.short(), job_state_style(cx, j.state))
         },
-    ),
+    )
+    .key("state")
+    .exact(),
     col(
         "GPU-H",
         7,
@@ -378,6 +384,24 @@ impl TableSource for CostJobsTable {
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         job_field(&cx.s.jobs[jc(cx, key).index], name)
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &[
+            "id",
+            "name",
+            "user",
+            "account",
+            "team",
+            "namespace",
+            "queue",
+            "partition",
+            "state",
+            "reason",
+            "node",
+            "nodes",
+            "gpus",
+        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {

@@ -76,7 +76,8 @@ static COLS: [Column; 11] = [
             let t = cx.theme;
             Span::styled(p.state.label(), if p.state == PortState::Active { t.ok } else { t.crit })
         },
-    ),
+    )
+    .exact(),
     col(
         "RATE",
         5,
@@ -248,6 +249,10 @@ impl TableSource for PortsTable {
         })
     }
 
+    fn fields(&self) -> &'static [&'static str] {
+        &["node", "port", "state", "type", "kind"]
+    }
+
     fn default_sort(&self) -> (usize, bool) {
         (0, false)
     }
@@ -318,8 +323,7 @@ static NODE_COLS: [Column; 9] = [
         |cx, key| {
             let Some(n) = cx.s.nodes.get(key as usize) else { return Span::raw("") };
             let t = cx.theme;
-            let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
-            Span::styled(format!("{mark}{}", safe(&n.name)), t.text)
+            untrusted(&n.name, t.text)
         },
     ),
     col(
@@ -335,7 +339,8 @@ static NODE_COLS: [Column; 9] = [
             let a = acceptance(cx.s, n);
             verdict_span(cx, a.and_then(|a| a.last_verdict))
         },
-    ),
+    )
+    .exact(),
     col(
         "BUSBW",
         6,
@@ -579,6 +584,10 @@ impl TableSource for NodesTable {
                 .into(),
             _ => return None,
         })
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["node", "verdict", "drift"]
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {

@@ -254,6 +254,10 @@ impl TableSource for GpusTable {
         })
     }
 
+    fn fields(&self) -> &'static [&'static str] {
+        &["node", "uuid", "model", "job", "xid", "pool"]
+    }
+
     fn default_sort(&self) -> (usize, bool) {
         (0, false)
     }

@@ -27,8 +27,7 @@ static COLS: [Column; 12] = [
         |cx, key| {
             let j = job(cx.s, key);
             let t = cx.theme;
-            let id = if cx.marked.job(cx, j.id) { format!("*{}", j.id) } else { j.id.to_string() };
-            Span::styled(id, t.dim)
+            Span::styled(j.id.to_string(), t.dim)
         },
     )
     .right(),
@@ -100,7 +99,9 @@ static COLS: [Column; 12] = [
             let j = job(cx.s, key);
             Span::styled(j.state.short(), job_state_style(cx, j.state))
         },
-    ),
+    )
+    .key("state")
+    .exact(),
     col(
         "GPUS",
         4,
@@ -236,13 +237,15 @@ pub fn job_field<'a>(j: &'a Job, name: &str) -> Option<Cow<'a, str>> {
 }
 
 pub fn job_text(j: &Job) -> Vec<Cow<'_, str>> {
-    vec![
+    let mut v: Vec<Cow<'_, str>> = vec![
         j.name.as_str().into(),
         j.user.as_str().into(),
         j.account.as_str().into(),
         j.queue.as_str().into(),
         j.id.to_string().into(),
-    ]
+    ];
+    v.extend(j.nodes.iter().map(|n| Cow::Borrowed(n.as_str())));
+    v
 }
 
 impl TableSource for JobsTable {
@@ -283,13 +286,33 @@ impl TableSource for JobsTable {
 
     fn text_matches(&self, cx: &Cx<'_>, key: RowKey, needle: &str) -> bool {
         let j = job(cx.s, key);
+        // The job's whole node list too: NODES shows only the first (`gpu-001+2`).
         [&j.name, &j.user, &j.account, &j.queue].iter().any(|h| contains_ci(h, needle))
-            || (needle.bytes().all(|b| b.is_ascii_digit()) && j.id.to_string().contains(needle))
+            || j.nodes.iter().any(|n| contains_ci(n, needle))
+            || j.pending_reason.as_deref().is_some_and(|r| contains_ci(r, needle))
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let s = cx.s;
         job_field(job(s, key), name)
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &[
+            "id",
+            "name",
+            "user",
+            "account",
+            "team",
+            "namespace",
+            "queue",
+            "partition",
+            "state",
+            "reason",
+            "node",
+            "nodes",
+            "gpus",
+        ]
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {

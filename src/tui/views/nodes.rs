@@ -21,11 +21,7 @@ static COLS: [Column; 11] = [
         "NAME",
         12,
         |cx, k| SortKey::Str(&node(cx.s, k).name),
-        |cx, k| {
-            let n = node(cx.s, k);
-            let mark = if cx.marked.node(cx, &n.name) { "* " } else { "" };
-            Span::styled(format!("{mark}{}", super::super::widgets::safe(&n.name)), cx.theme.text)
-        },
+        |cx, k| untrusted(&node(cx.s, k).name, cx.theme.text),
     ),
     col(
         "STATE",
@@ -35,7 +31,8 @@ static COLS: [Column; 11] = [
             let st = node(cx.s, k).state;
             Span::styled(st.label(), state_style(cx, st))
         },
-    ),
+    )
+    .exact(),
     col(
         "POOL",
         8,
@@ -197,6 +194,10 @@ impl TableSource for NodesTable {
             "driver" => n.driver.as_deref()?.into(),
             label => n.labels.iter().find(|(k, _)| k.eq_ignore_ascii_case(label))?.1.as_str().into(),
         })
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["name", "state", "pool", "partition", "model", "reason", "driver"]
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {

@@ -29,7 +29,9 @@ static COLS: [Column; 6] = [
             let i = inc(cx.s, key);
             Span::styled(i.severity.label(), sev_style(cx, i.severity))
         },
-    ),
+    )
+    .key("severity")
+    .exact(),
     col(
         "PLANE",
         7,
@@ -43,6 +45,7 @@ static COLS: [Column; 6] = [
             Span::styled(i.plane.label(), t.dim)
         },
     )
+    .exact()
     .drop(2),
     col(
         "SUBJECT",
@@ -153,6 +156,10 @@ impl TableSource for IncidentsTable {
             "node" => i.node.as_deref()?.into(),
             _ => return None,
         })
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["plane", "severity", "sev", "node"]
     }
 }
 

@@ -229,6 +229,10 @@ impl TableSource for QueuesTable {
             _ => return None,
         })
     }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["name", "queue", "kind"]
+    }
 }
 
 static MCOLS: [Column; 8] = [
@@ -291,7 +295,9 @@ static MCOLS: [Column; 8] = [
             let j = &s.jobs[key as usize];
             Span::styled(j.state.short(), job_state_style(cx, j.state))
         },
-    ),
+    )
+    .key("state")
+    .exact(),
     col(
         "GPUS",
         4,
@@ -424,6 +430,24 @@ impl TableSource for MyJobsTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let s = cx.s;
         job_field(&s.jobs[key as usize], name)
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &[
+            "id",
+            "name",
+            "user",
+            "account",
+            "team",
+            "namespace",
+            "queue",
+            "partition",
+            "state",
+            "reason",
+            "node",
+            "nodes",
+            "gpus",
+        ]
     }
 
     fn default_sort(&self) -> (usize, bool) {

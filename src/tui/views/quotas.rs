@@ -178,6 +178,10 @@ impl TableSource for QuotasTable {
             _ => None,
         }
     }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["team", "over"]
+    }
 }
 
 pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {

@@ -44,7 +44,8 @@ static COLS: [Column; 6] = [
             };
             Span::styled(state(s), style)
         },
-    ),
+    )
+    .exact(),
     col(
         "LAST OK",
         20,
@@ -141,6 +142,10 @@ impl TableSource for SourcesTable {
             "detail" => s.detail.as_deref()?.into(),
             _ => return None,
         })
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["source", "name", "state", "error", "detail"]
     }
 
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {

@@ -212,6 +212,10 @@ impl TableSource for StorageTable {
             _ => return None,
         })
     }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &["name", "kind", "type", "mount", "purpose"]
+    }
 }
 
 pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {

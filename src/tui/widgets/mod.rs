@@ -246,3 +246,4 @@ mod tests {
         assert_eq!(g.bar(50, 4), "##..");
     }
 }
+pub mod filter;

@@ -45,11 +45,15 @@ pub struct Column {
     pub drop: u8,
     pub sort: SortFn,
     pub cell: CellFn,
+    /// Its long name as a filter key (`state` for `ST`), beside the header's own.
+    pub key: &'static str,
+    /// `key=value` on it means equal, not contains (state codes: `st=R` is not `PR`).
+    pub exact: bool,
 }
 
 /// A column named `name`, `width` cells wide, sorted by `sort`, drawn by `cell`.
 pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> Column {
-    Column { name, width, max: width, right: false, drop: 0, sort, cell }
+    Column { name, width, max: width, right: false, drop: 0, sort, cell, key: "", exact: false }
 }
 
 impl Column {
@@ -60,6 +64,18 @@ impl Column {
 
     pub const fn drop(mut self, level: u8) -> Self {
         self.drop = level;
+        self
+    }
+
+    /// Its long name as a filter key (`state` for `ST`).
+    pub const fn key(mut self, key: &'static str) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// `key=value` on this column must equal the displayed value (codes like `PD`, `CRIT`).
+    pub const fn exact(mut self) -> Self {
+        self.exact = true;
         self
     }
 
@@ -158,62 +174,7 @@ fn sort_order<S: TableSource + ?Sized>(
     v.into_iter().map(|(_, i)| i).collect()
 }
 
-/// A parsed filter: space-separated terms that must all match. `text` matches a substring of
-/// the row (case-insensitive), `key=value` a field or label (substring of its value), `key==value`
-/// exactly, and a leading `!` negates a term.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Filter {
-    pub raw: String,
-    terms: Vec<Term>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Term {
-    key: Option<String>,
-    value: String,
-    exact: bool,
-    negate: bool,
-}
-
-impl Filter {
-    pub fn parse(raw: &str) -> Filter {
-        let terms = raw
-            .split_whitespace()
-            .map(|t| {
-                let (negate, t) = match t.strip_prefix('!') {
-                    Some(r) => (true, r),
-                    None => (false, t),
-                };
-                let (key, value, exact) = if let Some((k, v)) = t.split_once("==") {
-                    (Some(k.to_ascii_lowercase()), v, true)
-                } else if let Some((k, v)) = t.split_once('=') {
-                    (Some(k.to_ascii_lowercase()), v, false)
-                } else {
-                    (None, t, false)
-                };
-                Term { key, value: value.to_lowercase(), exact, negate }
-            })
-            .collect();
-        Filter { raw: raw.to_string(), terms }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
-
-    /// Whether a row matches, given access to its searchable text and its named fields.
-    pub fn matches<S: TableSource + ?Sized>(&self, src: &S, cx: &Cx<'_>, key: RowKey) -> bool {
-        self.terms.iter().all(|t| {
-            let hit = match &t.key {
-                None => src.text_matches(cx, key, &t.value),
-                Some(k) => src.field(cx, key, k).is_some_and(|v| {
-                    if t.exact { v.eq_ignore_ascii_case(&t.value) } else { contains_ci(&v, &t.value) }
-                }),
-            };
-            hit != t.negate
-        })
-    }
-}
+pub use super::filter::Filter;
 
 /// ASCII-case-insensitive substring search; `needle` must already be lowercase.
 pub fn contains_ci(hay: &str, needle: &str) -> bool {
@@ -250,6 +211,9 @@ pub trait TableSource: Sync {
     }
     /// A named field (or label) for `key=value` filters.
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>>;
+    /// The names [`TableSource::field`] answers to (labels aside), listed in help and in a
+    /// filter's unknown-key error.
+    fn fields(&self) -> &'static [&'static str];
     /// Whether the row is marked for a bulk action.
     fn marked(&self, _cx: &Cx<'_>, _key: RowKey) -> bool {
         false
@@ -360,7 +324,15 @@ pub struct TableState {
     pub offset: usize,
     pub sort_col: usize,
     pub desc: bool,
+    /// The filter in force: the last one typed that parsed and named keys this table has.
     pub filter: Filter,
+    /// What was typed last, and why it is not in force (if it is not).
+    typed: String,
+    filter_error: Option<String>,
+    filter_pending: bool,
+    /// The filter in force when the operator opened the filter prompt: what a bad filter falls
+    /// back to while it is being typed (not the half-typed text before it).
+    editing_from: Option<Filter>,
     /// What `rows` was computed from: (generation, filter, sort col, desc).
     cached: Option<(u64, String, usize, bool)>,
     /// The object the selected row stands for, kept while the rows are valid, so that the
@@ -376,6 +348,27 @@ impl TableState {
     /// Recomputes the rows when the data, filter or sort changed; keeps the selected row.
     pub fn refresh<S: TableSource + ?Sized>(&mut self, src: &S, cx: &Cx<'_>) {
         let s = cx.s;
+        if self.filter_pending {
+            self.filter_pending = false;
+            match Filter::parse(&self.typed).and_then(|mut f| f.bind(src, cx).map(|_| f)) {
+                Ok(f) => {
+                    self.filter_error = None;
+                    if f.raw != self.filter.raw {
+                        self.filter = f;
+                        self.selected = 0;
+                        self.offset = 0;
+                    }
+                }
+                Err(e) => {
+                    self.filter_error = Some(e);
+                    if let Some(f) = self.editing_from.clone().filter(|f| f.raw != self.filter.raw) {
+                        self.filter = f;
+                        self.selected = 0;
+                        self.offset = 0;
+                    }
+                }
+            }
+        }
         if !self.sort_set {
             (self.sort_col, self.desc) = src.default_sort();
             self.sort_set = true;
@@ -445,12 +438,48 @@ impl TableState {
         self.sorted_for = None;
     }
 
+    /// Sets what the operator typed; it takes effect at the next refresh if it parses and names
+    /// keys the table has, else [`TableState::filter_error`] says why and the last good filter
+    /// stays.
     pub fn set_filter(&mut self, raw: &str) {
-        if self.filter.raw != raw {
-            self.filter = Filter::parse(raw);
-            self.selected = 0;
-            self.offset = 0;
+        if self.typed != raw || self.filter_error.is_some() {
+            self.typed = raw.to_string();
+            self.filter_pending = true;
+            if raw.trim().is_empty() {
+                // Clearing never fails: take it now.
+                self.filter = Filter::default();
+                self.filter_error = None;
+                self.filter_pending = false;
+                self.selected = 0;
+                self.offset = 0;
+            }
         }
+    }
+
+    /// The operator opened the filter prompt: a bad filter typed from now on shows the rows of
+    /// the one in force now.
+    pub fn begin_edit(&mut self) {
+        self.editing_from = Some(self.filter.clone());
+    }
+
+    /// The filter prompt closed.
+    pub fn end_edit(&mut self) {
+        self.editing_from = None;
+    }
+
+    /// Why the filter typed last is not in force.
+    pub fn filter_error(&self) -> Option<&str> {
+        self.filter_error.as_deref()
+    }
+
+    /// Rows before the filter.
+    pub fn total(&self) -> usize {
+        self.sorted.len()
+    }
+
+    /// Every row before the filter, sorted.
+    pub fn sorted_keys(&self) -> &[RowKey] {
+        &self.sorted
     }
 
     pub fn selected_key(&self) -> Option<RowKey> {
@@ -590,8 +619,12 @@ pub fn render<S: TableSource + ?Sized>(
         let selected = n == st.selected;
         let marked = src.marked(cx, key);
         let mut spans = Vec::with_capacity(shown.len() * 2);
-        for (&i, &w) in shown.iter().zip(&widths) {
-            let cell = (cols[i].cell)(cx, key);
+        for (ci, (&i, &w)) in shown.iter().zip(&widths).enumerate() {
+            let mut cell = (cols[i].cell)(cx, key);
+            if marked && ci == 0 {
+                // The mark shows as text too, so it survives NO_COLOR and monochrome terminals.
+                cell.content = format!("*{}", cell.content).into();
+            }
             let style = match (selected && focused, marked) {
                 (true, _) => t.selected,
                 (false, true) => t.marked,
@@ -615,16 +648,6 @@ mod tests {
         assert!(contains_ci("abc", ""));
         assert!(!contains_ci("ab", "abc"));
         assert!(!contains_ci("vision", "llm"));
-    }
-
-    #[test]
-    fn filter_terms_parse() {
-        let f = Filter::parse("llm !state=pending user==Alice");
-        assert_eq!(f.terms.len(), 3);
-        assert!(f.terms[1].negate);
-        assert_eq!(f.terms[1].key.as_deref(), Some("state"));
-        assert!(f.terms[2].exact);
-        assert_eq!(f.terms[2].value, "alice");
     }
 
     #[test]
