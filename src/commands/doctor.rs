@@ -216,7 +216,7 @@ fn clock(out: &mut Out, server: f64, local: f64, how: &str, resolution: f64) {
     let fix = "run NTP (chrony, systemd-timesyncd) on this host and the server";
     if skew.abs() <= SKEW_WARN_S + resolution {
         let res = if resolution > 0.0 { format!(", to {resolution:.0} s") } else { String::new() };
-        out.ok("clock", format!("{:.1} s from this host's ({how}{res})", skew.abs())).data(data);
+        out.ok("clock", format!("{:.1} s off this host's clock ({how}{res})", skew.abs())).data(data);
     } else if skew.abs() <= SKEW_FAIL_S {
         out.warn("clock", format!("the server's clock is {} {said} this host's ({how}): ages and times on screen are off by that much", span(skew.round() as i64)))
             .fix(fix)
@@ -569,7 +569,11 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
             if cc.user.is_none() {
                 fix.push_str("; Slurm 22.05/23.02 also need the user name: --slurm-user NAME");
             }
-            out.fail("auth", format!("slurmrestd refused the token: {e}")).fix(fix);
+            let detail = match e {
+                slurm::SlurmError::Auth { status } => format!("slurmrestd refused the token (HTTP {status})"),
+                e => e.to_string(),
+            };
+            out.fail("auth", detail).fix(fix);
             return out.checks;
         }
         Some(e @ slurm::SlurmError::Timeout { .. }) => {
