@@ -1180,10 +1180,10 @@ async fn prom_checks(cfg: &prom::PromConfig, config: &Config, t: Duration) -> Ve
             out.fail("auth", e.to_string()).fix("set [prometheus] bearer_token_file (or PROMETHEUS_BEARER_TOKEN), or username and password_file");
             return out.checks;
         }
-        Err(e @ prom::client::PromError::Timeout { .. }) => {
+        Err(prom::client::PromError::Timeout { .. }) => {
             out.fail(
                 "api",
-                format!("{} accepts connections but did not answer a query within {}: {e}", pc.url, secs(t)),
+                format!("{} accepts connections but did not answer a query within {}", pc.url, secs(t)),
             )
             .fix("is this Prometheus's port? is it overloaded? (raise --timeout to wait longer)");
             return out.checks;
