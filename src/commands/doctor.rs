@@ -530,7 +530,9 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
         }
     };
     let user = slurm_token(&mut out, "token", &mut client, &cc, t).await;
-    if !reach(&mut out, &cc.url, t, true).await {
+    let token_failed = out.checks.iter().any(|c| c.check == "token" && c.status == Status::Fail);
+    // Without a usable token only the network is checked.
+    if !reach(&mut out, &cc.url, t, true).await || token_failed {
         return out.checks;
     }
     // Which REST versions answer (a ping each; 404: that plugin is not loaded).
@@ -554,7 +556,19 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
             }
             Some(Ok(a)) if a.status == 200 => served.push(v),
             Some(Ok(a)) if a.status == 404 => {}
-            Some(Ok(a)) => odd.push(format!("{v}: HTTP {}", a.status)),
+            Some(Ok(a)) => {
+                // Read as that version's answer: Slurm 22.05 reports a refused token as HTTP 500
+                // "Unspecified error".
+                let saved = client.version;
+                client.version = Some(v);
+                let e = client.error_of(&v.ctld("ping"), &a);
+                client.version = saved;
+                if e.is_auth() {
+                    failed = Some(e);
+                    break;
+                }
+                odd.push(format!("{v}: {e}"));
+            }
         }
     }
     let err_text = failed.as_ref().map(|e| e.to_string());
@@ -569,10 +583,13 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
             if cc.user.is_none() {
                 fix.push_str("; Slurm 22.05/23.02 also need the user name: --slurm-user NAME");
             }
-            let detail = match e {
+            let detail = match &e {
                 slurm::SlurmError::Auth { status } => format!("slurmrestd refused the token (HTTP {status})"),
                 e => e.to_string(),
             };
+            if matches!(e, slurm::SlurmError::Auth { status: 500 }) {
+                fix.push_str(" (Slurm 22.05 reports a refused token as HTTP 500 \"Unspecified error\")");
+            }
             out.fail("auth", detail).fix(fix);
             return out.checks;
         }
@@ -593,8 +610,6 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
             .fix("Slurm 22.05 or newer with slurmrestd's openapi plugins loaded (-s openapi/slurmctld,openapi/slurmdbd)");
         return out.checks;
     }
-    let acting = user.clone().unwrap_or_else(|| "an unnamed user".into());
-    out.ok("auth", format!("slurmrestd accepted the token, acting as {acting}"));
     let names: Vec<&str> = served.iter().map(|v| v.as_str()).collect();
     if let Some(pin) = cc.version.filter(|p| !served.contains(p)) {
         out.fail(
@@ -619,6 +634,47 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
     let cluster = client.cluster.clone().map(|c| format!(", cluster {c}")).unwrap_or_default();
     out.ok("api", format!("Slurm {release}{cluster}: REST {} answer; gpuplane uses {v}", names.join(", ")))
         .data(json!({"release": client.release, "cluster": client.cluster, "served": names, "used": v.as_str()}));
+
+    // The token, verified: a ping is not (slurmrestd 24.11 answers it with any token), so ask
+    // slurmctld for diag, which it authenticates, and which carries its clock (slurmrestd sends
+    // no Date header).
+    let acting = user.clone().unwrap_or_else(|| "an unnamed user".into());
+    let t0 = now_s();
+    let diag =
+        within(t + Duration::from_secs(1), client.send(reqwest::Method::GET, &v.ctld("diag"), &[], None))
+            .await;
+    let local = (t0 + now_s()) / 2.0;
+    let mut server_time = None;
+    match diag {
+        Some(Ok(a)) if a.status == 200 => {
+            out.ok("auth", format!("slurmctld accepted the token (diag), acting as {acting}"));
+            server_time = diag_time(&a.body);
+        }
+        Some(Ok(a)) => {
+            let e = client.error_of(&v.ctld("diag"), &a);
+            if e.is_auth() {
+                out.fail("auth", format!("slurmctld refused the token (HTTP {})", a.status))
+                    .fix("mint a new token with `scontrol token` on this cluster (its jwt key signs it)");
+                return out.checks;
+            }
+            out.warn("auth", format!("the token is not verified: diag answered {e}"));
+        }
+        Some(Err(e)) if e.is_auth() => {
+            let status = match e {
+                slurm::SlurmError::Auth { status } => status.to_string(),
+                _ => "no token".into(),
+            };
+            out.fail("auth", format!("slurmctld refused the token (HTTP {status})"))
+                .fix("mint a new token with `scontrol token` on this cluster (its jwt key signs it)");
+            return out.checks;
+        }
+        Some(Err(e)) => {
+            out.warn("auth", format!("the token is not verified: {e}"));
+        }
+        None => {
+            out.warn("auth", format!("the token is not verified: diag did not answer within {}", secs(t)));
+        }
+    }
 
     // slurmdbd behind slurmrestd: quotas, cost and the permission check need it.
     match within(t + Duration::from_secs(1), client.send(reqwest::Method::GET, &v.db("qos"), &[], None)).await
@@ -664,26 +720,10 @@ async fn slurm_checks(cfg: &slurm::SlurmConfig, bg: Option<&slurm::ClientConfig>
         }
     }
 
-    // Clock: slurmctld's request time in diag (slurmrestd sends no Date header).
-    let t0 = now_s();
-    match within(t + Duration::from_secs(1), client.send(reqwest::Method::GET, &v.ctld("diag"), &[], None))
-        .await
-    {
-        Some(Ok(a)) if a.status == 200 => match diag_time(&a.body) {
-            Some(server) => clock(&mut out, server, (t0 + now_s()) / 2.0, "slurmctld's diag req_time", 1.0),
-            None => {
-                out.warn("clock", "diag carries no req_time: skew not measured");
-            }
-        },
-        Some(Ok(a)) => {
-            let e = client.error_of(&v.ctld("diag"), &a);
-            out.warn("clock", format!("skew not measured: {e}"));
-        }
-        Some(Err(e)) => {
-            out.warn("clock", format!("skew not measured: {e}"));
-        }
+    match server_time {
+        Some(server) => clock(&mut out, server, local, "slurmctld's diag req_time", 1.0),
         None => {
-            out.warn("clock", format!("skew not measured: diag did not answer within {}", secs(t)));
+            out.warn("clock", "skew not measured: no diag answer with a req_time");
         }
     }
     out.checks
