@@ -176,12 +176,14 @@ pub enum Command {
         #[arg(long, default_value = "")]
         filter: String,
     },
-    /// Check the whole configuration before an incident: for every configured source (Slurm,
-    /// Kubernetes, Prometheus, NVML) reachability (DNS, TCP, TLS), authentication (who the
-    /// token names, when it expires), the permission behind each action, API versions, the
-    /// Prometheus series and labels gpuplane reads (and what a missing one disables), clock
-    /// skew, and whether the audit log is writable. One line per check: OK, WARN or FAIL with
-    /// the fix. Nothing is changed on any cluster; token values are never printed.
+    /// Check the whole configuration before an incident, one line per check (OK, WARN or FAIL
+    /// with the fix). Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL.
+    ///
+    /// For every configured source (Slurm, Kubernetes, Prometheus, NVML): reachability (DNS,
+    /// TCP, TLS), authentication (who the token names, when it expires), the permission behind
+    /// each action, API versions, the Prometheus series and labels gpuplane reads (and what a
+    /// missing one disables) and clock skew; and whether the audit log can be written. Nothing
+    /// is changed on any cluster; token values are never printed.
     ///
     /// Exit status: 0 every check OK; 1 at least one WARN (something is disabled or degraded)
     /// and no FAIL; 2 at least one FAIL (a source gpuplane cannot use), or a usage error.

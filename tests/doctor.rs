@@ -304,4 +304,10 @@ fn config_file_problems_are_checks_and_the_table_is_one_line_per_check() {
     assert_eq!(lines.len(), checks, "{t}");
     assert!(lines.iter().all(|l| ["  OK ", "  WARN", "  FAIL"].iter().any(|s| l.starts_with(s))), "{t}");
     assert!(t.lines().last().unwrap().ends_with("exit 1"), "{t}");
+    // The exit status is documented in the man page and the help.
+    for args in [&["man"][..], &["doctor", "--help"][..]] {
+        let out = common::gpuplane_cmd(home.path()).args(args).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL"), "{args:?}: {text}");
+    }
 }
