@@ -176,6 +176,25 @@ pub enum Command {
         #[arg(long, default_value = "")]
         filter: String,
     },
+    /// Check the whole configuration before an incident, one line per check (OK, WARN or FAIL
+    /// with the fix). Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL.
+    ///
+    /// For every configured source (Slurm, Kubernetes, Prometheus, NVML): reachability (DNS,
+    /// TCP, TLS), authentication (who the token names, when it expires), the permission behind
+    /// each action, API versions, the Prometheus series and labels gpuplane reads (and what a
+    /// missing one disables) and clock skew; and whether the audit log can be written. Nothing
+    /// is changed on any cluster; token values are never printed.
+    ///
+    /// Exit status: 0 every check OK; 1 at least one WARN (something is disabled or degraded)
+    /// and no FAIL; 2 at least one FAIL (a source gpuplane cannot use), or a usage error.
+    Doctor {
+        /// table (one line per check, for people) or json (for scripts and tickets).
+        #[arg(short, long, value_enum, default_value_t = DoctorOutput::Table)]
+        output: DoctorOutput,
+        /// Give up on one check after this long (a server that accepts but never answers).
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "10s", value_name = "DURATION")]
+        timeout: Duration,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff), generated from this command line's definition.
@@ -255,6 +274,13 @@ pub enum Output {
     Wide,
     Json,
     Csv,
+}
+
+/// `doctor -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorOutput {
+    Table,
+    Json,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

@@ -43,10 +43,13 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let (config, mut warnings) = Config::load(&cli);
     let _log = init_logging(&config);
     if let Some(cmd) = &cli.command {
-        for w in &warnings {
-            eprintln!("gpuplane: warning: {w}");
+        // doctor reports the configuration's warnings as checks.
+        if !matches!(cmd, gpuplane::cli::Command::Doctor { .. }) {
+            for w in &warnings {
+                eprintln!("gpuplane: warning: {w}");
+            }
         }
-        return Ok(gpuplane::commands::run(cmd, &config));
+        return Ok(gpuplane::commands::run_with_warnings(cmd, &config, &warnings));
     }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         color_eyre::eyre::bail!("gpuplane is an interactive console and needs a terminal (stdin and stdout)");

@@ -2,6 +2,7 @@
 //! the console, and the audit log's verify/tail.
 
 pub mod acceptance;
+pub mod doctor;
 pub mod get;
 
 use crate::audit::{AuditLog, verify};
@@ -21,7 +22,14 @@ pub fn audit_log(config: &Config) -> AuditLog {
 }
 
 pub fn run(cmd: &Command, config: &Config) -> ExitCode {
+    run_with_warnings(cmd, config, &[])
+}
+
+/// [`run`], with the configuration's warnings (a bad field in the config file), which `doctor`
+/// reports as checks.
+pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) -> ExitCode {
     match cmd {
+        Command::Doctor { output, timeout } => doctor::run(*output, *timeout, config, warnings),
         Command::Cordon(a) => action(ActionKind::Cordon, a, config),
         Command::Uncordon(a) => action(ActionKind::Uncordon, a, config),
         Command::Drain(a) => action(ActionKind::Drain, a, config),

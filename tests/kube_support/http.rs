@@ -298,7 +298,9 @@ async fn route(
         name: t.name.clone(),
     };
     // Every authenticated user may review its own access (system:basic-user).
-    let self_review = t.group == "authorization.k8s.io" && t.def.plural.starts_with("selfsubject");
+    // (SelfSubjectAccessReview, SelfSubjectRulesReview; and SelfSubjectReview, "who am I")
+    let self_review = (t.group == "authorization.k8s.io" && t.def.plural.starts_with("selfsubject"))
+        || (t.group == "authentication.k8s.io" && t.def.plural == "selfsubjectreviews");
     if !self_review && !sh.policy.read().unwrap().check(user, &attrs).allowed {
         return Err(Policy::forbidden(user, &attrs));
     }
@@ -314,6 +316,22 @@ async fn route(
     let dry = q.dry_run();
 
     // Special resources and subresources.
+    if def.plural == "selfsubjectreviews" {
+        // The identity the request was authenticated (or impersonated) as; every
+        // authenticated user is in system:authenticated.
+        let b: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        if b["kind"].as_str().is_some_and(|k| k != "SelfSubjectReview") {
+            return Err(ApiError::bad_request(format!("expected kind SelfSubjectReview, got {}", b["kind"])));
+        }
+        return Ok(json_resp(
+            201,
+            &json!({
+                "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+                "metadata": {"creationTimestamp": null},
+                "status": {"userInfo": {"username": user, "groups": ["system:authenticated"]}},
+            }),
+        ));
+    }
     if def.plural == "selfsubjectaccessreviews" {
         let b: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
         return Ok(json_resp(201, &sh.policy.read().unwrap().review(user, b)));

@@ -198,6 +198,19 @@ pub static RESOURCES: &[ResDef] = &[
         Feature::Always
     ),
     res!(
+        "authentication.k8s.io",
+        &["v1"],
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        "SelfSubjectReview",
+        false,
+        &[],
+        &["create"],
+        &[],
+        &[],
+        Feature::Always
+    ),
+    res!(
         "authorization.k8s.io",
         &["v1"],
         "selfsubjectaccessreviews",

@@ -15,7 +15,7 @@ mod watch;
 
 pub use error::action_error;
 pub use map::Mapping;
-pub use watch::run;
+pub use watch::{CHECKS, access_review, kueue_resources, run, visibility_version};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::collections::HashMap;
@@ -89,6 +89,8 @@ pub struct Connection {
     pub context: String,
     /// The kubeconfig user name (for the audit log's identity).
     pub user: String,
+    /// The API server's URL.
+    pub server: String,
     pub readonly: bool,
 }
 
@@ -183,6 +185,7 @@ pub async fn connect(cfg: &KubeConfig, context: Option<&str>) -> Result<Connecti
     };
     let mut config = config;
     config.default_retry = false;
+    let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config.clone()).map_err(|e| format!("Kubernetes client: {e}"))?;
     let elevated = match &cfg.break_glass_user {
         Some(u) => {
@@ -195,7 +198,7 @@ pub async fn connect(cfg: &KubeConfig, context: Option<&str>) -> Result<Connecti
         None => None,
     };
     let readonly = cfg.readonly_contexts.contains(&ctx);
-    Ok(Connection { client, elevated, context: ctx, user, readonly })
+    Ok(Connection { client, elevated, context: ctx, user, server, readonly })
 }
 
 /// The contexts of the kubeconfig (for `:ctx` completion and errors).

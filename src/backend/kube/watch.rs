@@ -33,38 +33,51 @@ pub const CHECKS: &[(&str, &str, &str, &str, &str)] = &[
 
 /// Asks the server, with SelfSubjectAccessReview, what this identity may do.
 pub async fn permissions(client: &kube::Client) -> Permissions {
-    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     let mut out = Permissions::new();
     for (name, verb, group, resource, sub) in CHECKS {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(verb.to_string()),
-                    group: Some(group.to_string()),
-                    resource: Some(resource.to_string()),
-                    subresource: (!sub.is_empty()).then(|| sub.to_string()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let r = match api.create(&PostParams::default(), &review).await {
-            Ok(r) => match r.status {
-                Some(s) if s.allowed => Ok(()),
-                Some(s) => Err(ActionError::forbidden(format!(
-                    "the API server says you may not {verb} {resource}{}{}",
-                    if sub.is_empty() { String::new() } else { format!("/{sub}") },
-                    s.reason.filter(|r| !r.is_empty()).map(|r| format!(": {r}")).unwrap_or_default()
-                ))),
-                None => Err(ActionError::other("the access review came back without an answer")),
-            },
-            Err(e) => Err(super::action_error(e)
-                .context(&format!("could not ask the API server whether you may {verb} {resource}"))),
-        };
-        out.insert(*name, r);
+        out.insert(*name, access_review(client, verb, group, resource, sub, None).await);
     }
     out
+}
+
+/// One SelfSubjectAccessReview: may this identity `verb` `resource`[/`sub`] of `group` (in
+/// `namespace`, or cluster-wide)? `Err` says why not, in the server's words.
+pub async fn access_review(
+    client: &kube::Client,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    sub: &str,
+    namespace: Option<&str>,
+) -> Result<(), ActionError> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(verb.to_string()),
+                group: Some(group.to_string()),
+                resource: Some(resource.to_string()),
+                subresource: (!sub.is_empty()).then(|| sub.to_string()),
+                namespace: namespace.map(str::to_string),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &review).await {
+        Ok(r) => match r.status {
+            Some(s) if s.allowed => Ok(()),
+            Some(s) => Err(ActionError::forbidden(format!(
+                "the API server says you may not {verb} {resource}{}{}",
+                if sub.is_empty() { String::new() } else { format!("/{sub}") },
+                s.reason.filter(|r| !r.is_empty()).map(|r| format!(": {r}")).unwrap_or_default()
+            ))),
+            None => Err(ActionError::other("the access review came back without an answer")),
+        },
+        Err(e) => Err(super::action_error(e)
+            .context(&format!("could not ask the API server whether you may {verb} {resource}"))),
+    }
 }
 
 enum Ev {
@@ -374,7 +387,7 @@ fn status(context: &str, error: Option<String>, detail: Option<String>) -> Sourc
 }
 
 /// The Kueue resources the server serves: (version, resources by plural), preferring v1beta2.
-async fn kueue_resources(client: &kube::Client) -> Option<(String, HashMap<String, ApiResource>)> {
+pub async fn kueue_resources(client: &kube::Client) -> Option<(String, HashMap<String, ApiResource>)> {
     let g = kube::discovery::oneshot::group(client, kueue::GROUP).await.ok()?;
     let versions: Vec<&str> = g.versions().collect();
     let v = ["v1beta2", "v1beta1"].into_iter().find(|v| versions.contains(v))?;
@@ -382,7 +395,7 @@ async fn kueue_resources(client: &kube::Client) -> Option<(String, HashMap<Strin
     Some((v.to_string(), res))
 }
 
-async fn visibility_version(client: &kube::Client) -> Option<String> {
+pub async fn visibility_version(client: &kube::Client) -> Option<String> {
     let g = kube::discovery::oneshot::group(client, kueue::VISIBILITY_GROUP).await.ok()?;
     let versions: Vec<&str> = g.versions().collect();
     ["v1beta2", "v1beta1"].into_iter().find(|v| versions.contains(v)).map(str::to_string)

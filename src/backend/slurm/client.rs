@@ -402,6 +402,19 @@ impl Client {
         super::token::jwt_user(t.value())
     }
 
+    /// What the token says about itself (user, issue and expiry times), read without
+    /// verifying it and without contacting the server (a token command is run when needed).
+    /// `Ok(None)`: the token is not a JWT. Never the token itself.
+    pub async fn token_claims(&mut self) -> Result<Option<super::token::Claims>, SlurmError> {
+        let t = self.tokens.get(now()).await?;
+        Ok(super::token::claims(t.value()))
+    }
+
+    /// `X-SLURM-USER-NAME`, when configured.
+    pub fn user_header(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
     /// The negotiated version (negotiating first when needed).
     pub async fn version(&mut self) -> Result<ApiVersion, SlurmError> {
         match self.version {

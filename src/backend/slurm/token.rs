@@ -61,10 +61,39 @@ fn clean(raw: &str) -> String {
     line.strip_prefix("SLURM_JWT=").unwrap_or(line).trim().to_string()
 }
 
-fn jwt_claims(token: &str) -> Option<serde_json::Value> {
+/// The payload of a JWT as JSON, without verifying it (only the server can). `None` for a
+/// token that is not a JWT.
+pub fn jwt_claims(token: &str) -> Option<serde_json::Value> {
+    use base64::Engine as _;
     let payload = token.split('.').nth(1)?;
-    let bytes = base64url_decode(payload)?;
+    // base64url without padding is the JWT form; accept padding and the standard alphabet too.
+    let cfg = base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent);
+    let url = base64::engine::GeneralPurpose::new(&base64::alphabet::URL_SAFE, cfg);
+    let std = base64::engine::GeneralPurpose::new(&base64::alphabet::STANDARD, cfg);
+    let bytes = url.decode(payload).or_else(|_| std.decode(payload)).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// What a Slurm JWT says about itself (never the token): who it names, when it was issued and
+/// when it expires.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+pub struct Claims {
+    /// The Slurm user (`sun`).
+    #[serde(default)]
+    pub sun: Option<String>,
+    #[serde(default)]
+    pub exp: Option<i64>,
+    #[serde(default)]
+    pub iat: Option<i64>,
+}
+
+/// The claims gpuplane reads from a Slurm JWT, without verifying it. `None` for a token that is
+/// not a JWT (or whose claims are not what Slurm writes).
+pub fn claims(token: &str) -> Option<Claims> {
+    let mut c: Claims = serde_json::from_value(jwt_claims(token)?).ok()?;
+    c.sun = c.sun.filter(|u| !u.is_empty());
+    Some(c)
 }
 
 /// The `exp` claim of a JWT, without verifying it (only the server can).
@@ -74,32 +103,7 @@ pub fn jwt_exp(token: &str) -> Option<i64> {
 
 /// The user a Slurm JWT names (`sun`), without verifying it.
 pub fn jwt_user(token: &str) -> Option<String> {
-    let v = jwt_claims(token)?;
-    v.get("sun")?.as_str().filter(|u| !u.is_empty()).map(str::to_string)
-}
-
-fn base64url_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            b'=' => break,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    claims(token)?.sun
 }
 
 /// Holds the current token and knows how to get a new one.
@@ -202,6 +206,15 @@ mod tests {
         assert_eq!(jwt_exp("not-a-jwt"), None);
         assert_eq!(jwt_user(JWT).as_deref(), Some("root"));
         assert_eq!(jwt_user("not-a-jwt"), None);
+        let c = claims(JWT).unwrap();
+        assert_eq!(
+            (c.sun.as_deref(), c.exp, c.iat),
+            (Some("root"), Some(1_796_051_537), Some(1_795_965_137))
+        );
+        // padded, and the standard alphabet, read too
+        let padded = "x.eyJleHAiOjE3OTYwNTE1MzcsInN1biI6ImFsaWNlIn0=.s";
+        assert_eq!(claims(padded).unwrap().sun.as_deref(), Some("alice"));
+        assert_eq!(claims("a.!!!.b"), None);
         let t = Token::new(&format!("SLURM_JWT={JWT}\n"));
         assert_eq!(t.value(), JWT);
         assert!(t.expired(1_796_051_537));
