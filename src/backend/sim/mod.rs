@@ -585,7 +585,7 @@ impl Sim {
         };
         for p in 0..NPOOLS {
             if !sim.cluster.pools[p].nodes.is_empty() {
-                sim.book.schedule(&mut sim.cluster, p, now, &mut sim.rng);
+                sim.book.schedule(&mut sim.cluster, p, now);
             }
         }
         // Settle the readings, then forget what changed: the inventory carries it all.
@@ -807,7 +807,7 @@ impl Sim {
         self.arrivals();
         for p in 0..NPOOLS {
             if !self.cluster.pools[p].nodes.is_empty() {
-                self.book.schedule(&mut self.cluster, p, now, &mut self.rng);
+                self.book.schedule(&mut self.cluster, p, now);
             }
         }
         self.refresh_pinned();

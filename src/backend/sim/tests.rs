@@ -480,3 +480,43 @@ fn the_simulator_says_a_down_node_stays_down_when_drained() {
     let msg = sim.apply_op(crate::ops::ActionKind::Drain, &other, "hot", "alice").expect("drain");
     assert_eq!(msg, format!("{other} draining"));
 }
+
+/// The scheduler plans start times in queue order: along a queue, the estimates of the jobs
+/// waiting for their turn or for GPUs never run backwards (the job ahead does not read
+/// "unknown" while the one behind has a time), and jobs held or over quota get none.
+#[test]
+fn start_estimates_follow_the_queue_order() {
+    let (sim, state) = run_checked(cfg(32), 40);
+    let demo = sim.planted().demo_job;
+    let mut by_queue: HashMap<&str, Vec<&crate::model::Job>> = HashMap::new();
+    for j in state.jobs.iter().filter(|j| j.state == JobState::Pending && j.id != demo) {
+        by_queue.entry(j.queue.as_str()).or_default().push(j);
+    }
+    let mut planned = 0;
+    for (q, mut jobs) in by_queue {
+        jobs.sort_by_key(|j| j.rank);
+        let mut last: Option<Epoch> = None;
+        for j in jobs {
+            let reason = j.pending_reason.as_deref().unwrap_or("");
+            match (reason, j.est_start) {
+                ("Priority" | "Resources", Some(e)) => {
+                    assert!(e > state.now, "job {}: an estimate in the past", j.id);
+                    assert!(last.is_none_or(|l| l <= e), "{q}: job {} planned before the job ahead", j.id);
+                    last = Some(e);
+                    planned += 1;
+                }
+                ("Priority" | "Resources", None) => {
+                    let in_service: u32 = state
+                        .nodes
+                        .iter()
+                        .filter(|n| n.pool == q && n.state.schedulable())
+                        .map(|n| n.gpu_slots)
+                        .sum();
+                    assert!(j.gpus > in_service, "{q}: job {} left unplanned though it fits", j.id);
+                }
+                (_, est) => assert_eq!(est, None, "job {} ({reason}) is not planned", j.id),
+            }
+        }
+    }
+    assert!(planned > 0, "some jobs have estimates");
+}
