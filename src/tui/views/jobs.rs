@@ -175,7 +175,7 @@ static COLS: [Column; 14] = [
     .right(),
     col(
         "EST START",
-        16,
+        21,
         |cx, key| {
             let j = job(cx.s, key);
             SortKey::Int(est_sort(j))
@@ -186,7 +186,7 @@ static COLS: [Column; 14] = [
             Span::styled(est_cell(j, cx.s.now), if j.est_start.is_some() { t.text } else { t.dim })
         },
     )
-    .grow(24)
+    .grow(28)
     .drop(1),
     col(
         "PRIO",

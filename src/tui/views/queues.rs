@@ -336,7 +336,7 @@ static MCOLS: [Column; 10] = [
     .right(),
     col(
         "EST START",
-        16,
+        21,
         |cx, key| {
             let j = &cx.s.jobs[key as usize];
             SortKey::Int(est_sort(j))
@@ -347,7 +347,7 @@ static MCOLS: [Column; 10] = [
             Span::styled(est_cell(j, cx.s.now), if j.est_start.is_some() { t.text } else { t.dim })
         },
     )
-    .grow(24),
+    .grow(28),
     col(
         "WAIT",
         6,

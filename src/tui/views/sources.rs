@@ -54,7 +54,7 @@ static COLS: [Column; 6] = [
         },
         |cx, key| {
             let (s, t) = (src(cx, key), cx.theme);
-            Span::styled(s.ok_at.map_or("-".into(), |at| stamp(at)), t.dim)
+            Span::styled(s.ok_at.map_or("-".into(), stamp), t.dim)
         },
     )
     .drop(2),
