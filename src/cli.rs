@@ -40,6 +40,10 @@ pub struct Cli {
     #[arg(long, env = "GPUPLANE_ASCII")]
     pub ascii: bool,
 
+    /// Show times in UTC instead of the local time zone (TZ, else /etc/localtime).
+    #[arg(long, env = "GPUPLANE_UTC", global = true)]
+    pub utc: bool,
+
     /// View to open first: overview, nodes, gpus, wall, topology, fabric, storage, jobs, queues, quotas, cost.
     #[arg(long, env = "GPUPLANE_VIEW", value_name = "VIEW")]
     pub view: Option<String>,

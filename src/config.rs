@@ -84,6 +84,8 @@ struct FileConfig {
     refresh: Option<String>,
     user: Option<String>,
     ascii: Option<bool>,
+    /// Show times in UTC instead of the local zone.
+    utc: Option<bool>,
     view: Option<String>,
     readonly: Option<bool>,
     audit_log: Option<PathBuf>,
@@ -105,6 +107,8 @@ pub struct Config {
     pub refresh: Duration,
     pub user: String,
     pub ascii: bool,
+    /// Times in UTC (`--utc`, `utc = true`) instead of the local zone.
+    pub utc: bool,
     pub view: Option<String>,
     pub sim_nodes: usize,
     pub sim_gpus: u8,
@@ -233,6 +237,7 @@ impl Config {
             refresh,
             user,
             ascii: cli.ascii || file.ascii.unwrap_or(false),
+            utc: cli.utc || file.utc.unwrap_or(false),
             view: cli.view.clone().or(file.view),
             sim_nodes: cli.sim_nodes.or(file.sim.nodes).unwrap_or(16).max(1),
             sim_gpus: cli.sim_gpus.or(file.sim.gpus_per_node).unwrap_or(8).clamp(1, 16),

@@ -6,6 +6,7 @@ pub mod acceptance;
 pub mod audit;
 pub mod backend;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod cost;

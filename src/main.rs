@@ -42,6 +42,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     tui::install_hooks()?;
     let (config, mut warnings) = Config::load(&cli);
     let _log = init_logging(&config);
+    // Every time shown is in this zone, named; what is stored stays UTC.
+    gpuplane::clock::set_zone(gpuplane::clock::local_or_utc(config.utc));
     if let Some(cmd) = &cli.command {
         // doctor reports the configuration's warnings as checks.
         if !matches!(cmd, gpuplane::cli::Command::Doctor { .. }) {

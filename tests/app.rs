@@ -721,3 +721,88 @@ fn a_views_own_keys_work_there_and_say_where_they_work_elsewhere() {
     key(&mut a, KeyCode::Char('['));
     assert_eq!(a.ui.cost_window, before);
 }
+
+/// My jobs: pending jobs by queue position (next to start first), running ones after; each
+/// pending job shows its estimate or "no estimate", and its detail says why it waits and, when
+/// there is no estimate, why not.
+#[test]
+fn my_jobs_are_in_position_order_with_estimates_and_real_causes() {
+    let mut a = app();
+    typed(&mut a, ":queues\r\t");
+    a.prepare();
+    let rows: Vec<gpuplane::model::Job> = a.ui.tables[views::queues::MY_JOBS]
+        .rows
+        .iter()
+        .map(|&k| a.state().jobs[k as usize].clone())
+        .collect();
+    assert!(rows.len() >= 2, "the researcher has jobs");
+    let order: Vec<u32> = rows.iter().map(|j| j.rank.unwrap_or(u32::MAX)).collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "by position");
+    let pending_then_running = rows.iter().map(|j| j.state != JobState::Pending).collect::<Vec<_>>();
+    assert!(pending_then_running.windows(2).all(|w| w[0] <= w[1]), "pending before running");
+
+    let screen = render(&mut a, 200, 50);
+    assert!(screen.contains("EST START") && screen.contains("WAIT") && screen.contains("RUN"), "{screen}");
+    for j in rows.iter().filter(|j| j.state == JobState::Pending) {
+        let line =
+            screen.lines().find(|l| l.contains(&j.id.to_string())).unwrap_or_else(|| panic!("{}", j.id));
+        match j.est_start {
+            Some(e) => {
+                let t = jiff::Timestamp::from_second(e).unwrap().strftime("%H:%M UTC").to_string();
+                assert!(line.contains(&t), "{line}");
+            }
+            None => assert!(line.contains("no estimate"), "{line}"),
+        }
+    }
+    // The demo job: its team is under quota while llm-pretrain borrows in h100.
+    let demo = rows.iter().find(|j| j.name == "llama3-8b-ablation").expect("demo job");
+    let demo_line = screen.lines().find(|l| l.contains(&demo.id.to_string())).unwrap();
+    assert!(demo_line.contains("your team is under quota"), "{demo_line}");
+
+    // The detail of a job without an estimate says why.
+    if let Some(i) = rows.iter().position(|j| j.state == JobState::Pending && j.est_start.is_none()) {
+        for _ in 0..i {
+            typed(&mut a, "j");
+        }
+        typed(&mut a, "\r");
+        let screen = render(&mut a, 200, 50);
+        assert!(screen.contains("est start") && screen.contains("no estimate: "), "{screen}");
+    }
+}
+
+/// Jobs: WAIT and RUN are two columns (a pending job has no run time, a finished one keeps
+/// its wait), EST START shows the estimate in the display zone.
+#[test]
+fn jobs_show_wait_and_run_apart_and_the_estimate() {
+    let mut a = app();
+    typed(&mut a, ":jobs\r");
+    let screen = render(&mut a, 220, 60);
+    let header = screen.lines().find(|l| l.contains("NAME")).unwrap();
+    for h in ["WAIT", "RUN", "EST START"] {
+        assert!(header.contains(h), "{header}");
+    }
+    assert!(!header.contains("TIME"), "{header}");
+    let s = a.state();
+    let demo = s.jobs.iter().find(|j| j.name == "llama3-8b-ablation").unwrap();
+    let line = screen.lines().find(|l| l.contains(&demo.id.to_string())).unwrap();
+    let est =
+        jiff::Timestamp::from_second(demo.est_start.unwrap()).unwrap().strftime("%H:%M UTC").to_string();
+    assert!(line.contains(&format!("{est} (in ")), "{line}");
+}
+
+/// The detail pane of a job shows its times in the display zone, named.
+#[test]
+fn job_times_carry_the_zone() {
+    let mut a = app();
+    gpuplane::clock::pin_zone(Some(jiff::tz::TimeZone::get("Asia/Kolkata").unwrap()));
+    typed(&mut a, ":jobs\r\r");
+    let screen = render(&mut a, 200, 50);
+    let submitted = screen.lines().find(|l| l.contains("submitted")).expect("submitted line");
+    assert!(submitted.contains("2026-01-01 05:30 IST ("), "{submitted}");
+    gpuplane::clock::pin_zone(Some(jiff::tz::TimeZone::UTC));
+    let screen = render(&mut a, 200, 50);
+    let submitted = screen.lines().find(|l| l.contains("submitted")).unwrap();
+    assert!(submitted.contains(" UTC ("), "{submitted}");
+}

@@ -173,3 +173,58 @@ fn get_and_the_console_agree_on_a_filter() {
     assert!(err.contains("unknown key \"stat\"") && err.contains(" st ") && err.contains(" state "), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+fn get_in(home: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> String {
+    let mut cmd = common::gpuplane_cmd(home);
+    cmd.arg("get").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run gpuplane");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// Times are shown in the local zone from TZ, named, at its offset; `--utc`, GPUPLANE_UTC and
+/// `utc = true` in the config force UTC. JSON keeps epoch seconds.
+#[test]
+fn times_are_local_and_named_and_utc_on_request() {
+    use jiff::tz::TimeZone;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let json: serde_json::Value = serde_json::from_str(&get_in(home, &[], &["jobs", "-o", "json"])).unwrap();
+    let ests: Vec<i64> = json.as_array().unwrap().iter().filter_map(|j| j["est_start"].as_i64()).collect();
+    assert!(!ests.is_empty(), "some pending jobs have an estimate");
+    let shown = |tz: &TimeZone, at: i64| {
+        jiff::Timestamp::from_second(at).unwrap().to_zoned(tz.clone()).strftime("%H:%M %Z").to_string()
+    };
+    for zone in ["America/New_York", "Asia/Kolkata"] {
+        let tz = TimeZone::get(zone).unwrap();
+        let table = get_in(home, &[("TZ", zone)], &["jobs", "-o", "wide"]);
+        for &e in &ests {
+            let want = shown(&tz, e);
+            assert!(table.contains(&want), "{zone}: {want} in\n{table}");
+        }
+        let abbr = if zone == "Asia/Kolkata" { "IST" } else { "EST" };
+        assert!(table.contains(&format!(" {abbr} (in ")), "{zone}: the zone is named\n{table}");
+        assert!(!table.contains(" UTC "), "{zone}: no UTC times\n{table}");
+        for forced in [
+            get_in(home, &[("TZ", zone)], &["jobs", "-o", "wide", "--utc"]),
+            get_in(home, &[("TZ", zone), ("GPUPLANE_UTC", "true")], &["jobs", "-o", "wide"]),
+        ] {
+            for &e in &ests {
+                assert!(forced.contains(&shown(&TimeZone::UTC, e)), "{zone} --utc");
+            }
+            let body: String = forced.lines().skip(1).collect();
+            assert!(!body.contains(&format!(" {abbr} ")), "{zone} --utc: no local time");
+        }
+    }
+    let config = home.join("config/gpuplane");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "utc = true\n").unwrap();
+    let table = get_in(home, &[("TZ", "Asia/Kolkata")], &["jobs", "-o", "wide"]);
+    for &e in &ests {
+        assert!(table.contains(&shown(&TimeZone::UTC, e)), "utc = true in the config");
+    }
+    assert!(!table.contains(" IST "));
+}

@@ -141,8 +141,9 @@ pub const COLUMNS: [(&str, bool); 14] = [
     ("WHY", true),
 ];
 
+/// When a run was submitted, in the display zone, named (`2026-01-01 14:25:07 EST`).
 fn time(at: i64) -> String {
-    jiff::Timestamp::from_second(at).map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_default()
+    jiff::Timestamp::from_second(at).map(crate::clock::stamp_secs).unwrap_or_default()
 }
 
 /// One record as the columns' text (sanitised).

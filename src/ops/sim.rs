@@ -25,7 +25,16 @@ impl Sim {
         match kind {
             ActionKind::Cordon => self.cordon(target, reason, by).map(|_| format!("{target} cordoned")),
             ActionKind::Uncordon => self.uncordon(target).map(|_| format!("{target} uncordoned")),
-            ActionKind::Drain => self.drain(target, reason, by).map(|_| format!("{target} draining")),
+            ActionKind::Drain => {
+                let down = self.node_state(target) == Some(crate::model::NodeState::Down);
+                self.drain(target, reason, by).map(|_| {
+                    if down {
+                        format!("{target} down+drain (stays down)")
+                    } else {
+                        format!("{target} draining")
+                    }
+                })
+            }
             ActionKind::Resume => self.resume(target).map(|_| format!("{target} resumed")),
             ActionKind::Cancel => {
                 let id =

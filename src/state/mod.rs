@@ -11,11 +11,13 @@ mod fleet;
 pub mod history;
 mod incidents;
 pub mod suspects;
+pub mod why;
 
 pub use derive::{QueueStats, Totals};
 pub use fleet::port_flagged;
 pub use incidents::{Incident, Plane, Severity};
 pub use suspects::{Evidence, Suspect, suspects};
+pub use why::{Wait, explain};
 
 use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
 use crate::model::{

@@ -11,8 +11,15 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-/// The fixed simulated cluster every snapshot uses: default size, seed 42, 30 ticks in.
+/// Times are shown in UTC on this thread, so snapshots do not depend on the machine's zone.
+pub fn pin_utc() {
+    gpuplane::clock::pin_zone(Some(jiff::tz::TimeZone::UTC));
+}
+
+/// The fixed simulated cluster every snapshot uses: default size, seed 42, 30 ticks in (times
+/// shown in UTC).
 pub fn app() -> App {
+    pin_utc();
     let state = gpuplane::testing::state_after(SimConfig::default(), 30);
     let mut a = App::new(
         state,
@@ -28,6 +35,7 @@ pub fn app() -> App {
 
 /// The same app and the simulator that made it, to keep it ticking.
 pub fn app_with_sim() -> (App, sim::Sim) {
+    pin_utc();
     let mut s = sim::Sim::new(SimConfig::default());
     let mut a = App::new(
         gpuplane::state::ClusterState::new(Default::default(), Default::default()),
@@ -90,7 +98,9 @@ pub fn gpuplane_cmd(home: &std::path::Path) -> std::process::Command {
         .env_remove("SLURM_USER_NAME")
         .env_remove("SLURM_JWT")
         .env_remove("PROMETHEUS_URL")
-        .env_remove("KUBECONFIG");
+        .env_remove("KUBECONFIG")
+        .env_remove("GPUPLANE_UTC")
+        .env("TZ", "UTC");
     cmd
 }
 

@@ -11,6 +11,9 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 pub(super) const FIRST_ID: JobId = 100_000;
 /// A job that ends within this long may start ahead of a blocked higher-priority job.
 const BACKFILL_S: i64 = 2 * 3600;
+/// How many jobs of a queue the scheduler plans start times for (like Slurm's
+/// `bf_max_job_test`); those behind get no estimate.
+const PLAN_DEPTH: usize = 100;
 
 /// Scheduler's pending reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +28,11 @@ pub(super) enum Reason {
 }
 
 impl Reason {
+    /// Whether the job waits for its turn or for GPUs (and so gets a planned start).
+    pub fn waits_for_capacity(self) -> bool {
+        matches!(self, Self::Priority | Self::Resources)
+    }
+
     pub fn text(self) -> Option<&'static str> {
         Some(match self {
             Self::None => return None,
@@ -349,28 +357,74 @@ impl JobBook {
         }
     }
 
-    fn set_reason(&mut self, id: JobId, reason: Reason, now: Epoch, rng: &mut fastrand::Rng) {
+    fn set_reason(&mut self, id: JobId, reason: Reason) {
         let Some(j) = self.map.get_mut(&id) else { return };
         if j.reason != reason {
             j.reason = reason;
-            j.est_start = match reason {
-                Reason::Resources => Some(now + rng.i64(5 * 60..90 * 60)),
-                Reason::Priority if rng.u8(0..5) < 2 => Some(now + rng.i64(20 * 60..6 * 3600)),
-                _ => None,
+            if !reason.waits_for_capacity() {
+                // Held, waiting on a dependency or on its team's quota: not planned.
+                j.est_start = None;
+            }
+            self.dirty.push(id);
+        }
+    }
+
+    /// Plans start times for the jobs of a pool's queue that wait for capacity, in queue order,
+    /// as a scheduler reserves them: each takes GPUs as running jobs end at their planned ends
+    /// (and gives them back when it would end), so estimates never run backwards along the queue.
+    /// A job larger than the pool's in-service GPUs, or deeper than [`PLAN_DEPTH`], gets none.
+    fn estimate(&mut self, cluster: &Cluster, pool: usize, now: Epoch) {
+        let p = &cluster.pools[pool];
+        let gpn = cluster.gpn as u32;
+        let in_service =
+            p.nodes.clone().filter(|&i| cluster.nodes[i as usize].state.schedulable()).count() as u32 * gpn;
+        let mut releases: BinaryHeap<Reverse<(Epoch, u32)>> = self
+            .running
+            .iter()
+            .filter_map(|&Reverse((end, id))| {
+                let j = self.map.get(&id)?;
+                (j.state == JobState::Running && usize::from(j.pool) == pool)
+                    .then_some(Reverse((end, j.gpus)))
+            })
+            .collect();
+        let (mut free, mut t, mut planned) = (p.free, now, 0usize);
+        let ids: Vec<JobId> = self.pending[pool].iter().map(|k| k.2).collect();
+        for id in ids {
+            let Some(j) = self.map.get_mut(&id) else { continue };
+            if j.flags & PINNED != 0 || !j.reason.waits_for_capacity() {
+                continue;
+            }
+            let est = if planned >= PLAN_DEPTH || j.gpus > in_service {
+                None
+            } else {
+                while free < j.gpus
+                    && let Some(Reverse((end, gpus))) = releases.pop()
+                {
+                    t = t.max(end);
+                    free += gpus;
+                }
+                (free >= j.gpus).then(|| {
+                    free -= j.gpus;
+                    let start = t.max(now + 60);
+                    releases.push(Reverse((start + j.run_s, j.gpus)));
+                    planned += 1;
+                    start
+                })
             };
-            self.dirty.push(id);
-        } else if let Some(est) = j.est_start
-            && est < now + 60
-        {
-            // The scheduler re-estimates when an estimate runs out.
-            j.est_start = Some(now + rng.i64(5 * 60..60 * 60));
-            self.dirty.push(id);
+            let moved = match (j.est_start, est) {
+                (Some(a), Some(b)) => (a - b).abs() > 120,
+                (a, b) => a.is_some() != b.is_some(),
+            };
+            if moved {
+                j.est_start = est;
+                self.dirty.push(id);
+            }
         }
     }
 
     /// One scheduling pass over a pool's queue in priority order: starts what fits (and what can
     /// backfill behind a blocked job), and sets the reason of everything still waiting.
-    pub fn schedule(&mut self, cluster: &mut Cluster, pool: usize, now: Epoch, rng: &mut fastrand::Rng) {
+    pub fn schedule(&mut self, cluster: &mut Cluster, pool: usize, now: Epoch) {
         let keys = std::mem::take(&mut self.pending[pool]);
         let mut keep = Vec::with_capacity(keys.len());
         let mut blocked = false;
@@ -405,10 +459,11 @@ impl JobBook {
             } else {
                 Reason::Priority
             };
-            self.set_reason(id, reason, now, rng);
+            self.set_reason(id, reason);
             keep.push(key);
         }
         self.pending[pool] = keep;
+        self.estimate(cluster, pool, now);
     }
 
     /// Cancels a job at an operator's request: a pending job leaves its queue, a running one

@@ -115,6 +115,8 @@ pub struct Sim {
     storage: Vec<telemetry::FsSim>,
     flap: Flap,
     draining: Vec<u32>,
+    /// Down nodes an operator drained (Slurm `DOWN+DRAIN`): still down, the drain noted.
+    down_drained: std::collections::BTreeSet<u32>,
     planted: Planted,
 }
 
@@ -577,12 +579,13 @@ impl Sim {
             storage: telemetry::storage(n),
             flap,
             draining,
+            down_drained: Default::default(),
             planted,
             cfg,
         };
         for p in 0..NPOOLS {
             if !sim.cluster.pools[p].nodes.is_empty() {
-                sim.book.schedule(&mut sim.cluster, p, now, &mut sim.rng);
+                sim.book.schedule(&mut sim.cluster, p, now);
             }
         }
         // Settle the readings, then forget what changed: the inventory carries it all.
@@ -646,10 +649,30 @@ impl Sim {
 
     /// Drains a node: no new work; it becomes drained once its jobs end. A draining or drained
     /// node is a conflict.
+    ///
+    /// A down node stays down, as Slurm shows it (`DOWN+DRAIN`): it keeps its state, its reason
+    /// ("Not responding: …", who said so and since when) with the drain added to it, and its
+    /// GPUs stay silent. Resuming it clears both.
     pub fn drain(&mut self, node: &str, reason: &str, by: &str) -> Result<(), ActionError> {
         let i = self.node_for(node, |st| {
             matches!(st, NodeState::Draining | NodeState::Drained).then_some("is draining or drained already")
         })?;
+        if self.cluster.nodes[i as usize].state == NodeState::Down {
+            if self.down_drained.contains(&i) {
+                return Err(ActionError::conflict(format!(
+                    "node {node} is down and drained already (down+drain)"
+                )));
+            }
+            let down = self.cluster.nodes[i as usize].reason.clone();
+            let drain = format!("drain by {by}: {reason}");
+            let why = match down {
+                Some(r) => Some(NodeReason { text: Text::from(format!("{}; {drain}", r.text)), ..r }),
+                None => reason_of(&drain, by, self.now),
+            };
+            self.cluster.set_state(i, NodeState::Down, why);
+            self.down_drained.insert(i);
+            return Ok(());
+        }
         let why = reason_of(reason, by, self.now);
         if self.cluster.nodes[i as usize].alloc() > 0 {
             self.cluster.set_state(i, NodeState::Draining, why);
@@ -667,6 +690,7 @@ impl Sim {
     pub fn resume(&mut self, node: &str) -> Result<(), ActionError> {
         let i = self.node_for(node, |st| st.schedulable().then_some("is in service already"))?;
         self.draining.retain(|&d| d != i);
+        self.down_drained.remove(&i);
         self.cluster.set_state(i, NodeState::Idle, None);
         Ok(())
     }
@@ -783,7 +807,7 @@ impl Sim {
         self.arrivals();
         for p in 0..NPOOLS {
             if !self.cluster.pools[p].nodes.is_empty() {
-                self.book.schedule(&mut self.cluster, p, now, &mut self.rng);
+                self.book.schedule(&mut self.cluster, p, now);
             }
         }
         self.refresh_pinned();

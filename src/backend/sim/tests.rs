@@ -413,3 +413,110 @@ fn invariants_hold_at_full_scale() {
     let active = state.jobs.iter().filter(|j| j.state.is_active()).count();
     assert!(active < 20_000, "{active} active jobs");
 }
+
+/// Slurm semantics: draining a down node leaves it DOWN+DRAIN. It stays down with its
+/// "Not responding" reason (who and since when too), its node-down incident stays, its GPUs stay
+/// silent (no cooling to idle), a second drain is a conflict, and only a resume brings it back.
+#[test]
+fn draining_a_down_node_keeps_it_down_with_its_reason() {
+    let mut sim = Sim::new(cfg(16));
+    let mut state = fresh(&sim);
+    for _ in 0..3 {
+        state.apply(sim.tick());
+    }
+    let name = sim.planted().xid_node.clone().expect("xid node");
+    let node_down = |s: &ClusterState| {
+        s.incidents
+            .iter()
+            .filter(|i| i.subject == name && i.title.starts_with("node down"))
+            .map(|i| (i.title.clone(), i.since))
+            .next()
+    };
+    let before = state.node(&name).unwrap().clone();
+    assert_eq!(before.state, NodeState::Down);
+    let down_reason = before.reason.clone().expect("down reason");
+    assert!(down_reason.text.starts_with("Not responding"), "{}", down_reason.text);
+    let (title, since) = node_down(&state).expect("node-down incident before the drain");
+    assert!(title.contains("Not responding"), "{title}");
+    let temps: Vec<_> = before.gpus.iter().map(|g| g.temp_c).collect();
+
+    sim.drain(&name, "RMA 4411", "alice").expect("drain a down node");
+    for _ in 0..10 {
+        state.apply(sim.tick());
+        let n = state.node(&name).unwrap();
+        assert_eq!(n.state, NodeState::Down, "a drained down node stays down");
+        let r = n.reason.as_ref().expect("reason kept");
+        assert!(r.text.starts_with(down_reason.text.as_str()), "{}", r.text);
+        assert!(r.text.contains("drain by alice: RMA 4411"), "{}", r.text);
+        assert_eq!((r.by.as_str(), r.at), (down_reason.by.as_str(), down_reason.at));
+        let (title, since2) = node_down(&state).expect("the node-down incident stays");
+        assert!(title.contains("Not responding") && title.contains("RMA 4411"), "{title}");
+        assert_eq!(since2, since);
+        let now: Vec<_> = n.gpus.iter().map(|g| g.temp_c).collect();
+        assert_eq!(now, temps, "a down node's GPUs report nothing, so nothing cools");
+        check_invariants(&state);
+    }
+    let again = sim.drain(&name, "again", "bob").expect_err("drained twice");
+    assert!(again.to_string().contains("down+drain"), "{again}");
+    assert_eq!(sim.apply_op(crate::ops::ActionKind::Drain, &name, "x", "y").ok(), None);
+
+    sim.resume(&name).expect("resume");
+    state.apply(sim.tick());
+    let n = state.node(&name).unwrap();
+    assert!(n.state.schedulable(), "{:?}", n.state);
+    assert!(node_down(&state).is_none(), "the node-down incident ends when the node is back");
+    // Back in service, a drain is an ordinary drain again.
+    sim.drain(&name, "after repair", "alice").expect("drain after resume");
+    assert!(matches!(sim.node_state(&name), Some(NodeState::Drained | NodeState::Draining)));
+}
+
+#[test]
+fn the_simulator_says_a_down_node_stays_down_when_drained() {
+    let mut sim = Sim::new(cfg(16));
+    let name = sim.planted().xid_node.clone().expect("xid node");
+    let msg = sim.apply_op(crate::ops::ActionKind::Drain, &name, "RMA", "alice").expect("drain");
+    assert_eq!(msg, format!("{name} down+drain (stays down)"));
+    let other = sim.planted().hot_node.clone();
+    let msg = sim.apply_op(crate::ops::ActionKind::Drain, &other, "hot", "alice").expect("drain");
+    assert_eq!(msg, format!("{other} draining"));
+}
+
+/// The scheduler plans start times in queue order: along a queue, the estimates of the jobs
+/// waiting for their turn or for GPUs never run backwards (the job ahead does not read
+/// "unknown" while the one behind has a time), and jobs held or over quota get none.
+#[test]
+fn start_estimates_follow_the_queue_order() {
+    let (sim, state) = run_checked(cfg(32), 40);
+    let demo = sim.planted().demo_job;
+    let mut by_queue: HashMap<&str, Vec<&crate::model::Job>> = HashMap::new();
+    for j in state.jobs.iter().filter(|j| j.state == JobState::Pending && j.id != demo) {
+        by_queue.entry(j.queue.as_str()).or_default().push(j);
+    }
+    let mut planned = 0;
+    for (q, mut jobs) in by_queue {
+        jobs.sort_by_key(|j| j.rank);
+        let mut last: Option<Epoch> = None;
+        for j in jobs {
+            let reason = j.pending_reason.as_deref().unwrap_or("");
+            match (reason, j.est_start) {
+                ("Priority" | "Resources", Some(e)) => {
+                    assert!(e > state.now, "job {}: an estimate in the past", j.id);
+                    assert!(last.is_none_or(|l| l <= e), "{q}: job {} planned before the job ahead", j.id);
+                    last = Some(e);
+                    planned += 1;
+                }
+                ("Priority" | "Resources", None) => {
+                    let in_service: u32 = state
+                        .nodes
+                        .iter()
+                        .filter(|n| n.pool == q && n.state.schedulable())
+                        .map(|n| n.gpu_slots)
+                        .sum();
+                    assert!(j.gpus > in_service, "{q}: job {} left unplanned though it fits", j.id);
+                }
+                (_, est) => assert_eq!(est, None, "job {} ({reason}) is not planned", j.id),
+            }
+        }
+    }
+    assert!(planned > 0, "some jobs have estimates");
+}

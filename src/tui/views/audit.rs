@@ -31,7 +31,7 @@ static COLS: [Column; 9] = [
     .right(),
     col(
         "TIME",
-        19,
+        23,
         |cx, key| {
             let r = rec(cx, key);
             SortKey::Int(r.seq as i64)
@@ -39,7 +39,7 @@ static COLS: [Column; 9] = [
         |cx, key| {
             let r = rec(cx, key);
             let t = cx.theme;
-            Span::styled(r.ts.get(..19).unwrap_or(&r.ts).replace('T', " "), t.dim)
+            Span::styled(shown_time(&r.ts), t.dim)
         },
     ),
     col(
@@ -209,12 +209,26 @@ impl TableSource for AuditTable {
     }
 }
 
+/// A record's time in the display zone, named (`2026-01-01 09:25:07 EST`); the log keeps UTC
+/// (RFC 3339). A time that does not parse is shown as written.
+fn shown_time(ts: &str) -> String {
+    crate::clock::record_time(ts).unwrap_or_else(|| super::super::widgets::safe(ts).into_owned())
+}
+
 pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
     let Some(r) = cx.audit.get(key as usize) else { return vec![] };
     let t = cx.theme;
     let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     let mut out = vec![
-        kv(cx, "record", Span::styled(format!("#{} {:?} {}", r.seq, r.phase, r.ts), t.accent)),
+        kv(cx, "record", Span::styled(format!("#{} {:?}", r.seq, r.phase), t.accent)),
+        kv(
+            cx,
+            "time",
+            Span::styled(
+                format!("{} (in the log: {})", shown_time(&r.ts), super::super::widgets::safe(&r.ts)),
+                t.text,
+            ),
+        ),
         kv(cx, "action", untrusted(&r.action, t.text)),
         kv(
             cx,

@@ -619,7 +619,7 @@ pub fn node_detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     if let Some(b) = a.last_baseline {
         out.push(kv(cx, "baseline", Span::styled(format!("{b:.1} GB/s"), t.text)));
     }
-    out.push(kv(cx, "at", Span::styled(super::super::widgets::ts(a.last_at), t.text)));
+    out.push(kv(cx, "at", Span::styled(super::super::widgets::stamp_rel(cx.s.now, a.last_at), t.text)));
     out.push(kv(cx, "run", Span::styled(safe(&a.last_run).into_owned(), t.dim)));
     let w = (width as usize).saturating_sub(14).clamp(1, 120);
     if !a.history.is_empty() {

@@ -2,7 +2,7 @@
 
 use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
-use super::super::widgets::{ago, dur, money, opt, safe, ts, untrusted};
+use super::super::widgets::{clock_rel, dur, money, opt, safe, stamp, stamp_rel, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
@@ -16,7 +16,7 @@ pub struct JobsTable;
 
 pub const TABLE: TableId = TableId("jobs");
 
-static COLS: [Column; 12] = [
+static COLS: [Column; 14] = [
     col(
         "ID",
         7,
@@ -131,19 +131,35 @@ static COLS: [Column; 12] = [
     )
     .drop(4),
     col(
-        "TIME",
+        "WAIT",
         6,
         |cx, key| {
             let j = job(cx.s, key);
-            SortKey::Int(job_time(j, cx.s.now))
+            SortKey::Int(wait_s(j, cx.s.now))
         },
         |cx, key| {
             let j = job(cx.s, key);
             let t = cx.theme;
-            Span::styled(dur(job_time(j, cx.s.now)), t.text)
+            Span::styled(dur(wait_s(j, cx.s.now)), if j.state == JobState::Pending { t.warn } else { t.dim })
         },
     )
-    .right(),
+    .right()
+    .drop(1),
+    col(
+        "RUN",
+        6,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(j.elapsed(cx.s.now).unwrap_or(-1))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(j.elapsed(cx.s.now).map_or("-".into(), dur), t.text)
+        },
+    )
+    .right()
+    .drop(1),
     col(
         "POS",
         4,
@@ -158,6 +174,21 @@ static COLS: [Column; 12] = [
         },
     )
     .right(),
+    col(
+        "EST START",
+        21,
+        |cx, key| {
+            let j = job(cx.s, key);
+            SortKey::Int(est_sort(j))
+        },
+        |cx, key| {
+            let j = job(cx.s, key);
+            let t = cx.theme;
+            Span::styled(est_cell(j, cx.s.now), if j.est_start.is_some() { t.text } else { t.dim })
+        },
+    )
+    .grow(28)
+    .drop(1),
     col(
         "PRIO",
         6,
@@ -204,9 +235,34 @@ pub fn job_state_style(cx: &Cx<'_>, st: JobState) -> Style {
     }
 }
 
-/// Elapsed for started jobs, wait so far for pending ones.
-pub fn job_time(j: &Job, now: i64) -> i64 {
-    j.elapsed(now).unwrap_or_else(|| j.wait(now))
+/// Queue wait: until the start, so far while pending, and until the end for a job that
+/// ended without starting.
+pub fn wait_s(j: &Job, now: i64) -> i64 {
+    let until = match (j.start, j.end) {
+        (Some(st), _) => st,
+        (None, Some(end)) => end,
+        (None, None) => now,
+    };
+    (until - j.submit).max(0)
+}
+
+/// The EST START cell: the scheduler's estimate for a pending job (`18:21 UTC (in 47m00s)`),
+/// `no estimate` when it gives none (the detail says why), `-` for a job that does not pend.
+pub fn est_cell(j: &Job, now: i64) -> String {
+    match (j.state, j.est_start) {
+        (JobState::Pending, Some(e)) => clock_rel(now, e),
+        (JobState::Pending, None) => "no estimate".into(),
+        _ => "-".into(),
+    }
+}
+
+/// Pending jobs by estimate (soonest first), then pending jobs without one, then the rest.
+pub fn est_sort(j: &Job) -> i64 {
+    match (j.state, j.est_start) {
+        (JobState::Pending, Some(e)) => e,
+        (JobState::Pending, None) => i64::MAX - 1,
+        _ => i64::MAX,
+    }
 }
 
 pub fn nodes_summary(j: &Job) -> String {
@@ -258,7 +314,7 @@ impl TableSource for JobsTable {
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(&cx.s.jobs[key as usize])
+        job_json(cx, &cx.s.jobs[key as usize])
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -324,6 +380,20 @@ impl TableSource for JobsTable {
     }
 }
 
+/// A job as JSON: the model's fields (times as epoch seconds, UTC), its wait and run time, and
+/// for a pending job why it waits (`why`: causes, why there is no estimate, what could help).
+pub fn job_json(cx: &Cx<'_>, j: &Job) -> serde_json::Value {
+    let mut v = to_json(j);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("wait_s".into(), wait_s(j, cx.s.now).into());
+        o.insert("run_s".into(), j.elapsed(cx.s.now).into());
+        if let Some(w) = crate::state::explain(cx.s, j, cx.user) {
+            o.insert("why".into(), to_json(&w));
+        }
+    }
+    v
+}
+
 /// How many pending jobs compete in `queue`.
 pub fn pending_in_queue(s: &ClusterState, queue: &str) -> u32 {
     s.queue_stats.iter().find(|q| q.name == queue).map_or(0, |q| q.pending)
@@ -347,38 +417,40 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             "position",
             Span::styled(format!("{} of {} pending in {}", opt(j.rank), total, safe(&j.queue)), t.warn),
         ));
+        let wait = crate::state::explain(s, j, cx.user).unwrap_or_default();
+        for (i, c) in wait.causes.iter().enumerate() {
+            out.push(kv(cx, if i == 0 { "why" } else { "also" }, Span::styled(c.clone(), t.warn)));
+        }
         if let Some(r) = &j.pending_reason {
             out.push(kv(
                 cx,
-                "why",
-                Span::styled(format!("{} — {}", safe(r), pending_reason_text(r)), t.warn),
+                "reason",
+                Span::styled(format!("{} (scheduler): {}", safe(r), pending_reason_text(r)), t.dim),
             ));
         }
-        out.push(kv(
-            cx,
-            "est start",
-            Span::styled(
-                j.est_start.map_or("unknown".into(), |e| format!("{} (in {})", ts(e), dur(e - s.now))),
-                t.text,
-            ),
-        ));
-        out.push(kv(cx, "waiting", Span::styled(dur(j.wait(s.now)), t.text)));
+        let est = match (j.est_start, &wait.no_estimate) {
+            (Some(e), _) => clock_rel(s.now, e),
+            (None, Some(why)) => why.clone(),
+            (None, None) => "no estimate".into(),
+        };
+        out.push(kv(cx, "est start", Span::styled(est, t.text)));
+        for h in &wait.hints {
+            out.push(kv(cx, "could help", Span::styled(h.clone(), t.info)));
+        }
+        out.push(kv(cx, "waiting", Span::styled(dur(wait_s(j, s.now)), t.text)));
     }
     out.push(kv(cx, "priority", Span::styled(j.priority.to_string(), t.text)));
-    out.push(kv(
-        cx,
-        "submitted",
-        Span::styled(format!("{} ({})", ts(j.submit), ago(s.now, j.submit)), t.text),
-    ));
+    out.push(kv(cx, "submitted", Span::styled(stamp_rel(s.now, j.submit), t.text)));
     if let Some(st) = j.start {
         out.push(kv(
             cx,
             "started",
-            Span::styled(format!("{} (waited {})", ts(st), dur(st - j.submit)), t.text),
+            Span::styled(format!("{} (waited {})", stamp(st), dur(st - j.submit)), t.text),
         ));
+        out.push(kv(cx, "running", Span::styled(dur(j.elapsed(s.now).unwrap_or(0)), t.text)));
     }
     if let Some(e) = j.end {
-        out.push(kv(cx, "ended", Span::styled(ts(e), t.text)));
+        out.push(kv(cx, "ended", Span::styled(stamp_rel(s.now, e), t.text)));
     }
     out.push(kv(
         cx,

@@ -1,13 +1,14 @@
 //! Queues: Slurm partitions and Kueue queues with pending/running counts and wait times, and
 //! "my jobs": where each of the current user's jobs stands and why it waits.
 
-use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
-use super::super::widgets::{dur, opt, safe, ts, untrusted};
-use super::jobs::{job_field, job_state_style, job_text, pending_in_queue};
+use super::super::widgets::{dur, opt, safe, untrusted};
+use super::jobs::{
+    est_cell, est_sort, job_field, job_json, job_state_style, job_text, pending_in_queue, wait_s,
+};
 use super::{TableId, ViewId};
 use crate::model::ObjKey;
-use crate::model::{JobState, Queue, pending_reason_text};
+use crate::model::{JobState, Queue};
 use crate::state::{ClusterState, QueueStats};
 use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
@@ -235,7 +236,7 @@ impl TableSource for QueuesTable {
     }
 }
 
-static MCOLS: [Column; 8] = [
+static MCOLS: [Column; 10] = [
     col(
         "ID",
         7,
@@ -321,7 +322,7 @@ static MCOLS: [Column; 8] = [
         |cx, key| {
             let s = cx.s;
             let j = &s.jobs[key as usize];
-            SortKey::Int(j.rank.map_or(i64::MAX, i64::from))
+            SortKey::Int(my_order(j))
         },
         |cx, key| {
             let s = cx.s;
@@ -341,28 +342,48 @@ static MCOLS: [Column; 8] = [
     .right(),
     col(
         "EST START",
-        16,
+        21,
         |cx, key| {
-            let s = cx.s;
-            let j = &s.jobs[key as usize];
-            SortKey::Int(j.est_start.unwrap_or(i64::MAX))
+            let j = &cx.s.jobs[key as usize];
+            SortKey::Int(est_sort(j))
         },
         |cx, key| {
-            let s = cx.s;
-            let j = &s.jobs[key as usize];
+            let j = &cx.s.jobs[key as usize];
             let t = cx.theme;
-            let pending = j.state == JobState::Pending;
-            Span::styled(
-                match (pending, j.est_start) {
-                    (true, Some(e)) => format!("{} +{}", &ts(e)[5..], dur(e - s.now)),
-                    (true, None) => "unknown".into(),
-                    _ => j.start.map_or("-".into(), |st| format!("ran {}", dur(s.now - st))),
-                },
-                t.text,
-            )
+            Span::styled(est_cell(j, cx.s.now), if j.est_start.is_some() { t.text } else { t.dim })
         },
     )
-    .drop(1),
+    .grow(28),
+    col(
+        "WAIT",
+        6,
+        |cx, key| {
+            let j = &cx.s.jobs[key as usize];
+            SortKey::Int(wait_s(j, cx.s.now))
+        },
+        |cx, key| {
+            let j = &cx.s.jobs[key as usize];
+            let t = cx.theme;
+            Span::styled(dur(wait_s(j, cx.s.now)), t.text)
+        },
+    )
+    .right()
+    .drop(2),
+    col(
+        "RUN",
+        6,
+        |cx, key| {
+            let j = &cx.s.jobs[key as usize];
+            SortKey::Int(j.elapsed(cx.s.now).unwrap_or(-1))
+        },
+        |cx, key| {
+            let j = &cx.s.jobs[key as usize];
+            let t = cx.theme;
+            Span::styled(j.elapsed(cx.s.now).map_or("-".into(), dur), t.text)
+        },
+    )
+    .right()
+    .drop(2),
     col(
         "WHY",
         20,
@@ -375,12 +396,9 @@ static MCOLS: [Column; 8] = [
             let s = cx.s;
             let j = &s.jobs[key as usize];
             let t = cx.theme;
-            let pending = j.state == JobState::Pending;
-            match &j.pending_reason {
-                Some(r) if pending => {
-                    Span::styled(format!("{}: {}", safe(r), pending_reason_text(r)), t.warn)
-                }
-                _ => Span::raw(""),
+            match crate::state::explain(s, j, cx.user) {
+                Some(w) => Span::styled(w.cause().to_string(), t.warn),
+                None => Span::raw(""),
             }
         },
     ),
@@ -396,7 +414,7 @@ impl TableSource for MyJobsTable {
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(&cx.s.jobs[key as usize])
+        job_json(cx, &cx.s.jobs[key as usize])
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -450,8 +468,20 @@ impl TableSource for MyJobsTable {
         ]
     }
 
+    /// By position: pending jobs first, next to start first; then the running ones.
     fn default_sort(&self) -> (usize, bool) {
-        (3, false)
+        (MY_POS, false)
+    }
+}
+
+/// The POS column of My jobs.
+const MY_POS: usize = 5;
+
+/// My jobs' order: pending ones by position (ties by estimate, then id), running ones after.
+fn my_order(j: &crate::model::Job) -> i64 {
+    match j.rank {
+        Some(r) if j.state == JobState::Pending => i64::from(r),
+        _ => i64::from(u32::MAX) + 1,
     }
 }
 
@@ -467,7 +497,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::L
     let mut out = vec![
         kv(cx, "queue", untrusted(&q.name, t.accent)),
         kv(cx, "kind", Span::styled(q.kind.label(), t.text)),
-        kv(cx, "capacity", Span::styled(format!("{} nodes, {} GPUs", q.nodes, q.gpus), t.text)),
+        kv(cx, "capacity", Span::styled(capacity(s, q), t.text)),
         kv(cx, "max time", Span::styled(q.max_time_s.map_or("unlimited".into(), dur), t.text)),
         kv(
             cx,
@@ -507,6 +537,22 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::L
         ]));
     }
     out
+}
+
+/// `12 nodes, 96 GPUs; 3 out of service: gpu-004 down, gpu-009 drained, gpu-014 maint`.
+fn capacity(s: &ClusterState, q: &Queue) -> String {
+    let (out, _) = crate::state::why::queue_out_of_service(s, &q.name);
+    let mut text = format!("{} nodes, {} GPUs", q.nodes, q.gpus);
+    if !out.is_empty() {
+        let names: Vec<String> = out
+            .iter()
+            .take(5)
+            .map(|n| format!("{} {}", safe(&n.name), n.state.label()))
+            .chain((out.len() > 5).then(|| format!("+{} more", out.len() - 5)))
+            .collect();
+        text.push_str(&format!("; {} out of service: {}", out.len(), names.join(", ")));
+    }
+    text
 }
 
 /// Queues: partitions and queues with their waits, and my jobs in them.

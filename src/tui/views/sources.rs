@@ -3,7 +3,7 @@
 //! Added as one file plus one registry line, as every view is.
 
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
-use super::super::widgets::{ago, opt, ts, untrusted};
+use super::super::widgets::{ago, opt, stamp, stamp_rel, untrusted};
 use super::detail::kv;
 use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
@@ -55,7 +55,7 @@ static COLS: [Column; 6] = [
         },
         |cx, key| {
             let (s, t) = (src(cx, key), cx.theme);
-            Span::styled(s.ok_at.map_or("-".into(), ts), t.dim)
+            Span::styled(s.ok_at.map_or("-".into(), stamp), t.dim)
         },
     )
     .drop(2),
@@ -153,7 +153,7 @@ impl TableSource for SourcesTable {
         let mut out = vec![
             kv(cx, "source", untrusted(&s.name, t.title)),
             kv(cx, "state", Span::styled(state(s), t.text)),
-            kv(cx, "last ok", Span::styled(opt(s.ok_at.map(ts)), t.text)),
+            kv(cx, "last ok", Span::styled(opt(s.ok_at.map(|at| stamp_rel(cx.s.now, at))), t.text)),
             kv(cx, "detail", untrusted(s.detail.as_deref().unwrap_or("-"), t.text)),
         ];
         if s.simulated {

@@ -2,6 +2,9 @@
 
 pub mod table;
 
+/// Times and durations: one formatter for the console, `get` and the reports (see
+/// [`crate::clock`]: the display zone, named; relative where it helps).
+pub use crate::clock::{clock, clock_rel, dur, relative, stamp, stamp_rel};
 use crate::model::Epoch;
 use crate::sanitize::sanitize;
 use ratatui::style::Style;
@@ -143,32 +146,9 @@ pub fn untrusted<'a>(s: &'a str, style: Style) -> Span<'a> {
     Span::styled(sanitize(s), style)
 }
 
-/// `93s` → `1m33s`, `90000` → `1d1h`: two most significant units.
-pub fn dur(secs: i64) -> String {
-    let s = secs.max(0);
-    let (d, h, m, sec) = (s / 86_400, (s % 86_400) / 3_600, (s % 3_600) / 60, s % 60);
-    if d > 0 {
-        format!("{d}d{h}h")
-    } else if h > 0 {
-        format!("{h}h{m:02}m")
-    } else if m > 0 {
-        format!("{m}m{sec:02}s")
-    } else {
-        format!("{sec}s")
-    }
-}
-
 /// Age of `at` relative to `now`, e.g. `5m ago`.
 pub fn ago(now: Epoch, at: Epoch) -> String {
     format!("{} ago", dur(now - at))
-}
-
-/// UTC timestamp, `2026-01-01 00:00`.
-pub fn ts(at: Epoch) -> String {
-    match jiff::Timestamp::from_second(at) {
-        Ok(t) => t.strftime("%Y-%m-%d %H:%M").to_string(),
-        Err(_) => "-".into(),
-    }
 }
 
 /// Bytes in binary units, `1.5T`.
@@ -224,15 +204,10 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(dur(93), "1m33s");
-        assert_eq!(dur(90_000), "1d1h");
-        assert_eq!(dur(3_720), "1h02m");
-        assert_eq!(dur(-5), "0s");
         assert_eq!(bytes(1536), "1.5K");
         assert_eq!(bytes(5 * 1024u64.pow(4)), "5.0T");
         assert_eq!(money(1234567.4, "USD"), "$1,234,567");
         assert_eq!(money(12.0, "EUR"), "12 EUR");
-        assert_eq!(ts(1_767_225_600), "2026-01-01 00:00");
         assert_eq!(rate(2.3e9), "2.3GB/s");
         assert_eq!(rate(-0.0), "0.0B/s", "an empty sum is not negative");
         assert_eq!(rate(f64::NAN), "0.0B/s");
