@@ -195,22 +195,22 @@ impl Plan {
         self.body_with(|_| None)
     }
 
-    /// [`Plan::body`], with `flag(target)` appended to that target's step line.
+    /// [`Plan::body`], with `flag(target)` put before that target's line.
     pub fn body_with<'f>(&self, flag: impl Fn(&str) -> Option<&'f str>) -> Vec<String> {
         let mut out = Vec::new();
         if self.refused.len() > 1 {
             out.push("refused, will not run:".to_string());
             out.extend(
-                self.refused.iter().map(|r| format!("    {}{}", r.message(), flag(&r.target).unwrap_or(""))),
+                self.refused.iter().map(|r| format!("    {}{}", flag(&r.target).unwrap_or(""), r.message())),
             );
         }
         for s in &self.steps {
             out.push(format!(
-                "{} {}: {}{}",
+                "{}{} {}: {}",
+                flag(&s.target).unwrap_or(""),
                 self.kind.label(),
                 s.target,
-                s.call,
-                flag(&s.target).unwrap_or("")
+                s.call
             ));
             for a in &s.affected {
                 out.push(format!("    job {} {} ({}), {} GPUs", a.job, a.name, a.user, a.gpus));
