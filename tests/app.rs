@@ -920,6 +920,15 @@ fn the_detail_pane_scrolls_with_its_own_keys_and_leads_with_the_fault() {
     let screen = render(&mut a, 80, 24);
     let gpus = screen.lines().position(|l| l.contains("-- GPUs")).unwrap_or_else(|| panic!("{screen}"));
     assert!(screen.lines().nth(gpus + 1).unwrap().starts_with(&format!("│!{hg:>2} ")), "{screen}");
+    // A flapping port: named at the top, first under fabric and marked.
+    let flap =
+        a.state().incidents.iter().find(|i| i.title.contains("flapping")).expect("a flapping port").clone();
+    let (pn, port) = flap.subject.split_once('/').unwrap();
+    typed(&mut a, &format!("\x1b\x1b:nodes {pn}\r\r"));
+    let screen = render(&mut a, 160, 48);
+    assert!(screen.contains(&format!("incident  port {port}: ")), "{screen}");
+    let fabric = screen.lines().position(|l| l.contains("-- fabric")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(screen.lines().nth(fabric + 1).unwrap().contains(&format!("! {port} ")), "{screen}");
 }
 
 #[test]
