@@ -969,9 +969,13 @@ impl App {
         };
         let mut hidden = Vec::new();
         if !st.filter.is_empty() {
-            let mut all = Vec::new();
-            src.keys(&cx, &mut all);
-            let same_kind = all.first().and_then(|&k| src.identity(&cx, k)).and_then(name_of).is_some();
+            // What the table lists, from a row it shows (or any, when the filter shows none).
+            let any = st.rows.first().copied().or_else(|| {
+                let mut all = Vec::new();
+                src.keys(&cx, &mut all);
+                all.first().copied()
+            });
+            let same_kind = any.and_then(|k| src.identity(&cx, k)).and_then(name_of).is_some();
             if same_kind {
                 let shown: std::collections::BTreeSet<String> =
                     st.rows.iter().filter_map(|&k| src.identity(&cx, k).and_then(name_of)).collect();
