@@ -722,6 +722,348 @@ fn a_views_own_keys_work_there_and_say_where_they_work_elsewhere() {
     assert_eq!(a.ui.cost_window, before);
 }
 
+/// The nodes of the fixed cluster in `state`, by name.
+fn nodes_in(a: &gpuplane::tui::app::App, f: impl Fn(&gpuplane::model::Node) -> bool) -> Vec<String> {
+    a.state().nodes.iter().filter(|n| f(n)).map(|n| n.name.to_string()).collect()
+}
+
+#[test]
+fn marked_rows_a_filter_hides_are_flagged_in_the_plan_and_m_clears_the_marks() {
+    let mut a = app();
+    // Mark gpu-001 and gpu-002 (space marks and moves down), then filter them away and put the
+    // cursor on another node.
+    typed(&mut a, ":nodes\r");
+    typed(&mut a, "  ");
+    assert_eq!(a.marks.nodes.len(), 2);
+    assert_eq!(a.ui.tables[views::nodes::TABLE].selected, 2, "space moves down");
+    typed(&mut a, "/gpu-01\r");
+    a.prepare();
+    let highlighted = match a.selected_obj() {
+        Some(gpuplane::model::ObjKey::Node(n)) => n.name.to_string(),
+        o => panic!("{o:?}"),
+    };
+    typed(&mut a, "c");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    let mut targets = c.req.targets.clone();
+    targets.sort();
+    assert_eq!(targets, ["gpu-001", "gpu-002"], "the marks, not the highlighted row");
+    assert_eq!(c.hidden, ["gpu-001", "gpu-002"]);
+    let note = c.note.clone().expect("a note");
+    assert!(
+        note.contains(&format!("not the highlighted {highlighted}")) && note.contains("M clears"),
+        "{note}"
+    );
+    let screen = render(&mut a, 100, 30);
+    assert!(screen.contains("2 of the marked targets are hidden by the filter"), "{screen}");
+    assert!(
+        screen.lines().filter(|l| l.contains("[hidden by filter] cordon gpu-00")).count() == 2,
+        "{screen}"
+    );
+    // Esc cancels; M clears every mark and says how many.
+    key(&mut a, KeyCode::Esc);
+    typed(&mut a, "M");
+    assert!(a.marks.nodes.is_empty() && a.marks.jobs.is_empty());
+    assert_eq!(a.ui.message.as_ref().map(|m| m.0.as_str()), Some("cleared 2 mark(s)"));
+    // Without marks the action takes the highlighted row (cordoned: drain it), with no note.
+    typed(&mut a, "r");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    assert_eq!(c.req.targets, [highlighted]);
+    assert!(c.hidden.is_empty() && c.note.is_none());
+}
+
+#[test]
+fn the_footer_shows_the_selected_rows_actions_and_the_marks_when_there_is_room() {
+    let mut a = app();
+    typed(&mut a, ":nodes\r");
+    let footer =
+        |a: &mut gpuplane::tui::app::App, w: u16| render(a, w, 24).lines().last().unwrap().to_string();
+    let f = footer(&mut a, 80);
+    assert!(f.contains("r drain") && f.contains("c cordon") && f.contains("N acceptance"), "{f}");
+    assert!(f.contains("? help") && f.ends_with("q quit"), "{f}");
+    let f = footer(&mut a, 60);
+    assert!(f.contains("r drain") && f.ends_with("q quit"), "whole words, quit kept: {f}");
+    typed(&mut a, " ");
+    assert!(footer(&mut a, 100).contains("M unmark 1"));
+    typed(&mut a, "M:jobs\r");
+    let f = footer(&mut a, 100);
+    assert!(f.contains("^k cancel") && f.contains("space mark") && !f.contains("drain"), "{f}");
+    // Read-only: no action keys.
+    a.readonly = true;
+    let f = footer(&mut a, 100);
+    assert!(!f.contains("cancel"), "{f}");
+}
+
+#[test]
+fn a_batch_with_a_refused_target_lists_it_and_confirming_runs_the_rest() {
+    use gpuplane::ops::OpMsg;
+    let mut a = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    let draining = nodes_in(&a, |n| matches!(n.state.label(), "draining" | "drained"));
+    let fine = nodes_in(&a, |n| n.state.schedulable());
+    assert!(!draining.is_empty() && fine.len() >= 11);
+    let cluster = a.state().cluster.clone();
+    for n in fine[..11].iter().chain(&draining[..1]) {
+        a.marks.nodes.insert(gpuplane::model::NodeKey { cluster: cluster.clone(), name: n.as_str().into() });
+    }
+    typed(&mut a, ":nodes\rr");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    assert_eq!(c.plan.steps.len(), 11);
+    assert_eq!(c.plan.confirm_word.as_deref(), Some("11"));
+    let screen = render(&mut a, 80, 24);
+    let label = a.state().node(&draining[0]).unwrap().state.label();
+    let want = format!(
+        "11 of 12 will run; 1 refused: node {} is draining or drained already ({label})",
+        draining[0]
+    );
+    let flat: String = screen.lines().map(|l| l.trim_matches('│').trim_end()).collect::<Vec<_>>().join(" ");
+    assert!(flat.contains(&want), "{want}\n{screen}");
+    assert!(screen.contains("drain 11 target(s)"), "{screen}");
+    // Confirm: a reason, then the count typed; the 11 run.
+    typed(&mut a, "rack 4 PSU swap\t\t11\r");
+    match rx.try_recv() {
+        Ok(OpMsg::Run(job)) => {
+            assert_eq!(job.req.targets.len(), 11);
+            assert!(!job.req.targets.contains(&draining[0]));
+            assert_eq!(job.plan.steps.len(), 11);
+        }
+        other => panic!("expected the batch to run: {other:?}; {:?}", a.ui.mode),
+    }
+}
+
+#[test]
+fn the_plan_scrolls_inside_the_confirmation_before_confirming() {
+    let mut a = app();
+    let fine = nodes_in(&a, |n| n.state.schedulable());
+    let cluster = a.state().cluster.clone();
+    for n in &fine {
+        a.marks.nodes.insert(gpuplane::model::NodeKey { cluster: cluster.clone(), name: n.as_str().into() });
+    }
+    typed(&mut a, ":nodes\rr");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    let body = gpuplane::tui::app::confirm_body(c);
+    let last_step = format!("drain {}:", fine.last().unwrap());
+    let screen = render(&mut a, 80, 24);
+    assert!(screen.contains("more below (pgdn/pgup scroll)"), "{screen}");
+    assert!(!screen.contains(&last_step), "{screen}");
+    // The summary stays on top whatever the scroll.
+    let summary = match &a.ui.mode {
+        Mode::Confirm(c) => c.plan.summary(),
+        _ => unreachable!(),
+    };
+    assert!(screen.contains(&summary), "{screen}");
+    key(&mut a, KeyCode::PageDown);
+    let scrolled = render(&mut a, 80, 24);
+    let Mode::Confirm(c) = &a.ui.mode else { panic!() };
+    assert!(c.scroll > 0, "pgdn scrolls the plan");
+    assert!(scrolled.contains(&summary) && scrolled.contains(&body[c.scroll]), "{scrolled}");
+    key(&mut a, KeyCode::End);
+    let end = render(&mut a, 80, 24);
+    assert!(end.contains(body.last().unwrap().trim_start()), "the last line is reachable:\n{end}");
+    key(&mut a, KeyCode::Home);
+    render(&mut a, 80, 24);
+    let Mode::Confirm(c) = &a.ui.mode else { panic!() };
+    assert_eq!(c.scroll, 0);
+    assert!(c.reason.is_empty(), "scrolling typed nothing");
+}
+
+/// Enter on the first incident, then Enter again: its node's detail.
+fn jump_from_first_incident(a: &mut gpuplane::tui::app::App) -> String {
+    a.prepare();
+    let row = a.ui.tables[views::overview::INCIDENTS].selected_key().expect("incidents");
+    let subject = a.state().incidents[row as usize].subject.to_string();
+    typed(a, "\r\r");
+    assert_eq!(a.ui.view, views::nodes::ID);
+    assert!(a.ui.detail);
+    subject
+}
+
+#[test]
+fn the_detail_pane_scrolls_with_its_own_keys_and_leads_with_the_fault() {
+    let mut a = app();
+    let subject = jump_from_first_incident(&mut a);
+    let (node, gpu) = subject.split_once("/gpu").expect("a GPU incident first");
+    let screen = render(&mut a, 80, 24);
+    // The incident's GPU is named at the top and listed first among the GPUs, marked.
+    let inc = screen.lines().find(|l| l.contains("incident")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(inc.contains(&format!("GPU {gpu}: XID")), "{inc}");
+    let gpus = screen.lines().position(|l| l.contains("-- GPUs")).unwrap_or_else(|| panic!("{screen}"));
+    let first = screen.lines().nth(gpus + 1).unwrap();
+    assert!(first.starts_with(&format!("│!{gpu:>2} ")), "{first}\n{screen}");
+    assert!(screen.contains(&format!("node      {node}")));
+    // The pane has the move keys: they scroll it, the selection stays.
+    let before = a.selected_obj().cloned();
+    assert!(screen.contains("pgdn more"), "{screen}");
+    key(&mut a, KeyCode::PageDown);
+    let down = render(&mut a, 80, 24);
+    assert!(a.ui.detail_scroll > 0);
+    assert_eq!(a.selected_obj().cloned(), before, "PgDn scrolls, it does not move to another node");
+    assert_ne!(down, screen);
+    typed(&mut a, "j");
+    assert_eq!(a.selected_obj().cloned(), before, "j scrolls too");
+    key(&mut a, KeyCode::End);
+    let end = render(&mut a, 80, 24);
+    let last = a.ui.detail_scroll;
+    assert!(!end.contains("pgdn more"), "at the end: {end}");
+    key(&mut a, KeyCode::PageDown);
+    render(&mut a, 80, 24);
+    assert_eq!(a.ui.detail_scroll, last, "clamped at the end");
+    key(&mut a, KeyCode::Home);
+    assert_eq!(a.ui.detail_scroll, 0);
+    // Esc closes it; j moves the table again.
+    key(&mut a, KeyCode::Esc);
+    typed(&mut a, "j");
+    assert_ne!(a.selected_obj().cloned(), before);
+    // A hot GPU that is not the first: it leads its node's detail too.
+    let hot = a.state().incidents.iter().find(|i| i.title.starts_with("GPU hot")).expect("a hot GPU").clone();
+    let (hn, hg) = hot.subject.split_once("/gpu").unwrap();
+    typed(&mut a, &format!(":nodes {hn}\r\r"));
+    let screen = render(&mut a, 80, 24);
+    let gpus = screen.lines().position(|l| l.contains("-- GPUs")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(screen.lines().nth(gpus + 1).unwrap().starts_with(&format!("│!{hg:>2} ")), "{screen}");
+    // A flapping port: named at the top, first under fabric and marked.
+    let flap =
+        a.state().incidents.iter().find(|i| i.title.contains("flapping")).expect("a flapping port").clone();
+    let (pn, port) = flap.subject.split_once('/').unwrap();
+    typed(&mut a, &format!("\x1b\x1b:nodes {pn}\r\r"));
+    let screen = render(&mut a, 160, 48);
+    assert!(screen.contains(&format!("incident  port {port}: ")), "{screen}");
+    let fabric = screen.lines().position(|l| l.contains("-- fabric")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(screen.lines().nth(fabric + 1).unwrap().contains(&format!("! {port} ")), "{screen}");
+}
+
+#[test]
+fn a_sparklines_value_stays_on_its_labels_line() {
+    let (mut a, mut sim) = app_with_sim();
+    for _ in 0..200 {
+        a.update(Msg::Update(sim.tick()));
+    }
+    typed(&mut a, ":nodes\r\r");
+    for w in [60u16, 80, 100] {
+        let screen = render(&mut a, w, 24);
+        let util = screen.lines().find(|l| l.contains("│util ")).unwrap_or_else(|| panic!("{screen}"));
+        assert!(util.trim_end_matches('│').trim_end().ends_with('%'), "{w}: {util}");
+        let power = screen.lines().find(|l| l.contains("│power ")).unwrap_or_else(|| panic!("{screen}"));
+        assert!(power.trim_end_matches('│').trim_end().ends_with("kW"), "{w}: {power}");
+    }
+}
+
+/// The help as plain text.
+fn help_text(a: &gpuplane::tui::app::App) -> String {
+    gpuplane::tui::draw::help_lines(a)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.to_string()).collect::<String>() + "\n")
+        .collect()
+}
+
+#[test]
+fn help_pages_closes_only_on_q_esc_or_question_mark_and_reopens_at_the_top() {
+    let mut a = app();
+    typed(&mut a, "?");
+    render(&mut a, 80, 24);
+    key(&mut a, KeyCode::PageDown);
+    assert_eq!(a.ui.mode, Mode::Help, "PgDn pages, it does not close");
+    assert!(a.ui.help_scroll > 1);
+    typed(&mut a, "x");
+    assert_eq!(a.ui.mode, Mode::Help, "a stray key does nothing");
+    // Clamped: the end shows the last line, never blank space.
+    key(&mut a, KeyCode::End);
+    for _ in 0..5 {
+        key(&mut a, KeyCode::PageDown);
+    }
+    let screen = render(&mut a, 80, 24);
+    let total = help_text(&a).lines().count() as u16;
+    assert_eq!(a.ui.help_scroll, total - a.ui.shown.help_rows, "{screen}");
+    let last = help_text(&a).lines().last().unwrap_or_default().trim().to_string();
+    assert!(!last.is_empty() && screen.contains(&last), "the last line ({last}) shows: {screen}");
+    for close in ["q", "\x1b", "?"] {
+        typed(&mut a, close);
+        assert_eq!(a.ui.mode, Mode::Normal, "{close:?} closes");
+        assert!(!a.ui.quit);
+        // Every way in opens at the top.
+        typed(&mut a, "?G");
+        assert!(a.ui.help_scroll > 0 || render(&mut a, 80, 24).is_empty());
+        key(&mut a, KeyCode::Esc);
+        typed(&mut a, ":help\r");
+        assert_eq!((a.ui.mode.clone(), a.ui.help_scroll), (Mode::Help, 0));
+    }
+}
+
+#[test]
+fn help_is_searchable() {
+    let mut a = app();
+    typed(&mut a, "?/drain");
+    assert!(a.ui.help_searching);
+    let text = help_text(&a);
+    assert!(text.contains("drain node(s)") && text.contains("actions"), "{text}");
+    assert!(!text.contains("page down") && !text.contains(":quotas"), "{text}");
+    let screen = render(&mut a, 80, 24);
+    assert!(screen.contains("/drain_"), "{screen}");
+    // Enter keeps the search (keys page again); Esc drops it, a second Esc closes.
+    typed(&mut a, "\rj");
+    assert_eq!(a.ui.mode, Mode::Help);
+    assert_eq!(a.ui.help_query, "drain");
+    key(&mut a, KeyCode::Esc);
+    assert_eq!((a.ui.mode.clone(), a.ui.help_query.as_str()), (Mode::Help, ""));
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.ui.mode, Mode::Normal);
+    typed(&mut a, "?/zzzz");
+    assert!(render(&mut a, 80, 24).contains("nothing matches \"zzzz\""));
+}
+
+#[test]
+fn help_lists_every_key_and_every_command_of_the_active_keymap() {
+    for name in ["default", "emacs"] {
+        let mut a = app();
+        a.keymap = gpuplane::tui::keymap::Keymap::builtin(name);
+        let text = help_text(&a);
+        for (action, keys) in a.keymap.bindings() {
+            for k in keys {
+                let line = text.lines().find(|l| l.split_whitespace().any(|w| w == k.label()));
+                assert!(line.is_some(), "{name}: {action:?} key {} is not in the help:\n{text}", k.label());
+            }
+        }
+        // Every command, and every name a view answers to on the line of its view.
+        for c in gpuplane::tui::app::command_names() {
+            let canonical = views::ViewId::by_name(c).map_or(c, |v| v.0);
+            let line = text.lines().find(|l| l.split_whitespace().next() == Some(&format!(":{canonical}")));
+            let line = line.unwrap_or_else(|| panic!("{name}: :{canonical} is not in the help:\n{text}"));
+            assert!(line.contains(c), "{name}: {c} is not on {line:?}");
+        }
+        for (names, _, _) in gpuplane::tui::app::COMMANDS {
+            for n in names.iter() {
+                assert!(
+                    text.lines().any(|l| l.contains(&format!(":{}", names[0])) && l.contains(n)),
+                    "{name}: {n}"
+                );
+            }
+        }
+        for want in
+            [":breakglass", ":ctx", "clear all marks", "mark and move down", "go back", "scroll a page"]
+        {
+            assert!(text.contains(want), "{name}: {want:?} is not in the help:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn an_ambiguous_tab_shows_the_candidates_beside_the_command_line() {
+    let mut a = app();
+    typed(&mut a, ":qu\t");
+    let screen = render(&mut a, 100, 24);
+    let footer = screen.lines().last().unwrap();
+    assert!(
+        footer.starts_with(":qu")
+            && footer.contains("queues")
+            && footer.contains("quotas")
+            && footer.contains("quit"),
+        "{footer}"
+    );
+    // The next key drops them.
+    typed(&mut a, "o");
+    assert!(!render(&mut a, 100, 24).lines().last().unwrap().contains("queues"));
+}
+
 /// My jobs: pending jobs by queue position (next to start first), running ones after; each
 /// pending job shows its estimate or "no estimate", and its detail says why it waits and, when
 /// there is no estimate, why not.

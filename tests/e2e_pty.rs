@@ -146,6 +146,40 @@ fn switches_views_filters_opens_details_and_quits_restoring_the_terminal() {
     assert!(c.restored(), "alternate screen left and cursor shown");
 }
 
+/// The marks flow through the real binary: space marks and moves down, a filter hides the
+/// marks, the confirmation says it acts on them (flagged hidden by filter, not the highlighted
+/// row), `M` clears them, and the help says so.
+#[test]
+fn marks_hidden_by_a_filter_are_flagged_in_the_plan_and_cleared_with_m() {
+    let mut c = spawn(100, 30, &[], &[]);
+    c.wait_for("Incidents");
+    c.send(":nodes\r");
+    c.wait_for(" Nodes [");
+    c.send("  ");
+    c.wait_for("M unmark 2");
+    c.send("/gpu-01\r");
+    c.wait_for("</gpu-01>");
+    c.send("c");
+    c.wait_for("hidden by the filter");
+    let screen = c.screen();
+    assert!(screen.contains("cordon 2 target(s)"), "{screen}");
+    assert!(screen.contains("acting on the 2 marked node(s), not the highlighted gpu-01"), "{screen}");
+    assert!(screen.contains("[hidden by filter] cordon gpu-001"), "{screen}");
+    assert!(screen.contains("[hidden by filter] cordon gpu-002"), "{screen}");
+    c.send("\x1b");
+    c.wait_for("cordon cancelled; nothing was done");
+    c.send("M");
+    c.wait_for("cleared 2 mark(s)");
+    c.send("?/mark");
+    c.wait_for("clear every mark");
+    assert!(c.screen().contains("move down"), "{}", c.screen());
+    c.send("\r");
+    c.send("q");
+    c.send(":q\r");
+    assert!(c.wait_exit().success());
+    assert!(c.restored());
+}
+
 #[test]
 fn pause_freezes_the_screen_and_says_so() {
     let mut c = spawn(100, 30, &[], &[]);

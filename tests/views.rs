@@ -191,3 +191,68 @@ fn wall_strip_charts_the_fleets_hour() {
     typed(&mut a, ":nodes\r");
     assert_eq!(a.focus(), None);
 }
+
+/// Like [`snap`], with keys a string cannot type.
+fn snap_with(name: &str, prepare: impl Fn(&mut gpuplane::tui::app::App)) {
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
+        let mut a = app();
+        prepare(&mut a);
+        let screen = render(&mut a, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen);
+    }
+}
+
+/// Jumped from the first incident (an XID on gpu-007's GPU 5): the GPU leads the node's detail.
+#[test]
+fn nodes_detail_jumped_from_an_incident() {
+    snap_with("nodes_detail_incident", |a| {
+        typed(a, "\r");
+        render(a, 80, 24);
+        typed(a, "\r");
+    });
+}
+
+/// The detail pane a page down (its own scroll).
+#[test]
+fn nodes_detail_scrolled() {
+    use common::key;
+    use ratatui::crossterm::event::KeyCode;
+    snap_with("nodes_detail_pgdn", |a| {
+        typed(a, ":nodes\r\r");
+        render(a, 80, 24);
+        key(a, KeyCode::PageDown);
+    });
+}
+
+#[test]
+fn help_searched() {
+    snap("help_search", "?/drain");
+}
+
+#[test]
+fn command_line_candidates() {
+    snap("command_candidates", ":qu\t");
+}
+
+/// Twelve marked nodes, one draining already: the dialog says 11 will run and why one will not.
+#[test]
+fn confirm_batch_with_a_refused_target() {
+    snap_with("confirm_batch_refused", |a| {
+        let cluster = a.state().cluster.clone();
+        let draining = a.state().nodes.iter().find(|n| n.state.label() == "draining").map(|n| n.name.clone());
+        let names: Vec<_> = a
+            .state()
+            .nodes
+            .iter()
+            .filter(|n| n.state.schedulable())
+            .take(11)
+            .map(|n| n.name.clone())
+            .chain(draining)
+            .collect();
+        assert_eq!(names.len(), 12);
+        for name in names {
+            a.marks.nodes.insert(gpuplane::model::NodeKey { cluster: cluster.clone(), name });
+        }
+        typed(a, ":nodes\rr");
+    });
+}

@@ -72,7 +72,11 @@ pub struct Affected {
     pub job: JobId,
     pub name: Text,
     pub user: Text,
+    /// The job's GPUs this step touches (on this node, or all of a cancelled job's).
     pub gpus: u32,
+    /// The job's own size: all its GPUs and nodes, wherever they are.
+    pub job_gpus: u32,
+    pub job_nodes: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,14 +89,45 @@ pub struct Step {
     pub affected: Vec<Affected>,
 }
 
+/// A target the preflight refused, with why (the error's text is the whole sentence:
+/// `node gpu-004 is draining or drained already (draining)`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub target: String,
+    pub error: OpError,
+}
+
+impl Refused {
+    pub fn message(&self) -> String {
+        self.error.to_string()
+    }
+}
+
 /// Exactly what will happen, for the confirmation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub kind: ActionKind,
     pub steps: Vec<Step>,
+    /// Targets asked for that will not be run, each with its reason (only a batch planned with
+    /// [`plan_batch_as`] has any; the steps are the rest).
+    pub refused: Vec<Refused>,
     /// What the operator must type to confirm (the target's name, or the count); `None` when
     /// a plain yes is enough.
     pub confirm_word: Option<String>,
+}
+
+/// A job the plan touches, counted once however many of its nodes are targets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobTouched {
+    pub job: JobId,
+    pub name: Text,
+    pub user: Text,
+    /// GPUs and nodes of the job among this plan's targets.
+    pub gpus: u32,
+    pub nodes: u32,
+    /// The job's own size.
+    pub job_gpus: u32,
+    pub job_nodes: u32,
 }
 
 impl Plan {
@@ -100,32 +135,113 @@ impl Plan {
         self.steps.iter().flat_map(|s| &s.affected).map(|a| a.gpus).sum()
     }
 
-    /// The plan as text (confirmation dialog, `--dry-run`).
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for s in &self.steps {
-            out.push(format!("{} {}: {}", self.kind.label(), s.target, s.call));
-            for a in &s.affected {
-                out.push(format!("    job {} {} ({}), {} GPUs", a.job, a.name, a.user, a.gpus));
-            }
+    /// Every job the plan touches, once, with the GPUs and nodes of it the targets hold.
+    pub fn jobs(&self) -> Vec<JobTouched> {
+        let mut by: BTreeMap<JobId, JobTouched> = BTreeMap::new();
+        for a in self.steps.iter().flat_map(|s| &s.affected) {
+            let j = by.entry(a.job).or_insert_with(|| JobTouched {
+                job: a.job,
+                name: a.name.clone(),
+                user: a.user.clone(),
+                gpus: 0,
+                nodes: 0,
+                job_gpus: a.job_gpus,
+                job_nodes: a.job_nodes,
+            });
+            j.gpus += a.gpus;
+            // A node action touches the job on each target node; a job action, everywhere.
+            j.nodes = if self.kind.on_jobs() { a.job_nodes } else { j.nodes + 1 };
         }
+        by.into_values().collect()
+    }
+
+    /// `11 of 12 will run; 1 refused: node gpu-004 is draining …` when targets were refused.
+    pub fn refused_line(&self) -> Option<String> {
+        let total = self.steps.len() + self.refused.len();
+        match self.refused.as_slice() {
+            [] => None,
+            [one] => Some(format!("{} of {total} will run; 1 refused: {}", self.steps.len(), one.message())),
+            many => Some(format!(
+                "{} of {total} will run; {} refused (listed below, not run)",
+                self.steps.len(),
+                many.len()
+            )),
+        }
+    }
+
+    /// The last line: how many targets, and the jobs and GPUs they touch, each job once.
+    pub fn summary(&self) -> String {
         let tests: Vec<_> = self.steps.iter().filter_map(|s| s.job.as_ref()).collect();
         if !tests.is_empty() {
             let nodes: usize = tests.iter().map(|j| j.nodes.len()).sum();
             let gpus: u32 = tests.iter().map(|j| j.gpus_per_node * j.nodes.len() as u32).sum();
-            out.push(format!(
+            return format!(
                 "{} test job(s) to submit on {nodes} node(s), {gpus} GPUs; running jobs are not touched",
                 tests.len()
-            ));
-            return out;
+            );
         }
-        let jobs: usize = self.steps.iter().map(|s| s.affected.len()).sum();
-        out.push(format!(
+        format!(
             "{} target(s); {} job(s) affected, {} GPUs",
             self.steps.len(),
-            jobs,
+            self.jobs().len(),
             self.affected_gpus()
-        ));
+        )
+    }
+
+    /// Everything between the refusal line and the summary: the refused targets (when more
+    /// than one), each step with its call and the jobs on it, and, for a batch, each job once
+    /// with its total.
+    pub fn body(&self) -> Vec<String> {
+        self.body_with(|_| None)
+    }
+
+    /// [`Plan::body`], with `flag(target)` put before that target's line.
+    pub fn body_with<'f>(&self, flag: impl Fn(&str) -> Option<&'f str>) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.refused.len() > 1 {
+            out.push("refused, will not run:".to_string());
+            out.extend(
+                self.refused.iter().map(|r| format!("    {}{}", flag(&r.target).unwrap_or(""), r.message())),
+            );
+        }
+        for s in &self.steps {
+            out.push(format!(
+                "{}{} {}: {}",
+                flag(&s.target).unwrap_or(""),
+                self.kind.label(),
+                s.target,
+                s.call
+            ));
+            for a in &s.affected {
+                out.push(format!("    job {} {} ({}), {} GPUs", a.job, a.name, a.user, a.gpus));
+            }
+        }
+        if self.steps.len() > 1 {
+            let jobs = self.jobs();
+            if !jobs.is_empty() {
+                out.push(format!("jobs affected ({}), each once:", jobs.len()));
+            }
+            for j in jobs {
+                let what = if j.gpus >= j.job_gpus && j.nodes >= j.job_nodes {
+                    format!("all its {} GPUs on {} node(s)", j.gpus, j.nodes)
+                } else {
+                    format!(
+                        "{} of its {} GPUs, on {} of its {} node(s)",
+                        j.gpus, j.job_gpus, j.nodes, j.job_nodes
+                    )
+                };
+                out.push(format!("    job {} {} ({}): {what}", j.job, j.name, j.user));
+            }
+        }
+        out
+    }
+
+    /// The plan as text (confirmation dialog, `--dry-run`): the refusal line, the body and the
+    /// summary last.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.refused_line().into_iter().collect();
+        out.extend(self.body());
+        out.push(self.summary());
         out
     }
 }
@@ -279,17 +395,27 @@ fn plan_acceptance(
         action: req.kind.label(),
         error: ActionError::unsupported("no acceptance launcher for this backend"),
     })?;
+    // Every node is checked, and every refusal named (a group cannot run without its nodes,
+    // so any refusal refuses the whole request).
+    let mut refused = Vec::new();
+    for name in &req.targets {
+        match s.node(name) {
+            None => refused.push(format!("node {name} does not exist")),
+            Some(n) if !n.state.schedulable() => refused.push(format!(
+                "node {name} is {}: it takes no jobs (resume it, or run under a maintenance reservation)",
+                n.state.label()
+            )),
+            Some(_) => {}
+        }
+    }
+    if !refused.is_empty() {
+        return Err(OpError::Target(refused.join("; ")));
+    }
     let mut steps = Vec::new();
     for nodes in group(mode, &req.targets).map_err(OpError::Target)? {
         let mut gpus = u32::MAX;
         for name in &nodes {
             let n = s.node(name).ok_or_else(|| OpError::Target(format!("node {name} does not exist")))?;
-            if !n.state.schedulable() {
-                return Err(OpError::Target(format!(
-                    "node {name} is {}: it takes no jobs (resume it, or run under a maintenance reservation)",
-                    n.state.label()
-                )));
-            }
             let have = if n.gpus.is_empty() { n.gpu_slots } else { n.gpus.len() as u32 };
             gpus = gpus.min(have);
         }
@@ -315,7 +441,7 @@ fn plan_acceptance(
         });
     }
     let confirm_word = (steps.len() > 1).then(|| steps.len().to_string());
-    Ok(Plan { kind: req.kind, steps, confirm_word })
+    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word })
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
@@ -329,8 +455,35 @@ pub fn plan(
     plan_as(req, s, planner, readonly, false)
 }
 
-/// [`plan`], checked as the break-glass identity would be when `elevated`.
+/// [`plan`], checked as the break-glass identity would be when `elevated`. A batch with any
+/// refused target is refused whole, naming every refused target and why.
 pub fn plan_as(
+    req: &OpRequest,
+    s: &ClusterState,
+    planner: &dyn Planner,
+    readonly: bool,
+    elevated: bool,
+) -> Result<Plan, OpError> {
+    let p = plan_batch_as(req, s, planner, readonly, elevated)?;
+    match p.refused.as_slice() {
+        [] => Ok(p),
+        _ => Err(refusals(&p.refused)),
+    }
+}
+
+/// The refusals as one error: the refusal itself when it is alone, else every one named.
+fn refusals(refused: &[Refused]) -> OpError {
+    match refused {
+        [one] => one.error.clone(),
+        many => OpError::Target(many.iter().map(Refused::message).collect::<Vec<_>>().join("; ")),
+    }
+}
+
+/// [`plan_as`] for a batch that may run on part of its targets: the targets the preflight
+/// refuses (a node draining already, a job that ended) are listed in [`Plan::refused`] with
+/// their reasons and the plan runs on the rest. Refused whole only when nothing is left to run
+/// (or the action itself is refused: read-only, capability, permission).
+pub fn plan_batch_as(
     req: &OpRequest,
     s: &ClusterState,
     planner: &dyn Planner,
@@ -340,12 +493,12 @@ pub fn plan_as(
     if readonly {
         return Err(OpError::ReadOnly(req.kind.label()));
     }
-    let refused = |error: ActionError| OpError::Preflight {
+    let refused_by = |error: ActionError| OpError::Preflight {
         backend: planner.backend().to_string(),
         action: req.kind.label(),
         error,
     };
-    planner.supports(req.kind, elevated).map_err(refused)?;
+    planner.supports(req.kind, elevated).map_err(refused_by)?;
     if req.targets.is_empty() {
         return Err(OpError::NoTargets(req.kind.label()));
     }
@@ -353,64 +506,99 @@ pub fn plan_as(
         return plan_acceptance(req, mode, s, planner);
     }
     let mut steps = Vec::new();
+    let mut refused = Vec::new();
     for t in &req.targets {
-        let affected = if req.kind.on_jobs() {
-            let id: JobId = t.parse().map_err(|_| OpError::Target(format!("{t:?} is not a job id")))?;
-            let j = s.job(id).ok_or_else(|| OpError::Target(format!("job {id} does not exist")))?;
-            if !j.state.is_active() {
-                return Err(OpError::Target(format!(
-                    "job {id} is {}: there is nothing to cancel",
-                    j.state.label()
-                )));
-            }
-            planner.permits_job(req.kind, j, elevated).map_err(refused)?;
-            vec![Affected { job: j.id, name: j.name.clone(), user: j.user.clone(), gpus: j.gpus }]
-        } else {
-            let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
-            let st = n.state;
-            let bad = match req.kind {
-                ActionKind::Cordon if !st.schedulable() => Some("is already out of service"),
-                ActionKind::Uncordon if st != NodeState::Cordoned => Some("is not cordoned"),
-                ActionKind::Drain if matches!(st, NodeState::Drained | NodeState::Draining) => {
-                    Some("is draining or drained already")
-                }
-                ActionKind::Resume if st.schedulable() => Some("is in service already"),
-                _ => None,
-            };
-            if let Some(why) = bad {
-                return Err(OpError::Target(format!("node {t} {why} ({})", st.label())));
-            }
-            // Jobs on the node: drained nodes lose them; cordon leaves them running.
-            let mut jobs: BTreeMap<JobId, u32> = BTreeMap::new();
-            if req.kind == ActionKind::Drain {
-                for g in &n.gpus {
-                    if let Some(j) = g.job {
-                        *jobs.entry(j).or_default() += 1;
-                    }
-                }
-            }
-            jobs.into_iter()
-                .filter_map(|(id, gpus)| {
-                    let j = s.job(id)?;
-                    (j.state == JobState::Running).then(|| Affected {
-                        job: id,
-                        name: j.name.clone(),
-                        user: j.user.clone(),
-                        gpus,
-                    })
-                })
-                .collect()
-        };
-        steps.push(Step { target: t.clone(), call: planner.describe(req.kind, t), affected, job: None });
+        match plan_target(req.kind, t, s, planner, elevated) {
+            Ok(affected) => steps.push(Step {
+                target: t.clone(),
+                call: planner.describe(req.kind, t),
+                affected,
+                job: None,
+            }),
+            Err(error) => refused.push(Refused { target: t.clone(), error }),
+        }
+    }
+    if steps.is_empty() {
+        return Err(refusals(&refused));
     }
     let confirm_word = if steps.len() > 1 {
         Some(steps.len().to_string())
-    } else if req.kind.destructive() {
+    } else if req.kind.destructive() || !refused.is_empty() {
         Some(steps[0].target.clone())
     } else {
         None
     };
-    Ok(Plan { kind: req.kind, steps, confirm_word })
+    Ok(Plan { kind: req.kind, steps, refused, confirm_word })
+}
+
+/// One target's preflight: the jobs it affects, or why it is refused.
+fn plan_target(
+    kind: ActionKind,
+    t: &str,
+    s: &ClusterState,
+    planner: &dyn Planner,
+    elevated: bool,
+) -> Result<Vec<Affected>, OpError> {
+    if kind.on_jobs() {
+        let id: JobId = t.parse().map_err(|_| OpError::Target(format!("{t:?} is not a job id")))?;
+        let j = s.job(id).ok_or_else(|| OpError::Target(format!("job {id} does not exist")))?;
+        if !j.state.is_active() {
+            return Err(OpError::Target(format!(
+                "job {id} is {}: there is nothing to cancel",
+                j.state.label()
+            )));
+        }
+        planner.permits_job(kind, j, elevated).map_err(|error| OpError::Preflight {
+            backend: planner.backend().to_string(),
+            action: kind.label(),
+            error,
+        })?;
+        return Ok(vec![Affected {
+            job: j.id,
+            name: j.name.clone(),
+            user: j.user.clone(),
+            gpus: j.gpus,
+            job_gpus: j.gpus,
+            job_nodes: j.nodes.len() as u32,
+        }]);
+    }
+    let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
+    let st = n.state;
+    let bad = match kind {
+        ActionKind::Cordon if !st.schedulable() => Some("is already out of service"),
+        ActionKind::Uncordon if st != NodeState::Cordoned => Some("is not cordoned"),
+        ActionKind::Drain if matches!(st, NodeState::Drained | NodeState::Draining) => {
+            Some("is draining or drained already")
+        }
+        ActionKind::Resume if st.schedulable() => Some("is in service already"),
+        _ => None,
+    };
+    if let Some(why) = bad {
+        return Err(OpError::Target(format!("node {t} {why} ({})", st.label())));
+    }
+    // Jobs on the node: drained nodes lose them; cordon leaves them running.
+    let mut jobs: BTreeMap<JobId, u32> = BTreeMap::new();
+    if kind == ActionKind::Drain {
+        for g in &n.gpus {
+            if let Some(j) = g.job {
+                *jobs.entry(j).or_default() += 1;
+            }
+        }
+    }
+    Ok(jobs
+        .into_iter()
+        .filter_map(|(id, gpus)| {
+            let j = s.job(id)?;
+            (j.state == JobState::Running).then(|| Affected {
+                job: id,
+                name: j.name.clone(),
+                user: j.user.clone(),
+                gpus,
+                job_gpus: j.gpus.max(gpus),
+                job_nodes: (j.nodes.len() as u32).max(1),
+            })
+        })
+        .collect())
 }
 
 /// The audit side of the road.
@@ -457,6 +645,11 @@ impl Ops {
             break_glass: self.break_glass.clone(),
             op_id: op_id.clone(),
         };
+        if !plan.refused.is_empty() {
+            // Asked for, refused by the preflight, not run: the record says so.
+            let r: Vec<String> = plan.refused.iter().map(Refused::message).collect();
+            entry.params.insert("refused".to_string(), r.join("; "));
+        }
         if let ActionKind::Acceptance(mode) = req.kind {
             entry.params.insert("mode".to_string(), mode.label().to_string());
             if let Some(c) = plan.steps.iter().find_map(|s| s.job.as_ref()) {

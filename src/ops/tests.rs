@@ -87,7 +87,7 @@ async fn read_only_mode_blocks_every_action() {
         let r = req(kind, &[target]);
         assert!(matches!(plan(&r, &s, &*exec.planner(), true), Err(OpError::ReadOnly(_))));
         // even a plan made elsewhere does not run
-        let p = Plan { kind, steps: vec![], confirm_word: None };
+        let p = Plan { kind, steps: vec![], refused: vec![], confirm_word: None };
         assert!(matches!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::ReadOnly(_))));
     }
     assert!(ops.audit.read_all().unwrap().is_empty());
@@ -279,4 +279,126 @@ async fn start_hands_the_console_the_executors_planner_and_runs_its_plans() {
     };
     let said = format!(r#"{}: forbidden: User "viewer" cannot patch"#, two[1]);
     assert!(recs[3].error.as_deref().unwrap().contains(&said), "{:?}", recs[3]);
+}
+
+/// A job on more than one node whose nodes can all be drained.
+fn multi_node_job(s: &crate::state::ClusterState) -> &crate::model::Job {
+    s.jobs
+        .iter()
+        .find(|j| {
+            j.state == JobState::Running
+                && j.nodes.len() >= 2
+                && j.nodes.iter().all(|n| s.node(n).is_some_and(|n| n.state.schedulable()))
+        })
+        .expect("a running multi-node job in the simulated cluster")
+}
+
+#[test]
+fn a_job_on_several_drained_nodes_is_counted_once_with_its_total() {
+    let (_d, _ops, exec, s) = setup();
+    let j = multi_node_job(&s);
+    let targets: Vec<&str> = j.nodes.iter().map(|n| n.as_str()).collect();
+    let p = plan(&req(ActionKind::Drain, &targets), &s, &*exec.planner(), false).unwrap();
+    let jobs = p.jobs();
+    let mine = jobs.iter().find(|t| t.job == j.id).expect("the job is affected");
+    assert_eq!(jobs.iter().filter(|t| t.job == j.id).count(), 1, "one entry per job");
+    assert_eq!((mine.nodes, mine.job_nodes), (j.nodes.len() as u32, j.nodes.len() as u32));
+    let on_its_nodes: u32 = j
+        .nodes
+        .iter()
+        .filter_map(|n| s.node(n))
+        .flat_map(|n| &n.gpus)
+        .filter(|g| g.job == Some(j.id))
+        .count() as u32;
+    assert_eq!(mine.gpus, on_its_nodes);
+    // The summary counts jobs, not (job, node) pairs.
+    let others: std::collections::BTreeSet<JobId> =
+        p.steps.iter().flat_map(|s| &s.affected).map(|a| a.job).collect();
+    assert_eq!(
+        p.summary(),
+        format!("{} target(s); {} job(s) affected, {} GPUs", targets.len(), others.len(), p.affected_gpus())
+    );
+    let lines = p.lines();
+    let once: Vec<&String> =
+        lines.iter().filter(|l| l.contains(&format!("job {} ", j.id)) && l.contains("all its")).collect();
+    assert_eq!(once.len(), 1, "{lines:#?}");
+    assert!(
+        once[0].contains(&format!("all its {on_its_nodes} GPUs on {} node(s)", j.nodes.len())),
+        "{}",
+        once[0]
+    );
+    // Part of it: the line says how much of the job the targets hold.
+    let p = plan(&req(ActionKind::Drain, &targets[..1]), &s, &*exec.planner(), false).unwrap();
+    let t = p.jobs().into_iter().find(|t| t.job == j.id).unwrap();
+    assert_eq!((t.nodes, t.job_nodes), (1, j.nodes.len() as u32));
+}
+
+#[test]
+fn a_batch_runs_on_the_rest_and_lists_every_refused_target() {
+    let (_d, _ops, exec, s) = setup();
+    let draining: Vec<&str> = s
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.state, NodeState::Draining | NodeState::Drained))
+        .map(|n| n.name.as_str())
+        .collect();
+    let fine: Vec<&str> = s.nodes.iter().filter(|n| n.state.schedulable()).map(|n| n.name.as_str()).collect();
+    assert!(!draining.is_empty() && fine.len() >= 11, "{draining:?} {fine:?}");
+    let mut twelve: Vec<&str> = fine[..11].to_vec();
+    twelve.insert(3, draining[0]);
+    let r = req(ActionKind::Drain, &twelve);
+    let p = plan_batch_as(&r, &s, &*exec.planner(), false, false).unwrap();
+    assert_eq!(p.steps.len(), 11);
+    assert!(p.steps.iter().all(|st| st.target != draining[0]));
+    assert_eq!(p.refused.len(), 1);
+    assert_eq!(p.refused[0].target, draining[0]);
+    let label = s.node(draining[0]).unwrap().state.label();
+    assert_eq!(
+        p.refused_line().unwrap(),
+        format!(
+            "11 of 12 will run; 1 refused: node {} is draining or drained already ({label})",
+            draining[0]
+        )
+    );
+    assert_eq!(p.confirm_word.as_deref(), Some("11"), "the count that will run is typed");
+    assert_eq!(p.lines().first(), p.refused_line().as_ref());
+    // The strict plan (the command line) refuses the batch, naming the refused target.
+    let e = plan(&r, &s, &*exec.planner(), false).unwrap_err().to_string();
+    assert!(e.contains(draining[0]), "{e}");
+    // Several refused: each named with its reason, in the body and in the strict error.
+    let mut more = twelve.clone();
+    more.push("no-such-node");
+    let p = plan_batch_as(&req(ActionKind::Drain, &more), &s, &*exec.planner(), false, false).unwrap();
+    assert_eq!(p.refused.len(), 2);
+    assert!(p.refused_line().unwrap().starts_with("11 of 13 will run; 2 refused"));
+    let body = p.body().join("\n");
+    assert!(body.contains("node no-such-node does not exist") && body.contains(draining[0]), "{body}");
+    let e = plan(&req(ActionKind::Drain, &more), &s, &*exec.planner(), false).unwrap_err().to_string();
+    assert!(e.contains("no-such-node") && e.contains(draining[0]), "{e}");
+    // Nothing left to run: refused whole, every reason given.
+    let e = plan_batch_as(
+        &req(ActionKind::Drain, &[draining[0], "no-such-node"]),
+        &s,
+        &*exec.planner(),
+        false,
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no-such-node") && e.contains(draining[0]), "{e}");
+}
+
+#[tokio::test]
+async fn a_partial_batch_runs_only_what_was_planned_and_the_audit_names_the_refused() {
+    let (_d, ops, mut exec, s) = setup();
+    let fine = busy_node(&s);
+    let r = req(ActionKind::Cordon, &[&fine, "no-such-node"]);
+    let p = plan_batch_as(&r, &s, &*exec.planner(), false, false).unwrap();
+    assert_eq!(p.steps.len(), 1);
+    assert_eq!(p.confirm_word.as_deref(), Some(fine.as_str()), "a batch cut to one: its name is typed");
+    let out = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    assert_eq!(out.results.len(), 1);
+    let recs = ops.audit.read_all().unwrap();
+    assert_eq!(recs[0].targets, vec![fine.clone()]);
+    assert_eq!(recs[0].params.get("refused").map(String::as_str), Some("node no-such-node does not exist"));
 }

@@ -66,6 +66,12 @@ pub struct Confirm {
     /// 0 reason, 1 ticket, 2 typed confirmation.
     pub field: usize,
     pub error: Option<String>,
+    /// Targets that are marked but hidden by the focused table's filter: the plan flags them.
+    pub hidden: Vec<String>,
+    /// Says when the action takes the marks and not the highlighted row.
+    pub note: Option<String>,
+    /// The first plan line shown (the plan scrolls inside the dialog before confirming).
+    pub scroll: usize,
 }
 
 /// A time-boxed elevation for incidents.
@@ -94,7 +100,35 @@ pub struct Ui {
     pub cost_window: usize,
     pub message: Option<(String, bool)>,
     pub help_scroll: u16,
+    /// The help's search (`/` in help): the lines shown are those that match.
+    pub help_query: String,
+    /// Whether keys go to the help's search line.
+    pub help_searching: bool,
+    /// The detail pane's first line shown (it has focus while open: movement keys scroll it).
+    pub detail_scroll: u16,
+    /// Command names an ambiguous Tab completion offers, shown beside the command line.
+    pub completions: Vec<&'static str>,
+    /// Rows the last frame showed of the help, the detail pane and the plan (a page for
+    /// PgUp/PgDn, and the clamp).
+    pub shown: Shown,
     pub quit: bool,
+}
+
+/// Rows the last frame had for scrollable text, and how many lines it held.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Shown {
+    pub help_rows: u16,
+    pub detail_rows: u16,
+    pub detail_lines: u16,
+    pub plan_rows: u16,
+    pub plan_total: u16,
+}
+
+impl Shown {
+    /// A page of `rows` (at least one line; 10 before anything was drawn).
+    pub fn page(rows: u16) -> u16 {
+        if rows == 0 { 10 } else { rows.saturating_sub(1).max(1) }
+    }
 }
 
 impl Default for Ui {
@@ -113,6 +147,11 @@ impl Default for Ui {
             cost_window: 1,
             message: None,
             help_scroll: 0,
+            help_query: String::new(),
+            help_searching: false,
+            detail_scroll: 0,
+            completions: Vec::new(),
+            shown: Shown::default(),
             quit: false,
         }
     }
@@ -257,12 +296,7 @@ impl App {
             Mode::Confirm(c) => self.on_confirm_key(k, *c),
             Mode::Command(buf) => self.on_prompt_key(k, buf, true),
             Mode::Filter(buf) => self.on_prompt_key(k, buf, false),
-            Mode::Help => match self.keymap.action(&k) {
-                Some(Action::Down) => self.ui.help_scroll = self.ui.help_scroll.saturating_add(1),
-                Some(Action::Up) => self.ui.help_scroll = self.ui.help_scroll.saturating_sub(1),
-                Some(Action::Quit) if k.modifiers.contains(KeyModifiers::CONTROL) => self.ui.quit = true,
-                _ => self.ui.mode = Mode::Normal,
-            },
+            Mode::Help => self.on_help_key(k),
             Mode::Normal => {
                 self.ui.message = None;
                 if let Some(a) = self.keymap.action(&k) {
@@ -276,8 +310,71 @@ impl App {
         }
     }
 
+    /// Opens the help at its top, without a search.
+    pub fn open_help(&mut self) {
+        self.ui.help_scroll = 0;
+        self.ui.help_query.clear();
+        self.ui.help_searching = false;
+        self.ui.mode = Mode::Help;
+    }
+
+    /// The help is paged (j/k a line, PgUp/PgDn a page, g/G the ends), searched with `/`, and
+    /// closed by q, Esc or ?; other keys do nothing (a stray key does not close it).
+    fn on_help_key(&mut self, k: KeyEvent) {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        if self.ui.help_searching {
+            match k.code {
+                KeyCode::Char('c') if ctrl => self.ui.quit = true,
+                KeyCode::Esc => {
+                    self.ui.help_query.clear();
+                    self.ui.help_searching = false;
+                }
+                KeyCode::Enter => self.ui.help_searching = false,
+                KeyCode::Backspace if self.ui.help_query.pop().is_none() => self.ui.help_searching = false,
+                KeyCode::Char('u') if ctrl => self.ui.help_query.clear(),
+                KeyCode::Char(c) if !ctrl => self.ui.help_query.push(c),
+                _ => {}
+            }
+            self.ui.help_scroll = 0;
+            return;
+        }
+        let page = Shown::page(self.ui.shown.help_rows);
+        let max = (super::help::lines(self).len() as u16).saturating_sub(self.ui.shown.help_rows.max(1));
+        let action = self.keymap.action(&k);
+        let scroll = &mut self.ui.help_scroll;
+        match (k.code, action) {
+            (_, Some(Action::Quit)) if ctrl => self.ui.quit = true,
+            (KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('?'), _)
+            | (_, Some(Action::Help | Action::Back | Action::Quit)) => {
+                if self.ui.help_query.is_empty() || !matches!(k.code, KeyCode::Esc) {
+                    self.ui.mode = Mode::Normal;
+                } else {
+                    // Esc first drops the search, then closes.
+                    self.ui.help_query.clear();
+                }
+            }
+            (KeyCode::Char('/'), _) | (_, Some(Action::Filter)) => {
+                self.ui.help_query.clear();
+                self.ui.help_searching = true;
+            }
+            (_, Some(Action::Down)) => *scroll = scroll.saturating_add(1),
+            (_, Some(Action::Up)) => *scroll = scroll.saturating_sub(1),
+            (KeyCode::PageDown | KeyCode::Char(' '), _) | (_, Some(Action::PageDown)) => {
+                *scroll = scroll.saturating_add(page)
+            }
+            (KeyCode::PageUp, _) | (_, Some(Action::PageUp)) => *scroll = scroll.saturating_sub(page),
+            (_, Some(Action::Top)) => *scroll = 0,
+            (_, Some(Action::Bottom)) => *scroll = max,
+            _ => {}
+        }
+        self.ui.help_scroll = self.ui.help_scroll.min(max);
+    }
+
     fn on_prompt_key(&mut self, k: KeyEvent, mut buf: String, command: bool) {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        if k.code != KeyCode::Tab {
+            self.ui.completions.clear();
+        }
         match k.code {
             KeyCode::Char('c') if ctrl => self.ui.quit = true,
             KeyCode::Esc => {
@@ -301,9 +398,8 @@ impl App {
             KeyCode::Tab if command => {
                 let (completed, candidates) = complete(&buf);
                 buf = completed;
-                if candidates.len() > 1 {
-                    self.ui.message = Some((candidates.join(" "), false));
-                }
+                // Shown beside the command line until the next key.
+                self.ui.completions = if candidates.len() > 1 { candidates } else { Vec::new() };
             }
             KeyCode::Backspace if buf.pop().is_none() => {
                 if !command {
@@ -359,7 +455,7 @@ impl App {
         let rest = words.collect::<Vec<_>>().join(" ");
         match head {
             "q" | "quit" | "q!" | "exit" => self.ui.quit = true,
-            "help" | "h" => self.ui.mode = Mode::Help,
+            "help" | "h" => self.open_help(),
             "pause" => self.toggle_pause(),
             "breakglass" | "bg" => self.break_glass_command(&rest),
             "ctx" | "context" => self.context_command(&rest),
@@ -423,6 +519,7 @@ impl App {
         self.ui.view = v;
         self.ui.focus = 0;
         self.ui.detail = false;
+        self.ui.detail_scroll = 0;
         if v != views::gpus::ID {
             self.ui.wall = false;
         }
@@ -450,10 +547,7 @@ impl App {
         let page = 20isize;
         match a {
             Action::Quit => self.ui.quit = true,
-            Action::Help => {
-                self.ui.help_scroll = 0;
-                self.ui.mode = Mode::Help;
-            }
+            Action::Help => self.open_help(),
             Action::Command => self.ui.mode = Mode::Command(String::new()),
             Action::Filter => {
                 let current = match self.focused_table() {
@@ -466,6 +560,26 @@ impl App {
                 self.ui.mode = Mode::Filter(current);
             }
             Action::Pause => self.toggle_pause(),
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom
+                if self.detail_has_focus() =>
+            {
+                // The open detail pane has the keys (k9s's describe): it scrolls; Esc goes
+                // back to the table.
+                let page = Shown::page(self.ui.shown.detail_rows);
+                let sc = &mut self.ui.detail_scroll;
+                *sc = match a {
+                    Action::Up => sc.saturating_sub(1),
+                    Action::Down => sc.saturating_add(1),
+                    Action::PageUp => sc.saturating_sub(page),
+                    Action::PageDown => sc.saturating_add(page),
+                    Action::Top => 0,
+                    _ => u16::MAX,
+                };
+                let max = self.ui.shown.detail_lines.saturating_sub(self.ui.shown.detail_rows);
+                if self.ui.shown.detail_rows > 0 {
+                    self.ui.detail_scroll = self.ui.detail_scroll.min(max);
+                }
+            }
             Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom => {
                 let delta = match a {
                     Action::Up => -1,
@@ -524,6 +638,7 @@ impl App {
             }
             Action::Local(name) => self.view_key(name),
             Action::Mark => self.toggle_mark(),
+            Action::ClearMarks => self.clear_marks(),
             Action::Refresh => {
                 if self.refresh_now.is_empty() {
                     self.ui.message =
@@ -614,12 +729,24 @@ impl App {
                     self.prepare();
                     self.select_obj(views::jobs::TABLE, ObjKey::Job(crate::model::JobKey { cluster, id }));
                     self.ui.detail = true;
+                    self.ui.detail_scroll = 0;
                 } else if let Some(name) = node.cloned() {
                     self.jump_to_node(NodeKey { cluster, name });
                 }
             }
-            _ => self.ui.detail = true,
+            _ => {
+                self.ui.detail = true;
+                self.ui.detail_scroll = 0;
+            }
         }
+    }
+
+    /// Whether the detail pane is open on a table view, where it takes the movement keys.
+    pub fn detail_has_focus(&self) -> bool {
+        self.ui.detail
+            && self.focused_table().is_some()
+            && self.ui.view != views::topology::ID
+            && !(self.ui.view == views::gpus::ID && self.ui.wall)
     }
 
     fn jump_to_node(&mut self, n: NodeKey) {
@@ -637,6 +764,7 @@ impl App {
         self.prepare();
         self.select_obj(views::nodes::TABLE, id);
         self.ui.detail = true;
+        self.ui.detail_scroll = 0;
     }
 
     /// Selects the row of `id` in table `t` (it follows the object from then on).
@@ -737,10 +865,22 @@ impl App {
     }
 }
 
+/// The built-in `:` commands besides the views: their names (the first is the one completion
+/// offers), arguments and what they do. Completion and help read this.
+pub const COMMANDS: &[(&[&str], &str, &str)] = &[
+    (&["quit", "q", "q!", "exit"], "", "quit"),
+    (&["help", "h"], "", "this help"),
+    (&["pause"], "", "pause / resume the screen"),
+    (&["theme"], "NAME", "dark, light, high-contrast, monochrome"),
+    (&["breakglass", "bg"], "TICKET [MIN] REASON", "time-boxed elevation, audited (:breakglass end)"),
+    (&["ctx", "context"], "[NAME]", "list / switch Kubernetes contexts"),
+    (&["acceptance", "nccl"], "[per-node|pairs|all]", "NCCL test on the marked nodes (confirm, audited)"),
+];
+
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = views::all_names().collect();
-    v.extend(["quit", "help", "pause", "theme", "breakglass", "ctx", "acceptance"]);
+    v.extend(COMMANDS.iter().filter_map(|(names, _, _)| names.first().copied()));
     v
 }
 
@@ -855,6 +995,59 @@ impl App {
         }
     }
 
+    /// Drops every mark (nodes and jobs), saying how many there were.
+    fn clear_marks(&mut self) {
+        let n = self.marks.nodes.len() + self.marks.jobs.len();
+        self.marks = Marks::default();
+        self.ui.message = Some((
+            if n == 0 { "no marks to clear".to_string() } else { format!("cleared {n} mark(s)") },
+            false,
+        ));
+    }
+
+    /// Of the marked `targets`, those the focused table's filter hides (the table lists
+    /// `jobs` or nodes, and has a filter); and a note when the action takes the marks while
+    /// the highlighted row is another.
+    fn marks_context(&self, jobs: bool, targets: &[String]) -> (Vec<String>, Option<String>) {
+        let Some(t) = self.focused_table() else { return (Vec::new(), None) };
+        let cx = self.cx();
+        let src = t.source();
+        let st = &self.ui.tables[t];
+        let name_of = |o: ObjKey| match o {
+            ObjKey::Job(k) if jobs => Some(k.id.to_string()),
+            ObjKey::Job(_) => None,
+            o if !jobs => o.node().map(|n| n.name.to_string()),
+            _ => None,
+        };
+        let mut hidden = Vec::new();
+        if !st.filter.is_empty() {
+            // What the table lists, from a row it shows (or any, when the filter shows none).
+            let any = st.rows.first().copied().or_else(|| {
+                let mut all = Vec::new();
+                src.keys(&cx, &mut all);
+                all.first().copied()
+            });
+            let same_kind = any.and_then(|k| src.identity(&cx, k)).and_then(name_of).is_some();
+            if same_kind {
+                let shown: std::collections::BTreeSet<String> =
+                    st.rows.iter().filter_map(|&k| src.identity(&cx, k).and_then(name_of)).collect();
+                hidden = targets.iter().filter(|t| !shown.contains(*t)).cloned().collect();
+            }
+        }
+        let what = if jobs { "job" } else { "node" };
+        let highlighted = st.selected_id().cloned().and_then(name_of);
+        let clear = self.keymap.hint(Action::ClearMarks).map(|k| format!(" ({k} clears the marks)"));
+        let note = match highlighted {
+            Some(h) if !targets.contains(&h) => Some(format!(
+                "acting on the {} marked {what}(s), not the highlighted {h}{}",
+                targets.len(),
+                clear.unwrap_or_default()
+            )),
+            _ => None,
+        };
+        (hidden, note)
+    }
+
     /// Opens the confirmation of `kind` on the marked rows, or on the selected one.
     pub fn start_action(&mut self, kind: ActionKind) {
         if self.readonly {
@@ -869,6 +1062,7 @@ impl App {
         // Plans during break-glass are checked as the elevated identity would be.
         let elevated = self.break_glass.is_some();
         let Some(planner) = self.planner.clone() else { return };
+        let marked = if kind.on_jobs() { !self.marks.jobs.is_empty() } else { !self.marks.nodes.is_empty() };
         let targets: Vec<String> = if kind.on_jobs() {
             if self.marks.jobs.is_empty() {
                 self.selected_target().filter(|(job, _)| *job).map(|(_, t)| vec![t]).unwrap_or_default()
@@ -885,8 +1079,11 @@ impl App {
             self.ui.message = Some((format!("select or mark {what} to {}", kind.label()), true));
             return;
         }
+        let (hidden, note) =
+            if marked { self.marks_context(kind.on_jobs(), &targets) } else { (Vec::new(), None) };
         let req = OpRequest { kind, targets, reason: String::new(), ticket: None, dry_run: false };
-        match ops::plan_as(&req, self.state(), planner.as_ref(), self.readonly, elevated) {
+        // A batch runs on the targets the preflight accepts; the refused ones are listed.
+        match ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated) {
             Ok(plan) => {
                 self.ui.mode = Mode::Confirm(Box::new(Confirm {
                     req,
@@ -896,6 +1093,9 @@ impl App {
                     typed: String::new(),
                     field: 0,
                     error: None,
+                    hidden,
+                    note,
+                    scroll: 0,
                 }))
             }
             Err(e) => self.ui.message = Some((e.to_string(), true)),
@@ -923,6 +1123,19 @@ impl App {
             }
             // Dry run: audit the plan, execute nothing.
             KeyCode::Char('d') if ctrl => c.req.dry_run = !c.req.dry_run,
+            // The plan scrolls before confirming (the fields take every printable key).
+            KeyCode::PageDown | KeyCode::PageUp | KeyCode::Home | KeyCode::End => {
+                let page = usize::from(Shown::page(self.ui.shown.plan_rows));
+                let shown = self.ui.shown;
+                let max = usize::from(shown.plan_total.saturating_sub(shown.plan_rows.max(1)));
+                c.scroll = match k.code {
+                    KeyCode::PageDown => c.scroll.saturating_add(page),
+                    KeyCode::PageUp => c.scroll.saturating_sub(page),
+                    KeyCode::Home => 0,
+                    _ => max,
+                }
+                .min(max);
+            }
             KeyCode::Tab | KeyCode::Down => c.field = (c.field + 1) % fields,
             KeyCode::BackTab | KeyCode::Up => c.field = (c.field + fields - 1) % fields,
             KeyCode::Backspace => {
@@ -953,6 +1166,8 @@ impl App {
     fn submit(&mut self, c: Confirm) {
         self.ui.mode = Mode::Normal;
         let mut req = c.req;
+        // What runs is the plan: the targets the preflight refused are not sent.
+        req.targets = c.plan.steps.iter().map(|s| s.target.clone()).collect();
         req.reason = c.reason.trim().to_string();
         req.ticket = Some(c.ticket.trim().to_string()).filter(|t| !t.is_empty());
         let Some(tx) = self.ops_tx.as_ref() else {
@@ -1129,6 +1344,12 @@ impl App {
             });
         }
     }
+}
+
+/// The plan lines that scroll in the confirmation: the plan's body, with each marked target the
+/// filter hides flagged.
+pub fn confirm_body(c: &Confirm) -> Vec<String> {
+    c.plan.body_with(|t| c.hidden.iter().any(|h| h == t).then_some("[hidden by filter] "))
 }
 
 /// `; 1 forbidden, 2 not-found` for the failures of an action, by kind.

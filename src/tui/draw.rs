@@ -30,10 +30,18 @@ pub fn draw(f: &mut Frame, app: &mut App, wall_now: Epoch) {
     if !app.op_panel.is_empty() {
         draw_op_panel(f, body, app);
     }
-    match &app.ui.mode {
-        Mode::Help => draw_help(f, body, app),
-        Mode::Confirm(c) => draw_confirm(f, body, app, c),
-        _ => {}
+    if app.ui.mode == Mode::Help {
+        // The rows the help has (less its border and search line), and the scroll clamped to
+        // them: it never runs into blank space.
+        let lines = help_lines(app);
+        let searching = app.ui.help_searching || !app.ui.help_query.is_empty();
+        let rows = body.height.saturating_sub(2 + u16::from(searching)).max(1);
+        app.ui.shown.help_rows = rows;
+        app.ui.help_scroll = app.ui.help_scroll.min((lines.len() as u16).saturating_sub(rows));
+        draw_help(f, body, app, lines);
+    }
+    if let Mode::Confirm(_) = &app.ui.mode {
+        draw_confirm(f, body, app);
     }
 }
 
@@ -55,25 +63,35 @@ fn draw_op_panel(f: &mut Frame, body: Rect, app: &App) {
     f.render_widget(Paragraph::new(lines).block(b), r);
 }
 
-/// The confirmation: exactly what will happen, the reason, the ticket, and the typed word.
-fn draw_confirm(f: &mut Frame, body: Rect, app: &App, c: &super::app::Confirm) {
+/// The confirmation: exactly what will happen, the reason, the ticket, and the typed word. The
+/// summary (and what was refused, and a note when the marks are not the highlighted row) stay
+/// on top; the plan's lines scroll between them and the fields.
+fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
+    let Mode::Confirm(c) = &app.ui.mode else { return };
     let t = &app.theme;
     let w = body.width.min(90);
     let r = Rect { x: body.x + (body.width - w) / 2, y: body.y, width: w, height: body.height };
     f.render_widget(Clear, r);
-    let mut lines: Vec<Line> = Vec::new();
-    let plan = c.plan.lines();
-    let room = (body.height as usize).saturating_sub(9).max(1);
-    for l in plan.iter().take(room.saturating_sub(1)) {
-        lines.push(Line::styled(safe(l).into_owned(), t.text));
+    let dry = if c.req.dry_run { "DRY RUN " } else { "" };
+    let title = format!(" {dry}{} {} target(s) ", c.req.kind.label(), c.plan.steps.len());
+    let b =
+        block(app, vec![Span::styled(title, if c.req.kind.destructive() { t.crit } else { t.title })], true);
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    let mut top: Vec<Line> = Vec::new();
+    if let Some(l) = c.plan.refused_line() {
+        top.push(Line::styled(safe(&l).into_owned(), t.warn));
     }
-    if plan.len() > room.saturating_sub(1) {
-        lines.push(Line::styled(
-            format!("… {} more lines; {}", plan.len() - room + 1, plan.last().cloned().unwrap_or_default()),
-            t.dim,
+    if let Some(n) = &c.note {
+        top.push(Line::styled(safe(n).into_owned(), t.info));
+    }
+    if !c.hidden.is_empty() {
+        top.push(Line::styled(
+            format!("{} of the marked targets are hidden by the filter", c.hidden.len()),
+            t.warn,
         ));
     }
-    lines.push(Line::raw(""));
+    top.push(Line::styled(safe(&c.plan.summary()).into_owned(), t.text));
     let field = |n: usize, label: &str, value: &str| {
         let active = c.field == n;
         Line::from(vec![
@@ -82,23 +100,60 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &App, c: &super::app::Confirm) {
             Span::styled(if active { "_" } else { "" }, t.prompt),
         ])
     };
-    lines.push(field(0, "reason (required):", &c.reason));
-    lines.push(field(1, "ticket:", &c.ticket));
+    let mut bottom =
+        vec![Line::raw(""), field(0, "reason (required):", &c.reason), field(1, "ticket:", &c.ticket)];
     if let Some(word) = &c.plan.confirm_word {
-        lines.push(field(2, &format!("type {word:?} to confirm:"), &c.typed));
+        bottom.push(field(2, &format!("type {word:?} to confirm:"), &c.typed));
     }
     if let Some(e) = &c.error {
-        lines.push(Line::styled(e.clone(), t.crit));
+        bottom.push(Line::styled(e.clone(), t.crit));
     }
-    lines.push(Line::styled(
-        "tab next field · enter run · ^d dry run · esc cancel · recorded in the audit log",
-        t.dim,
-    ));
-    let dry = if c.req.dry_run { "DRY RUN " } else { "" };
-    let title = format!(" {dry}{} {} target(s) ", c.req.kind.label(), c.plan.steps.len());
-    let b =
-        block(app, vec![Span::styled(title, if c.req.kind.destructive() { t.crit } else { t.title })], true);
-    f.render_widget(Paragraph::new(lines).block(b).wrap(Wrap { trim: false }), r);
+    bottom.push(Line::styled("tab field · enter run · ^d dry run · pgdn plan · esc cancel", t.dim));
+    let height = |ls: &[Line]| -> u16 {
+        Paragraph::new(ls.to_vec()).wrap(Wrap { trim: false }).line_count(inner.width) as u16
+    };
+    let (top_h, bottom_h) = (height(&top), height(&bottom));
+    // The plan wraps (nothing cut mid-value on a narrow terminal) and scrolls by rows.
+    let plan: Vec<Line> = super::app::confirm_body(c)
+        .iter()
+        .map(|l| {
+            let st = if l.trim_start().starts_with("[hidden by filter]") { t.warn } else { t.text };
+            Line::styled(safe(l).into_owned(), st)
+        })
+        .collect();
+    let plan = Paragraph::new(plan).wrap(Wrap { trim: false });
+    let total = plan.line_count(inner.width) as u16;
+    // The plan's rows: what is left, less one for the "more" line when it does not all fit.
+    let room = inner.height.saturating_sub(top_h + bottom_h);
+    let fits = total <= room;
+    let rows = if fits { total } else { room.saturating_sub(1) };
+    let first = (c.scroll.min(usize::from(u16::MAX)) as u16).min(total.saturating_sub(rows));
+    let more = (!fits && room > 0).then(|| {
+        let below = total.saturating_sub(first + rows);
+        Line::styled(
+            format!("rows {}-{} of {total}; {below} more below (pgdn/pgup scroll)", first + 1, first + rows),
+            t.dim,
+        )
+    });
+    let [a, m, more_area, z] = Layout::vertical([
+        Constraint::Length(top_h),
+        Constraint::Length(rows),
+        Constraint::Length(u16::from(more.is_some())),
+        Constraint::Min(0),
+    ])
+    .areas(inner);
+    f.render_widget(Paragraph::new(top).wrap(Wrap { trim: false }), a);
+    f.render_widget(plan.scroll((first, 0)), m);
+    if let Some(l) = more {
+        f.render_widget(Paragraph::new(l), more_area);
+    }
+    f.render_widget(Paragraph::new(bottom).wrap(Wrap { trim: false }), z);
+    app.ui.shown.plan_rows = rows;
+    app.ui.shown.plan_total = total;
+    let first = usize::from(first);
+    if let Mode::Confirm(c) = &mut app.ui.mode {
+        c.scroll = first;
+    }
 }
 
 fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
@@ -276,6 +331,7 @@ pub(crate) fn table_with_detail(
     let title = table_title(app, name, id);
     let blk = block(app, title, focused && !detail);
     let mut st = std::mem::take(&mut app.ui.tables[id]);
+    let mut detail_shown = None;
     {
         let cx = app.cx();
         if let Some(a) = table_area {
@@ -283,18 +339,29 @@ pub(crate) fn table_with_detail(
         }
         if let Some(a) = detail_area {
             let lines = st.selected_key().map(|k| id.source().detail(&cx, k, a.width)).unwrap_or_default();
-            let b = block(
-                app,
-                vec![
-                    Span::styled(format!(" {name}: details "), app.theme.title),
-                    Span::styled("(esc closes) ", app.theme.dim),
-                ],
-                true,
-            );
-            f.render_widget(Paragraph::new(lines).block(b).wrap(Wrap { trim: false }), a);
+            // The pane scrolls (it has the movement keys while open), clamped to its text.
+            let p = Paragraph::new(lines).wrap(Wrap { trim: false });
+            let total = p.line_count(a.width.saturating_sub(2)) as u16;
+            let rows = a.height.saturating_sub(2);
+            let first = app.ui.detail_scroll.min(total.saturating_sub(rows));
+            let mut title = vec![Span::styled(format!(" {name}: details "), app.theme.title)];
+            if total > rows {
+                let last = (first + rows).min(total);
+                let more = if last < total { ", pgdn more" } else { "" };
+                title.push(Span::styled(format!("{}-{last} of {total}{more} ", first + 1), app.theme.dim));
+            }
+            title.push(Span::styled("(esc closes) ", app.theme.dim));
+            let b = block(app, title, true);
+            f.render_widget(p.block(b).scroll((first, 0)), a);
+            detail_shown = Some((rows, total, first));
         }
     }
     app.ui.tables[id] = st;
+    if let Some((rows, total, first)) = detail_shown {
+        app.ui.shown.detail_rows = rows;
+        app.ui.shown.detail_lines = total;
+        app.ui.detail_scroll = first;
+    }
 }
 
 fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
@@ -308,12 +375,18 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
         Mode::Command(buf) => {
             let (completed, _) = complete(buf);
             let ghost = completed.strip_prefix(buf.as_str()).unwrap_or("").to_string();
-            Line::from(vec![
+            let mut spans = vec![
                 Span::styled(":", t.prompt),
                 Span::styled(buf.clone(), t.text),
                 Span::styled(ghost, t.dim),
                 Span::styled("_", t.prompt),
-            ])
+            ];
+            // An ambiguous Tab: the candidates, beside the line.
+            if !app.ui.completions.is_empty() {
+                spans.push(Span::styled("   ", t.dim));
+                spans.push(Span::styled(app.ui.completions.join("  "), t.info));
+            }
+            Line::from(spans)
         }
         Mode::Filter(buf) => {
             let mut v = vec![
@@ -329,131 +402,119 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
         }
         _ => match &app.ui.message {
             Some((m, err)) => Line::styled(safe(m).into_owned(), if *err { t.crit } else { t.info }),
-            None => hints(app),
+            None => hints(app, area.width),
         },
     };
     f.render_widget(Paragraph::new(line), area);
 }
 
-fn hints(app: &App) -> Line<'static> {
+/// The footer's keys: the general ones, and the actions the selected row takes (a node's
+/// drain, cordon and acceptance; a job's cancel; marks) — as many as fit in `width`, the least
+/// needed dropped first.
+pub fn hints(app: &App, width: u16) -> Line<'static> {
+    use unicode_width::UnicodeWidthStr;
     let t = &app.theme;
-    let mut list = vec![
-        (Action::Help, "help"),
-        (Action::Command, "cmd"),
-        (Action::Filter, "filter"),
-        (Action::Enter, "details"),
+    // (action, label, rank: lower stays longer)
+    let mut list: Vec<(Action, String, u8)> = vec![
+        (Action::Help, "help".into(), 0),
+        (Action::Command, "cmd".into(), 1),
+        (Action::Filter, "filter".into(), 2),
     ];
-    list.extend(app.ui.view.def().keys().iter().filter_map(|k| Some((Action::Local(k.name), k.hint?))));
+    if app.detail_has_focus() {
+        list.push((Action::PageDown, "scroll".into(), 3));
+        list.push((Action::Back, "back".into(), 1));
+    } else {
+        list.push((Action::Enter, "details".into(), 4));
+    }
+    let marks = app.marks.nodes.len() + app.marks.jobs.len();
+    if !app.readonly && app.ui.mode == Mode::Normal {
+        let on = app.selected_obj();
+        let job = matches!(on, Some(crate::model::ObjKey::Job(_)));
+        let node = !job && on.and_then(|o| o.node()).is_some();
+        if node {
+            list.push((Action::Drain, "drain".into(), 2));
+            list.push((Action::Cordon, "cordon".into(), 3));
+            list.push((Action::Acceptance, "acceptance".into(), 4));
+        }
+        if job {
+            list.push((Action::CancelJob, "cancel".into(), 2));
+        }
+        if node || job {
+            list.push((Action::Mark, "mark".into(), 4));
+        }
+    }
+    if marks > 0 {
+        list.push((Action::ClearMarks, format!("unmark {marks}"), 2));
+    }
+    list.extend(
+        app.ui.view.def().keys().iter().filter_map(|k| Some((Action::Local(k.name), k.hint?.to_string(), 3))),
+    );
     if app.ui.view.def().tables().len() > 1 {
-        list.push((Action::NextPane, "pane"));
+        list.push((Action::NextPane, "pane".into(), 3));
     }
     list.extend([
-        (Action::SortNext, "sort"),
-        (Action::Pause, if app.ui.paused { "resume" } else { "pause" }),
-        (Action::Quit, "quit"),
+        (Action::SortNext, "sort".into(), 6),
+        (Action::Pause, (if app.ui.paused { "resume" } else { "pause" }).into(), 6),
+        (Action::Quit, "quit".into(), 1),
     ]);
-    let mut spans = Vec::new();
-    for (a, label) in list {
-        if let Some(k) = app.keymap.hint(a) {
-            spans.push(Span::styled(k, t.key));
-            spans.push(Span::styled(format!(" {label}  "), t.dim));
+    let mut items: Vec<(String, String, u8)> =
+        list.into_iter().filter_map(|(a, label, rank)| Some((app.keymap.hint(a)?, label, rank))).collect();
+    let wide = |items: &[(String, String, u8)]| -> usize {
+        items.iter().map(|(k, l, _)| k.width() + 1 + l.width() + 2).sum::<usize>()
+    };
+    while wide(&items) > usize::from(width) + 2 {
+        let Some(worst) = items.iter().enumerate().max_by_key(|(i, (_, _, r))| (*r, *i)).map(|(i, _)| i)
+        else {
+            break;
+        };
+        if items[worst].2 == 0 {
+            break;
         }
+        items.remove(worst);
+    }
+    let mut spans = Vec::new();
+    for (k, label, _) in items {
+        spans.push(Span::styled(k, t.key));
+        spans.push(Span::styled(format!(" {label}  "), t.dim));
     }
     Line::from(spans)
 }
 
-/// Help generated from the active keymap and the view registry.
+/// The help as shown (generated from the active keymap and the registry, searched with the
+/// current query): see [`super::help`].
 pub fn help_lines(app: &App) -> Vec<Line<'static>> {
-    let t = &app.theme;
-    let mut out = vec![Line::styled(format!("keymap: {}", app.keymap.name), t.dim)];
-    let mut groups: Vec<(&str, Vec<(Action, String)>)> = Vec::new();
-    for (a, keys) in app.keymap.bindings() {
-        let (g, _) = a.describe();
-        let keys = keys.iter().map(|k| k.label()).collect::<Vec<_>>().join(" ");
-        match groups.iter_mut().find(|(n, _)| *n == g) {
-            Some((_, v)) => v.push((a, keys)),
-            None => groups.push((g, vec![(a, keys)])),
-        }
-    }
-    for (g, mut items) in groups {
-        items.sort_by_key(|(a, _)| a.rank());
-        out.push(Line::styled(g.to_string(), t.title));
-        for (a, keys) in items {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {keys:<14}"), t.key),
-                Span::styled(a.describe().1, t.text),
-            ]));
-        }
-    }
-    // The filter keys of the open view's tables.
-    let tables = app.ui.view.def().tables();
-    if !tables.is_empty() {
-        out.push(Line::styled(
-            "filter (/ or :view FILTER): text, key=value, key==value, key!=value, !term, key>N (>= < <=, units as shown: 85 70% 2h 5kW), key~regex",
-            t.title,
-        ));
-        for src in tables {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<14}", src.id().0), t.key),
-                Span::styled(crate::tui::widgets::filter::help_keys(src.columns(), src.fields()), t.text),
-            ]));
-        }
-    }
-    out.push(Line::styled("commands (:name [filter])", t.title));
-    for v in VIEWS {
-        let also = if v.aliases().is_empty() {
-            String::new()
-        } else {
-            format!(" (also {})", v.aliases().join(", "))
-        };
-        out.push(Line::from(vec![
-            Span::styled(format!("  :{:<13}", v.id().0), t.key),
-            Span::styled(format!("{}{also}", v.title()), t.text),
-        ]));
-    }
-    out.push(Line::from(vec![Span::styled(format!("  :{:<13}", "q"), t.key), Span::styled("quit", t.text)]));
-    out.push(Line::from(vec![
-        Span::styled(format!("  :{:<13}", "theme NAME"), t.key),
-        Span::styled("dark, light, high-contrast, monochrome", t.text),
-    ]));
-    out.push(Line::from(vec![
-        Span::styled(format!("  :{:<13}", "acceptance"), t.key),
-        Span::styled("[per-node|pairs|all] NCCL test on the marked nodes (confirm, audited)", t.text),
-    ]));
-    if !app.user_commands.aliases.is_empty() {
-        out.push(Line::styled("aliases (<config>/hotkeys.toml)", t.title));
-        for (name, cmd) in &app.user_commands.aliases {
-            out.push(Line::from(vec![
-                Span::styled(format!("  :{name:<13}"), t.key),
-                Span::styled(safe(cmd).into_owned(), t.text),
-            ]));
-        }
-    }
-    if !app.user_commands.hotkeys.is_empty() {
-        out.push(Line::styled("hotkeys (<config>/hotkeys.toml)", t.title));
-        for h in &app.user_commands.hotkeys {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<14}", h.key.label()), t.key),
-                Span::styled(safe(&h.description).into_owned(), t.text),
-            ]));
-        }
-    }
-    out.push(Line::styled("filters: text, key=value (labels too), key==exact, !negate", t.dim));
-    out
+    super::help::lines(app)
 }
 
-fn draw_help(f: &mut Frame, area: Rect, app: &App) {
+/// The help: paged, searched, clamped (the rows it has were set by [`draw`]).
+fn draw_help(f: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'static>>) {
+    let t = &app.theme;
     let w = area.width.min(72);
-    let h = area.height;
-    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y, width: w, height: h };
+    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y, width: w, height: area.height };
     f.render_widget(Clear, r);
-    let b = block(
-        app,
-        vec![
-            Span::styled(" help ", app.theme.title),
-            Span::styled("(j/k scroll, any key closes) ", app.theme.dim),
-        ],
-        true,
-    );
-    f.render_widget(Paragraph::new(help_lines(app)).block(b).scroll((app.ui.help_scroll, 0)), r);
+    let rows = app.ui.shown.help_rows as usize;
+    let first = app.ui.help_scroll as usize;
+    let mut title = vec![Span::styled(" help ", t.title)];
+    if lines.len() > rows {
+        title.push(Span::styled(
+            format!("{}-{} of {} ", first + 1, (first + rows).min(lines.len()), lines.len()),
+            t.dim,
+        ));
+    }
+    title.push(Span::styled("(pgdn/pgup page · / search · q esc ? close) ", t.dim));
+    let b = block(app, title, true);
+    let inner = b.inner(r);
+    f.render_widget(b, r);
+    let searching = app.ui.help_searching || !app.ui.help_query.is_empty();
+    let [text, search] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(u16::from(searching))]).areas(inner);
+    f.render_widget(Paragraph::new(lines).scroll((app.ui.help_scroll, 0)), text);
+    if searching {
+        let mut spans =
+            vec![Span::styled("/", t.prompt), Span::styled(safe(&app.ui.help_query).into_owned(), t.text)];
+        if app.ui.help_searching {
+            spans.push(Span::styled("_", t.prompt));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), search);
+    }
 }

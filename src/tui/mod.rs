@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod draw;
+pub mod help;
 pub mod keymap;
 pub mod plugins;
 pub mod theme;

@@ -13,12 +13,20 @@ pub fn section<'a>(cx: &Cx<'a>, title: &str) -> Line<'a> {
     Line::styled(format!("-- {title}"), cx.theme.title)
 }
 
-/// `label   ▁▂▅▇ 42%`
-pub fn spark_line<'a>(cx: &Cx<'a>, label: &str, spark: String, last: Option<String>) -> Line<'a> {
+/// `label   ▁▂▅▇ 42%`: the label, the sparkline and its last value on one line of a pane
+/// `width` columns wide (its borders included). When they would not fit, the oldest points give
+/// way, never the value: it is not wrapped onto a line of its own.
+pub fn spark_line<'a>(cx: &Cx<'a>, width: u16, label: &str, spark: String, last: Option<String>) -> Line<'a> {
+    use unicode_width::UnicodeWidthStr;
+    let label = format!("{label:<9} ");
+    let last = last.unwrap_or_default();
+    let room = (width as usize).saturating_sub(2 + label.width() + last.width());
+    let n = spark.chars().count();
+    let spark: String = if n > room { spark.chars().skip(n - room).collect() } else { spark };
     Line::from(vec![
-        Span::styled(format!("{label:<9} "), cx.theme.dim),
+        Span::styled(label, cx.theme.dim),
         Span::styled(spark, cx.theme.accent),
-        Span::styled(last.unwrap_or_default(), cx.theme.text),
+        Span::styled(last, cx.theme.text),
     ])
 }
 
@@ -75,7 +83,7 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, wid
             "GB/s" => format!(" {v:.1}GB/s"),
             _ => format!(" {v:.0}{unit}"),
         });
-        out.push(spark_line(cx, s.metric, cx.glyphs.spark_gaps(&ints, max), last));
+        out.push(spark_line(cx, width, s.metric, cx.glyphs.spark_gaps(&ints, max), last));
     }
     out
 }

@@ -304,7 +304,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         out.push(section(cx, "node port errors (all ports)"));
         let max = errs.iter().copied().max().unwrap_or(1);
         let last = errs.last().map(|v| format!(" {v}"));
-        out.push(spark_line(cx, "errors", cx.glyphs.spark(errs.into_iter(), max), last));
+        out.push(spark_line(cx, width, "errors", cx.glyphs.spark(errs.into_iter(), max), last));
     }
     out
 }
@@ -624,7 +624,7 @@ pub fn node_detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     let w = (width as usize).saturating_sub(14).clamp(1, 120);
     if !a.history.is_empty() {
         let last = a.history.last().map(|v| format!(" {v:.1} GB/s"));
-        out.push(spark_line(cx, "busbw", busbw_spark(cx.glyphs, &a.history, w), last));
+        out.push(spark_line(cx, width, "busbw", busbw_spark(cx.glyphs, &a.history, w), last));
     }
     if !a.drift.is_empty() {
         out.push(section(cx, "drift"));

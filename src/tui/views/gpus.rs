@@ -412,9 +412,9 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     if !util.is_empty() || !temp.is_empty() {
         out.push(section(cx, "history"));
         let last = util.last().map(|v| format!(" {v}%"));
-        out.push(spark_line(cx, "util", cx.glyphs.spark(util.into_iter().map(u32::from), 100), last));
+        out.push(spark_line(cx, width, "util", cx.glyphs.spark(util.into_iter().map(u32::from), 100), last));
         let last = temp.last().map(|v| format!(" {v}C"));
-        out.push(spark_line(cx, "temp", cx.glyphs.spark(temp.into_iter().map(u32::from), 100), last));
+        out.push(spark_line(cx, width, "temp", cx.glyphs.spark(temp.into_iter().map(u32::from), 100), last));
     }
     out.extend(super::detail::focus_history(
         cx,
@@ -538,6 +538,8 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
     }
     lines.push(Line::from(legend));
     let w = (inner.width as usize).saturating_sub(16);
+    // The strip has no border of its own: as wide as a bordered pane two columns wider.
+    let width = inner.width.saturating_add(2);
     // The fleet's last hour when the history source has it, else the live ring.
     let hour = s
         .focus_history
@@ -549,10 +551,11 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
             let cols = super::detail::resample(util, w);
             let ints: Vec<Option<u32>> = cols.iter().map(|v| v.map(|x| x.max(0.0).round() as u32)).collect();
             let last = util.iter().rev().find_map(|v| *v).map(|v| format!(" {v:.0}%"));
-            lines.push(spark_line(cx, "fleet 1h", g.spark_gaps(&ints, 100), last));
+            lines.push(spark_line(cx, width, "fleet 1h", g.spark_gaps(&ints, 100), last));
         }
         None => lines.push(spark_line(
             cx,
+            width,
             "cluster",
             g.spark(s.history.util.tail(w).map(u32::from), 100),
             s.history.util.last().map(|v| format!(" {v}%")),

@@ -519,7 +519,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
                 .collect();
             out.push(section(cx, "GPU utilisation of this job"));
             let last = mean.last().map(|v| format!(" {v}%"));
-            out.push(spark_line(cx, "mean", cx.glyphs.spark(mean.into_iter(), 100), last));
+            out.push(spark_line(cx, width, "mean", cx.glyphs.spark(mean.into_iter(), 100), last));
         }
     }
     if let Some(h) = s

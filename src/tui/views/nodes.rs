@@ -8,7 +8,7 @@ use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
 use crate::model::{Node, NodeState};
 use crate::state::ClusterState;
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -223,6 +223,24 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             Span::styled(format!("{} {}", super::super::widgets::safe(&r.by), ago(s.now, r.at)), t.dim),
         ));
     }
+    // What is wrong comes first: each incident about this node, its GPU or its port, worst
+    // first (the one the operator jumped from is among them), above the fold at 80×24.
+    let faults = faults(s, n);
+    for (part, inc) in &faults {
+        let what = match part {
+            Part::Gpu(i) => format!("GPU {i}: "),
+            Part::Port(p) => format!("port {}: ", super::super::widgets::safe(p)),
+            Part::Node => String::new(),
+        };
+        out.push(kv(
+            cx,
+            "incident",
+            Span::styled(
+                format!("{what}{}", super::super::widgets::safe(&inc.title)),
+                severity_style(cx, inc),
+            ),
+        ));
+    }
     out.push(kv(cx, "pool", untrusted(&n.pool, t.text)));
     out.push(kv(
         cx,
@@ -252,18 +270,27 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     if let Some(i) = s.node_index(&n.name) {
         let util = s.node_util_history(i, w);
         let last = util.last().map(|v| format!(" {v}%"));
-        out.push(spark_line(cx, "util", g.spark(util.into_iter().map(u32::from), 100), last));
+        out.push(spark_line(cx, width, "util", g.spark(util.into_iter().map(u32::from), 100), last));
         let power = s.node_power_history(i, w);
         let maxp = power.iter().copied().max().unwrap_or(1);
         let last = power.last().map(|v| format!(" {:.1}kW", *v as f64 / 1000.0));
-        out.push(spark_line(cx, "power", g.spark(power.into_iter(), maxp), last));
+        out.push(spark_line(cx, width, "power", g.spark(power.into_iter(), maxp), last));
     }
     out.extend(super::detail::focus_history(cx, &crate::model::protocol::Focus::Node(n.name.clone()), width));
-    out.push(section(cx, "GPUs"));
-    for gpu in &n.gpus {
+    // GPUs and ports an incident is about lead their lists, marked and in its colour.
+    let fault_of = |p: &Part| faults.iter().find(|(q, _)| q == p).map(|(_, i)| severity_style(cx, i));
+    let mut gpus: Vec<_> = n.gpus.iter().collect();
+    gpus.sort_by_key(|g| faults.iter().position(|(p, _)| *p == Part::Gpu(g.index)).unwrap_or(usize::MAX));
+    let faulty = faults.iter().any(|(p, _)| matches!(p, Part::Gpu(_)));
+    out.push(section(cx, if faulty { "GPUs (with an incident first)" } else { "GPUs" }));
+    for gpu in gpus {
         let util = gpu.util.unwrap_or(0);
+        let index = match fault_of(&Part::Gpu(gpu.index)) {
+            Some(st) => Span::styled(format!("!{:>2} ", gpu.index), st.add_modifier(Modifier::BOLD)),
+            None => Span::styled(format!("{:>3} ", gpu.index), t.dim),
+        };
         let mut spans = vec![
-            Span::styled(format!("{:>3} ", gpu.index), t.dim),
+            index,
             Span::styled(g.bar(u32::from(util), 10), t.accent),
             Span::styled(
                 format!(" {:>3}% {:>3}C ", util, opt(gpu.temp_c)),
@@ -301,10 +328,21 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     }
     if !n.ports.is_empty() {
         out.push(section(cx, "fabric"));
-        for p in &n.ports {
+        let mut ports: Vec<_> = n.ports.iter().collect();
+        ports.sort_by_key(|p| {
+            faults.iter().position(|(q, _)| *q == Part::Port(p.name.to_string())).unwrap_or(usize::MAX)
+        });
+        for p in ports {
             let st = if p.state == crate::model::PortState::Active { t.ok } else { t.crit };
+            let name = match fault_of(&Part::Port(p.name.to_string())) {
+                Some(f) => Span::styled(
+                    format!("! {:<10} ", super::super::widgets::safe(&p.name)),
+                    f.add_modifier(Modifier::BOLD),
+                ),
+                None => Span::styled(format!("  {:<10} ", super::super::widgets::safe(&p.name)), t.text),
+            };
             out.push(Line::from(vec![
-                Span::styled(format!("  {:<10} ", super::super::widgets::safe(&p.name)), t.text),
+                name,
                 Span::styled(format!("{:<7}", p.state.label()), st),
                 Span::styled(format!(" {}G err {} flaps {}", p.rate_gbps, p.errors(), p.flaps), t.dim),
             ]));
@@ -320,6 +358,43 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         }
     }
     out
+}
+
+/// What on a node an incident is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Gpu(u8),
+    Port(String),
+    Node,
+}
+
+/// The incidents about node `n`, worst first (the order the state keeps them in), with the GPU
+/// or port each is about (its subject is `node/gpuN` or `node/PORT`).
+fn faults<'s>(s: &'s ClusterState, n: &Node) -> Vec<(Part, &'s crate::state::Incident)> {
+    s.incidents
+        .iter()
+        .filter(|i| i.node.as_ref() == Some(&n.name))
+        .map(|i| {
+            let rest = i.subject.strip_prefix(n.name.as_str()).and_then(|r| r.strip_prefix('/'));
+            let part = match rest {
+                None => Part::Node,
+                Some(r) if n.ports.iter().any(|p| p.name == r) => Part::Port(r.to_string()),
+                Some(r) => match r.strip_prefix("gpu").and_then(|x| x.parse::<u8>().ok()) {
+                    Some(g) if n.gpus.iter().any(|x| x.index == g) => Part::Gpu(g),
+                    _ => Part::Node,
+                },
+            };
+            (part, i)
+        })
+        .collect()
+}
+
+fn severity_style(cx: &Cx<'_>, i: &crate::state::Incident) -> Style {
+    match i.severity {
+        crate::state::Severity::Critical => cx.theme.crit,
+        crate::state::Severity::Warning => cx.theme.warn,
+        crate::state::Severity::Info => cx.theme.info,
+    }
 }
 
 /// `gpu3  12345 alice  python  2048 MiB  slurm 4242.0`

@@ -261,12 +261,14 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         let max = h.read_mbps.tail(w).chain(h.write_mbps.tail(w)).max().unwrap_or(1);
         out.push(spark_line(
             cx,
+            width,
             "read",
             g.spark(h.read_mbps.tail(w), max),
             h.read_mbps.last().map(|v| format!(" {v} MB/s")),
         ));
         out.push(spark_line(
             cx,
+            width,
             "write",
             g.spark(h.write_mbps.tail(w), max),
             h.write_mbps.last().map(|v| format!(" {v} MB/s")),
