@@ -254,6 +254,9 @@ impl AuditLog {
     /// Appends a signed checkpoint of the current head (at a session's end, or before the log
     /// is copied for someone else to check), unless the log is empty or already ends with one.
     pub fn checkpoint(&self) -> Result<Option<Record>, AuditError> {
+        if !self.path.exists() {
+            return Ok(None);
+        }
         self.locked(|log, f, tail| match tail {
             Some(last) if last.phase != Phase::Checkpoint => {
                 let c = log.write_checkpoint(f, &last)?;

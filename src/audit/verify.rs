@@ -361,6 +361,7 @@ pub fn verify_full(path: &Path, opts: &Options) -> std::io::Result<Report> {
     report.incomplete_write = torn;
     if let Some(h) = heads.iter().filter(|h| good[h.seq as usize].hash != h.hash).min_by_key(|h| h.seq) {
         report.problem = Some(Problem::Unwitnessed { line: h.seq + 1, seq: h.seq });
+        report.records = h.seq;
         return Ok(report);
     }
     if let Some(key) = &opts.pubkey {
@@ -370,6 +371,8 @@ pub fn verify_full(path: &Path, opts: &Options) -> std::io::Result<Report> {
             let sig = l.params.get("sig").map_or("", String::as_str);
             if !super::sign::check(key, l.seq, &l.prev_hash, sig) {
                 report.problem = Some(Problem::BadCheckpoint { line: i as u64 + 1, seq: l.seq });
+                // Only what an earlier checkpoint signed is still vouched for.
+                report.records = through.map_or(0, |t: u64| t + 1);
                 return Ok(report);
             }
             verified += 1;

@@ -395,9 +395,11 @@ pub async fn worker_with(
         }
     }
     // The console is gone: a session it left open ends on the record, and the console's
-    // session ends with a signed checkpoint.
+    // session ends with a signed checkpoint (a read-only console writes nothing).
     if let Some(b) = open.take() {
         append_event(&ops, break_glass_end(&ops, exec.identity(), &b, "the console closed"), &events).await;
     }
-    checkpoint(&ops, &events).await;
+    if !ops.readonly {
+        checkpoint(&ops, &events).await;
+    }
 }
