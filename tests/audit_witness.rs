@@ -319,3 +319,17 @@ fn heads_are_posted_to_a_configured_endpoint() {
     assert_eq!(v[1]["hash"].as_str(), Some(recs[1].hash.as_str()));
     assert!(v[1]["line"].as_str().unwrap().starts_with("gpuplane-audit-head log="));
 }
+
+/// The whole log deleted and a fresh one started at the same path: the journal beside it still
+/// holds the old log's heads, and verify says so.
+#[test]
+fn a_replaced_log_is_pointed_out() {
+    let s = setup("syslog = false\n");
+    act(&s, 2);
+    std::fs::remove_file(&s.log).unwrap();
+    act(&s, 1);
+    let (rc, out) = verify(&s, &[]);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("2 records, chain intact"), "{out}");
+    assert!(out.contains("also witnessed another log here") && out.contains("up to record 3)"), "{out}");
+}

@@ -283,7 +283,7 @@ impl AuditLog {
         f.lock().map_err(|e| self.io(e))?;
         let result =
             self.last_record(&mut f).and_then(|tail| write(self, &mut f, tail)).map(|(out, last)| {
-                let head = last.map(|r| self.head_of(&mut f, &r));
+                let head = last.filter(|_| self.witness.any()).map(|r| self.head_of(&mut f, &r));
                 let journal = head.as_ref().and_then(|h| self.witness.journal(&self.path, h));
                 (out, head, journal)
             });

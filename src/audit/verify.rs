@@ -311,6 +311,8 @@ pub struct WitnessSummary {
 /// The full verdict on a log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
+    /// The log's id in witness lines (from its first record), when it has one.
+    pub log: Option<String>,
     /// Complete records that verified.
     pub records: u64,
     /// Tampering: the chain broken, records the witness saw missing or rewritten, a bad
@@ -349,6 +351,7 @@ pub fn verify_full(path: &Path, opts: &Options) -> std::io::Result<Report> {
     // The records that verified: every line but a torn last one; numbered from 0 in order.
     let good: Vec<&Line> = lines.lines.iter().take(report.records as usize).flatten().collect();
     let log = good.first().map(|l| witness::log_id(&l.hash));
+    report.log.clone_from(&log);
     let heads: Vec<&Head> =
         opts.heads.iter().filter(|h| log.as_ref().is_none_or(|id| &h.log == id)).collect();
     report.witness = WitnessSummary { heads: heads.len(), last: heads.iter().map(|h| h.seq).max() };

@@ -127,6 +127,16 @@ pub fn syslog_message(head: &Head, host: &str, ts: &str) -> String {
 }
 
 impl Witness {
+    /// No witness at all: nothing is anchored (a cut tail cannot be detected).
+    pub fn none() -> Witness {
+        Witness { journal: false, ..Witness::default() }
+    }
+
+    /// Whether any witness is configured.
+    pub fn any(&self) -> bool {
+        self.journal || self.syslog.is_some() || !self.command.is_empty() || self.url.is_some()
+    }
+
     /// Anchors `head` of the log at `log` everywhere configured. The journal is written while
     /// the caller holds the log's lock (so heads land in order); the rest after it. Returns
     /// what failed, phrased for an operator; a failure never undoes the append.

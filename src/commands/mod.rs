@@ -135,12 +135,15 @@ fn audit_verify(path: std::path::PathBuf, witness: &[std::path::PathBuf], pubkey
         Ok(k) => k,
         Err(e) => return fail(&e),
     };
-    let mut sources = vec![crate::audit::witness::journal_path(&path)];
-    sources.extend(witness.iter().cloned());
-    let heads = match crate::audit::witness::read_heads(&sources) {
-        Ok(h) => h,
-        Err(e) => return fail(&format!("cannot read the witness: {e}")),
+    let journal = crate::audit::witness::journal_path(&path);
+    let (journal_heads, more) = match (
+        crate::audit::witness::read_heads(std::slice::from_ref(&journal)),
+        crate::audit::witness::read_heads(witness),
+    ) {
+        (Ok(j), Ok(m)) => (j, m),
+        (Err(e), _) | (_, Err(e)) => return fail(&format!("cannot read the witness: {e}")),
     };
+    let heads: Vec<_> = journal_heads.iter().cloned().chain(more).collect();
     // Without a key given, the checkpoints are checked with the key beside the log, if any.
     let pubkey = pubkey.or_else(|| {
         crate::audit::sign::load(&crate::audit::sign::key_path(&path)).ok().map(|k| k.verifying_key())
@@ -176,6 +179,17 @@ fn audit_verify(path: std::path::PathBuf, witness: &[std::path::PathBuf], pubkey
     }
     for w in &r.warnings {
         println!("  warning: {w}");
+    }
+    // The journal beside the file witnessed another log at this path: replaced, or rotated.
+    if let Some(id) = &r.log
+        && let Some(other) = journal_heads.iter().filter(|h| &h.log != id).max_by_key(|h| h.seq)
+    {
+        println!(
+            "  warning: {} also witnessed another log here (log={}, up to record {}): was this log replaced or rotated?",
+            journal.display(),
+            other.log,
+            other.seq
+        );
     }
     if r.intact() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
