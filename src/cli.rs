@@ -289,11 +289,26 @@ pub enum DoctorOutput {
 
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum AuditCommand {
-    /// Check the hash chain; names the first edited, removed, inserted or reordered record.
+    /// Check the hash chain and the witnessed heads; names the first edited, removed,
+    /// inserted or reordered record, records missing at the end, a torn last write; lists
+    /// intents without outcomes and break-glass sessions without an end. Exit 1 when the log
+    /// is not intact.
     Verify {
         /// The log to check (default: the configured audit log).
         file: Option<PathBuf>,
+        /// Also read witnessed heads from this file (a syslog file, `journalctl -o cat`
+        /// output, a SIEM export); the journal beside the log is always read. Repeatable.
+        #[arg(long, value_name = "FILE")]
+        witness: Vec<PathBuf>,
+        /// Check the signed checkpoints with this public key (64 hex digits, or a file holding
+        /// them), as `gpuplane audit pubkey` prints it: a copy of the log verifies with it alone.
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
     },
+    /// Print the public key that signs the log's checkpoints (created on first use).
+    Pubkey,
+    /// Append a signed checkpoint now (before handing a copy of the log to someone else).
+    Checkpoint,
     /// Print the newest records.
     Tail {
         /// How many.

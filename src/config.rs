@@ -75,6 +75,24 @@ struct BreakGlassSection {
     max_minutes: Option<i64>,
 }
 
+/// `[audit]`: where the log's head is witnessed, and how often a checkpoint is signed.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct AuditSection {
+    /// Send each head to syslog (default true).
+    syslog: Option<bool>,
+    /// The syslog datagram socket (default /dev/log).
+    syslog_socket: Option<PathBuf>,
+    /// A program run with each head on its stdin (argv, no shell).
+    witness_command: Vec<String>,
+    /// An HTTP(S) endpoint each head is POSTed to (a SIEM).
+    witness_url: Option<String>,
+    /// Seconds a witness command or POST may take (default 3).
+    witness_timeout_seconds: Option<u64>,
+    /// A signed checkpoint every N records (default 100; 0: only at a session's end).
+    checkpoint_every: Option<u64>,
+}
+
 /// The config file as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -89,6 +107,7 @@ struct FileConfig {
     view: Option<String>,
     readonly: Option<bool>,
     audit_log: Option<PathBuf>,
+    audit: AuditSection,
     break_glass: BreakGlassSection,
     sim: SimSection,
     prices: Option<PriceCard>,
@@ -122,6 +141,10 @@ pub struct Config {
     pub no_color: bool,
     pub readonly: bool,
     pub audit_log: Option<PathBuf>,
+    /// Where the audit log's heads are witnessed (`[audit]`).
+    pub audit_witness: crate::audit::Witness,
+    /// A signed checkpoint every N records (`[audit] checkpoint_every`).
+    pub audit_checkpoint_every: u64,
     /// Set when a slurmrestd URL is configured: the Slurm backend replaces the simulator.
     pub slurm: Option<SlurmConfig>,
     /// The Slurm client configuration writes use during break-glass (a privileged token).
@@ -251,6 +274,16 @@ impl Config {
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             readonly: cli.readonly || file.readonly.unwrap_or(false),
             audit_log: cli.audit_log.clone().or(file.audit_log),
+            audit_witness: crate::audit::Witness {
+                journal: true,
+                syslog: file.audit.syslog.unwrap_or(true).then(|| {
+                    file.audit.syslog_socket.clone().unwrap_or_else(|| crate::audit::witness::DEV_LOG.into())
+                }),
+                command: file.audit.witness_command.clone(),
+                url: file.audit.witness_url.clone(),
+                timeout: Duration::from_secs(file.audit.witness_timeout_seconds.unwrap_or(3).max(1)),
+            },
+            audit_checkpoint_every: file.audit.checkpoint_every.unwrap_or(crate::audit::CHECKPOINT_EVERY),
             slurm,
             slurm_break_glass,
             break_glass_default_min: bg_default,

@@ -232,6 +232,9 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         }
         let exit = tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
         cancel.cancel();
+        // The console is gone: its ops task ends an open break-glass session on the record and
+        // signs the head before the runtime stops.
+        gpuplane::ops::finish(std::time::Duration::from_secs(3)).await;
         exit
     })?;
     rt.shutdown_timeout(std::time::Duration::from_millis(200));

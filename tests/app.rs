@@ -271,7 +271,7 @@ fn ctrl_r_asks_polling_backends_to_refresh_now() {
 
 #[test]
 fn break_glass_is_time_boxed_audited_and_tags_actions_until_it_expires() {
-    use gpuplane::ops::OpMsg;
+    use gpuplane::ops::{BreakGlassMsg, OpMsg};
     let mut a = app();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     a.ops_tx = Some(tx);
@@ -279,20 +279,25 @@ fn break_glass_is_time_boxed_audited_and_tags_actions_until_it_expires() {
     typed(&mut a, ":breakglass INC-42 30 GPU node on fire\r");
     let b = a.break_glass.clone().expect("session started");
     assert_eq!((b.until, b.ticket.as_str()), (1_000_000 + 1800, "INC-42"));
-    assert!(matches!(rx.try_recv(), Ok(OpMsg::Event { action, .. }) if action == "break-glass-start"));
+    assert!(matches!(rx.try_recv(), Ok(OpMsg::BreakGlass(BreakGlassMsg::Start { session, minutes: 30, .. }))
+        if session.ticket == "INC-42"));
     assert!(render(&mut a, 120, 30).contains("BREAK-GLASS 30:00 INC-42"));
     // an action during the session carries its id
     typed(&mut a, ":nodes state=alloc\rc");
     typed(&mut a, "reason\r");
     match rx.try_recv() {
-        Ok(OpMsg::Run(job)) => assert_eq!(job.break_glass.as_deref(), Some(b.id.as_str())),
+        Ok(OpMsg::Run(job)) => {
+            assert_eq!(job.break_glass.map(|t| (t.session, t.ticket)), Some((b.id, b.ticket)))
+        }
         other => panic!("expected the cordon: {other:?}"),
     }
     // expiry drops the elevation and is audited
     a.wall_now += 1800;
     a.update(Msg::Tick);
     assert!(a.break_glass.is_none());
-    assert!(matches!(rx.try_recv(), Ok(OpMsg::Event { action, .. }) if action == "break-glass-end"));
+    assert!(
+        matches!(rx.try_recv(), Ok(OpMsg::BreakGlass(BreakGlassMsg::End { why, .. })) if why == "expired")
+    );
     typed(&mut a, "\x1b:nodes state=alloc\rc");
     typed(&mut a, "reason\r");
     match rx.try_recv() {

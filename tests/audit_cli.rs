@@ -125,6 +125,18 @@ fn two_processes_appending_keep_one_chain() {
         assert!(c.wait().unwrap().success());
     }
     let r = verify(&path).unwrap();
-    assert_eq!(r.records, 2000);
+    // 2000 records and a signed checkpoint every 100, the checkpoint counted.
+    assert_eq!(r.records, 2020);
     assert_eq!(r.problem, None);
+    // Both processes signed with the one key beside the log, and witnessed every head.
+    let log = AuditLog::new(&path);
+    let opts = gpuplane::audit::VerifyOptions {
+        heads: gpuplane::audit::witness::read_heads(&[gpuplane::audit::witness::journal_path(&path)])
+            .unwrap(),
+        pubkey: Some(gpuplane::audit::sign::parse_public(&log.public_key().unwrap()).unwrap()),
+        now: 0,
+    };
+    let full = gpuplane::audit::verify_full(&path, &opts).unwrap();
+    assert!(full.intact(), "{full:?}");
+    assert_eq!((full.signed, full.witness.last), (Some((20, Some(2000))), Some(2019)));
 }

@@ -670,7 +670,7 @@ async fn break_glass_writes_impersonate_the_configured_identity_only_while_eleva
     assert!(exec.identity().unwrap().contains("as sre-breakglass (break-glass impersonation)"));
     let dir = tempfile::tempdir().unwrap();
     let mut ops = ops_for(dir.path());
-    ops.break_glass = Some("bg-1".into());
+    ops.break_glass = Some(gpuplane::audit::BreakGlass { session: "bg-1".into(), ticket: "INC-1".into() });
     let r = req(ActionKind::Cordon, "gpu-node-1");
     let plan = ops::plan_as(&r, &live.state, &*exec.planner(), false, true).expect("plan under break-glass");
     let out = ops.run(&r, &plan, &mut exec, |_| {}).await.expect("run");

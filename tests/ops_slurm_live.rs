@@ -121,7 +121,12 @@ async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session()
     let run = |kind, session: Option<&str>, s: &gpuplane::state::ClusterState| {
         let r = req(kind, &node);
         let plan = plan(&r, s, &*planner, false).unwrap();
-        OpMsg::Run(OpJob { req: r, plan, break_glass: session.map(String::from) })
+        OpMsg::Run(OpJob {
+            req: r,
+            plan,
+            break_glass: session
+                .map(|s| gpuplane::audit::BreakGlass { session: s.into(), ticket: "INC-1".into() }),
+        })
     };
     let mut done = async || loop {
         match ev_rx.recv().await.expect("ops task alive") {

@@ -142,7 +142,15 @@ fn concurrent_appenders_keep_one_chain() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(verify(&log.path).unwrap(), VerifyReport { records: 400, problem: None });
+    // 400 records and a signed checkpoint every 100 (the checkpoint counted).
+    assert_eq!(verify(&log.path).unwrap(), VerifyReport { records: 404, problem: None });
+    let recs = log.read_all().unwrap();
+    let cps: Vec<u64> = recs.iter().filter(|r| r.phase == Phase::Checkpoint).map(|r| r.seq).collect();
+    assert_eq!(cps, [100, 200, 300, 400]);
+    // The witness journal saw every head, in order.
+    let heads = witness::read_heads(&[witness::journal_path(&log.path)]).unwrap();
+    assert_eq!(heads.last().map(|h| h.seq), Some(403));
+    assert!(heads.windows(2).all(|w| w[0].seq < w[1].seq));
 }
 
 /// A slow append (here: another process-like holder of the log's lock) never stalls the
@@ -174,4 +182,188 @@ fn async_appends_and_reads_wait_off_the_runtime_thread() {
         assert_eq!(log.tail_async(1).await.unwrap()[0].op_id, "op-9");
         ticker.abort();
     });
+}
+
+fn full(log: &AuditLog, pubkey: Option<ed25519_dalek::VerifyingKey>) -> Report {
+    let heads = witness::read_heads(&[witness::journal_path(&log.path)]).unwrap();
+    verify_full(&log.path, &VerifyOptions { heads, pubkey, now: 0 }).unwrap()
+}
+
+#[test]
+fn a_cut_tail_is_named_by_the_witness_journal() {
+    let (_d, log) = log_with(10);
+    assert!(full(&log, None).intact());
+    let l = lines(&log);
+    write(&log, &l[..7]);
+    // The chain alone cannot tell.
+    assert_eq!(verify(&log.path).unwrap().problem, None);
+    let r = full(&log, None);
+    assert_eq!(r.problem, Some(Problem::Missing { first_seq: 7, last_seq: 9 }));
+    assert_eq!(r.witness.last, Some(9));
+    assert!(r.problem.unwrap().to_string().starts_with("records 7, 8, 9 are missing from the end"));
+}
+
+#[test]
+fn a_rewritten_tail_is_not_the_one_the_witness_saw() {
+    let (_d, log) = log_with(6);
+    let l = lines(&log);
+    write(&log, &l[..4]);
+    // Two different records appended where 4 and 5 stood: a valid chain, but not the
+    // witnessed one (the journal keeps the old heads too).
+    log.append(Phase::Intent, &entry(40)).unwrap();
+    log.append(Phase::Outcome, &entry(40)).unwrap();
+    assert_eq!(verify(&log.path).unwrap().problem, None);
+    assert_eq!(full(&log, None).problem, Some(Problem::Unwitnessed { line: 5, seq: 4 }));
+}
+
+#[test]
+fn a_torn_last_line_is_an_incomplete_write_unless_the_witness_saw_it_whole() {
+    let (_d, log) = log_with(10);
+    let l = lines(&log);
+    // A crash while appending record 10: never witnessed.
+    let mut text: String = l.iter().map(|l| format!("{l}\n")).collect();
+    text.push_str(&l[9][..40]);
+    std::fs::write(&log.path, &text).unwrap();
+    let r = full(&log, None);
+    assert_eq!((r.problem.clone(), r.incomplete_write, r.records), (None, Some(11), 10));
+    assert!(!r.intact());
+    // Record 9 cut in half after it was witnessed: tampering.
+    let text: String = l[..9].iter().map(|l| format!("{l}\n")).collect::<String>() + &l[9][..40];
+    std::fs::write(&log.path, &text).unwrap();
+    let r = full(&log, None);
+    assert_eq!((r.problem, r.incomplete_write), (Some(Problem::Missing { first_seq: 9, last_seq: 9 }), None));
+}
+
+#[test]
+fn checkpoints_verify_with_the_public_key_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::new(dir.path().join("audit.jsonl")).with_checkpoint_every(4);
+    for i in 0..9 {
+        log.append(Phase::Event, &entry(i)).unwrap();
+    }
+    let public = sign::parse_public(&log.public_key().unwrap()).unwrap();
+    // A copy elsewhere, without the key or the journal.
+    let copy = dir.path().join("copy.jsonl");
+    std::fs::copy(&log.path, &copy).unwrap();
+    let check =
+        |p: &Path| verify_full(p, &VerifyOptions { pubkey: Some(public), ..Default::default() }).unwrap();
+    let r = check(&copy);
+    assert_eq!((r.problem.clone(), r.signed), (None, Some((2, Some(8)))), "{r:?}");
+    // 0..=3, checkpoint 4, 5..=7, checkpoint 8, then 9 and 10 after it.
+    assert_eq!(r.warnings, [Warning::UnsignedTail { first_seq: 9, last_seq: 10 }]);
+    // A forger edits record 2 and re-hashes the whole chain: the chain is valid again, the
+    // signature is not.
+    let mut recs: Vec<Record> =
+        std::fs::read_to_string(&copy).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    recs[2].reason = Some("nothing happened".into());
+    let mut prev = GENESIS.to_string();
+    for r in &mut recs {
+        r.prev_hash = prev.clone();
+        r.hash = r.compute_hash();
+        prev = r.hash.clone();
+    }
+    let text: String = recs.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
+    std::fs::write(&copy, text).unwrap();
+    assert_eq!(verify(&copy).unwrap().problem, None);
+    assert_eq!(check(&copy).problem, Some(Problem::BadCheckpoint { line: 5, seq: 4 }));
+    // Another key verifies nothing.
+    let other = sign::load_or_create(&dir.path().join("other.key")).unwrap().verifying_key();
+    let r = verify_full(&log.path, &VerifyOptions { pubkey: Some(other), ..Default::default() }).unwrap();
+    assert_eq!(r.problem, Some(Problem::BadCheckpoint { line: 5, seq: 4 }));
+}
+
+#[test]
+fn an_explicit_checkpoint_signs_the_head_once() {
+    let (_d, log) = log_with(3);
+    let c = log.checkpoint().unwrap().expect("signed");
+    assert_eq!((c.seq, c.phase), (3, Phase::Checkpoint));
+    assert!(log.checkpoint().unwrap().is_none(), "already ends with a checkpoint");
+    let empty = AuditLog::new(_d.path().join("empty.jsonl"));
+    assert!(empty.checkpoint().unwrap().is_none());
+}
+
+#[test]
+fn intents_without_outcomes_and_open_break_glass_are_warnings() {
+    let (_d, log) = log_with(0);
+    for i in 0..3 {
+        log.append(Phase::Intent, &entry(i)).unwrap();
+        log.append(Phase::Outcome, &entry(i)).unwrap();
+    }
+    // An action interrupted after its intent.
+    log.append(Phase::Intent, &entry(7)).unwrap();
+    let start = Entry {
+        action: BREAK_GLASS_START.into(),
+        ticket: Some("INC-9".into()),
+        break_glass: Some("s-1".into()),
+        op_id: "s-1".into(),
+        params: [("until".to_string(), "100".to_string())].into_iter().collect(),
+        ..Entry::default()
+    };
+    log.append(Phase::Event, &start).unwrap();
+    let heads = witness::read_heads(&[witness::journal_path(&log.path)]).unwrap();
+    let at =
+        |now| verify_full(&log.path, &VerifyOptions { heads: heads.clone(), pubkey: None, now }).unwrap();
+    let r = at(1000);
+    assert!(r.intact());
+    assert_eq!(
+        r.warnings,
+        [
+            Warning::NoOutcome { seq: 6, action: "drain".into(), op_id: "op-7".into() },
+            Warning::BreakGlassOpen {
+                seq: 7,
+                session: "s-1".into(),
+                ticket: Some("INC-9".into()),
+                open: false
+            },
+        ]
+    );
+    assert!(r.warnings[1].to_string().contains("break-glass session s-1 (ticket INC-9) has no end record"));
+    assert!(matches!(at(50).warnings[1], Warning::BreakGlassOpen { open: true, .. }));
+    let open = open_sessions(&log.read_all().unwrap());
+    assert_eq!((open.len(), open[0].until, open[0].ticket.as_deref()), (1, Some(100), Some("INC-9")));
+    log.append(Phase::Event, &Entry { action: BREAK_GLASS_END.into(), ..start }).unwrap();
+    assert_eq!(full(&log, None).warnings.len(), 1);
+    assert!(open_sessions(&log.read_all().unwrap()).is_empty());
+}
+
+/// The default syslog witness: an RFC 5424 datagram per append, to a socket a test can bind.
+#[test]
+fn heads_reach_a_syslog_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("log.sock");
+    let sink = std::os::unix::net::UnixDatagram::bind(&sock).unwrap();
+    sink.set_nonblocking(true).unwrap();
+    let log = AuditLog::new(dir.path().join("audit.jsonl"))
+        .with_witness(Witness { syslog: Some(sock.clone()), ..Witness::default() });
+    for i in 0..3 {
+        log.append(Phase::Event, &entry(i)).unwrap();
+    }
+    let mut got = String::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = sink.recv(&mut buf) {
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        got.push('\n');
+    }
+    let heads = witness::parse_heads(&got);
+    assert_eq!(heads.iter().map(|h| h.seq).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(got.lines().all(|l| l.starts_with("<85>1 ")), "{got}");
+    // A sink that is gone does not fail the append.
+    drop(sink);
+    assert!(log.append(Phase::Event, &entry(9)).is_ok());
+}
+
+#[test]
+fn a_witness_command_gets_the_head_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("heads.txt");
+    let log = AuditLog::new(dir.path().join("audit.jsonl")).with_witness(Witness {
+        journal: false,
+        command: vec!["sh".into(), "-c".into(), format!("cat >> {}", out.display())],
+        ..Witness::default()
+    });
+    log.append(Phase::Event, &entry(0)).unwrap();
+    log.append(Phase::Event, &entry(1)).unwrap();
+    let heads = witness::read_heads(&[out]).unwrap();
+    assert_eq!(heads.iter().map(|h| h.seq).collect::<Vec<_>>(), [0, 1]);
+    assert!(!witness::journal_path(&log.path).exists());
 }

@@ -5,7 +5,7 @@ pub mod acceptance;
 pub mod doctor;
 pub mod get;
 
-use crate::audit::{AuditLog, verify};
+use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
 use crate::backend::sim::{Sim, SimConfig};
 use crate::cli::{ActionArgs, AuditCommand, Command};
 use crate::config::Config;
@@ -14,11 +14,14 @@ use crate::state::ClusterState;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
-/// The audit log in use: `--audit-log`, else the XDG data dir.
+/// The audit log in use: `--audit-log`, else the XDG data dir; witnessed and checkpointed as
+/// `[audit]` says (syslog by default).
 pub fn audit_log(config: &Config) -> AuditLog {
     AuditLog::new(config.audit_log.clone().unwrap_or_else(|| {
         AuditLog::default_path().unwrap_or_else(|| std::path::PathBuf::from("gpuplane-audit.jsonl"))
     }))
+    .with_witness(config.audit_witness.clone())
+    .with_checkpoint_every(config.audit_checkpoint_every)
 }
 
 pub fn run(cmd: &Command, config: &Config) -> ExitCode {
@@ -60,48 +63,43 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
 fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
     let log = audit_log(config);
     match cmd {
-        AuditCommand::Verify { file } => {
-            let path = file.clone().unwrap_or(log.path);
-            match verify(&path) {
-                Ok(r) => match r.problem {
-                    None => {
-                        println!("{}: {} records, chain intact", path.display(), r.records);
-                        ExitCode::SUCCESS
-                    }
-                    Some(p) => {
-                        println!(
-                            "{}: TAMPERED: {p} ({} records verified before it)",
-                            path.display(),
-                            r.records
-                        );
-                        ExitCode::from(1)
-                    }
-                },
-                Err(e) => {
-                    eprintln!("gpuplane: cannot read {}: {e}", path.display());
-                    ExitCode::from(2)
-                }
-            }
+        AuditCommand::Verify { file, witness, pubkey } => {
+            audit_verify(file.clone().unwrap_or(log.path), witness, pubkey.as_deref())
         }
+        AuditCommand::Pubkey => match log.public_key() {
+            Ok(k) => {
+                println!("{k}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("gpuplane: {e}");
+                ExitCode::from(2)
+            }
+        },
+        AuditCommand::Checkpoint => match log.checkpoint() {
+            Ok(Some(r)) => {
+                println!("{}: checkpoint {} signed", log.path.display(), r.seq);
+                ExitCode::SUCCESS
+            }
+            Ok(None) => {
+                println!(
+                    "{}: nothing to sign (empty, or already ends with a checkpoint)",
+                    log.path.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("gpuplane: {e}");
+                ExitCode::from(2)
+            }
+        },
         AuditCommand::Tail { n, json } => match log.tail(*n) {
             Ok(recs) => {
                 for r in recs {
                     if *json {
                         println!("{}", serde_json::to_string(&r).unwrap_or_default());
                     } else {
-                        println!(
-                            "{} #{} {:<7} {:<8} {} by {}@{}{}{} {}",
-                            r.ts,
-                            r.seq,
-                            format!("{:?}", r.phase).to_lowercase(),
-                            r.action,
-                            r.targets.join(","),
-                            r.os_user,
-                            r.host,
-                            r.reason.map(|x| format!(" reason={x:?}")).unwrap_or_default(),
-                            r.ticket.map(|x| format!(" ticket={x}")).unwrap_or_default(),
-                            r.result.map(|x| format!("-> {x}")).unwrap_or_default(),
-                        );
+                        println!("{}", tail_line(r));
                     }
                 }
                 ExitCode::SUCCESS
@@ -112,6 +110,96 @@ fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
             }
         },
     }
+}
+
+/// One record as `audit tail` prints it; a record written under break-glass carries the tag
+/// `[BREAK-GLASS <session>]`.
+fn tail_line(r: Record) -> String {
+    let bg = r.break_glass.as_deref().filter(|s| !s.is_empty());
+    format!(
+        "{} #{} {:<7} {:<8} {} by {}@{}{}{}{} {}",
+        r.ts,
+        r.seq,
+        format!("{:?}", r.phase).to_lowercase(),
+        r.action,
+        r.targets.join(","),
+        r.os_user,
+        r.host,
+        bg.map(|s| format!(" [BREAK-GLASS {}]", s.get(..8).unwrap_or(s))).unwrap_or_default(),
+        r.reason.map(|x| format!(" reason={x:?}")).unwrap_or_default(),
+        r.ticket.map(|x| format!(" ticket={x}")).unwrap_or_default(),
+        r.result.map(|x| format!("-> {x}")).unwrap_or_default(),
+    )
+}
+
+/// `gpuplane audit verify`: exit 0 when intact (warnings aside), 1 when tampered or torn, 2
+/// when it cannot be read.
+fn audit_verify(path: std::path::PathBuf, witness: &[std::path::PathBuf], pubkey: Option<&str>) -> ExitCode {
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("gpuplane: {e}");
+        ExitCode::from(2)
+    };
+    let pubkey = match pubkey.map(crate::audit::sign::parse_public).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail(&e),
+    };
+    let journal = crate::audit::witness::journal_path(&path);
+    let (journal_heads, more) = match (
+        crate::audit::witness::read_heads(std::slice::from_ref(&journal)),
+        crate::audit::witness::read_heads(witness),
+    ) {
+        (Ok(j), Ok(m)) => (j, m),
+        (Err(e), _) | (_, Err(e)) => return fail(&format!("cannot read the witness: {e}")),
+    };
+    let heads: Vec<_> = journal_heads.iter().cloned().chain(more).collect();
+    // Without a key given, the checkpoints are checked with the key beside the log, if any.
+    let pubkey = pubkey.or_else(|| {
+        crate::audit::sign::load(&crate::audit::sign::key_path(&path)).ok().map(|k| k.verifying_key())
+    });
+    let opts = VerifyOptions { heads, pubkey, now: jiff::Timestamp::now().as_second() };
+    let r = match verify_full(&path, &opts) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+    };
+    let p = path.display();
+    match (&r.problem, r.incomplete_write) {
+        (Some(problem), _) => {
+            println!("{p}: TAMPERED: {problem} ({} records verified before it)", r.records)
+        }
+        (None, Some(line)) => println!(
+            "{p}: incomplete write: line {line} is a partial record (a crash while appending; the witness never saw it whole); {} records before it verified",
+            r.records
+        ),
+        (None, None) => println!("{p}: {} records, chain intact", r.records),
+    }
+    match r.witness.last {
+        Some(last) => println!("  witness: {} heads read, up to record {last}", r.witness.heads),
+        None => println!(
+            "  witness: no heads found for this log: records removed from its end cannot be detected (pass --witness FILE)"
+        ),
+    }
+    match r.signed {
+        Some((n, Some(through))) => println!("  signed: {n} checkpoints verify, up to record {through}"),
+        Some((_, None)) | None if opts.pubkey.is_some() && r.problem.is_none() => {
+            println!("  signed: no checkpoint verified")
+        }
+        _ => {}
+    }
+    for w in &r.warnings {
+        println!("  warning: {w}");
+    }
+    // The journal beside the file witnessed another log at this path: replaced, or rotated.
+    if let Some(id) = &r.log
+        && let Some(other) = journal_heads.iter().filter(|h| &h.log != id).max_by_key(|h| h.seq)
+    {
+        println!(
+            "  warning: {} also witnessed another log here (log={}, up to record {}): was this log replaced or rotated?",
+            journal.display(),
+            other.log,
+            other.seq
+        );
+    }
+    if r.intact() { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
 /// Joins one Prometheus refresh into `state` (discovering the nodes when no scheduler listed

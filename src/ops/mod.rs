@@ -11,7 +11,10 @@ pub use crate::backend::sim::SimOp;
 pub use kube::{KubeExecutor, KubePlanner, PodVerdict, drain_filter};
 pub use sim::{SimExecutor, SimPlanner, sim_ops_channel};
 pub use slurm::{SlurmExecutor, SlurmPlanner, SlurmPreflight};
-pub use worker::{AUDIT_VIEW_RECORDS, AcceptanceSetup, OpEvent, OpJob, OpMsg, start, worker, worker_with};
+pub use worker::{
+    AUDIT_VIEW_RECORDS, AcceptanceSetup, BreakGlassMsg, OpEvent, OpJob, OpMsg, finish, start, worker,
+    worker_with,
+};
 
 use crate::acceptance::Template;
 use crate::acceptance::launch::{AcceptanceJob, Launcher};
@@ -607,8 +610,9 @@ pub struct Ops {
     pub audit: AuditLog,
     pub readonly: bool,
     pub cluster: String,
-    /// The break-glass session tagging every record while it lasts.
-    pub break_glass: Option<String>,
+    /// The break-glass session tagging every record while it lasts: its id on every record,
+    /// and its ticket on every action that names none of its own.
+    pub break_glass: Option<crate::audit::BreakGlass>,
 }
 
 impl Ops {
@@ -642,13 +646,24 @@ impl Ops {
             params,
             result: None,
             error: None,
-            break_glass: self.break_glass.clone(),
+            break_glass: None,
             op_id: op_id.clone(),
         };
         if !plan.refused.is_empty() {
             // Asked for, refused by the preflight, not run: the record says so.
             let r: Vec<String> = plan.refused.iter().map(Refused::message).collect();
             entry.params.insert("refused".to_string(), r.join("; "));
+        }
+        if let Some(bg) = &self.break_glass {
+            entry.break_glass = Some(bg.session.clone());
+            match &entry.ticket {
+                None => entry.ticket = Some(bg.ticket.clone()),
+                // The action's own ticket stays; the session's is kept beside it.
+                Some(t) if *t != bg.ticket => {
+                    entry.params.insert("break_glass_ticket".to_string(), bg.ticket.clone());
+                }
+                Some(_) => {}
+            }
         }
         if let ActionKind::Acceptance(mode) = req.kind {
             entry.params.insert("mode".to_string(), mode.label().to_string());

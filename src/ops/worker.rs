@@ -35,15 +35,37 @@ impl AcceptanceSetup {
 pub struct OpJob {
     pub req: OpRequest,
     pub plan: Plan,
-    /// The break-glass session to tag the records with.
-    pub break_glass: Option<String>,
+    /// The break-glass session to tag the records with (its id, and its ticket when the
+    /// action names none).
+    pub break_glass: Option<crate::audit::BreakGlass>,
+}
+
+/// Break-glass start and end, sent by the console.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BreakGlassMsg {
+    Start {
+        session: crate::audit::BreakGlass,
+        reason: String,
+        minutes: i64,
+        /// When it lapses (Unix seconds).
+        until: i64,
+    },
+    End {
+        session: crate::audit::BreakGlass,
+        /// Why it ended: by the operator, expired, the context became read-only.
+        why: String,
+    },
 }
 
 /// What the console sends the ops task.
 #[derive(Debug, Clone)]
 pub enum OpMsg {
     Run(OpJob),
-    /// A record that is not an action (break-glass start and end).
+    /// Break-glass start and end. The ops task remembers the open session: a console that
+    /// stops with one open still ends it on the record, and every session end is followed by
+    /// a signed checkpoint.
+    BreakGlass(BreakGlassMsg),
+    /// A record that is not an action (a dangerous plugin run).
     Event {
         action: String,
         session: String,
@@ -196,6 +218,10 @@ async fn follow(
     }
 }
 
+/// The ops tasks [`start`] spawned, so that [`finish`] can wait for their last records.
+static WORKERS: std::sync::LazyLock<tokio_util::task::TaskTracker> =
+    std::sync::LazyLock::new(tokio_util::task::TaskTracker::new);
+
 /// Starts the ops task with the backend's one executor, and returns the planner the console
 /// plans with: the executor's own planning side, reading what its backend learns.
 pub fn start(
@@ -206,8 +232,54 @@ pub fn start(
     acceptance: Option<AcceptanceSetup>,
 ) -> Arc<dyn Planner> {
     let planner = exec.planner();
-    tokio::spawn(worker_with(ops, exec, jobs, events, acceptance));
+    WORKERS.spawn(worker_with(ops, exec, jobs, events, acceptance));
     planner
+}
+
+/// Waits (at most `limit`) for the ops tasks to write their last records once their console
+/// has gone (its sender dropped): the end of an open break-glass session and the session's
+/// signed checkpoint.
+pub async fn finish(limit: Duration) {
+    WORKERS.close();
+    let _ = tokio::time::timeout(limit, WORKERS.wait()).await;
+}
+
+/// Appends an event record on the blocking pool, reporting a failure to the console.
+async fn append_event(ops: &Ops, e: crate::audit::Entry, events: &mpsc::UnboundedSender<OpEvent>) {
+    if let Err(err) = ops.audit.append_async(crate::audit::Phase::Event, &e).await {
+        let _ = events.send(OpEvent::AuditError(err.to_string()));
+    }
+}
+
+/// Signs the head at a session's end, on the blocking pool.
+async fn checkpoint(ops: &Ops, events: &mpsc::UnboundedSender<OpEvent>) {
+    let log = ops.audit.clone();
+    match tokio::task::spawn_blocking(move || log.checkpoint()).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            let _ = events.send(OpEvent::AuditError(format!("no signed checkpoint: {e}")));
+        }
+        Err(e) => tracing::warn!("audit checkpoint: {e}"),
+    }
+}
+
+/// The record of a break-glass session's end.
+fn break_glass_end(
+    ops: &Ops,
+    identity: Option<String>,
+    b: &crate::audit::BreakGlass,
+    why: &str,
+) -> crate::audit::Entry {
+    crate::audit::Entry {
+        identity,
+        cluster: ops.cluster.clone(),
+        action: crate::audit::BREAK_GLASS_END.into(),
+        reason: Some(why.to_string()),
+        ticket: Some(b.ticket.clone()),
+        break_glass: Some(b.session.clone()),
+        op_id: b.session.clone(),
+        ..Default::default()
+    }
 }
 
 pub async fn worker(
@@ -233,23 +305,57 @@ pub async fn worker_with(
         acceptance_snapshot(acc, exec.backend(), &events).await;
     }
     let record_lock = Arc::new(tokio::sync::Mutex::new(()));
+    let mut open: Option<crate::audit::BreakGlass> = None;
     while let Some(msg) = jobs.recv().await {
         let job = match msg {
             OpMsg::Run(job) => job,
+            OpMsg::BreakGlass(BreakGlassMsg::Start { session, reason, minutes, until }) => {
+                // The console refuses a second session; should one arrive, the first still ends
+                // on the record.
+                if let Some(b) = open.take().filter(|b| b.session != session.session) {
+                    let why = format!("superseded by break-glass session {}", session.session);
+                    append_event(&ops, break_glass_end(&ops, exec.identity(), &b, &why), &events).await;
+                }
+                let mut params = BTreeMap::new();
+                params.insert("minutes".to_string(), minutes.to_string());
+                params.insert("until".to_string(), until.to_string());
+                let e = crate::audit::Entry {
+                    identity: exec.identity(),
+                    cluster: ops.cluster.clone(),
+                    action: crate::audit::BREAK_GLASS_START.into(),
+                    reason: Some(reason),
+                    ticket: Some(session.ticket.clone()),
+                    params,
+                    break_glass: Some(session.session.clone()),
+                    op_id: session.session.clone(),
+                    ..Default::default()
+                };
+                append_event(&ops, e, &events).await;
+                open = Some(session);
+                audit_snapshot(&ops, &events).await;
+                continue;
+            }
+            OpMsg::BreakGlass(BreakGlassMsg::End { session, why }) => {
+                append_event(&ops, break_glass_end(&ops, exec.identity(), &session, &why), &events).await;
+                if open.as_ref().is_some_and(|b| b.session == session.session) {
+                    open = None;
+                }
+                checkpoint(&ops, &events).await;
+                audit_snapshot(&ops, &events).await;
+                continue;
+            }
             OpMsg::Event { action, session, ticket, reason } => {
                 let e = crate::audit::Entry {
                     identity: exec.identity(),
                     cluster: ops.cluster.clone(),
                     action,
                     reason: Some(reason),
-                    ticket: Some(ticket),
-                    break_glass: Some(session.clone()),
+                    ticket: Some(ticket).filter(|t| !t.is_empty()),
+                    break_glass: Some(session.clone()).filter(|s| !s.is_empty()),
                     op_id: session,
                     ..Default::default()
                 };
-                if let Err(err) = ops.audit.append_async(crate::audit::Phase::Event, &e).await {
-                    let _ = events.send(OpEvent::AuditError(err.to_string()));
-                }
+                append_event(&ops, e, &events).await;
                 audit_snapshot(&ops, &events).await;
                 continue;
             }
@@ -287,5 +393,13 @@ pub async fn worker_with(
         for (l, acc, op_id, job, sub) in follow_up {
             tokio::spawn(follow(l, acc, op_id, job, sub, record_lock.clone(), events.clone()));
         }
+    }
+    // The console is gone: a session it left open ends on the record, and the console's
+    // session ends with a signed checkpoint (a read-only console writes nothing).
+    if let Some(b) = open.take() {
+        append_event(&ops, break_glass_end(&ops, exec.identity(), &b, "the console closed"), &events).await;
+    }
+    if !ops.readonly {
+        checkpoint(&ops, &events).await;
     }
 }

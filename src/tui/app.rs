@@ -83,6 +83,13 @@ pub struct BreakGlass {
     pub reason: String,
 }
 
+impl BreakGlass {
+    /// What every record written under the session carries.
+    pub fn tag(&self) -> crate::audit::BreakGlass {
+        crate::audit::BreakGlass { session: self.id.clone(), ticket: self.ticket.clone() }
+    }
+}
+
 /// UI state: which view, selections, filters, modes. Owned by the UI task only.
 #[derive(Debug)]
 pub struct Ui {
@@ -180,6 +187,8 @@ pub struct App {
     /// Results of the last action, shown until Esc.
     pub op_panel: Vec<(String, bool)>,
     pub break_glass: Option<BreakGlass>,
+    /// Sessions this console ended (their end may not be in `audit` yet).
+    break_glass_ended: Vec<String>,
     /// The real clock (break-glass countdown), set by the loop.
     pub wall_now: crate::model::Epoch,
     /// Asks polling backends for an immediate refresh.
@@ -236,6 +245,7 @@ impl App {
             audit: Vec::new(),
             op_panel: Vec::new(),
             break_glass: None,
+            break_glass_ended: Vec::new(),
             wall_now: 0,
             refresh_now: Vec::new(),
             focus_tx: None,
@@ -505,6 +515,12 @@ impl App {
             return;
         }
         self.readonly = k.readonly_all || k.readonly.iter().any(|r| r == name);
+        // A read-only context ends break-glass: it cannot lift read-only.
+        if self.readonly
+            && let Some(b) = self.break_glass.take()
+        {
+            self.end_break_glass(&b, &format!("context {name} is read-only"));
+        }
         self.marks = Default::default();
         self.ui.message = Some((format!("switching to context {name}…"), false));
     }
@@ -1176,7 +1192,7 @@ impl App {
         };
         self.op_panel =
             vec![(format!("{} {} target(s): running…", req.kind.label(), req.targets.len()), false)];
-        let job = OpJob { req, plan: c.plan, break_glass: self.break_glass.as_ref().map(|b| b.id.clone()) };
+        let job = OpJob { req, plan: c.plan, break_glass: self.break_glass.as_ref().map(BreakGlass::tag) };
         if tx.send(OpMsg::Run(job)).is_err() {
             self.op_panel = vec![("the ops task stopped: nothing was done".into(), true)];
         }
@@ -1284,7 +1300,10 @@ impl App {
         self.start_action(ActionKind::Acceptance(mode));
     }
 
-    /// `:breakglass TICKET [MINUTES] REASON…` starts a session, `:breakglass end` ends it.
+    /// `:breakglass TICKET [MINUTES] REASON…` starts a session, `:breakglass end` ends it. One
+    /// session per operator at a time: while one is open (here, or in another console of the
+    /// same OS user on this audit log) a second is refused. Read-only stays read-only:
+    /// break-glass cannot lift it, and nothing starts.
     fn break_glass_command(&mut self, args: &str) {
         let usage = "usage: :breakglass TICKET [MINUTES] REASON… (or :breakglass end)";
         let mut w = args.split_whitespace().peekable();
@@ -1293,10 +1312,49 @@ impl App {
             return;
         };
         if matches!(first, "end" | "off") {
-            if let Some(b) = self.break_glass.take() {
-                self.audit_event("break-glass-end", &b, "ended by operator");
-                self.ui.message = Some(("break-glass ended".into(), false));
+            match self.break_glass.take() {
+                Some(b) => {
+                    self.end_break_glass(&b, "ended by operator");
+                    self.ui.message = Some(("break-glass ended".into(), false));
+                }
+                None => self.ui.message = Some(("no break-glass session is open".into(), false)),
             }
+            return;
+        }
+        if self.readonly {
+            self.ui.message = Some((
+                "read-only: break-glass cannot lift read-only mode; no session was started".into(),
+                true,
+            ));
+            return;
+        }
+        if let Some(b) = &self.break_glass {
+            let left = (b.until - self.wall_now).max(0);
+            self.ui.message = Some((
+                format!(
+                    "break-glass {} is already open ({}:{:02} left): refused; end it first with :breakglass end",
+                    crate::sanitize::sanitize(&b.ticket),
+                    left / 60,
+                    left % 60
+                ),
+                true,
+            ));
+            return;
+        }
+        let me = crate::audit::os_user();
+        if let Some(o) = crate::audit::open_sessions(&self.audit).into_iter().find(|o| {
+            o.os_user == me
+                && o.until.is_some_and(|u| u > self.wall_now)
+                && !self.break_glass_ended.contains(&o.session)
+        }) {
+            self.ui.message = Some((
+                format!(
+                    "break-glass {} is already open for {me} in another console on {}: refused; end it there first",
+                    crate::sanitize::sanitize(o.ticket.as_deref().unwrap_or("(no ticket)")),
+                    crate::sanitize::sanitize(&o.host)
+                ),
+                true,
+            ));
             return;
         }
         let (default_min, max_min) = self.break_glass_limits;
@@ -1319,7 +1377,16 @@ impl App {
             ticket: first.to_string(),
             reason,
         };
-        self.audit_event("break-glass-start", &b, &format!("{mins} min"));
+        // Break-glass start and end are audited through the ops task's log, so the UI never
+        // writes to disk.
+        if let Some(tx) = &self.ops_tx {
+            let _ = tx.send(OpMsg::BreakGlass(ops::BreakGlassMsg::Start {
+                session: b.tag(),
+                reason: b.reason.clone(),
+                minutes: mins,
+                until: b.until,
+            }));
+        }
         self.break_glass = Some(b);
     }
 
@@ -1327,21 +1394,15 @@ impl App {
         if self.break_glass.as_ref().is_some_and(|b| self.wall_now >= b.until)
             && let Some(b) = self.break_glass.take()
         {
-            self.audit_event("break-glass-end", &b, "expired");
+            self.end_break_glass(&b, "expired");
             self.ui.message = Some(("break-glass expired: elevation dropped".into(), true));
         }
     }
 
-    /// Break-glass start and end are audited through the ops task's log (as a zero-target
-    /// event), so the UI never writes to disk.
-    fn audit_event(&mut self, action: &str, b: &BreakGlass, note: &str) {
+    fn end_break_glass(&mut self, b: &BreakGlass, why: &str) {
+        self.break_glass_ended.push(b.id.clone());
         if let Some(tx) = &self.ops_tx {
-            let _ = tx.send(OpMsg::Event {
-                action: action.to_string(),
-                session: b.id.clone(),
-                ticket: b.ticket.clone(),
-                reason: format!("{}; {note}", b.reason),
-            });
+            let _ = tx.send(OpMsg::BreakGlass(ops::BreakGlassMsg::End { session: b.tag(), why: why.into() }));
         }
     }
 }
@@ -1452,7 +1513,7 @@ impl App {
             let _ = tx.send(OpMsg::Event {
                 action: format!("plugin {}", p.name),
                 session: self.break_glass.as_ref().map(|b| b.id.clone()).unwrap_or_default(),
-                ticket: String::new(),
+                ticket: self.break_glass.as_ref().map(|b| b.ticket.clone()).unwrap_or_default(),
                 reason: format!("{program} {}", args.join(" ")),
             });
         }

@@ -185,7 +185,8 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         left.push(Span::styled("no source yet", t.dim));
     }
     let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
-    if let Some(b) = &app.break_glass {
+    // Read-only wins: break-glass cannot lift it, so the header never shows both.
+    if let Some(b) = app.break_glass.as_ref().filter(|_| !app.readonly) {
         let left_s = (b.until - app.wall_now).max(0);
         right.insert(
             0,
