@@ -1,4 +1,4 @@
-//! Snapshot tests of every view at 60×20, 80×24 and 160×48 from a fixed simulator seed.
+//! Snapshot tests of every view at 60×20, 80×24 and 160×48 (and 120×40, 200×60) from a fixed simulator seed.
 
 mod common;
 
@@ -255,4 +255,18 @@ fn confirm_batch_with_a_refused_target() {
         }
         typed(a, ":nodes\rr");
     });
+}
+
+/// Every view in the registry at 120×40 and 200×60 (the sizes above cover 60×20 and 80×24):
+/// columns take the room their values need and long names get the rest.
+#[test]
+fn every_view_at_medium_and_large_sizes() {
+    for v in gpuplane::tui::views::VIEWS {
+        for (w, h) in [(120u16, 40u16), (200, 60)] {
+            let mut a = app();
+            typed(&mut a, &format!(":{}\r", v.id().0));
+            let screen = render(&mut a, w, h);
+            insta::assert_snapshot!(format!("view_{}_{w}x{h}", v.id().0), screen);
+        }
+    }
 }

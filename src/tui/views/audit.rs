@@ -28,6 +28,7 @@ static COLS: [Column; 9] = [
             Span::styled(r.seq.to_string(), t.dim)
         },
     )
+    .drop(5)
     .right(),
     col(
         "TIME",
@@ -41,7 +42,9 @@ static COLS: [Column; 9] = [
             let t = cx.theme;
             Span::styled(shown_time(&r.ts), t.dim)
         },
-    ),
+    )
+    .drop(3)
+    .whole(),
     col(
         "PHASE",
         7,
@@ -59,7 +62,7 @@ static COLS: [Column; 9] = [
         },
     )
     .exact()
-    .drop(3),
+    .drop(6),
     col(
         "ACTION",
         8,
@@ -99,7 +102,7 @@ static COLS: [Column; 9] = [
             untrusted(&r.os_user, t.text)
         },
     )
-    .drop(2),
+    .drop(0),
     col(
         "RESULT",
         8,
@@ -133,7 +136,7 @@ static COLS: [Column; 9] = [
             untrusted(r.ticket.as_deref().unwrap_or(""), t.dim)
         },
     )
-    .drop(1),
+    .drop(4),
     col(
         "REASON",
         10,

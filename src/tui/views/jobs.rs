@@ -187,6 +187,7 @@ static COLS: [Column; 14] = [
             Span::styled(est_cell(j, cx.s.now), if j.est_start.is_some() { t.text } else { t.dim })
         },
     )
+    .whole()
     .grow(28)
     .drop(1),
     col(

@@ -15,6 +15,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use std::borrow::Cow;
+use unicode_width::UnicodeWidthStr;
 
 pub struct IncidentsTable;
 
@@ -219,28 +220,23 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
     let fullest = s.storage.iter().map(|f| f.used_pct()).max().unwrap_or(0);
     let (cs, cst) =
         status(tt.nodes_down > 0 || tt.gpus_failed > 0, tt.gpus_hot > 0 || tt.gpus_idle_alloc > 0);
+    let w = cols[0].width.saturating_sub(2) as usize;
+    let line = |pieces: Vec<(&'static str, &'static str, Span<'static>)>| fit_line(pieces, t.dim, w);
     let compute = vec![
-        Line::from(vec![
-            Span::styled("nodes ", t.dim),
-            num(tt.nodes_schedulable, t.text),
-            Span::styled(" ok ", t.dim),
-            num(tt.nodes_drained, t.warn),
-            Span::styled(" drn ", t.dim),
-            num(tt.nodes_down, t.crit),
-            Span::styled(" down", t.dim),
+        line(vec![
+            ("nodes ", "", num(tt.nodes_schedulable, t.text)),
+            (" ok ", " ok ", num(tt.nodes_drained, t.warn)),
+            (" drn ", " dr ", num(tt.nodes_down, t.crit)),
+            (" down", " dn", Span::raw("")),
         ]),
-        Line::from(vec![
-            Span::styled("gpus  ", t.dim),
-            Span::styled(format!("{}/{}", tt.gpus_alloc, tt.gpus), t.text),
-            Span::styled(" failed ", t.dim),
-            num(tt.gpus_failed, if tt.gpus_failed > 0 { t.crit } else { t.text }),
+        line(vec![
+            ("gpus  ", "", Span::styled(format!("{}/{}", tt.gpus_alloc, tt.gpus), t.text)),
+            (" failed ", " fail ", num(tt.gpus_failed, if tt.gpus_failed > 0 { t.crit } else { t.text })),
         ]),
-        Line::from(vec![
-            Span::styled("util  ", t.dim),
-            Span::styled(opt(tt.mean_util.map(|u| format!("{u:.0}%"))), t.text),
-            Span::styled(" hot ", t.dim),
-            num(tt.gpus_hot, if tt.gpus_hot > 0 { t.warn } else { t.text }),
-            Span::styled(format!(" {:.0}kW", tt.power_w as f64 / 1000.0), t.dim),
+        line(vec![
+            ("util  ", "", Span::styled(opt(tt.mean_util.map(|u| format!("{u:.0}%"))), t.text)),
+            (" hot ", " hot ", num(tt.gpus_hot, if tt.gpus_hot > 0 { t.warn } else { t.text })),
+            (" ", " ", Span::styled(format!("{:.0}kW", tt.power_w as f64 / 1000.0), t.dim)),
         ]),
         Line::from(Span::styled(g.spark(s.history.util.tail(spark_w).map(u32::from), 100), t.accent)),
     ];
@@ -250,37 +246,30 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
     let (ns, nst) = status(tt.ports_down > 0, flapping > 0);
     let errs = tt.port_errors;
     let network = vec![
-        Line::from(vec![
-            Span::styled("ports ", t.dim),
-            Span::styled(format!("{}/{}", tt.ports - tt.ports_down, tt.ports), t.text),
-            Span::styled(" active", t.dim),
+        line(vec![
+            ("ports ", "", Span::styled(format!("{}/{}", tt.ports - tt.ports_down, tt.ports), t.text)),
+            (" active", " up", Span::raw("")),
         ]),
-        Line::from(vec![
-            Span::styled("down  ", t.dim),
-            num(tt.ports_down, if tt.ports_down > 0 { t.crit } else { t.text }),
-            Span::styled(" flapping ", t.dim),
-            num(flapping, if flapping > 0 { t.warn } else { t.text }),
+        line(vec![
+            ("down  ", "down ", num(tt.ports_down, if tt.ports_down > 0 { t.crit } else { t.text })),
+            (" flapping ", " flap ", num(flapping, if flapping > 0 { t.warn } else { t.text })),
         ]),
-        Line::from(vec![Span::styled("errors ", t.dim), Span::styled(errs.to_string(), t.text)]),
+        line(vec![("errors ", "err ", Span::styled(errs.to_string(), t.text))]),
     ];
     // storage
     let (ss, sst) = status(fullest >= 97, fullest >= s.thresholds.storage_full_pct);
     let read: f64 = s.storage.iter().map(|f| f.read_bps).sum();
     let write: f64 = s.storage.iter().map(|f| f.write_bps).sum();
     let storage = vec![
-        Line::from(vec![
-            Span::styled("filesystems ", t.dim),
-            Span::styled(s.storage.len().to_string(), t.text),
-        ]),
-        Line::from(vec![
-            Span::styled("fullest ", t.dim),
+        line(vec![("filesystems ", "fs ", Span::styled(s.storage.len().to_string(), t.text))]),
+        line(vec![(
+            "fullest ",
+            "full ",
             Span::styled(format!("{fullest}%"), t.level(u32::from(fullest), 90, 97)),
-        ]),
-        Line::from(vec![
-            Span::styled("r ", t.dim),
-            Span::styled(super::super::widgets::rate(read), t.text),
-            Span::styled(" w ", t.dim),
-            Span::styled(super::super::widgets::rate(write), t.text),
+        )]),
+        line(vec![
+            ("r ", "r ", Span::styled(super::super::widgets::rate(read), t.text)),
+            (" w ", " w ", Span::styled(super::super::widgets::rate(write), t.text)),
         ]),
     ];
     // control
@@ -290,23 +279,18 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
     let src_err = s.sources.iter().any(|x| x.error.is_some());
     let (ks, kst) = status(src_err, over > 0 || idle_cost > 0.0);
     let control = vec![
-        Line::from(vec![
-            Span::styled("jobs ", t.dim),
-            num(tt.jobs_running, t.ok),
-            Span::styled(" run ", t.dim),
-            num(tt.jobs_pending, t.warn),
-            Span::styled(" pend", t.dim),
+        line(vec![
+            ("jobs ", "", num(tt.jobs_running, t.ok)),
+            (" run ", " run ", num(tt.jobs_pending, t.warn)),
+            (" pend", " pd", Span::raw("")),
         ]),
-        Line::from(vec![
-            Span::styled("wait p50 ", t.dim),
-            Span::styled(worst_wait.map_or("-".into(), dur), t.text),
-            Span::styled(" over quota ", t.dim),
-            num(over, if over > 0 { t.warn } else { t.text }),
+        line(vec![
+            ("wait p50 ", "p50 ", Span::styled(worst_wait.map_or("-".into(), dur), t.text)),
+            (" over quota ", " overq ", num(over, if over > 0 { t.warn } else { t.text })),
         ]),
-        Line::from(vec![
-            Span::styled("idle GPUs ", t.dim),
-            num(tt.gpus_idle_alloc, t.warn),
-            Span::styled(format!(" {}/h", money(idle_cost, &s.prices.currency)), t.warn),
+        line(vec![
+            ("idle GPUs ", "idle ", num(tt.gpus_idle_alloc, t.warn)),
+            (" ", " ", Span::styled(format!("{}/h", money(idle_cost, &s.prices.currency)), t.warn)),
         ]),
     ];
     for (i, (title, (label, style), lines)) in [
@@ -327,6 +311,29 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
             );
         f.render_widget(Paragraph::new(lines).block(block), cols[i]);
     }
+}
+
+/// A card line as label/value pieces, each with a short form: fitted to `width` by using the
+/// short forms, then by leaving out whole pieces from the end — never cut mid-value.
+fn fit_line<'a>(pieces: Vec<(&'a str, &'a str, Span<'a>)>, label: Style, width: usize) -> Line<'a> {
+    let len = |short: bool, n: usize| -> usize {
+        pieces[..n]
+            .iter()
+            .map(|(l, sh, v)| if short { sh.width() } else { l.width() } + v.content.width())
+            .sum()
+    };
+    let short = len(false, pieces.len()) > width;
+    let mut n = pieces.len();
+    while n > 1 && len(short, n) > width {
+        n -= 1;
+    }
+    Line::from(
+        pieces
+            .into_iter()
+            .take(n)
+            .flat_map(|(l, sh, v)| [Span::styled(if short { sh } else { l }, label), v])
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Overview: a card per plane, then every incident, worst first.

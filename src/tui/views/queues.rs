@@ -252,6 +252,7 @@ static MCOLS: [Column; 10] = [
             Span::styled(j.id.to_string(), t.dim)
         },
     )
+    .drop(5)
     .right(),
     col(
         "NAME",
@@ -282,7 +283,8 @@ static MCOLS: [Column; 10] = [
             let t = cx.theme;
             untrusted(&j.queue, t.text)
         },
-    ),
+    )
+    .drop(4),
     col(
         "ST",
         3,
@@ -297,6 +299,7 @@ static MCOLS: [Column; 10] = [
             Span::styled(j.state.short(), job_state_style(cx, j.state))
         },
     )
+    .drop(3)
     .key("state")
     .exact(),
     col(
@@ -353,6 +356,7 @@ static MCOLS: [Column; 10] = [
             Span::styled(est_cell(j, cx.s.now), if j.est_start.is_some() { t.text } else { t.dim })
         },
     )
+    .whole()
     .grow(28),
     col(
         "WAIT",

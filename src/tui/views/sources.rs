@@ -58,6 +58,7 @@ static COLS: [Column; 6] = [
             Span::styled(s.ok_at.map_or("-".into(), stamp), t.dim)
         },
     )
+    .whole()
     .drop(2),
     col(
         "AGE",

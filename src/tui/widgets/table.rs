@@ -49,11 +49,13 @@ pub struct Column {
     pub key: &'static str,
     /// `key=value` on it means equal, not contains (state codes: `st=R` is not `PR`).
     pub exact: bool,
+    /// Its values are never cut (a time, an estimate): shown whole or the column is dropped.
+    pub whole: bool,
 }
 
 /// A column named `name`, `width` cells wide, sorted by `sort`, drawn by `cell`.
 pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> Column {
-    Column { name, width, max: width, right: false, drop: 0, sort, cell, key: "", exact: false }
+    Column { name, width, max: width, right: false, drop: 0, sort, cell, key: "", exact: false, whole: false }
 }
 
 impl Column {
@@ -76,6 +78,12 @@ impl Column {
     /// `key=value` on this column must equal the displayed value (codes like `PD`, `CRIT`).
     pub const fn exact(mut self) -> Self {
         self.exact = true;
+        self
+    }
+
+    /// Its values are shown whole or not at all (times, estimates): never cut to fit.
+    pub const fn whole(mut self) -> Self {
+        self.whole = true;
         self
     }
 
@@ -517,11 +525,32 @@ impl TableState {
     }
 }
 
-/// Which columns fit in `width`: drops the highest `drop` levels first.
-fn fit(cols: &'static [Column], width: u16) -> Vec<usize> {
+/// The columns shown in `width` cells and their widths, from what they hold (`content`: the
+/// widest of the header and the visible cells, per column).
+///
+/// A number (right-aligned) is never cut: it gets its whole width or its column is dropped. A
+/// text column needs its declared width and may be cut there (`llama3-405b-pre~`). Columns are
+/// dropped by level (highest first) until the rest fit; then spare width goes to the text columns
+/// whose values are cut, up to their content (names first get the room, not a gap), and a
+/// left-aligned last column takes what is left. Nothing is laid out past `width`.
+pub fn layout(cols: &[Column], content: &[usize], width: u16) -> Vec<(usize, usize)> {
+    let width = width as usize;
+    let content = |i: usize| content.get(i).copied().unwrap_or(0);
+    // What a column needs: a number or a whole value all of it; text its declared width, or
+    // less when nothing it holds is that wide.
+    let need = |i: usize| {
+        let c = &cols[i];
+        if c.right || c.whole {
+            (c.width as usize).max(content(i))
+        } else {
+            (c.width as usize).min(content(i)).max(1)
+        }
+    };
+    let total = |keep: &[usize], w: &dyn Fn(usize) -> usize| -> usize {
+        keep.iter().map(|&i| w(i)).sum::<usize>() + keep.len().saturating_sub(1)
+    };
     let mut keep: Vec<usize> = (0..cols.len()).collect();
-    let need = |keep: &[usize]| keep.iter().map(|&i| cols[i].width + 1).sum::<u16>();
-    while need(&keep) > width + 1 {
+    while total(&keep, &need) > width {
         let Some((pos, _)) = keep
             .iter()
             .enumerate()
@@ -532,7 +561,73 @@ fn fit(cols: &'static [Column], width: u16) -> Vec<usize> {
         };
         keep.remove(pos);
     }
-    keep
+    let mut w: Vec<usize> = keep.iter().map(|&i| need(i)).collect();
+    // Still too wide with nothing left to drop by level: text columns give up width (down to 4
+    // cells), then columns go from the right (never the first).
+    loop {
+        let used: usize = w.iter().sum::<usize>() + w.len().saturating_sub(1);
+        if used <= width {
+            break;
+        }
+        let over = used - width;
+        if let Some((j, _)) = keep
+            .iter()
+            .enumerate()
+            .filter(|(j, i)| !cols[**i].right && !cols[**i].whole && w[*j] > 4)
+            .max_by_key(|(j, _)| w[*j])
+        {
+            w[j] -= over.min(w[j] - 4);
+            continue;
+        }
+        if keep.len() <= 1 {
+            if let Some(x) = w.first_mut() {
+                *x = width;
+            }
+            break;
+        }
+        keep.pop();
+        w.pop();
+    }
+    // Spare width: to the text columns whose values are cut, in proportion to what they lack.
+    let used: usize = w.iter().sum::<usize>() + w.len().saturating_sub(1);
+    let mut spare = width.saturating_sub(used);
+    let want = |i: usize| {
+        let c = &cols[i];
+        let cap = if c.max > c.width { c.max as usize } else { 48 };
+        content(i).min(cap).max(c.width as usize)
+    };
+    let lack: Vec<usize> = keep
+        .iter()
+        .zip(&w)
+        .map(|(&i, &cur)| if cols[i].right || cols[i].whole { 0 } else { want(i).saturating_sub(cur) })
+        .collect();
+    let sum: usize = lack.iter().sum();
+    if sum > 0 && spare > 0 {
+        let give = spare.min(sum);
+        let mut given = 0;
+        for (j, &l) in lack.iter().enumerate() {
+            let g = give * l / sum;
+            w[j] += g;
+            given += g;
+        }
+        // The rounding remainder, one cell each, to the columns still short.
+        for (j, &l) in lack.iter().enumerate() {
+            if given >= give {
+                break;
+            }
+            if l > 0 && w[j] < want(keep[j]) {
+                w[j] += 1;
+                given += 1;
+            }
+        }
+        spare -= given;
+    }
+    if let (Some(&last), Some(lw)) = (keep.last(), w.last_mut())
+        && !cols[last].right
+    {
+        *lw += spare;
+    }
+    keep.into_iter().zip(w).collect()
 }
 
 fn pad(text: &str, width: usize, right: bool) -> String {
@@ -578,7 +673,6 @@ pub fn render<S: TableSource + ?Sized>(
         return;
     }
     let cols = src.columns();
-    let shown = fit(cols, inner.width);
     let body_h = inner.height.saturating_sub(1) as usize;
     if st.selected < st.offset {
         st.offset = st.selected;
@@ -586,27 +680,45 @@ pub fn render<S: TableSource + ?Sized>(
         st.offset = st.selected + 1 - body_h;
     }
     st.offset = st.offset.min(st.rows.len().saturating_sub(body_h.max(1)));
-    let widths: Vec<usize> = shown
+    let t = cx.theme;
+    let arrow = |i: usize| {
+        if i == st.sort_col { if st.desc { cx.glyphs.down() } else { cx.glyphs.up() } } else { "" }
+    };
+    // The visible rows' cells, once: they are measured, then drawn.
+    let visible: Vec<(usize, RowKey, bool, Vec<Span>)> = st
+        .rows
         .iter()
         .enumerate()
-        .map(|(n, &i)| {
-            if n + 1 == shown.len() {
-                let used: usize = shown[..n].iter().map(|&j| cols[j].width as usize + 1).sum();
-                (inner.width as usize).saturating_sub(used).max(cols[i].width as usize)
-            } else {
-                cols[i].width as usize
+        .skip(st.offset)
+        .take(body_h)
+        .map(|(n, &key)| {
+            let marked = src.marked(cx, key);
+            let mut cells: Vec<Span> = cols.iter().map(|c| (c.cell)(cx, key)).collect();
+            if marked && let Some(first) = cells.first_mut() {
+                // The mark shows as text too, so it survives NO_COLOR and monochrome terminals.
+                first.content = format!("*{}", first.content).into();
             }
+            (n, key, marked, cells)
         })
         .collect();
-    let t = cx.theme;
+    let content: Vec<usize> = (0..cols.len())
+        .map(|i| {
+            let head = cols[i].name.width() + arrow(i).width();
+            visible.iter().map(|(_, _, _, c)| c[i].content.width()).fold(head, usize::max)
+        })
+        .collect();
+    let shown = layout(cols, &content, inner.width);
     let mut lines = Vec::with_capacity(body_h + 1);
     let header: Vec<Span> = shown
         .iter()
-        .zip(&widths)
-        .flat_map(|(&i, &w)| {
-            let arrow =
-                if i == st.sort_col { if st.desc { cx.glyphs.down() } else { cx.glyphs.up() } } else { "" };
-            let name = format!("{}{arrow}", cols[i].name);
+        .flat_map(|&(i, w)| {
+            // The sort arrow stays when the header is cut: `PRI~▼`.
+            let a = arrow(i);
+            let name = if cols[i].name.width() + a.width() > w && !a.is_empty() {
+                format!("{}{a}", pad(cols[i].name, w.saturating_sub(a.width()), false))
+            } else {
+                format!("{}{a}", cols[i].name)
+            };
             [Span::styled(pad(&name, w, cols[i].right), t.header), Span::raw(" ")]
         })
         .collect();
@@ -615,16 +727,11 @@ pub fn render<S: TableSource + ?Sized>(
         let msg = if st.filter.is_empty() { "no rows" } else { "no rows match the filter (esc clears it)" };
         lines.push(Line::styled(msg, t.dim));
     }
-    for (n, &key) in st.rows.iter().enumerate().skip(st.offset).take(body_h) {
+    for (n, _key, marked, cells) in visible {
         let selected = n == st.selected;
-        let marked = src.marked(cx, key);
         let mut spans = Vec::with_capacity(shown.len() * 2);
-        for (ci, (&i, &w)) in shown.iter().zip(&widths).enumerate() {
-            let mut cell = (cols[i].cell)(cx, key);
-            if marked && ci == 0 {
-                // The mark shows as text too, so it survives NO_COLOR and monochrome terminals.
-                cell.content = format!("*{}", cell.content).into();
-            }
+        for &(i, w) in &shown {
+            let cell = &cells[i];
             let style = match (selected && focused, marked) {
                 (true, _) => t.selected,
                 (false, true) => t.marked,
@@ -660,9 +767,34 @@ mod tests {
         }
         static COLS: [Column; 3] =
             [col("A", 10, sort, cell), col("B", 10, sort, cell).drop(2), col("C", 10, sort, cell).drop(1)];
-        assert_eq!(fit(&COLS, 40), vec![0, 1, 2]);
-        assert_eq!(fit(&COLS, 25), vec![0, 2]);
-        assert_eq!(fit(&COLS, 5), vec![0]);
+        let ids = |v: Vec<(usize, usize)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
+        assert_eq!(ids(layout(&COLS, &[10, 10, 10], 40)), vec![0, 1, 2]);
+        assert_eq!(ids(layout(&COLS, &[10, 10, 10], 25)), vec![0, 2]);
+        assert_eq!(ids(layout(&COLS, &[10, 10, 10], 5)), vec![0]);
+    }
+
+    #[test]
+    fn names_get_the_spare_width_and_numbers_are_never_cut() {
+        fn sort<'a>(_: &Cx<'a>, _: RowKey) -> SortKey<'a> {
+            SortKey::Int(0)
+        }
+        fn cell<'a>(_: &Cx<'a>, _: RowKey) -> Span<'a> {
+            Span::raw("")
+        }
+        static COLS: [Column; 3] = [
+            col("NAME", 8, sort, cell),
+            col("GPUS", 4, sort, cell).right(),
+            col("COST", 6, sort, cell).right(),
+        ];
+        // Wide: the name gets its whole 20 cells, the numbers theirs, and no gap is made.
+        assert_eq!(layout(&COLS, &[20, 4, 9], 200), vec![(0, 20), (1, 4), (2, 9)]);
+        // Narrower: the name gives way, the 9-cell number does not.
+        assert_eq!(layout(&COLS, &[20, 4, 9], 25), vec![(0, 10), (1, 4), (2, 9)]);
+        // Too narrow for both numbers at their width: the last goes, never cut.
+        let l = layout(&COLS, &[20, 4, 9], 12);
+        assert!(l.iter().all(|&(i, w)| i == 0 || w >= [20, 4, 9][i]), "{l:?}");
+        let used: usize = l.iter().map(|(_, w)| w + 1).sum::<usize>() - 1;
+        assert!(used <= 12, "{l:?}");
     }
 
     #[test]
