@@ -169,6 +169,18 @@ pub fn toml_files(dir: &Path, data: &[u8]) {
             assert!((1..=16).contains(&c.sim_gpus) && c.sim_nodes >= 1);
             assert!(1 <= c.break_glass_default_min && c.break_glass_default_min <= c.break_glass_max_min);
             assert!(c.break_glass_max_min <= 24 * 60);
+            assert!(c.thresholds.idle_after_s >= 0, "idle_after {}", c.thresholds.idle_after_s);
+            let prices = c.prices.per_gpu_hour.values().chain([&c.prices.default]);
+            for p in prices {
+                assert!(p.is_finite() && *p >= 0.0, "price {p} per GPU-hour");
+            }
+            let j = &c.acceptance.judge;
+            assert!(
+                (0.0..=100.0).contains(&j.fail_pct)
+                    && j.fail_pct <= j.degraded_pct
+                    && j.degraded_pct <= 100.0
+            );
+            assert!(j.baseline.values().all(|v| v.is_finite() && *v > 0.0));
             if toml::from_str::<toml::Table>(&lossy).is_err() || std::str::from_utf8(text).is_err() {
                 assert!(warnings.iter().any(|w| w.starts_with("config ignored")), "{warnings:?}");
             }

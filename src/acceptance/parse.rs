@@ -255,7 +255,7 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
                     Ok(h) => {
                         let skipped = h.skipped();
                         if !skipped.is_empty() {
-                            run.note(format!("line {n}: columns not read: {}", skipped.join(" ")));
+                            run.note(format!("line {n}: columns not read: {}", keep(&skipped.join(" "))));
                         }
                         header = Some(h);
                     }
