@@ -217,7 +217,8 @@ impl Config {
                     .map_err(|e| warnings.push(format!("config: thresholds.idle_after = {v:?}: {e}")))
                     .ok()
             })
-            .map_or(d.idle_after_s, |v| v.as_secs() as i64);
+            // Longer than i64 seconds (`300000000000y`) is never; `as` would wrap it negative.
+            .map_or(d.idle_after_s, |v| i64::try_from(v.as_secs()).unwrap_or(i64::MAX));
         let thresholds = Thresholds {
             idle_util_pct: th.idle_util_pct.unwrap_or(d.idle_util_pct),
             idle_after_s,
@@ -266,7 +267,7 @@ impl Config {
             sim_gpus: cli.sim_gpus.or(file.sim.gpus_per_node).unwrap_or(8).clamp(1, 16),
             sim_jobs: cli.sim_jobs.or(file.sim.jobs).unwrap_or(0),
             seed: cli.seed.or(file.sim.seed).unwrap_or(42),
-            prices: file.prices.unwrap_or_default(),
+            prices: file.prices.map(|p| price_card(p, &mut warnings)).unwrap_or_default(),
             thresholds,
             config_dir,
             state_dir,
@@ -295,6 +296,25 @@ impl Config {
         };
         (config, warnings)
     }
+}
+
+/// `[prices]` with every price a number of money (TOML also has `nan` and `inf`, and a sign):
+/// a price that is not finite or is below zero is dropped (the default price: the built-in one)
+/// with a warning, so no cost shows NaN.
+fn price_card(mut p: PriceCard, warnings: &mut Vec<String>) -> PriceCard {
+    let ok = |v: f64| v.is_finite() && v >= 0.0;
+    p.per_gpu_hour.retain(|model, v| {
+        if !ok(*v) {
+            warnings.push(format!("config: prices.per_gpu_hour.{model:?} = {v}: not a price; ignored"));
+        }
+        ok(*v)
+    });
+    if !ok(p.default) {
+        let d = PriceCard::default().default;
+        warnings.push(format!("config: prices.default = {}: not a price; using {d}", p.default));
+        p.default = d;
+    }
+    p
 }
 
 /// The Kubernetes settings; `None` unless Kubernetes is asked for.
@@ -425,6 +445,22 @@ mod tests {
             ..Cli::default()
         });
         assert_eq!((c.theme.as_str(), c.sim_nodes), ("monochrome", 8));
+    }
+
+    #[test]
+    fn prices_that_are_not_money_and_endless_idle_times_are_refused() {
+        // What the toml_files fuzz target's checks refused (kept as fuzz/corpus/toml_files/crash-*).
+        let (c, w) = with_file(
+            "[prices]\ncurrency = \"USD\"\ndefault = nan\n[prices.per_gpu_hour]\nH100 = -inf\nH200 = 3.5\n\
+             [thresholds]\nidle_after = \"300000000000y\"\n",
+        );
+        assert_eq!(c.prices.per_gpu_hour.len(), 1);
+        assert_eq!(c.prices.price("NVIDIA H200"), 3.5);
+        assert_eq!(c.prices.default, PriceCard::default().default);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("\"H100\" = -inf: not a price"), "{}", w[0]);
+        assert!(w[1].contains("prices.default = NaN: not a price"), "{}", w[1]);
+        assert_eq!(c.thresholds.idle_after_s, i64::MAX);
     }
 
     #[test]

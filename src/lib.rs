@@ -11,6 +11,8 @@ pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod datafile;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod model;
 pub mod ops;
 pub mod sanitize;

@@ -6,12 +6,19 @@
 //! carries everything read up to the problem.
 //!
 //! Layout (nccl-tests `src/util.cu`): `#`-prefixed header lines (version, parameters, the
-//! device table), the column header, one data row per size (no `#`), then a footer with
-//! `# Out of bounds values` and `# Avg bus bandwidth`. `NCCL INFO`/`NCCL WARN` lines may be
-//! interleaved; a file may hold several sweeps (`-N`, or concatenated logs).
+//! device table), the column header, one data row per size and data type and operation (no
+//! `#`), then a footer with `# Out of bounds values` and `# Avg bus bandwidth`. `NCCL
+//! INFO`/`NCCL WARN` lines may be interleaved; a file may hold several sweeps (concatenated
+//! logs). Rows are read by the names of the column header before them ([`header`]), so every
+//! collective and every nccl-tests version from 2.0 reads; a row that does not fit its header
+//! is an error naming the line and both column counts. Rows without any header (an excerpt)
+//! are read with the layout of 2.13 and later.
 
 use crate::sanitize::sanitize;
+use header::{Field, Header, Section};
 use serde::{Deserialize, Serialize};
+
+mod header;
 
 /// Lines longer than this are not rows; they are skipped (and noted), never copied whole.
 pub const MAX_LINE: usize = 4096;
@@ -41,8 +48,12 @@ pub struct Measure {
     /// GB/s (10^9 bytes per second).
     pub algbw: f64,
     pub busbw: f64,
-    /// `None` when validation was off (`-c 0` prints `N/A`).
+    /// `None` when validation was off (`-c 0` prints `N/A`) or the header names no `#wrong`.
     pub wrong: Option<u64>,
+    /// The `error` column of nccl-tests before 2.13: the largest difference from the expected
+    /// values (not a count; the footer's out-of-bounds count says whether it was too large).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_error: Option<f64>,
 }
 
 /// One message size.
@@ -51,8 +62,14 @@ pub struct Row {
     pub size: u64,
     pub count: u64,
     pub dtype: String,
-    pub redop: String,
-    pub root: i64,
+    /// `None` when the header names no `redop` (before 2.13: all_gather, broadcast, sendrecv,
+    /// hypercube) or the row leaves it blank (hypercube from 2.13). Collectives without a
+    /// reduction print `none` from 2.13, kept as printed.
+    #[serde(default)]
+    pub redop: Option<String>,
+    /// `None` when the header names no `root`; `-1` for collectives without one.
+    #[serde(default)]
+    pub root: Option<i64>,
     pub out_of_place: Measure,
     pub in_place: Measure,
 }
@@ -215,6 +232,9 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
     let mut open_since = 0usize;
     let mut last_line = 0usize;
     let mut saw_anything = false;
+    // The column header the rows are read by, and the layout for rows that come without one.
+    let mut header: Option<Header> = None;
+    let default_header = Header::default_layout();
     for (i, raw) in input.split(|&b| b == b'\n').enumerate() {
         let n = i + 1;
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -230,7 +250,29 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
         last_line = n;
         if let Some(body) = t.strip_prefix('#') {
             let body = body.trim();
-            if let Some(rest) = body.strip_prefix("Out of bounds values") {
+            if header::is_header(t) {
+                match Header::read(&line, n) {
+                    Ok(h) => {
+                        let skipped = h.skipped();
+                        if !skipped.is_empty() {
+                            run.note(format!("line {n}: columns not read: {}", keep(&skipped.join(" "))));
+                        }
+                        header = Some(h);
+                    }
+                    Err(detail) => {
+                        if let Some(s) = open.take() {
+                            run.sweeps.push(s);
+                        }
+                        return Err(ParseError {
+                            kind: ParseErrorKind::Garbled,
+                            line: n,
+                            detail,
+                            partial: Box::new(run),
+                        });
+                    }
+                }
+                saw_anything = true;
+            } else if let Some(rest) = body.strip_prefix("Out of bounds values") {
                 let sweep = open.get_or_insert_with(Sweep::default);
                 let rest = rest.trim_start_matches([' ', ':']);
                 let mut it = rest.split_whitespace();
@@ -282,7 +324,8 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
         let first = t.split_whitespace().next().unwrap_or("");
         if first.bytes().all(|b| b.is_ascii_digit()) {
             saw_anything = true;
-            match row(t) {
+            let h = header.as_ref().unwrap_or(&default_header);
+            match row(h, &line) {
                 Ok(r) => {
                     if open.is_none() {
                         open_since = n;
@@ -293,7 +336,7 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
                     }
                     sweep.rows.push(r);
                 }
-                Err(detail) => {
+                Err(e) => {
                     if let Some(s) = open.take() {
                         run.sweeps.push(s);
                     }
@@ -302,10 +345,23 @@ pub fn parse(input: &[u8]) -> Result<NcclRun, ParseError> {
                         .split(|&b| b == b'\n')
                         .skip(n)
                         .all(|l| l.iter().all(|b| b.is_ascii_whitespace()));
-                    let kind = if is_last && detail.starts_with("only") {
-                        ParseErrorKind::Truncated
-                    } else {
-                        ParseErrorKind::Garbled
+                    let (kind, detail) = match e {
+                        RowError::Columns { got, want } => {
+                            let of = if h.line > 0 {
+                                format!("its column header (line {}) calls for {want}", h.line)
+                            } else {
+                                format!(
+                                    "nccl-tests 2.13 and later print {want} (no column header came before it)"
+                                )
+                            };
+                            let kind = if is_last && got < want {
+                                ParseErrorKind::Truncated
+                            } else {
+                                ParseErrorKind::Garbled
+                            };
+                            (kind, format!("the row has {got} columns where {of}"))
+                        }
+                        RowError::Value(d) => (ParseErrorKind::Garbled, d),
                     };
                     return Err(ParseError { kind, line: n, detail, partial: Box::new(run) });
                 }
@@ -407,7 +463,7 @@ fn wrong(t: &str) -> Result<Option<u64>, String> {
     if t == "N/A" {
         return Ok(None);
     }
-    // Very large counts print in float notation.
+    // Very large counts print in float notation (`%6g`: `1.2e+06`).
     t.parse::<u64>()
         .ok()
         .or_else(|| t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).map(|v| v as u64))
@@ -415,43 +471,78 @@ fn wrong(t: &str) -> Result<Option<u64>, String> {
         .ok_or_else(|| format!("#wrong {:?} is not a count", keep(t)))
 }
 
-fn measure(f: &[&str]) -> Result<Measure, String> {
-    Ok(Measure {
-        time_us: num(f[0], "time")?,
-        algbw: num(f[1], "algbw")?,
-        busbw: num(f[2], "busbw")?,
-        wrong: wrong(f[3])?,
-    })
+fn max_error(t: &str) -> Result<Option<f64>, String> {
+    if t == "N/A" {
+        return Ok(None);
+    }
+    num(t, "error").map(Some)
 }
 
-/// `size count type redop root  time algbw busbw #wrong  time algbw busbw #wrong`.
-fn row(t: &str) -> Result<Row, String> {
-    let f: Vec<&str> = t.split_whitespace().take(14).collect();
-    if f.len() < 13 {
-        return Err(format!("only {} of 13 columns", f.len()));
+fn ident(s: &str, what: &str) -> Result<String, String> {
+    if !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{what} {:?} is not a name", keep(s)))
     }
-    if f.len() > 13 {
-        return Err("more than 13 columns".into());
-    }
-    let size = f[0].parse().map_err(|_| format!("size {:?} is not a byte count", keep(f[0])))?;
-    let count = f[1].parse().map_err(|_| format!("count {:?} is not a count", keep(f[1])))?;
-    let ident = |s: &str, what: &str| {
-        if !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            Ok(s.to_string())
-        } else {
-            Err(format!("{what} {:?} is not a name", keep(s)))
-        }
+}
+
+/// Why a row was not read.
+enum RowError {
+    /// The row has `got` words where its header names `want`.
+    Columns { got: usize, want: usize },
+    /// A value that does not read as its column's kind.
+    Value(String),
+}
+
+/// A data row, read by the names of its column header.
+fn row(h: &Header, t: &str) -> Result<Row, RowError> {
+    let slots = h.split(t).map_err(|(got, want)| RowError::Columns { got, want })?;
+    let blank = Measure { time_us: 0.0, algbw: 0.0, busbw: 0.0, wrong: None, max_error: None };
+    let mut r = Row {
+        size: 0,
+        count: 0,
+        dtype: String::new(),
+        redop: None,
+        root: None,
+        out_of_place: blank,
+        in_place: blank,
     };
-    Ok(Row {
-        size,
-        count,
-        dtype: ident(f[2], "type")?,
-        redop: ident(f[3], "redop")?,
-        root: f[4].parse().map_err(|_| format!("root {:?} is not a rank", keep(f[4])))?,
-        out_of_place: measure(&f[5..9])?,
-        in_place: measure(&f[9..13])?,
-    })
+    let v = RowError::Value;
+    for (c, slot) in h.columns.iter().zip(slots) {
+        // A blank text field (hypercube's operation) stays `None`.
+        let Some(words) = slot else { continue };
+        let Some(&w) = words.first() else { continue };
+        match &c.field {
+            Field::Size => {
+                r.size = w.parse().map_err(|_| v(format!("size {:?} is not a byte count", keep(w))))?
+            }
+            Field::Count => {
+                r.count = w.parse().map_err(|_| v(format!("count {:?} is not a count", keep(w))))?
+            }
+            Field::Type => r.dtype = ident(w, "type").map_err(v)?,
+            Field::Redop => r.redop = Some(ident(w, "redop").map_err(v)?),
+            Field::Root => {
+                r.root = Some(w.parse().map_err(|_| v(format!("root {:?} is not a rank", keep(w))))?)
+            }
+            Field::Time(s) => measure(&mut r, *s).time_us = num(w, "time").map_err(v)?,
+            Field::Algbw(s) => measure(&mut r, *s).algbw = num(w, "algbw").map_err(v)?,
+            Field::Busbw(s) => measure(&mut r, *s).busbw = num(w, "busbw").map_err(v)?,
+            Field::Wrong(s) => measure(&mut r, *s).wrong = wrong(w).map_err(v)?,
+            Field::MaxError(s) => measure(&mut r, *s).max_error = max_error(w).map_err(v)?,
+            Field::Timestamp | Field::Other(_) => {}
+        }
+    }
+    Ok(r)
 }
 
+fn measure(r: &mut Row, s: Section) -> &mut Measure {
+    match s {
+        Section::OutOfPlace => &mut r.out_of_place,
+        Section::InPlace => &mut r.in_place,
+    }
+}
+
+#[cfg(test)]
+mod fixture_tests;
 #[cfg(test)]
 mod tests;

@@ -74,7 +74,7 @@ pub fn parse_text(r: &NcclRun) -> String {
                 size_label(row.size),
                 row.count,
                 row.dtype,
-                row.redop,
+                row.redop.as_deref().unwrap_or("-"),
                 a.time_us,
                 a.algbw,
                 a.busbw,

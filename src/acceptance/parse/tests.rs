@@ -31,14 +31,20 @@ fn full_sample_devices_rows_and_footer() {
     let rows = &r.sweeps[0].rows;
     assert_eq!(rows.len(), 31);
     assert_eq!(
-        (rows[0].size, rows[0].count, rows[0].dtype.as_str(), rows[0].redop.as_str()),
-        (8, 2, "float", "sum")
+        (rows[0].size, rows[0].count, rows[0].dtype.as_str(), rows[0].redop.as_deref()),
+        (8, 2, "float", Some("sum"))
     );
-    assert_eq!(rows[0].root, -1);
+    assert_eq!(rows[0].root, Some(-1));
     let last = &rows[30];
     assert_eq!(last.size, 8_589_934_592);
-    assert_eq!(last.out_of_place, Measure { time_us: 47535.0, algbw: 180.71, busbw: 338.82, wrong: Some(0) });
-    assert_eq!(last.in_place, Measure { time_us: 47743.0, algbw: 179.92, busbw: 337.35, wrong: Some(0) });
+    assert_eq!(
+        last.out_of_place,
+        Measure { time_us: 47535.0, algbw: 180.71, busbw: 338.82, wrong: Some(0), max_error: None }
+    );
+    assert_eq!(
+        last.in_place,
+        Measure { time_us: 47743.0, algbw: 179.92, busbw: 337.35, wrong: Some(0), max_error: None }
+    );
     assert_eq!(r.sweeps[0].out_of_bounds, Some(0));
     assert_eq!(r.avg_busbw(), Some(70.742));
     assert_eq!(r.peak_busbw(), Some(338.82));
@@ -231,7 +237,10 @@ fn a_single_gpu_run_recorded_on_a_real_h200() {
     let rows: Vec<_> = r.rows().collect();
     assert_eq!(rows.len(), 14);
     assert_eq!(rows[13].size, 536_870_912);
-    assert_eq!(rows[13].out_of_place, Measure { time_us: 629.08, algbw: 853.42, busbw: 0.0, wrong: Some(0) });
+    assert_eq!(
+        rows[13].out_of_place,
+        Measure { time_us: 629.08, algbw: 853.42, busbw: 0.0, wrong: Some(0), max_error: None }
+    );
     // One rank moves no bytes between GPUs: bus bandwidth is 0 by nccl-tests' definition.
     assert_eq!(r.peak_busbw(), Some(0.0));
     assert!(r.errors.is_empty() && !r.failed(), "{:?}", r.errors);
