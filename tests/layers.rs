@@ -18,7 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("state", &["state"]),
     ("runs and reports", &["acceptance", "cost"]),
     ("ops", &["ops"]),
-    ("console and command line", &["cli", "config", "commands", "tui", "testing", "main", "lib"]),
+    ("console and command line", &["cli", "config", "commands", "tui", "testing", "fuzzing", "main", "lib"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
