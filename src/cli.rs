@@ -53,6 +53,12 @@ pub struct Cli {
     #[arg(long, env = "PROMETHEUS_URL", value_name = "URL", global = true)]
     pub prometheus: Option<String>,
 
+    /// Alertmanager URL (API v2): what is firing and silenced, in the Alerts view and the
+    /// incident list; `gpuplane silence` creates and expires silences there. More in
+    /// [alertmanager] of the config.
+    #[arg(long, env = "ALERTMANAGER_URL", value_name = "URL", global = true)]
+    pub alertmanager: Option<String>,
+
     /// This host's GPUs through NVML (libnvidia-ml.so.1), instead of the simulator; with --slurm
     /// or --prometheus they join that cluster's node of this host's name (done anyway when NVML loads).
     #[arg(long, env = "GPUPLANE_LOCAL")]
