@@ -58,6 +58,12 @@ pub trait View: Sync {
     fn tables(&self) -> &'static [&'static dyn TableSource];
     /// Draws the view's body.
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App);
+    /// Enter in this view, before the default (open the detail pane): whether it handled it
+    /// (the Alerts view goes, from an alert's detail, to the node, GPU or job it names).
+    fn enter(&self, _app: &mut App) -> bool {
+        false
+    }
+
     /// The keys that mean something only in this view (none for most).
     fn keys(&self) -> &'static [ViewKey] {
         &[]
