@@ -3,6 +3,7 @@
 //! keymap's view actions, `gpuplane get` and the filter's key list are all derived from it;
 //! nothing is counted or listed by hand elsewhere.
 
+pub mod alerts;
 pub mod audit;
 pub mod cost;
 pub mod detail;
@@ -36,6 +37,7 @@ pub static VIEWS: &[&dyn View] = &[
     &cost::View,
     &audit::VIEW,
     &sources::VIEW,
+    &alerts::View,
 ];
 
 /// A view, named by its canonical command name (`nodes`).
