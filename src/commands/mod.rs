@@ -4,6 +4,7 @@
 pub mod acceptance;
 pub mod doctor;
 pub mod get;
+pub mod silence;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
 use crate::backend::sim::{Sim, SimConfig};
@@ -40,7 +41,10 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter } => get::run(resource, *output, filter, config),
+        Command::Get { resource, output, filter, fail_on } => {
+            get::run(resource, *output, filter, *fail_on, config)
+        }
+        Command::Silence { command } => silence::run(command, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
