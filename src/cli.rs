@@ -53,6 +53,12 @@ pub struct Cli {
     #[arg(long, env = "PROMETHEUS_URL", value_name = "URL", global = true)]
     pub prometheus: Option<String>,
 
+    /// Alertmanager URL (API v2): what is firing and silenced, in the Alerts view and the
+    /// incident list; `gpuplane silence` creates and expires silences there. More in
+    /// [alertmanager] of the config.
+    #[arg(long, env = "ALERTMANAGER_URL", value_name = "URL", global = true)]
+    pub alertmanager: Option<String>,
+
     /// This host's GPUs through NVML (libnvidia-ml.so.1), instead of the simulator; with --slurm
     /// or --prometheus they join that cluster's node of this host's name (done anyway when NVML loads).
     #[arg(long, env = "GPUPLANE_LOCAL")]
@@ -179,6 +185,20 @@ pub enum Command {
         /// The console's filter: text, key=value (labels too), key==exact, !negate.
         #[arg(long, default_value = "")]
         filter: String,
+        /// With `incidents`: exit 3 when an open incident (after --filter) is at this severity
+        /// or worse (crit, or warn: WARN and CRIT), for cron and CI checks. The table is
+        /// printed either way.
+        #[arg(long, value_enum, value_name = "SEVERITY")]
+        fail_on: Option<FailOn>,
+    },
+    /// Alertmanager silences, through the audit log like every write: create one for a set of
+    /// matchers (reason, ticket, duration), or expire one. Needs --alertmanager URL (or
+    /// [alertmanager] url). Exit status: 0 done; 1 Alertmanager refused or failed; 2 refused
+    /// before anything was sent (usage, read-only, no audit record, unknown silence); 3 done
+    /// but its outcome could not be audited.
+    Silence {
+        #[command(subcommand)]
+        command: SilenceCommand,
     },
     /// Check the whole configuration before an incident, one line per check (OK, WARN or FAIL
     /// with the fix). Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL.
@@ -213,6 +233,58 @@ pub enum Command {
         #[command(subcommand)]
         command: AcceptanceCommand,
     },
+}
+
+/// `get incidents --fail-on`: the least severity that fails the check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// CRIT incidents.
+    #[value(alias = "critical")]
+    Crit,
+    /// WARN and CRIT incidents.
+    #[value(alias = "warning")]
+    Warn,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum SilenceCommand {
+    /// Silence the alerts matching every MATCHER (name=value, name!=value, name=~regex,
+    /// name!~regex), e.g. `gpuplane silence create alertname=GpuXidError Hostname=gpu-004
+    /// --duration 4h -r "GPU swap" -t INC-4242`. The plan lists the alerts it mutes now.
+    Create {
+        #[arg(required = true, value_name = "MATCHER")]
+        matchers: Vec<String>,
+        /// How long it lasts, e.g. 30m, 4h.
+        #[arg(long, short, value_parser = humantime::parse_duration, default_value = "2h")]
+        duration: Duration,
+        #[command(flatten)]
+        why: SilenceWhy,
+    },
+    /// Expire silences now (their alerts notify again).
+    Expire {
+        /// Silence ids (as `gpuplane get silences` lists them).
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+        #[command(flatten)]
+        why: SilenceWhy,
+    },
+}
+
+/// Reason, ticket and confirmation of a silence change.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SilenceWhy {
+    /// Why (required; recorded in the audit log and in the silence's comment).
+    #[arg(long, short)]
+    pub reason: String,
+    /// Ticket or incident id.
+    #[arg(long, short)]
+    pub ticket: Option<String>,
+    /// Print the plan and record it, without sending.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

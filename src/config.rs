@@ -115,6 +115,7 @@ struct FileConfig {
     slurm: SlurmSection,
     kube: Option<KubeSection>,
     prometheus: Option<crate::backend::prom::PromSection>,
+    alertmanager: Option<crate::backend::alertmanager::client::AmSection>,
     acceptance: crate::acceptance::config::AcceptanceSection,
 }
 
@@ -154,6 +155,8 @@ pub struct Config {
     pub break_glass_max_min: i64,
     /// `[prometheus]`, `--prometheus URL` or `PROMETHEUS_URL`.
     pub prometheus: Option<crate::backend::prom::PromConfig>,
+    /// `[alertmanager]`, `--alertmanager URL` or `ALERTMANAGER_URL`.
+    pub alertmanager: Option<crate::backend::alertmanager::AmConfig>,
     /// Set when Kubernetes is asked for (`--kube`, `--context`, `--kubeconfig`, `$KUBECONFIG`
     /// or `[kube]`) and no Slurm URL is configured.
     pub kube: Option<crate::backend::kube::KubeConfig>,
@@ -253,6 +256,11 @@ impl Config {
             file.prometheus.as_ref(),
             &mut warnings,
         );
+        let alertmanager = crate::backend::alertmanager::AmConfig::resolve(
+            cli.alertmanager.as_deref(),
+            file.alertmanager.as_ref(),
+            &mut warnings,
+        );
         let kube = if slurm.is_some() { None } else { kube_config(cli, file.kube.as_ref(), &mut warnings) };
         let acceptance = crate::acceptance::AcceptanceConfig::resolve(&file.acceptance, &mut warnings);
         let config = Config {
@@ -290,6 +298,7 @@ impl Config {
             break_glass_default_min: bg_default,
             break_glass_max_min: bg_max,
             prometheus,
+            alertmanager,
             kube,
             acceptance,
             local: cli.local,

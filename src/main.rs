@@ -121,6 +121,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 Some(focus_rx),
             ));
         }
+        // Alertmanager: alerts and silences, beside whatever else is configured.
+        if let Some(am) = config.alertmanager.clone() {
+            tokio::spawn(gpuplane::backend::alertmanager::run(am, tx.clone(), cancel.clone()));
+        }
         // This host's GPUs through NVML: asked for with --local, or joined to a configured
         // cluster when NVML loads (silently nothing on hosts without the driver).
         let cluster_configured =

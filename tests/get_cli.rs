@@ -38,7 +38,8 @@ fn every_resource_in_every_format_parses_back() {
             wide.lines().next().unwrap().len() >= table.lines().next().unwrap().len(),
             "{r}: wide is wider"
         );
-        if *r != "audit" && *r != "my-jobs" {
+        // No Alertmanager behind the simulator: no alerts, no silences.
+        if !["audit", "my-jobs", "alerts", "silences"].contains(r) {
             assert!(n > 0, "{r}: the simulator has some");
         }
     }
@@ -227,4 +228,56 @@ fn times_are_local_and_named_and_utc_on_request() {
         assert!(table.contains(&shown(&TimeZone::UTC, e)), "utc = true in the config");
     }
     assert!(!table.contains(" IST "));
+}
+
+/// `get incidents --fail-on`: exit 3 while incidents at that severity or worse are open (the
+/// table is printed either way), 0 when the filter leaves none; JSON rows carry their state
+/// (`open`), since and action.
+#[test]
+fn incidents_fail_on_a_severity_and_say_their_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path())
+            .arg("get")
+            .arg("incidents")
+            .args(args)
+            .output()
+            .expect("run gpuplane")
+    };
+    let json: serde_json::Value = serde_json::from_str(&get(&["incidents", "-o", "json"])).unwrap();
+    let rows = json.as_array().unwrap();
+    let crit = rows.iter().filter(|r| r["severity"] == "critical").count();
+    let warn = rows.iter().filter(|r| r["severity"] == "warning").count();
+    assert!(crit > 0 && warn > 0, "the simulator has CRIT and WARN incidents: {crit} {warn}");
+    for r in rows {
+        assert_eq!(r["state"], "open", "{r}");
+        assert!(r.get("since").is_some() && r["action"].as_str().is_some_and(|a| !a.is_empty()), "{r}");
+    }
+
+    let out = run(&["--fail-on", "crit"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("gpuplane: {crit} open incident(s) at CRIT or worse")
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        rows.len() + 1,
+        "the table is printed too"
+    );
+    let out = run(&["--fail-on", "warn", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("{} open incident(s) at WARN or worse", crit + warn))
+    );
+    // Only the incidents the filter keeps count: none CRIT among the WARN ones.
+    let out = run(&["--fail-on", "critical", "--filter", "severity==WARN"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["--fail-on", "warning", "--filter", "severity==WARN"]);
+    assert_eq!(out.status.code(), Some(3));
+    // Another resource: a usage error.
+    let out = common::gpuplane_cmd(dir.path()).args(["get", "nodes", "--fail-on", "crit"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-on applies to `get incidents` only"));
 }

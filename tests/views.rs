@@ -270,3 +270,24 @@ fn every_view_at_medium_and_large_sizes() {
         }
     }
 }
+
+/// Alerts and silences recorded from the real Alertmanager (tests/fixtures/alertmanager/).
+#[test]
+fn alerts() {
+    snap_alerts("alerts", ":alerts\r");
+}
+
+/// An alert's detail: labels, annotations, where Enter goes.
+#[test]
+fn alerts_detail() {
+    snap_alerts("alerts_detail", ":alerts\r\r");
+}
+
+fn snap_alerts(name: &str, keys: &str) {
+    for (w, h) in [(60u16, 20u16), (80, 24), (120, 40), (200, 60)] {
+        let mut a = common::app_with_alerts();
+        typed(&mut a, keys);
+        let screen = render(&mut a, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen);
+    }
+}

@@ -15,7 +15,16 @@ use std::process::ExitCode;
 
 use crate::cli::{ACCEPTANCE, resources};
 
-pub fn run(resource: &str, output: Output, filter: &str, config: &Config) -> ExitCode {
+/// Exit status of `get incidents --fail-on` when such incidents are open.
+pub const FAIL_ON_EXIT: u8 = 3;
+
+pub fn run(
+    resource: &str,
+    output: Output,
+    filter: &str,
+    fail_on: Option<crate::cli::FailOn>,
+    config: &Config,
+) -> ExitCode {
     if resource == ACCEPTANCE {
         return super::acceptance::get(output, filter, config);
     }
@@ -23,6 +32,10 @@ pub fn run(resource: &str, output: Output, filter: &str, config: &Config) -> Exi
         eprintln!("gpuplane: unknown resource {resource:?}; one of: {}", resources().join(", "));
         return ExitCode::from(2);
     };
+    if fail_on.is_some() && src.id() != views::overview::INCIDENTS {
+        eprintln!("gpuplane: --fail-on applies to `get incidents` only");
+        return ExitCode::from(2);
+    }
     if let Err(e) = crate::tui::widgets::filter::Filter::parse(filter) {
         eprintln!("gpuplane: bad --filter: {e}");
         return ExitCode::from(2);
@@ -138,10 +151,31 @@ pub fn run(resource: &str, output: Output, filter: &str, config: &Config) -> Exi
             r
         }
     };
+    // The check: open incidents (those the filter kept) at the threshold or worse.
+    let failing = fail_on.map(|f| {
+        let least = match f {
+            crate::cli::FailOn::Crit => crate::state::Severity::Critical,
+            crate::cli::FailOn::Warn => crate::state::Severity::Warning,
+        };
+        let n = st
+            .rows
+            .iter()
+            .filter_map(|&k| state.incidents.get(k as usize))
+            .filter(|i| i.severity >= least)
+            .count();
+        (n, least)
+    });
+    let verdict = match failing {
+        Some((n, least)) if n > 0 => {
+            eprintln!("gpuplane: {n} open incident(s) at {} or worse", least.label());
+            ExitCode::from(FAIL_ON_EXIT)
+        }
+        _ => ExitCode::SUCCESS,
+    };
     match written {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => verdict,
         // A closed pipe (`| head`) is not an error worth a message.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => verdict,
         Err(e) => {
             eprintln!("gpuplane: {e}");
             ExitCode::FAILURE

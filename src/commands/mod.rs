@@ -4,6 +4,7 @@
 pub mod acceptance;
 pub mod doctor;
 pub mod get;
+pub mod silence;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
 use crate::backend::sim::{Sim, SimConfig};
@@ -40,7 +41,10 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter } => get::run(resource, *output, filter, config),
+        Command::Get { resource, output, filter, fail_on } => {
+            get::run(resource, *output, filter, *fail_on, config)
+        }
+        Command::Silence { command } => silence::run(command, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
@@ -236,6 +240,25 @@ async fn prom_once(config: &Config, state: &mut ClusterState) -> Result<(), Stri
     result
 }
 
+/// Reads Alertmanager's alerts and silences once into `state` (when configured). An
+/// unreachable Alertmanager is an error: a check that cannot see the alerts must not pass.
+async fn am_once(config: &Config, state: &mut ClusterState) -> Result<(), String> {
+    let Some(am) = &config.alertmanager else { return Ok(()) };
+    let client = crate::backend::alertmanager::AmClient::new(am).map_err(|e| format!("alertmanager: {e}"))?;
+    let snap =
+        crate::backend::alertmanager::snapshot(&client).await.map_err(|e| format!("alertmanager: {e}"))?;
+    let at = snap.at;
+    state.apply(crate::model::protocol::Update::Status(crate::model::protocol::SourceStatus {
+        name: crate::backend::alertmanager::SOURCE.into(),
+        simulated: false,
+        ok_at: Some(at),
+        error: None,
+        detail: client.version().await.map(Into::into),
+    }));
+    state.apply(crate::model::protocol::Update::Alerts(Box::new(snap)));
+    Ok(())
+}
+
 /// Watches the Kubernetes context until every kind has listed once, applies that to `state`,
 /// and keeps the connection (and its permission answers) for the executor.
 async fn kube_once(
@@ -281,6 +304,13 @@ async fn kube_once(
 pub(crate) async fn target_cluster(
     config: &Config,
 ) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
+    let (mut state, exec, label) = cluster_only(config).await?;
+    am_once(config, &mut state).await?;
+    Ok((state, exec, label))
+}
+
+/// [`target_cluster`] without the alerts.
+async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     if let Some(slurm) = &config.slurm {
         let mut poller = crate::backend::slurm::Poller::new(slurm.clone()).map_err(|e| e.to_string())?;

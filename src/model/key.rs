@@ -45,6 +45,10 @@ pub enum ObjKey {
     Audit(u64),
     /// A data source, by its name (`slurm`, `prom`).
     Source(Text),
+    /// An alert, by its fingerprint.
+    Alert(Text),
+    /// A silence, by its id.
+    Silence(Text),
 }
 
 impl ObjKey {

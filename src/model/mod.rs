@@ -4,6 +4,7 @@
 
 pub mod acceptance;
 mod action;
+pub mod alert;
 mod cost;
 mod fabric;
 mod gpu;

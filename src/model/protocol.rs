@@ -131,6 +131,8 @@ pub enum Update {
     /// History of what the console shows in its detail pane, from a history source's range
     /// queries (replaces the previous one).
     History(Box<FocusHistory>),
+    /// Every alert and silence an alert manager reports (replaces what it reported before).
+    Alerts(Box<super::alert::AlertSnapshot>),
 }
 
 /// What the detail pane is showing, so a history source can fetch just that.

@@ -2,6 +2,7 @@
 
 use super::ClusterState;
 use super::fleet::Flags;
+use crate::model::alert::Alert;
 use crate::model::{Epoch, JobId, Node, PortState, Text, xid_info};
 use std::collections::BTreeMap;
 
@@ -120,6 +121,73 @@ fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
                 job: None,
             });
         }
+    }
+}
+
+/// An alert's `severity` label as an incident's: `critical`/`crit`/`page`/`error` → CRIT,
+/// `warning`/`warn` → WARN, anything else (`info`, none) → INFO.
+pub fn alert_severity(a: &Alert) -> Severity {
+    match a.severity().as_str() {
+        "critical" | "crit" | "page" | "error" | "fatal" | "emergency" => Severity::Critical,
+        "warning" | "warn" | "major" | "minor" => Severity::Warning,
+        _ => Severity::Info,
+    }
+}
+
+/// The plane an alert is about: a `plane` label when it has one, else its name (InfiniBand,
+/// NVLink, network → network; filesystem, disk, RAID, storage → storage), else compute when
+/// it names a GPU or a host, else control.
+fn alert_plane(a: &Alert) -> Plane {
+    match a.label("plane") {
+        Some("compute") => return Plane::Compute,
+        Some("network") => return Plane::Network,
+        Some("storage") => return Plane::Storage,
+        Some("control") => return Plane::Control,
+        _ => {}
+    }
+    let n = a.name.to_ascii_lowercase();
+    if ["infiniband", "nvlink", "network", "roce", "efa", "link", "port"].iter().any(|w| n.contains(w)) {
+        Plane::Network
+    } else if ["filesystem", "disk", "raid", "storage", "lustre", "gpfs", "nfs"].iter().any(|w| n.contains(w))
+    {
+        Plane::Storage
+    } else if a.gpu().is_some() || a.host().is_some() {
+        Plane::Compute
+    } else {
+        Plane::Control
+    }
+}
+
+/// Firing alerts (not silenced, not inhibited) join the incidents with their own severity,
+/// about the node, GPU or job they name when this cluster has it.
+fn alerts(s: &ClusterState, out: &mut Vec<Incident>) {
+    for a in s.alerts.iter().filter(|a| a.firing()) {
+        let node = s.alert_node(a);
+        let job = a.job().filter(|&j| s.job(j).is_some());
+        let subject = match (node, a.gpu(), job, a.host()) {
+            (Some(n), Some(g), ..) => Text::from(format!("{}/gpu{g}", n.name)),
+            (Some(n), None, ..) => n.name.clone(),
+            (None, _, Some(j), _) => Text::from(format!("job {j}")),
+            (None, _, None, Some(h)) => Text::from(h),
+            (None, _, None, None) => Text::from(format!("alert {}", a.name)),
+        };
+        let action = a
+            .annotations
+            .get("runbook_url")
+            .or_else(|| a.annotations.get("runbook"))
+            .map(|r| format!("runbook: {r}"))
+            .unwrap_or_else(|| "see the alert in the Alerts view; silence it with `gpuplane silence create` while you work on it".into());
+        out.push(Incident {
+            severity: alert_severity(a),
+            plane: alert_plane(a),
+            subject,
+            title: format!("alert {}: {}", a.name, a.summary()),
+            action,
+            since: Some(a.starts_at),
+            cost_per_hour: None,
+            node: node.map(|n| n.name.clone()),
+            job,
+        });
     }
 }
 
@@ -313,6 +381,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             });
         }
     }
+    alerts(s, &mut out);
     for src in &s.sources {
         if let Some(err) = &src.error {
             out.push(Incident {

@@ -15,7 +15,7 @@ pub mod why;
 
 pub use derive::{QueueStats, Totals};
 pub use fleet::port_flagged;
-pub use incidents::{Incident, Plane, Severity};
+pub use incidents::{Incident, Plane, Severity, alert_severity};
 pub use suspects::{Evidence, Suspect, suspects};
 pub use why::{Wait, explain};
 
@@ -83,6 +83,9 @@ pub struct ClusterState {
     pub thresholds: Thresholds,
     /// Acceptance results per node name (may name nodes this cluster does not have).
     pub acceptance: std::collections::BTreeMap<String, crate::model::acceptance::NodeAcceptance>,
+    /// Alerts and silences from the alert manager (Alertmanager), as last reported.
+    pub alerts: Vec<crate::model::alert::Alert>,
+    pub silences: Vec<crate::model::alert::Silence>,
     // derived
     pub totals: Totals,
     pub queue_stats: Vec<QueueStats>,
@@ -142,6 +145,17 @@ impl ClusterState {
     /// The position of the job `k` names, if it is this cluster's.
     pub fn job_at(&self, k: &JobKey) -> Option<usize> {
         (k.cluster == self.cluster).then(|| self.job_index(k.id))?
+    }
+
+    /// The node an alert names (its `node`/`Hostname`/`instance` label), matched by name,
+    /// then by short hostname either way (`gpu-004.dc1` ~ `gpu-004`).
+    pub fn alert_node(&self, a: &crate::model::alert::Alert) -> Option<&Node> {
+        let host = a.host()?;
+        if let Some(n) = self.node(host) {
+            return Some(n);
+        }
+        let short = host.split('.').next().unwrap_or(host);
+        self.node(short).or_else(|| self.nodes.iter().find(|n| n.name.split('.').next() == Some(short)))
     }
 
     pub fn gpu_count(&self) -> usize {
@@ -211,6 +225,17 @@ impl ClusterState {
                 let jobs_changed = inventory.jobs.is_some();
                 self.apply_inventory(*inventory);
                 self.rederive(jobs_changed, 0.0, false);
+                true
+            }
+            Update::Alerts(snap) => {
+                let was_fresh = self.mark_fresh(&snap.source, snap.at);
+                if self.alerts == snap.alerts && self.silences == snap.silences {
+                    return !was_fresh;
+                }
+                let snap = *snap;
+                self.alerts = snap.alerts;
+                self.silences = snap.silences;
+                self.incidents = incidents::detect(self, &self.flag_scan());
                 true
             }
             Update::PodNames(names) => {

@@ -716,6 +716,9 @@ impl App {
     }
 
     fn enter(&mut self) {
+        if self.ui.view.def().enter(self) {
+            return;
+        }
         match self.ui.view {
             views::topology::ID => {
                 self.ui.tree.toggle_selected();

@@ -98,6 +98,7 @@ pub fn gpuplane_cmd(home: &std::path::Path) -> std::process::Command {
         .env_remove("SLURM_USER_NAME")
         .env_remove("SLURM_JWT")
         .env_remove("PROMETHEUS_URL")
+        .env_remove("ALERTMANAGER_URL")
         .env_remove("KUBECONFIG")
         .env_remove("GPUPLANE_UTC")
         .env("TZ", "UTC");
@@ -162,5 +163,45 @@ pub fn acceptance_data() -> std::collections::BTreeMap<String, gpuplane::accepta
 pub fn app_with_acceptance() -> App {
     let mut a = app();
     a.update(Msg::Op(gpuplane::ops::OpEvent::Acceptance(Box::new(acceptance_data()))));
+    a
+}
+
+/// Alerts and silences recorded from the real Alertmanager fed by the test Prometheus
+/// (tests/fixtures/alertmanager/), their times moved so the last thing recorded happened a
+/// minute before `now`.
+pub fn recorded_alerts(now: i64) -> gpuplane::model::alert::AlertSnapshot {
+    use gpuplane::backend::alertmanager::wire;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/alertmanager");
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let mut alerts = wire::alerts(&read("alerts.json")).expect("recorded alerts");
+    let mut silences = wire::silences(&read("silences.json")).expect("recorded silences");
+    let last =
+        alerts.iter().map(|a| a.starts_at).chain(silences.iter().map(|s| s.starts_at)).max().unwrap_or(now);
+    let shift = now - 60 - last;
+    for a in &mut alerts {
+        a.starts_at += shift;
+        a.ends_at = a.ends_at.map(|t| t + shift);
+    }
+    for s in &mut silences {
+        s.starts_at += shift;
+        s.ends_at += shift;
+    }
+    gpuplane::model::alert::AlertSnapshot { source: "am".into(), at: now, alerts, silences }
+}
+
+/// [`app`] with the recorded alerts and silences applied (and Alertmanager as a source).
+pub fn app_with_alerts() -> App {
+    let mut a = app();
+    let now = a.state().now;
+    a.update(Msg::Update(gpuplane::model::protocol::Update::Status(
+        gpuplane::model::protocol::SourceStatus {
+            name: "am".into(),
+            simulated: false,
+            ok_at: Some(now),
+            error: None,
+            detail: Some("0.25.0".into()),
+        },
+    )));
+    a.update(Msg::Update(gpuplane::model::protocol::Update::Alerts(Box::new(recorded_alerts(now)))));
     a
 }

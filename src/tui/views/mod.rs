@@ -3,6 +3,7 @@
 //! keymap's view actions, `gpuplane get` and the filter's key list are all derived from it;
 //! nothing is counted or listed by hand elsewhere.
 
+pub mod alerts;
 pub mod audit;
 pub mod cost;
 pub mod detail;
@@ -36,6 +37,7 @@ pub static VIEWS: &[&dyn View] = &[
     &cost::View,
     &audit::VIEW,
     &sources::VIEW,
+    &alerts::View,
 ];
 
 /// A view, named by its canonical command name (`nodes`).
@@ -58,6 +60,12 @@ pub trait View: Sync {
     fn tables(&self) -> &'static [&'static dyn TableSource];
     /// Draws the view's body.
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App);
+    /// Enter in this view, before the default (open the detail pane): whether it handled it
+    /// (the Alerts view goes, from an alert's detail, to the node, GPU or job it names).
+    fn enter(&self, _app: &mut App) -> bool {
+        false
+    }
+
     /// The keys that mean something only in this view (none for most).
     fn keys(&self) -> &'static [ViewKey] {
         &[]

@@ -127,7 +127,13 @@ impl TableSource for IncidentsTable {
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(&cx.s.incidents[key as usize])
+        let mut v = to_json(&cx.s.incidents[key as usize]);
+        // Every incident listed is open (no acknowledged/mitigated lifecycle yet); a state the
+        // incident carries itself wins.
+        if let Some(o) = v.as_object_mut() {
+            o.entry("state").or_insert_with(|| "open".into());
+        }
+        v
     }
 
     fn columns(&self) -> &'static [Column] {
