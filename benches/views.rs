@@ -83,10 +83,12 @@ fn jobs_filter_change(bencher: Bencher, filter: &str) {
 }
 
 /// Re-sorting 200,000 jobs by another column with a filter in place.
-#[divan::bench(args = [1usize, 8, 10], sample_count = 20, sample_size = 1)]
-fn jobs_resort(bencher: Bencher, col: usize) {
+#[divan::bench(args = ["NAME", "WAIT", "PRIO"], sample_count = 20, sample_size = 1)]
+fn jobs_resort(bencher: Bencher, name: &str) {
+    let cols = views::jobs::TABLE.source().columns();
+    let col = cols.iter().position(|c| c.name == name).expect("a Jobs column");
     bencher.with_inputs(|| app("jobs")).bench_local_values(|mut a| {
-        let ncols = views::jobs::TABLE.source().columns().len();
+        let ncols = cols.len();
         a.ui.tables[views::jobs::TABLE].sort_by(col, ncols);
         a.prepare();
         a
