@@ -1,6 +1,7 @@
 //! Backends own one protocol each and speak to the rest of gpuplane only through [`Update`](crate::model::protocol::Update)s
 //! sent on a channel. No backend knows about widgets.
 
+pub mod bounds;
 pub mod ids;
 pub mod kube;
 pub mod nvml;

@@ -311,6 +311,18 @@ impl Session {
 
 /// A watch error phrased for an operator.
 fn phrase(kind: &str, e: &watcher::Error) -> String {
+    // An answer refused for its size says so (kube-rs wraps it where its own text hides it).
+    let mut src: Option<&dyn std::error::Error> = Some(e);
+    while let Some(x) = src {
+        // By its words: an `io::Error` (the watch's line reader) shows it but hides it from
+        // `source()`.
+        let t = x.to_string();
+        if x.downcast_ref::<super::bounded::TooLarge>().is_some() || t.contains("[kube] max_body)") {
+            let t = t.find("Kubernetes ").map_or(t.as_str(), |i| &t[i..]);
+            return format!("watch {kind}: {t} — retrying with backoff");
+        }
+        src = x.source();
+    }
     let s = e.to_string();
     let hint = if s.contains("401") || s.contains("Unauthorized") {
         " — the credentials were refused: refresh the token in the kubeconfig"
