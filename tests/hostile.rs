@@ -10,12 +10,17 @@ use gpuplane::backend::prom::{PromClient, PromConfig};
 use gpuplane::backend::slurm::{ClientConfig, Poller, SlurmConfig, TokenSource};
 use gpuplane::model::protocol::{SourceStatus, Update};
 use gpuplane::state::ClusterState;
+use gpuplane::tui::app::{App, Msg};
+use gpuplane::tui::keymap::Keymap;
+use gpuplane::tui::theme::Theme;
+use gpuplane::tui::widgets::Glyphs;
 use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
 mod slurm_support;
 
 // ------------------------------------------------------------------ the hostile server
@@ -284,39 +289,51 @@ async fn slurm_backend_shows_the_refusal_as_stale_and_recovers() {
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let cancel = tokio_util::sync::CancellationToken::new();
     let task = tokio::spawn(gpuplane::backend::slurm::run(cfg, tx, Default::default(), cancel.clone()));
-    let mut s = ClusterState::new(Default::default(), Default::default());
+    common::pin_utc();
+    let mut app = App::new(
+        ClusterState::new(Default::default(), Default::default()),
+        Keymap::builtin("default"),
+        Theme::builtin("dark"),
+        Glyphs::UNICODE,
+        "alice".into(),
+    );
     // A first good refresh.
     loop {
         let u = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.unwrap().unwrap();
         let done = matches!(&u, Update::Status(st) if st.error.is_none() && st.ok_at.is_some());
-        s.apply(u);
+        app.update(Msg::Update(u));
         if done {
             break;
         }
     }
-    assert_eq!(s.nodes.len(), 18);
+    assert_eq!(app.state().nodes.len(), 18);
     routes.set(NODES, Reply::Endless(Bytes::from_static(b"[[[[[[[[")));
     let err = loop {
         let (u, st) = next_status(&mut rx).await;
-        s.apply(u);
+        app.update(Msg::Update(u));
         if let Some(e) = st.error {
             break e;
         }
     };
     assert!(err.contains("slurmrestd: /slurm/v0.0.42/nodes/: answer refused after 1 MiB"), "{err}");
     assert!(err.contains("[slurm] max_body"), "{err}");
-    let src = s.sources.iter().find(|x| x.name == "slurm").unwrap();
+    let src = app.state().sources.iter().find(|x| x.name == "slurm").unwrap();
     assert!(src.ok_at.is_some() && src.error.as_deref() == Some(err.as_str()), "stale: {src:?}");
-    assert_eq!(s.nodes.len(), 18, "the last good nodes stay on screen");
+    assert_eq!(app.state().nodes.len(), 18, "the last good nodes stay on screen");
+    // The console shows it: the header marks the source stale, the Sources view says why.
+    common::typed(&mut app, ":sources\r");
+    let screen = common::render(&mut app, 200, 40);
+    assert!(screen.contains("slurm stale"), "{screen}");
+    assert!(screen.contains("answer refused after 1 MiB"), "{screen}");
     routes.set(NODES, Reply::Ok(fixture("slurm/v0.0.42/35_nodes_busy.json")));
     loop {
         let (u, st) = next_status(&mut rx).await;
-        s.apply(u);
+        app.update(Msg::Update(u));
         if st.error.is_none() {
             break;
         }
     }
-    assert!(s.sources.iter().find(|x| x.name == "slurm").unwrap().error.is_none(), "recovered");
+    assert!(app.state().sources.iter().find(|x| x.name == "slurm").unwrap().error.is_none(), "recovered");
     assert!(!task.is_finished());
     cancel.cancel();
     task.await.unwrap();
