@@ -677,3 +677,28 @@ fn inventory(
         storage: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::kube::bounded::TooLarge;
+
+    /// A refused answer reads as what it is, wherever kube-rs wraps it: a list's body error
+    /// (`Service`), a watch line's (`ReadEvents`, an `io::Error` that hides its source).
+    #[test]
+    fn a_refused_answer_is_phrased_with_its_limit() {
+        let list = watcher::Error::InitialListFailed(kube::Error::Service(Box::new(TooLarge::Body {
+            limit: 1 << 20,
+        })));
+        assert_eq!(
+            phrase("pods", &list),
+            "watch pods: Kubernetes API answer refused after 1 MiB (the limit, [kube] max_body): larger, or endless — retrying with backoff"
+        );
+        let io = std::io::Error::other(TooLarge::Event { limit: 256 << 20 });
+        let watch = watcher::Error::WatchFailed(kube::Error::ReadEvents(io));
+        assert_eq!(
+            phrase("nodes", &watch),
+            "watch nodes: Kubernetes watch event refused: longer than 256 MiB (the limit, [kube] max_body) — retrying with backoff"
+        );
+    }
+}
