@@ -46,6 +46,9 @@ struct SlurmSection {
     break_glass_user: Option<String>,
     /// The cluster's `SlurmUser` (privileged like root in the permission preflight).
     slurm_user: Option<String>,
+    /// The largest answer read whole (`"256MiB"`), and the largest job list (streamed).
+    max_body: Option<String>,
+    max_job_list: Option<String>,
 }
 
 /// `[kube]`: a Kubernetes cluster through a kubeconfig context.
@@ -66,6 +69,8 @@ struct KubeSection {
     acceptance_namespace: Option<String>,
     break_glass_user: Option<String>,
     break_glass_groups: Vec<String>,
+    /// The largest answer and the longest watch event (`"256MiB"`).
+    max_body: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -355,6 +360,8 @@ fn kube_config(
         break_glass_groups: f.break_glass_groups,
         ..Default::default()
     };
+    k.max_body =
+        crate::backend::bounds::setting("kube.max_body", f.max_body.as_deref(), k.max_body, warnings);
     if let Some(t) = f.team_label {
         k.mapping.team_label = t;
     }
@@ -420,6 +427,14 @@ fn slurm_config(
     if let Some(u) = file.slurm_user.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
         cfg.slurm_user = u.to_string();
     }
+    cfg.max_body =
+        crate::backend::bounds::setting("slurm.max_body", file.max_body.as_deref(), cfg.max_body, warnings);
+    cfg.max_job_list = crate::backend::bounds::setting(
+        "slurm.max_job_list",
+        file.max_job_list.as_deref(),
+        cfg.max_job_list,
+        warnings,
+    );
     if let Some(r) = refresh {
         cfg.refresh = r.max(Duration::from_secs(1));
         // Keep the full job list at one per 5 minutes whatever the refresh.
@@ -486,6 +501,18 @@ mod tests {
         let (c, w) = with_file("refresh = \"soon\"\n");
         assert_eq!(c.refresh, Duration::from_secs(2));
         assert!(w[0].contains("refresh"), "{w:?}");
+    }
+
+    #[test]
+    fn size_limits_are_read_with_units_and_a_bad_one_is_named() {
+        let text = "[slurm]\nurl = \"http://h:1\"\nmax_body = \"1 MiB\"\nmax_job_list = \"lots\"\n";
+        let file: FileConfig = toml::from_str(text).unwrap();
+        let mut w = Vec::new();
+        let s = slurm_config(&Cli::default(), &file.slurm, None, &mut w).unwrap();
+        assert_eq!((s.max_body, s.max_job_list), (1 << 20, 2 << 30));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("config: slurm.max_job_list = \"lots\" is not a size"), "{w:?}");
+        assert!(w[0].ends_with("using 2 GiB"), "{w:?}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! sent on a channel. No backend knows about widgets.
 
 pub mod alertmanager;
+pub mod bounds;
 pub mod ids;
 pub mod kube;
 pub mod nvml;

@@ -7,6 +7,9 @@ use crate::model::alert::{Alert, Matcher, Silence};
 use crate::sanitize::sanitize;
 use std::time::Duration;
 
+/// The most one Alertmanager answer may hold.
+const MAX_BODY: u64 = 64 << 20;
+
 /// What can go wrong talking to Alertmanager.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AmError {
@@ -142,9 +145,21 @@ impl AmClient {
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        let resp = req.send().await.map_err(|e| self.transport(e))?;
+        let mut resp = req.send().await.map_err(|e| self.transport(e))?;
         let status = resp.status().as_u16();
-        let body = Vec::from(resp.bytes().await.map_err(|e| self.transport(e))?);
+        // Bounded like every other source's answers (backend::bounds).
+        let body =
+            match crate::backend::bounds::read(&mut resp, &[], MAX_BODY, &mut crate::backend::bounds::Any)
+                .await
+            {
+                Ok(b) => Vec::from(b),
+                Err(crate::backend::bounds::ReadError::Transport(e)) => return Err(self.transport(e)),
+                Err(e) => {
+                    let why =
+                        e.describe("built in for Alertmanager").unwrap_or_else(|| "answer refused".into());
+                    return Err(self.decode(why));
+                }
+            };
         match status {
             200..=299 => Ok(body),
             401 | 403 => Err(AmError::Auth { url: self.base.clone(), status }),

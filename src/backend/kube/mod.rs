@@ -7,6 +7,7 @@
 //! Queue positions come from the Kueue visibility API (`pendingworkloads`); when it is not
 //! served the console derives them from the workloads' priority and age.
 
+pub mod bounded;
 mod error;
 pub mod kueue;
 pub mod map;
@@ -57,6 +58,8 @@ pub struct KubeConfig {
     /// Break-glass: the identity writes impersonate while a session lasts.
     pub break_glass_user: Option<String>,
     pub break_glass_groups: Vec<String>,
+    /// The largest answer, and the longest watch event: `[kube] max_body` (default 256 MiB).
+    pub max_body: u64,
 }
 
 impl Default for KubeConfig {
@@ -76,6 +79,7 @@ impl Default for KubeConfig {
             acceptance_namespace: "default".into(),
             break_glass_user: None,
             break_glass_groups: Vec::new(),
+            max_body: bounded::DEFAULT_MAX_BODY,
         }
     }
 }
@@ -186,14 +190,15 @@ pub async fn connect(cfg: &KubeConfig, context: Option<&str>) -> Result<Connecti
     let mut config = config;
     config.default_retry = false;
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config.clone()).map_err(|e| format!("Kubernetes client: {e}"))?;
+    let client =
+        bounded::client(config.clone(), cfg.max_body).map_err(|e| format!("Kubernetes client: {e}"))?;
     let elevated = match &cfg.break_glass_user {
         Some(u) => {
             let mut c = config;
             c.auth_info.impersonate = Some(u.clone());
             c.auth_info.impersonate_groups =
                 (!cfg.break_glass_groups.is_empty()).then(|| cfg.break_glass_groups.clone());
-            Some(kube::Client::try_from(c).map_err(|e| format!("break-glass client: {e}"))?)
+            Some(bounded::client(c, cfg.max_body).map_err(|e| format!("break-glass client: {e}"))?)
         }
         None => None,
     };

@@ -311,6 +311,18 @@ impl Session {
 
 /// A watch error phrased for an operator.
 fn phrase(kind: &str, e: &watcher::Error) -> String {
+    // An answer refused for its size says so (kube-rs wraps it where its own text hides it).
+    let mut src: Option<&dyn std::error::Error> = Some(e);
+    while let Some(x) = src {
+        // By its words: an `io::Error` (the watch's line reader) shows it but hides it from
+        // `source()`.
+        let t = x.to_string();
+        if x.downcast_ref::<super::bounded::TooLarge>().is_some() || t.contains("[kube] max_body)") {
+            let t = t.find("Kubernetes ").map_or(t.as_str(), |i| &t[i..]);
+            return format!("watch {kind}: {t} — retrying with backoff");
+        }
+        src = x.source();
+    }
     let s = e.to_string();
     let hint = if s.contains("401") || s.contains("Unauthorized") {
         " — the credentials were refused: refresh the token in the kubeconfig"
@@ -663,5 +675,30 @@ fn inventory(
         queues: (!kueue || s.synced.contains("clusterqueues")).then_some(b.queues),
         quotas: s.synced.contains("resourcequotas").then_some(b.quotas),
         storage: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::kube::bounded::TooLarge;
+
+    /// A refused answer reads as what it is, wherever kube-rs wraps it: a list's body error
+    /// (`Service`), a watch line's (`ReadEvents`, an `io::Error` that hides its source).
+    #[test]
+    fn a_refused_answer_is_phrased_with_its_limit() {
+        let list = watcher::Error::InitialListFailed(kube::Error::Service(Box::new(TooLarge::Body {
+            limit: 1 << 20,
+        })));
+        assert_eq!(
+            phrase("pods", &list),
+            "watch pods: Kubernetes API answer refused after 1 MiB (the limit, [kube] max_body): larger, or endless — retrying with backoff"
+        );
+        let io = std::io::Error::other(TooLarge::Event { limit: 256 << 20 });
+        let watch = watcher::Error::WatchFailed(kube::Error::ReadEvents(io));
+        assert_eq!(
+            phrase("nodes", &watch),
+            "watch nodes: Kubernetes watch event refused: longer than 256 MiB (the limit, [kube] max_body) — retrying with backoff"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use super::api::{self, BodyError};
 use super::config::{Auth, PromConfig};
+use crate::backend::bounds;
 use crate::sanitize::sanitize;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
@@ -25,17 +26,27 @@ pub enum PromError {
     /// The API's `errorType` and `error`, verbatim (e.g. `bad_data: 1:18: parse error: …`).
     #[error("{error_type}: {error}")]
     Api { error_type: String, error: String },
-    #[error("unreadable answer from {url}: {detail}")]
+    /// An answer over a configured limit (`[prometheus] max_body`, `max_series`, `max_label`).
+    #[error("{url}: {detail}")]
+    TooLarge { url: String, detail: String },
+    #[error("unreadable answer{}: {detail}", if url.is_empty() { String::new() } else { format!(" from {url}") })]
     Decode { url: String, detail: String },
     #[error("configuration: {0}")]
     Config(String),
 }
 
 impl PromError {
-    /// The server could not be reached at all (as opposed to a bad query).
+    /// The server could not be reached at all, or sent what cannot be read safely (as opposed
+    /// to a bad query).
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, Self::Refused { .. } | Self::Connect { .. } | Self::Timeout { .. } | Self::Auth { .. })
-            || matches!(self, Self::Http { status, .. } if *status >= 500)
+        matches!(
+            self,
+            Self::Refused { .. }
+                | Self::Connect { .. }
+                | Self::Timeout { .. }
+                | Self::Auth { .. }
+                | Self::TooLarge { .. }
+        ) || matches!(self, Self::Http { status, .. } if *status >= 500)
     }
 }
 
@@ -58,6 +69,9 @@ pub struct PromClient {
     base: String,
     auth: Auth,
     timeout: Duration,
+    max_body: u64,
+    max_series: usize,
+    max_label: usize,
 }
 
 /// A short, printable excerpt of an untrusted body.
@@ -96,7 +110,15 @@ impl PromClient {
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(PromError::Config(format!("url {base:?} must start with http:// or https://")));
         }
-        Ok(Self { http, base, auth: cfg.auth.clone(), timeout: cfg.timeout })
+        Ok(Self {
+            http,
+            base,
+            auth: cfg.auth.clone(),
+            timeout: cfg.timeout,
+            max_body: cfg.max_body,
+            max_series: cfg.max_series,
+            max_label: cfg.max_label,
+        })
     }
 
     pub fn url(&self) -> &str {
@@ -145,10 +167,21 @@ impl PromClient {
             Auth::Bearer(t) => req.bearer_auth(t),
             Auth::Basic { username, password } => req.basic_auth(username, password.as_ref()),
         };
-        let resp = req.send().await.map_err(|e| self.transport(e))?;
+        let mut resp = req.send().await.map_err(|e| self.transport(e))?;
         let status = resp.status().as_u16();
-        let body = resp.bytes().await.map_err(|e| self.transport(e))?;
-        let body = Vec::from(body);
+        let read = if status == 200 {
+            let mut guard = bounds::SeriesGuard::new(self.max_series, self.max_label);
+            bounds::read(&mut resp, &[], self.max_body, &mut guard).await
+        } else {
+            bounds::read(&mut resp, &[], self.max_body, &mut bounds::Any).await
+        };
+        let body = Vec::from(read.map_err(|e| match e {
+            bounds::ReadError::Transport(e) => self.transport(e),
+            e => PromError::TooLarge {
+                url: url.clone(),
+                detail: e.describe("[prometheus] max_body").unwrap_or_default(),
+            },
+        })?);
         if status == 200 {
             return Ok(Body(body));
         }

@@ -12,6 +12,9 @@
 //! window = "1h"                                 # XID count and IB link-down (flap) window
 //! selector = 'cluster="a"'                      # added to every series selector
 //! disk_devices = 'nvme[0-9]+n[0-9]+|sd[a-z]+'   # physical disks: a node's local disk throughput
+//! max_body = "256MiB"                           # an answer larger than this is refused
+//! max_series = 500000                           # an answer with more series is refused
+//! max_label = "64KiB"                           # an answer with a longer string is refused
 //! [prometheus.headers]
 //! X-Scope-OrgID = "team-a"                      # Mimir/Cortex/Thanos tenant
 //! [prometheus.metrics]                          # override any metric name (keys: see MetricNames)
@@ -179,6 +182,10 @@ pub struct PromSection {
     /// Block devices whose throughput is a node's local disk throughput, a regex (physical
     /// disks; md/dm devices on top of them would count the same bytes twice).
     pub disk_devices: Option<String>,
+    /// Limits on one answer: its size (`"256MiB"`), its series, its longest string.
+    pub max_body: Option<String>,
+    pub max_series: Option<usize>,
+    pub max_label: Option<String>,
     pub metrics: MetricNames,
     pub labels: LabelNames,
     pub host_map: HostMapSection,
@@ -280,7 +287,20 @@ pub struct PromConfig {
     pub host_map: HostMap,
     /// No scheduler: nodes and GPUs come from the series (an Inventory before the deltas).
     pub discover_nodes: bool,
+    /// One answer is refused past this many bytes (default 256 MiB; a refresh at 10,000 nodes
+    /// × 8 GPUs answers 16 MB in all)…
+    pub max_body: u64,
+    /// …or with more series than this (default 500,000: 80,000 per GPU query at that size)…
+    pub max_series: usize,
+    /// …or with a string (a label value) longer than this (default 64 KiB).
+    pub max_label: usize,
 }
+
+/// The defaults of [`PromConfig::max_body`], [`max_series`](PromConfig::max_series) and
+/// [`max_label`](PromConfig::max_label).
+pub const DEFAULT_MAX_BODY: u64 = 256 * crate::backend::bounds::MIB;
+pub const DEFAULT_MAX_SERIES: usize = 500_000;
+pub const DEFAULT_MAX_LABEL: usize = 64 << 10;
 
 impl PromConfig {
     /// Defaults for `url` (tests and benches start here).
@@ -304,6 +324,9 @@ impl PromConfig {
             labels: LabelNames::default(),
             host_map: HostMap::default(),
             discover_nodes: true,
+            max_body: DEFAULT_MAX_BODY,
+            max_series: DEFAULT_MAX_SERIES,
+            max_label: DEFAULT_MAX_LABEL,
         }
     }
 
@@ -330,6 +353,19 @@ impl PromConfig {
         c.backfill = dur("backfill", &sec.backfill, c.backfill);
         c.window = dur("window", &sec.window, c.window).max(Duration::from_secs(60));
         c.rate_window = dur("rate_window", &sec.rate_window, c.rate_window).max(Duration::from_secs(10));
+        c.max_body = crate::backend::bounds::setting(
+            "prometheus.max_body",
+            sec.max_body.as_deref(),
+            c.max_body,
+            warnings,
+        );
+        c.max_label = crate::backend::bounds::setting(
+            "prometheus.max_label",
+            sec.max_label.as_deref(),
+            c.max_label as u64,
+            warnings,
+        ) as usize;
+        c.max_series = sec.max_series.filter(|n| *n > 0).unwrap_or(c.max_series);
         let read_secret =
             |what: &str, p: &PathBuf, warnings: &mut Vec<String>| match std::fs::read_to_string(p) {
                 Ok(s) => Some(s.trim().to_string()),

@@ -180,10 +180,13 @@ fn map_parsed(
 }
 
 impl Outcome {
-    /// Everything went wrong in the same way a server that is down does.
+    /// Everything went wrong in the same way a server that is down does, or every answer was
+    /// refused or unreadable (a hostile or broken server): nothing new to show.
     pub fn unreachable(&self) -> Option<&PromError> {
         let first = &self.failed.first()?.1;
-        (self.failed.len() == self.asked && first.is_unreachable()).then_some(first)
+        let refused = |e: &PromError| matches!(e, PromError::TooLarge { .. } | PromError::Decode { .. });
+        let all = self.failed.len() == self.asked;
+        (all && (first.is_unreachable() || self.failed.iter().all(|(_, e)| refused(e)))).then_some(first)
     }
 
     /// The status text for partial data and warnings (`None` when all is well).

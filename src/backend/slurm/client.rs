@@ -89,6 +89,12 @@ pub struct Answer {
 /// 64 KiB or more, taken as data rather than checked for `errors[]`).
 pub const STREAM_AFTER: usize = 64 * 1024;
 
+/// The largest body read whole (everything but the job list), by default: `[slurm] max_body`.
+pub const DEFAULT_MAX_BODY: u64 = 256 * crate::backend::bounds::MIB;
+/// The largest job list, streamed and never held whole, by default: `[slurm] max_job_list`
+/// (100,000 jobs are ~490 MB as slurmrestd writes them compactly, ~890 MB indented).
+pub const DEFAULT_MAX_JOB_LIST: u64 = 2 << 30;
+
 /// What [`Client::get_streamed`] got.
 #[derive(Debug)]
 pub enum Fetched {
@@ -111,6 +117,8 @@ pub struct Client {
     pub cluster: Option<String>,
     /// Requests sent so far (for tests and the load figures).
     pub requests: u64,
+    /// The largest body read whole ([`DEFAULT_MAX_BODY`] unless configured).
+    pub max_body: u64,
 }
 
 fn now() -> i64 {
@@ -160,6 +168,7 @@ impl Client {
             release: None,
             cluster: None,
             requests: 0,
+            max_body: DEFAULT_MAX_BODY,
         })
     }
 
@@ -176,10 +185,29 @@ impl Client {
         query: &[(&str, String)],
         body: Option<&serde_json::Value>,
     ) -> Result<Answer, SlurmError> {
-        let resp = self.start(method, path, query, body).await?;
+        let mut resp = self.start(method, path, query, body).await?;
         let status = resp.status().as_u16();
-        let body = resp.bytes().await.map_err(|e| self.transport(e))?;
+        let body = self.read_rest(path, &mut resp, &[], self.max_body, "[slurm] max_body").await?;
         Ok(Answer { status, body })
+    }
+
+    /// The rest of a body after `head`, refused past `limit` bytes (`key` names the setting).
+    pub async fn read_rest(
+        &self,
+        endpoint: &str,
+        resp: &mut reqwest::Response,
+        head: &[u8],
+        limit: u64,
+        key: &str,
+    ) -> Result<Bytes, SlurmError> {
+        use crate::backend::bounds;
+        bounds::read(resp, head, limit, &mut bounds::Any).await.map_err(|e| match e {
+            bounds::ReadError::Transport(e) => self.transport(e),
+            e => SlurmError::TooLarge {
+                endpoint: endpoint.to_string(),
+                detail: e.describe(key).unwrap_or_default(),
+            },
+        })
     }
 
     /// [`send`](Self::send) up to the status line: the body is left to read.
@@ -298,9 +326,15 @@ impl Client {
     ) -> Result<Option<Fetched>, SlurmError> {
         let mut resp = self.start(reqwest::Method::GET, path, query, None).await?;
         let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let body = self.read_rest(path, &mut resp, &[], self.max_body, "[slurm] max_body").await?;
+            let a = Answer { status, body };
+            return Ok(self.settle(path, query, a).await?.map(Fetched::Whole));
+        }
+        // A success: its first STREAM_AFTER bytes (and at most one chunk more).
         let mut head = bytes::BytesMut::new();
         let whole = loop {
-            if (200..300).contains(&status) && head.len() >= STREAM_AFTER {
+            if head.len() >= STREAM_AFTER {
                 break false;
             }
             match self.chunk(&mut resp).await? {

@@ -26,6 +26,9 @@ pub enum SlurmError {
     /// The body was not the JSON this version promises.
     #[error("slurmrestd: {endpoint}: malformed response: {detail}")]
     Malformed { endpoint: String, detail: String },
+    /// An answer over a configured limit (`[slurm] max_body`, `max_job_list`): refused unread.
+    #[error("slurmrestd: {endpoint}: {detail}")]
+    TooLarge { endpoint: String, detail: String },
     /// 200 with `errors[]`.
     #[error("slurmrestd: {endpoint}: {detail}")]
     Api { endpoint: String, detail: String },
@@ -55,6 +58,7 @@ impl SlurmError {
                 | SlurmError::Timeout { .. }
                 | SlurmError::Http { .. }
                 | SlurmError::Malformed { .. }
+                | SlurmError::TooLarge { .. }
                 | SlurmError::Api { .. }
         )
     }
@@ -113,6 +117,7 @@ impl From<SlurmError> for crate::model::ActionError {
             SlurmError::NoToken(_)
             | SlurmError::TokenCommand { .. }
             | SlurmError::Malformed { .. }
+            | SlurmError::TooLarge { .. }
             | SlurmError::NoVersion { .. }
             | SlurmError::Config(_) => ActionError::Other(text),
         }

@@ -64,6 +64,10 @@ pub struct SlurmConfig {
     /// The cluster's `SlurmUser` (`slurm.conf`), privileged like root: the permission
     /// preflight does not ask slurmdbd about it. Debian's default: `slurm`.
     pub slurm_user: String,
+    /// The largest body read whole (nodes, partitions, accounting, errors): `[slurm] max_body`.
+    pub max_body: u64,
+    /// The largest job list (streamed, never held whole; its jobs are): `[slurm] max_job_list`.
+    pub max_job_list: u64,
 }
 
 impl SlurmConfig {
@@ -75,6 +79,8 @@ impl SlurmConfig {
             accounting_every: Duration::from_secs(60),
             history: Duration::from_secs(7 * 86_400),
             slurm_user: "slurm".into(),
+            max_body: client::DEFAULT_MAX_BODY,
+            max_job_list: client::DEFAULT_MAX_JOB_LIST,
         }
     }
 }

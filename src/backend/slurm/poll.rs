@@ -66,8 +66,10 @@ pub struct Poller {
 
 impl Poller {
     pub fn new(cfg: SlurmConfig) -> Result<Poller, SlurmError> {
+        let mut client = Client::new(&cfg.client)?;
+        client.max_body = cfg.max_body;
         Ok(Poller {
-            client: Client::new(&cfg.client)?,
+            client,
             cfg,
             nodes: Vec::new(),
             queues: Vec::new(),
@@ -227,6 +229,19 @@ impl Poller {
             None => return Ok(false),
             Some(Fetched::Whole(body)) => blocking(move || parse::jobs(v, &body)).await?,
             Some(Fetched::Streaming { head, mut rest }) => {
+                // The list is never held whole, but its jobs are: refused past the limit.
+                let limit = self.cfg.max_job_list;
+                let endpoint = v.ctld("jobs");
+                let too_large = |declared: Option<u64>| SlurmError::TooLarge {
+                    endpoint: endpoint.clone(),
+                    detail: crate::backend::bounds::ReadError::TooLarge { limit, declared }
+                        .describe("[slurm] max_job_list")
+                        .unwrap_or_default(),
+                };
+                if let Some(n) = rest.content_length().filter(|n| *n > limit) {
+                    return Err(too_large(Some(n)));
+                }
+                let mut seen = head.len() as u64;
                 let (tx, mut rx) = mpsc::channel::<Bytes>(CHUNKS_IN_FLIGHT);
                 let parser = tokio::task::spawn_blocking(move || {
                     let more = std::iter::from_fn(move || rx.blocking_recv());
@@ -236,6 +251,11 @@ impl Poller {
                 loop {
                     match self.client.chunk(&mut rest).await {
                         Ok(Some(c)) => {
+                            seen += c.len() as u64;
+                            if seen > limit {
+                                read = Err(too_large(None));
+                                break;
+                            }
                             // A closed channel: the parser stopped, and its result says why.
                             if tx.send(c).await.is_err() {
                                 break;
