@@ -179,6 +179,13 @@ pub enum Command {
         /// The console's filter: text, key=value (labels too), key==exact, !negate.
         #[arg(long, default_value = "")]
         filter: String,
+        /// cost, cost-teams: the window (1h, 24h, 1d, 7d, 30d or any duration; default 24h),
+        /// read from the usage ledger.
+        #[arg(long, value_name = "DURATION")]
+        window: Option<String>,
+        /// cost, cost-teams: only this team (Slurm account, Kubernetes namespace).
+        #[arg(long, value_name = "TEAM")]
+        team: Option<String>,
     },
     /// Check the whole configuration before an incident, one line per check (OK, WARN or FAIL
     /// with the fix). Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL.

@@ -40,7 +40,13 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter } => get::run(resource, *output, filter, config),
+        Command::Get { resource, output, filter, window, team } => get::run(
+            resource,
+            *output,
+            filter,
+            &get::CostArgs { window: window.clone(), team: team.clone() },
+            config,
+        ),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());

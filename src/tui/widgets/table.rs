@@ -49,11 +49,17 @@ pub struct Column {
     pub key: &'static str,
     /// `key=value` on it means equal, not contains (state codes: `st=R` is not `PR`).
     pub exact: bool,
+    /// Its value as a plain number, for machine output (`get -o csv`): no `$`, `%` or
+    /// thousands separators; `None` in a row is an empty field.
+    pub num: Option<NumFn>,
 }
+
+/// A column's value as a plain number.
+pub type NumFn = fn(&Cx<'_>, RowKey) -> Option<f64>;
 
 /// A column named `name`, `width` cells wide, sorted by `sort`, drawn by `cell`.
 pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> Column {
-    Column { name, width, max: width, right: false, drop: 0, sort, cell, key: "", exact: false }
+    Column { name, width, max: width, right: false, drop: 0, sort, cell, key: "", exact: false, num: None }
 }
 
 impl Column {
@@ -76,6 +82,12 @@ impl Column {
     /// `key=value` on this column must equal the displayed value (codes like `PD`, `CRIT`).
     pub const fn exact(mut self) -> Self {
         self.exact = true;
+        self
+    }
+
+    /// Machine output writes this number instead of the displayed text.
+    pub const fn num(mut self, f: NumFn) -> Self {
+        self.num = Some(f);
         self
     }
 
