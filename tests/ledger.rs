@@ -311,8 +311,41 @@ fn the_cost_view_says_why_when_the_ledger_is_damaged() {
     assert_eq!(a.ui.view, views::cost::ID);
     let screen = common::render(&mut a, 200, 30);
     assert!(screen.contains("damaged or not a database"), "{screen}");
-    assert!(screen.contains("ledger unavailable"), "{screen}");
+    assert!(screen.contains("ledger failed"), "{screen}");
     // The tables still show what the console holds.
     assert!(!a.cost.jobs.is_empty());
     assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Unavailable { .. }));
+}
+
+/// The console fed by the simulator for a few minutes: the Cost view reads its window from
+/// the ledger, says since when it has data, and prices the GPUs no job held by cause.
+#[test]
+fn the_cost_view_reads_the_ledger_the_console_writes() {
+    let (mut a, mut sim) = common::app_with_sim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w = Writer::spawn(dir.path().to_path_buf(), 0, move |a| {
+        let _ = tx.send(a);
+    })
+    .expect("writer");
+    a.ledger = Some(LedgerLink::new(w));
+    for _ in 0..300 {
+        a.update(Msg::Update(sim.tick()));
+        a.ledger_tick();
+    }
+    common::typed(&mut a, ":cost\r");
+    a.ledger_tick();
+    let answer = rx.recv_timeout(Duration::from_secs(20)).expect("an answer");
+    assert!(matches!(answer, Answer::Window { .. }), "{answer:?}");
+    a.update(Msg::Ledger(answer));
+    let screen = common::render(&mut a, 160, 48);
+    assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Ledger { .. }), "{:?}", a.cost.basis);
+    assert!(screen.contains("data since"), "the ledger is 10 minutes old:\n{screen}");
+    assert!(a.cost.unused.drained.cost > 0.0, "the simulator has drained nodes: {:?}", a.cost.unused);
+    assert!(a.cost.unused.unallocated.gpu_hours > 0.0 || a.cost.now_gpus[1] == 0);
+    assert!(screen.contains("drained $"), "{screen}");
+    let parts = a.cost.allocated + a.cost.unused.total().cost;
+    assert!((a.cost.total - parts).abs() < 1e-6);
+    // The jobs table holds the ledger's jobs joined with the live ones.
+    assert!(a.cost.jobs.iter().any(|j| j.live));
 }

@@ -429,63 +429,94 @@ pub fn team_detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::te
     ]
 }
 
-/// The three lines above the tables: the window's total and its parts, GPUs no job held by
-/// cause (and what they cost per hour now), and the rate card with where the figures come from.
-pub fn summary<'a>(c: &CostReport, t: &Theme, wname: &str, keys: &str, now: Epoch) -> Vec<Line<'a>> {
+/// The three lines above the tables: the window's total and its parts; GPUs no job held, by
+/// cause (and what the free ones cost per hour now); the rate card — or, when the ledger
+/// failed, what is wrong with it and what to do. Shorter words below 120 columns.
+pub fn summary<'a>(
+    c: &CostReport,
+    t: &Theme,
+    wname: &str,
+    keys: &str,
+    now: Epoch,
+    width: u16,
+) -> Vec<Line<'a>> {
+    use crate::cost::Basis;
+    let wide = width >= 120;
     let cur = &c.currency;
+    let m = |v: f64| money(v, cur);
     let mut first = vec![
-        Span::styled(format!(" {wname}: "), t.title),
-        Span::styled(money(c.total, cur), t.accent),
-        Span::styled(" = jobs ", t.dim),
-        Span::styled(money(c.allocated, cur), t.text),
-        Span::styled(" (idle on them ", t.dim),
-        Span::styled(money(c.idle_total, cur), t.warn),
-        Span::styled(") + no job ", t.dim),
-        Span::styled(money(c.unused.total().cost, cur), t.warn),
+        Span::styled(format!(" {wname} "), t.title),
+        Span::styled(m(c.total), t.accent),
+        Span::styled(if wide { " total = jobs " } else { " = jobs " }, t.dim),
+        Span::styled(m(c.allocated), t.text),
+        Span::styled(if wide { " (idle on them " } else { " (idle " }, t.dim),
+        Span::styled(m(c.idle_total), t.warn),
+        Span::styled(if wide { ") + GPUs no job held " } else { ") + no job " }, t.dim),
     ];
     match &c.basis {
-        crate::cost::Basis::Ledger { .. } => match c.data_since {
-            Some(since) => first.push(Span::styled(
-                format!(
-                    " · data since {} ({})",
-                    crate::clock::clock(now, since),
-                    crate::clock::dur(now - since)
-                ),
-                t.warn,
-            )),
-            None => first.push(Span::styled(" · ledger covers the window", t.dim)),
-        },
-        crate::cost::Basis::Console => {
-            first.push(Span::styled(" · no ledger: jobs this console holds", t.dim))
-        }
-        crate::cost::Basis::Unavailable { .. } => {
-            first.push(Span::styled(" · ledger unavailable (below)", t.crit))
-        }
+        Basis::Ledger { .. } => first.push(Span::styled(m(c.unused.total().cost), t.warn)),
+        _ => first.push(Span::styled("?", t.dim)),
     }
-    first.push(Span::styled(keys.to_string(), t.dim));
-    let mut second = vec![Span::styled(" no job:", t.dim)];
-    for (name, p) in c.unused.parts() {
-        second.push(Span::styled(format!(" {name} "), t.dim));
-        second.push(Span::styled(money(p.cost, cur), if p.cost > 0.0 { t.warn } else { t.dim }));
-        second.push(Span::styled(format!(" {:.0}h", p.gpu_hours), t.dim));
+    match (&c.basis, c.data_since) {
+        (Basis::Ledger { .. }, Some(since)) => {
+            let when = crate::clock::clock(now, since);
+            let text = if wide {
+                format!(" · data since {when} ({} of the window)", crate::clock::dur(now - since))
+            } else {
+                format!(" · since {when}")
+            };
+            first.push(Span::styled(text, t.warn));
+        }
+        (Basis::Ledger { .. }, None) if wide => {
+            first.push(Span::styled(" · ledger covers the window", t.dim))
+        }
+        (Basis::Console, _) => first.push(Span::styled(
+            if wide { " · no ledger: only the jobs this console holds" } else { " · no ledger" },
+            t.dim,
+        )),
+        (Basis::Unavailable { .. }, _) => first.push(Span::styled(" · ledger failed", t.crit)),
+        _ => {}
+    }
+    if wide {
+        first.push(Span::styled(keys.to_string(), t.dim));
     }
     let [_, un, dr, dn, mt] = c.now_gpus;
-    second.push(Span::styled(
-        format!(
-            " · now {un} free, {dr} drained, {dn} down, {mt} maint: {}/h",
-            money(c.now_unused_per_hour, cur)
-        ),
-        t.dim,
-    ));
+    let now_text = if wide {
+        format!(" · now {un} free, {dr} drained, {dn} down, {mt} maint = {}/h", m(c.now_unused_per_hour))
+    } else {
+        format!(" · now {}/h", m(c.now_unused_per_hour))
+    };
+    let mut second = vec![Span::styled(if wide { " GPUs no job held:" } else { " no job:" }, t.dim)];
+    match &c.basis {
+        Basis::Ledger { .. } => {
+            for (i, (name, p)) in c.unused.parts().into_iter().enumerate() {
+                let name = if wide { name } else { ["free", "drained", "down", "maint"][i] };
+                second.push(Span::styled(format!("{} {name} ", if i == 0 { "" } else { " ·" }), t.dim));
+                second.push(Span::styled(m(p.cost), if p.cost > 0.0 { t.warn } else { t.dim }));
+                if wide {
+                    second.push(Span::styled(format!(" ({:.0} GPU-h)", p.gpu_hours), t.dim));
+                }
+            }
+        }
+        _ => second.push(Span::styled(" not known without the ledger", t.dim)),
+    }
+    second.push(Span::styled(now_text, t.dim));
     let third = match &c.basis {
-        crate::cost::Basis::Unavailable { why } => vec![Span::styled(format!(" {why}"), t.crit)],
+        Basis::Unavailable { why } => {
+            return vec![Line::from(first), Line::styled(format!(" {why}"), t.crit)];
+        }
         _ => {
             let rates: Vec<String> = c.rates.iter().map(|(m, r)| format!("{m} {r:.2}")).collect();
-            vec![
-                Span::styled(format!(" rates {cur}/GPU-h: "), t.dim),
-                Span::styled(rates.join(" · "), t.text),
-                Span::styled(" ([prices] in the config; USEFUL = mean GPU util over GPU-hours)", t.dim),
-            ]
+            let unit = if cur == "USD" { "$".to_string() } else { format!("{cur} ") };
+            let mut l =
+                vec![Span::styled(format!(" {unit}/GPU-h "), t.dim), Span::styled(rates.join(" · "), t.text)];
+            if wide {
+                l.push(Span::styled(
+                    "  ([prices] in the config; USEFUL = mean GPU util over GPU-hours)",
+                    t.dim,
+                ));
+            }
+            l
         }
     };
     vec![Line::from(first), Line::from(second), Line::from(third)]
@@ -550,8 +581,9 @@ impl super::View for View {
             app.keymap.hint(Action::Local("window_longer")).unwrap_or_default()
         );
         let (_, wname) = crate::cost::WINDOWS[app.ui.cost_window];
-        let lines = summary(&app.cost, &app.theme, wname, &keys, app.state().now);
-        f.render_widget(Paragraph::new(lines), head);
+        let lines = summary(&app.cost, &app.theme, wname, &keys, app.state().now, area.width);
+        // A ledger failure wraps onto the lines below the total: its fix must be readable.
+        f.render_widget(Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }), head);
         let [top, bottom] =
             Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(rest);
         let focus = app.ui.focus;
