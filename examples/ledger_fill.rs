@@ -49,7 +49,7 @@ fn main() {
                 user: format!("user{}", id % 53),
                 account: format!("team-{}", id % 11),
                 queue: "gpu".into(),
-                state: if id % 9 == 0 { "FAILED" } else { "COMPLETED" }.into(),
+                state: if id.is_multiple_of(9) { "FAILED" } else { "COMPLETED" }.into(),
                 submit: at - run - 300,
                 start: Some(at - run),
                 end: Some(at),

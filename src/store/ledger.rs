@@ -166,9 +166,10 @@ pub struct WindowData {
 }
 
 impl WindowData {
-    /// When the ledger is younger than the window: the first record it has.
+    /// When the ledger is younger than the window: its first record (the window's end when
+    /// it has none yet).
     pub fn data_since(&self) -> Option<Epoch> {
-        self.first_record.filter(|&f| f > self.from)
+        Some(self.first_record.unwrap_or(self.to)).filter(|&f| f > self.from)
     }
 }
 

@@ -333,7 +333,11 @@ impl App {
         let Some(l) = self.ledger.as_mut() else { return false };
         match a {
             Answer::Window { cluster, result } => {
-                let window = l.asked.map_or(0, |(w, _)| w);
+                // The window the answer is for (a key may have changed the asked one since).
+                let window = match &result {
+                    Ok(w) => w.to - w.from,
+                    Err(_) => l.asked.map_or(0, |(w, _)| w),
+                };
                 l.answer = Some((cluster, window, result));
                 l.seq += 1;
             }

@@ -528,7 +528,7 @@ fn recorded_detail<'a>(cx: &Cx<'a>, c: &'a JobCost) -> Vec<Line<'a>> {
     let t = cx.theme;
     let j = &c.job;
     let cur = &cx.cost.currency;
-    let time = |at: Option<Epoch>| at.map_or_else(|| "-".to_string(), |a| crate::clock::stamp(a));
+    let time = |at: Option<Epoch>| at.map_or_else(|| "-".to_string(), crate::clock::stamp);
     vec![
         kv(cx, "job", Span::styled(format!("{} (from the ledger)", j.id), t.accent)),
         kv(cx, "name", untrusted(&j.name, t.text)),
