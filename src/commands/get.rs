@@ -80,6 +80,15 @@ pub fn run(resource: &str, output: Output, filter: &str, cost_args: &CostArgs, c
     };
     let cost =
         if is_cost { cost_report(&state, window, config) } else { crate::cost::report(&state, window) };
+    if is_cost && let Some(since) = cost.data_since {
+        // Scripts read stdout; the coverage note goes beside it.
+        eprintln!(
+            "gpuplane: the ledger has data since {} ({} of the {} window)",
+            crate::clock::stamp(since),
+            crate::clock::dur(state.now - since),
+            crate::clock::dur(window)
+        );
+    }
     let theme = Theme::builtin("monochrome");
     let marks = Marks::default();
     let cx = Cx {
