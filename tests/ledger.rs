@@ -349,3 +349,20 @@ fn the_cost_view_reads_the_ledger_the_console_writes() {
     // The jobs table holds the ledger's jobs joined with the live ones.
     assert!(a.cost.jobs.iter().any(|j| j.live));
 }
+
+/// Two consoles on one cluster write the same minutes: the GPUs no job held are counted once.
+#[test]
+fn two_writers_do_not_count_idle_gpus_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c1.sqlite");
+    let mut a = Ledger::open(&path).expect("a");
+    let mut b = Ledger::open(&path).expect("b");
+    for m in 0..10 {
+        a.record(&[obs(T0 + m * 60, vec![])]).expect("a writes");
+        // b looks 30 s later each minute
+        b.record(&[obs(T0 + m * 60 + 30, vec![])]).expect("b writes");
+    }
+    let w = a.window(T0 - 3_600, T0 + 3_600).expect("window");
+    assert_eq!(w.capacity[0].unallocated_s, 10.0 * 4.0 * 60.0, "{:?}", w.capacity);
+    assert_eq!(a.counts().expect("counts").2, 10);
+}

@@ -339,9 +339,13 @@ impl Ledger {
                  ON CONFLICT (job, node, gpu, started) DO UPDATE SET gpus = excluded.gpus,
                     ended = MAX(gpu_intervals.ended, excluded.ended), util = excluded.util",
             )?;
+            // A sample is kept only when no sample of its model already covers part of its
+            // time: two consoles on one cluster must not count the same idle GPUs twice.
             let mut cap = tx.prepare_cached(
                 "INSERT INTO capacity (at, step_s, model, allocated, unallocated, drained, down, maintenance)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+                 WHERE NOT EXISTS (SELECT 1 FROM capacity
+                                   WHERE model = ?3 AND at > ?1 - ?2 AND at - step_s < ?1)",
             )?;
             for o in batch {
                 for j in &o.jobs {
