@@ -185,6 +185,13 @@ pub enum Command {
         /// The console's filter: text, key=value (labels too), key==exact, !negate.
         #[arg(long, default_value = "")]
         filter: String,
+        /// cost, cost-teams: the window (1h, 24h, 1d, 7d, 30d or any duration; default 24h),
+        /// read from the usage ledger.
+        #[arg(long, value_name = "DURATION")]
+        window: Option<String>,
+        /// cost, cost-teams: only this team (Slurm account, Kubernetes namespace).
+        #[arg(long, value_name = "TEAM")]
+        team: Option<String>,
         /// With `incidents`: exit 3 when an open incident (after --filter) is at this severity
         /// or worse (crit, or warn: WARN and CRIT), for cron and CI checks. The table is
         /// printed either way.

@@ -122,6 +122,19 @@ struct FileConfig {
     prometheus: Option<crate::backend::prom::PromSection>,
     alertmanager: Option<crate::backend::alertmanager::client::AmSection>,
     acceptance: crate::acceptance::config::AcceptanceSection,
+    ledger: LedgerSection,
+}
+
+/// `[ledger]`: the usage ledger (cost windows from what was recorded).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct LedgerSection {
+    /// `false` turns the ledger off (cost windows then cover what the console holds).
+    enabled: Option<bool>,
+    /// Where the ledger files go (one per cluster); default `$XDG_DATA_HOME/gpuplane/ledger`.
+    dir: Option<PathBuf>,
+    /// Records older than this are forgotten (default 400 days; 0 keeps everything).
+    retention_days: Option<u32>,
 }
 
 /// The resolved configuration.
@@ -169,6 +182,10 @@ pub struct Config {
     pub acceptance: crate::acceptance::AcceptanceConfig,
     /// `--local`: this host's GPUs through NVML (alone, instead of the simulator).
     pub local: bool,
+    /// The usage ledger's directory (one file per cluster); `None` when it is off.
+    pub ledger_dir: Option<PathBuf>,
+    /// Days the ledger keeps (0: everything).
+    pub ledger_retention_days: u32,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -307,6 +324,12 @@ impl Config {
             kube,
             acceptance,
             local: cli.local,
+            ledger_dir: if file.ledger.enabled.unwrap_or(true) {
+                file.ledger.dir.clone().or_else(|| pd.as_ref().map(|d| d.data_dir().join("ledger")))
+            } else {
+                None
+            },
+            ledger_retention_days: file.ledger.retention_days.unwrap_or(400),
         };
         (config, warnings)
     }

@@ -17,6 +17,7 @@ pub mod model;
 pub mod ops;
 pub mod sanitize;
 pub mod state;
+pub mod store;
 #[doc(hidden)]
 pub mod testing;
 pub mod tui;

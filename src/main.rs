@@ -234,7 +234,24 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 ));
             }
         }
-        let exit = tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames }).await;
+        // The usage ledger: its own thread writes and answers; the console only hands it records.
+        let mut ledger_answers = None;
+        if let Some(dir) = config.ledger_dir.clone() {
+            let (ltx, lrx) = tokio::sync::mpsc::unbounded_channel();
+            let retention = i64::from(config.ledger_retention_days) * 86_400;
+            match gpuplane::store::ledger::Writer::spawn(dir, retention, move |a| {
+                let _ = ltx.send(a);
+            }) {
+                Ok(w) => {
+                    app.ledger = Some(gpuplane::tui::app::LedgerLink::new(w));
+                    ledger_answers = Some(lrx);
+                }
+                Err(e) => tracing::warn!("ledger thread: {e}"),
+            }
+        }
+        let exit =
+            tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers })
+                .await;
         cancel.cancel();
         // The console is gone: its ops task ends an open break-glass session on the record and
         // signs the head before the runtime stops.

@@ -281,3 +281,51 @@ fn incidents_fail_on_a_severity_and_say_their_state() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-on applies to `get incidents` only"));
 }
+
+/// `get cost --window 7d --team X`: one team's jobs over the window, read back from the
+/// ledger the command writes under its home; CSV and JSON carry numbers, not `$` or `%`.
+#[test]
+fn cost_window_and_team_with_numbers_for_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = common::gpuplane_cmd(dir.path())
+            .arg("get")
+            .args(args)
+            .env("GPUPLANE_SIM_START", "1767225600")
+            .output()
+            .expect("run gpuplane");
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (csv_text, err) = run(&["cost", "--window", "7d", "--team", "vision", "-o", "csv"]);
+    assert!(err.contains("the ledger has data since"), "a new ledger says so: {err}");
+    let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap_or_else(|| panic!("{name} in {h:?}"));
+    let (team, cost, useful) = (col("TEAM"), col("COST"), col("USEFUL"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert!(!rows.is_empty());
+    let mut total = 0.0;
+    for r in &rows {
+        assert_eq!(&r[team], "vision");
+        total += r[cost].parse::<f64>().unwrap_or_else(|e| panic!("COST {:?}: {e}", &r[cost]));
+        assert!(r[useful].is_empty() || r[useful].parse::<f64>().is_ok(), "USEFUL {:?}", &r[useful]);
+        assert!(!r.iter().any(|f| f.contains('$') || f.ends_with('%')), "{r:?}");
+    }
+    // The teams table's row for the team is the sum of its jobs.
+    let (json, _) = run(&["cost-teams", "--window", "7d", "--team", "vision", "-o", "json"]);
+    let teams: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let teams = teams.as_array().unwrap();
+    assert_eq!(teams.len(), 1);
+    let t = teams[0]["cost"].as_f64().expect("a number");
+    assert!((t - total).abs() < 0.01 * rows.len() as f64, "team {t} vs jobs {total}");
+    // The ledger file is where the data dir says, and a shorter window holds no more.
+    assert!(dir.path().join("data/gpuplane/ledger").read_dir().unwrap().next().is_some());
+    let (day, _) = run(&["cost-teams", "--window", "1h", "--team", "vision", "-o", "json"]);
+    let day: serde_json::Value = serde_json::from_str(&day).unwrap();
+    let d = day[0]["cost"].as_f64().unwrap_or(0.0);
+    assert!(d <= t, "1h {d} ≤ 7d {t}");
+    // --window is the cost tables' only.
+    let out = common::gpuplane_cmd(dir.path()).args(["get", "nodes", "--window", "7d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

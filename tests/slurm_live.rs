@@ -634,10 +634,16 @@ fn sacct(c: &Cluster) -> Vec<SacctRow> {
 /// what sacct says: finished jobs `ElapsedRaw × AllocTRES gres/gpu`, running ones GPUs × time
 /// since `Start` at the moment of our read. `at_least`: jobs with GPU time the workload made.
 async fn cost_equals_sacct(c: &Cluster, at_least: usize) -> Vec<gpuplane::cost::TeamCost> {
+    cost_equals_sacct_via(c, at_least, false).await
+}
+
+/// As [`cost_equals_sacct`], with `ledger`: the read recorded into a usage ledger and the
+/// report built from what the ledger gives back alone (none of the read's jobs joined).
+async fn cost_equals_sacct_via(c: &Cluster, at_least: usize, ledger: bool) -> Vec<gpuplane::cost::TeamCost> {
     let mut last = String::new();
     // A job may end between our read and sacct's (another test's): a few tries.
     for _ in 0..5 {
-        match compare_cost(c, at_least).await {
+        match compare_cost(c, at_least, ledger).await {
             Ok(teams) => return teams,
             Err(e) => last = e,
         }
@@ -646,9 +652,29 @@ async fn cost_equals_sacct(c: &Cluster, at_least: usize) -> Vec<gpuplane::cost::
     panic!("{}: Cost differs from sacct: {last}", c.name);
 }
 
-async fn compare_cost(c: &Cluster, at_least: usize) -> Result<Vec<gpuplane::cost::TeamCost>, String> {
+async fn compare_cost(
+    c: &Cluster,
+    at_least: usize,
+    ledger: bool,
+) -> Result<Vec<gpuplane::cost::TeamCost>, String> {
     let s = read(c).await;
-    let r = gpuplane::cost::report(&s, 7 * 86_400);
+    let week = 7 * 86_400;
+    let r = if ledger {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut l =
+            gpuplane::store::Ledger::open(&dir.path().join("ledger.sqlite")).map_err(|e| e.to_string())?;
+        let o = gpuplane::cost::track::Tracker::default().observe(&s).ok_or("nothing to record")?;
+        l.record(&[o]).map_err(|e| e.to_string())?;
+        drop(l);
+        let l =
+            gpuplane::store::Ledger::open(&dir.path().join("ledger.sqlite")).map_err(|e| e.to_string())?;
+        let w = l.window(s.now - week, s.now).map_err(|e| e.to_string())?;
+        let mut bare = s.clone();
+        bare.jobs.clear();
+        gpuplane::cost::report_ledger(&bare, week, &w)
+    } else {
+        gpuplane::cost::report(&s, week)
+    };
     let rows = sacct(c);
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
     let mut want_team: BTreeMap<String, (u32, f64, f64)> = BTreeMap::new();
@@ -702,6 +728,22 @@ async fn slurm24_cost_equals_sacct_including_failed_jobs() {
     // done-fail (1 GPU, 1 s) and done-fail-inf (2 GPUs, 2 s) burnt GPU time
     assert!(failed("ml-research").is_some_and(|f| f >= 1.0), "{teams:?}");
     assert!(failed("inference").is_some_and(|f| f >= 4.0), "{teams:?}");
+}
+
+/// The same figures after a round trip through the usage ledger: what it records from Slurm's
+/// accounting and live jobs gives back sacct's GPU-hours per job and per account.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_cost_from_the_ledger_equals_sacct() {
+    let (c, _g) = slurm24().await;
+    let teams = cost_equals_sacct_via(&c, 8, true).await;
+    assert!(teams.iter().any(|t| t.failed_gpu_hours > 0.0), "{teams:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_cost_from_the_ledger_equals_sacct() {
+    let (c, _g) = slurm22().await;
+    let teams = cost_equals_sacct_via(&c, 5, true).await;
+    assert!(teams.iter().any(|t| t.failed_gpu_hours > 0.0), "{teams:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

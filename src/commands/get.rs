@@ -18,11 +18,19 @@ use crate::cli::{ACCEPTANCE, resources};
 /// Exit status of `get incidents --fail-on` when such incidents are open.
 pub const FAIL_ON_EXIT: u8 = 3;
 
+/// `--window` and `--team`, which only the cost tables take.
+#[derive(Debug, Clone, Default)]
+pub struct CostArgs {
+    pub window: Option<String>,
+    pub team: Option<String>,
+}
+
 pub fn run(
     resource: &str,
     output: Output,
     filter: &str,
     fail_on: Option<crate::cli::FailOn>,
+    cost_args: &CostArgs,
     config: &Config,
 ) -> ExitCode {
     if resource == ACCEPTANCE {
@@ -36,6 +44,25 @@ pub fn run(
         eprintln!("gpuplane: --fail-on applies to `get incidents` only");
         return ExitCode::from(2);
     }
+    let is_cost = src.id() == views::cost::JOBS || src.id() == views::cost::TEAMS;
+    if !is_cost && (cost_args.window.is_some() || cost_args.team.is_some()) {
+        eprintln!("gpuplane: --window and --team are for cost and cost-teams only");
+        return ExitCode::from(2);
+    }
+    let window = match cost_args.window.as_deref().map(crate::cost::parse_window) {
+        None => 86_400,
+        Some(Ok(w)) => w,
+        Some(Err(e)) => {
+            eprintln!("gpuplane: bad --window: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // --team is the filter `team==NAME` beside any other filter.
+    let filter = match &cost_args.team {
+        Some(t) => format!("team=={} {filter}", shlex::try_quote(t).unwrap_or_default()),
+        None => filter.to_string(),
+    };
+    let filter = filter.as_str();
     if let Err(e) = crate::tui::widgets::filter::Filter::parse(filter) {
         eprintln!("gpuplane: bad --filter: {e}");
         return ExitCode::from(2);
@@ -65,7 +92,17 @@ pub fn run(
     } else {
         Vec::new()
     };
-    let cost = crate::cost::report(&state, 86_400);
+    let cost =
+        if is_cost { cost_report(&state, window, config) } else { crate::cost::report(&state, window) };
+    if is_cost && let Some(since) = cost.data_since {
+        // Scripts read stdout; the coverage note goes beside it.
+        eprintln!(
+            "gpuplane: the ledger has data since {} ({} of the {} window)",
+            crate::clock::stamp(since),
+            crate::clock::dur(state.now - since),
+            crate::clock::dur(window)
+        );
+    }
     let theme = Theme::builtin("monochrome");
     let marks = Marks::default();
     let cx = Cx {
@@ -93,7 +130,14 @@ pub fn run(
         .iter()
         .map(|&k| {
             let cells = src.cells(&cx, k);
-            shown.iter().map(|&i| cells.get(i).map(|c| c.content.to_string()).unwrap_or_default()).collect()
+            shown
+                .iter()
+                .map(|&i| match cols[i].num {
+                    // Machine output: the number itself (no currency, %, separators).
+                    Some(num) if output == Output::Csv => num(&cx, k).map(plain).unwrap_or_default(),
+                    _ => cells.get(i).map(|c| c.content.to_string()).unwrap_or_default(),
+                })
+                .collect()
         })
         .collect();
     let mut out = std::io::stdout().lock();
@@ -180,5 +224,48 @@ pub fn run(
             eprintln!("gpuplane: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A number for CSV: at most 4 decimals, no trailing zeros, no exponent.
+fn plain(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let s = format!("{:.4}", (v * 1e4).round() / 1e4);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
+}
+
+/// The cost report `get` prints: the current look recorded into the ledger first (so a
+/// scheduler's accounting history is kept), then the window read back from it. Without a
+/// ledger, or when it fails (said on stderr), what was read now.
+fn cost_report(state: &crate::state::ClusterState, window: i64, config: &Config) -> crate::cost::CostReport {
+    let Some(dir) = &config.ledger_dir else { return crate::cost::report(state, window) };
+    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let read = crate::store::Ledger::open(&path).and_then(|mut l| {
+        if let Some(o) = crate::cost::track::Tracker::default().observe(state) {
+            l.record(&[o])?;
+        }
+        l.window(state.now - window, state.now)
+    });
+    match read {
+        Ok(w) => crate::cost::report_ledger(state, window, &w),
+        Err(e) => {
+            eprintln!("gpuplane: {e}; cost from what was read now");
+            crate::cost::report_unavailable(state, window, e.to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn plain_numbers() {
+        assert_eq!(super::plain(2296.13333), "2296.1333");
+        assert_eq!(super::plain(95.0), "95");
+        assert_eq!(super::plain(0.5), "0.5");
+        assert_eq!(super::plain(-0.00001), "0");
+        assert_eq!(super::plain(f64::NAN), "");
     }
 }

@@ -41,9 +41,14 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter, fail_on } => {
-            get::run(resource, *output, filter, *fail_on, config)
-        }
+        Command::Get { resource, output, filter, fail_on, window, team } => get::run(
+            resource,
+            *output,
+            filter,
+            *fail_on,
+            &get::CostArgs { window: window.clone(), team: team.clone() },
+            config,
+        ),
         Command::Silence { command } => silence::run(command, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();

@@ -1,20 +1,38 @@
 //! Cost: GPU-hours and money per job and per team over a time window, split into useful and
 //! idle GPU-hours, from the price card.
 
+pub mod track;
+
 use crate::model::{Epoch, Job, JobState, Text};
 use crate::state::ClusterState;
-use std::collections::HashMap;
+use crate::store::WindowData;
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The windows the Cost view offers.
 pub const WINDOWS: &[(i64, &str)] =
     &[(3_600, "1h"), (86_400, "24h"), (7 * 86_400, "7d"), (30 * 86_400, "30d")];
 
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+/// A window as `get cost --window` takes it: `1h`, `24h`, `1d`, `7d`, `30d` or any duration
+/// (`36h`, `2weeks`).
+pub fn parse_window(s: &str) -> Result<i64, String> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("window {s:?}: {e}"))?;
+    let secs = i64::try_from(d.as_secs()).map_err(|_| format!("window {s:?} is too long"))?;
+    if secs <= 0 {
+        return Err(format!("window {s:?} is empty"));
+    }
+    Ok(secs)
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct JobCost {
-    /// Index into `ClusterState::jobs` at the time of the report.
-    #[serde(skip)]
-    pub index: usize,
     pub id: u64,
+    /// The job as the state holds it now, or as the ledger recorded it.
+    #[serde(skip)]
+    pub job: Job,
+    /// Whether the job is in the console's state now (otherwise only in the ledger).
+    #[serde(skip)]
+    pub live: bool,
     pub gpu_hours: f64,
     pub cost: f64,
     pub idle_cost: f64,
@@ -39,6 +57,66 @@ impl TeamCost {
     }
 }
 
+/// GPU-hours and money of one cause of GPUs that no job held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Part {
+    pub gpu_hours: f64,
+    pub cost: f64,
+}
+
+impl Part {
+    fn add(&mut self, gpu_s: f64, price: f64) {
+        self.gpu_hours += gpu_s / 3600.0;
+        self.cost += gpu_s / 3600.0 * price;
+    }
+}
+
+/// GPUs that no job held, by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Unused {
+    /// Schedulable, free.
+    pub unallocated: Part,
+    /// Draining, drained, cordoned.
+    pub drained: Part,
+    /// Down, not responding, unknown.
+    pub down: Part,
+    /// In maintenance.
+    pub maintenance: Part,
+}
+
+impl Unused {
+    pub fn total(&self) -> Part {
+        let parts = [self.unallocated, self.drained, self.down, self.maintenance];
+        Part { gpu_hours: parts.iter().map(|p| p.gpu_hours).sum(), cost: parts.iter().map(|p| p.cost).sum() }
+    }
+
+    /// The causes with their names, in the order shown.
+    pub fn parts(&self) -> [(&'static str, Part); 4] {
+        [
+            ("unallocated", self.unallocated),
+            ("drained", self.drained),
+            ("down", self.down),
+            ("maintenance", self.maintenance),
+        ]
+    }
+}
+
+/// Where a report's figures come from.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(tag = "from", rename_all = "lowercase")]
+pub enum Basis {
+    /// The usage ledger (and the jobs the console holds now).
+    Ledger {
+        path: String,
+    },
+    /// Only the jobs the console holds now: no ledger, with the reason when one failed.
+    #[default]
+    Console,
+    Unavailable {
+        why: String,
+    },
+}
+
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct CostReport {
     pub window_s: i64,
@@ -47,18 +125,34 @@ pub struct CostReport {
     pub teams: Vec<TeamCost>,
     /// Jobs with GPU time inside the window, most expensive first.
     pub jobs: Vec<JobCost>,
+    /// Everything: what jobs were allocated plus GPUs no job held.
     pub total: f64,
+    /// What jobs were allocated.
+    pub allocated: f64,
+    /// The part of `allocated` their GPUs spent idle (100 % − utilisation).
     pub idle_total: f64,
-    /// What the built key was: (generation, window).
+    /// GPUs no job held, by cause (from the ledger; zero without one).
+    pub unused: Unused,
+    /// GPUs by cause right now, as counts: (allocated, unallocated, drained, down, maintenance).
+    pub now_gpus: [u32; 5],
+    /// What the GPUs no job holds cost per hour right now.
+    pub now_unused_per_hour: f64,
+    /// When the ledger is younger than the window: its first record.
+    pub data_since: Option<Epoch>,
+    pub basis: Basis,
+    /// The price card's rates for the GPU models in the report, and the default rate.
+    pub rates: Vec<(String, f64)>,
+    /// What the built key was: (generation, window, ledger answer).
     #[serde(skip)]
-    pub built_for: Option<(u64, i64)>,
+    pub built_for: Option<(u64, i64, u64)>,
 }
 
 /// GPU-seconds of a job that fall inside [from, to]: its accumulated GPU time scaled by the
 /// share of its run inside the window (GPU count × overlap when no usage was accumulated).
-fn in_window(j: &Job, from: Epoch, to: Epoch) -> Option<(f64, f64)> {
+/// A job without an end counts until `until` (now, or when the ledger last saw it).
+fn in_window(j: &Job, from: Epoch, to: Epoch, until: Epoch) -> Option<(f64, f64)> {
     let start = j.start?;
-    let end = j.end.unwrap_or(to);
+    let end = j.end.unwrap_or(until);
     let overlap = (end.min(to) - start.max(from)).max(0) as f64;
     if overlap <= 0.0 {
         return None;
@@ -73,21 +167,57 @@ fn in_window(j: &Job, from: Epoch, to: Epoch) -> Option<(f64, f64)> {
     Some((gs * share, us * share))
 }
 
+/// The report over the jobs the console holds now (no ledger).
 pub fn report(s: &ClusterState, window_s: i64) -> CostReport {
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
+    build(s, window_s, jobs, None, Basis::Console)
+}
+
+/// The report over what the ledger holds for the window, joined with the jobs the console
+/// holds now (they are fresher than the ledger's last write).
+pub fn report_ledger(s: &ClusterState, window_s: i64, w: &WindowData) -> CostReport {
+    let live: HashSet<u64> = s.jobs.iter().map(|j| j.id).collect();
+    let recorded = w
+        .jobs
+        .iter()
+        .filter(|r| !live.contains(&r.id))
+        .map(|r| (Cow::Owned(track::job_of(r)), false, r.end.unwrap_or(r.last_seen)));
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now)).chain(recorded);
+    let mut r = build(s, window_s, jobs, Some(w), Basis::Ledger { path: w.path.display().to_string() });
+    r.data_since = w.data_since();
+    r
+}
+
+/// The report when the ledger failed: the console's jobs, and why.
+pub fn report_unavailable(s: &ClusterState, window_s: i64, why: String) -> CostReport {
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
+    build(s, window_s, jobs, None, Basis::Unavailable { why })
+}
+
+fn build<'a>(
+    s: &ClusterState,
+    window_s: i64,
+    all: impl Iterator<Item = (Cow<'a, Job>, bool, Epoch)>,
+    w: Option<&WindowData>,
+    basis: Basis,
+) -> CostReport {
     let (from, to) = (s.now - window_s, s.now);
-    let mut teams: HashMap<&str, TeamCost> = HashMap::new();
+    let mut teams: HashMap<Text, TeamCost> = HashMap::new();
     let mut jobs = Vec::new();
-    let (mut total, mut idle_total) = (0.0, 0.0);
-    for (index, j) in s.jobs.iter().enumerate() {
-        let Some((gs, us)) = in_window(j, from, to) else { continue };
-        let price = s.prices.price(j.gpu_model.as_deref().unwrap_or(""));
+    let (mut allocated, mut idle_total) = (0.0, 0.0);
+    let mut models: BTreeSet<String> = BTreeSet::new();
+    for (j, live, until) in all {
+        let Some((gs, us)) = in_window(&j, from, to, until) else { continue };
+        let model = j.gpu_model.as_deref().unwrap_or("");
+        let price = s.prices.price(model);
+        models.insert(model.to_string());
         let (gh, uh) = (gs / 3600.0, us / 3600.0);
         let cost = gh * price;
         let idle_cost = (gh - uh).max(0.0) * price;
-        total += cost;
+        allocated += cost;
         idle_total += idle_cost;
         let t = teams
-            .entry(j.account.as_str())
+            .entry(j.account.clone())
             .or_insert_with(|| TeamCost { team: j.account.clone(), ..Default::default() });
         t.jobs += 1;
         t.gpu_hours += gh;
@@ -98,8 +228,35 @@ pub fn report(s: &ClusterState, window_s: i64) -> CostReport {
             t.failed_gpu_hours += gh;
             t.failed_cost += cost;
         }
-        jobs.push(JobCost { index, id: j.id, gpu_hours: gh, cost, idle_cost });
+        jobs.push(JobCost { id: j.id, job: j.into_owned(), live, gpu_hours: gh, cost, idle_cost });
     }
+    let mut unused = Unused::default();
+    for c in w.map(|w| w.capacity.as_slice()).unwrap_or_default() {
+        let price = s.prices.price(&c.model);
+        models.insert(c.model.clone());
+        unused.unallocated.add(c.unallocated_s, price);
+        unused.drained.add(c.drained_s, price);
+        unused.down.add(c.down_s, price);
+        unused.maintenance.add(c.maintenance_s, price);
+    }
+    let (mut now_gpus, mut now_unused_per_hour) = ([0u32; 5], 0.0);
+    for c in track::capacity_now(s) {
+        let free = c.unallocated + c.drained + c.down + c.maintenance;
+        for (n, v) in now_gpus.iter_mut().zip([c.allocated, c.unallocated, c.drained, c.down, c.maintenance])
+        {
+            *n += v;
+        }
+        now_unused_per_hour += f64::from(free) * s.prices.price(&c.model);
+        models.insert(c.model);
+    }
+    let mut rates: Vec<(String, f64)> = Vec::new();
+    for (k, v) in &s.prices.per_gpu_hour {
+        let kl = k.to_ascii_lowercase();
+        if models.iter().any(|m| m.to_ascii_lowercase().contains(&kl)) {
+            rates.push((k.clone(), *v));
+        }
+    }
+    rates.push(("other".into(), s.prices.default));
     let mut teams: Vec<TeamCost> = teams.into_values().collect();
     teams.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.team.cmp(&b.team)));
     jobs.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.id.cmp(&b.id)));
@@ -109,9 +266,16 @@ pub fn report(s: &ClusterState, window_s: i64) -> CostReport {
         currency: s.prices.currency.clone(),
         teams,
         jobs,
-        total,
+        total: allocated + unused.total().cost,
+        allocated,
         idle_total,
-        built_for: Some((s.generation, window_s)),
+        unused,
+        now_gpus,
+        now_unused_per_hour,
+        data_since: None,
+        basis,
+        rates,
+        built_for: Some((s.generation, window_s, 0)),
     }
 }
 
@@ -148,14 +312,14 @@ mod tests {
     #[test]
     fn window_takes_the_overlapping_share() {
         // ran 0..200, window 100..300: half of it
-        let (gs, us) = in_window(&job(0, Some(200), 8, 1600.0), 100, 300).unwrap();
+        let (gs, us) = in_window(&job(0, Some(200), 8, 1600.0), 100, 300, 300).unwrap();
         assert_eq!((gs, us), (800.0, 400.0));
-        assert!(in_window(&job(0, Some(50), 8, 400.0), 100, 300).is_none());
+        assert!(in_window(&job(0, Some(50), 8, 400.0), 100, 300, 300).is_none());
     }
 
     #[test]
     fn without_accumulated_usage_gpu_count_times_overlap() {
-        let (gs, us) = in_window(&job(0, None, 4, 0.0), 0, 100).unwrap();
+        let (gs, us) = in_window(&job(0, None, 4, 0.0), 0, 100, 100).unwrap();
         assert_eq!((gs, us), (400.0, 0.0));
     }
 }

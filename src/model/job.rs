@@ -33,6 +33,22 @@ impl JobState {
         }
     }
 
+    /// The state whose [`label`](Self::label) this is.
+    pub fn from_label(s: &str) -> Option<JobState> {
+        const ALL: [JobState; 9] = [
+            JobState::Pending,
+            JobState::Running,
+            JobState::Completing,
+            JobState::Completed,
+            JobState::Failed,
+            JobState::Cancelled,
+            JobState::Timeout,
+            JobState::Preempted,
+            JobState::NodeFail,
+        ];
+        ALL.into_iter().find(|j| j.label() == s)
+    }
+
     pub fn short(self) -> &'static str {
         match self {
             Self::Pending => "PD",

@@ -44,6 +44,32 @@ pub enum Msg {
     Resize,
     /// Progress and results of actions, and the audit log, from the ops task.
     Op(OpEvent),
+    /// A window's figures, or a failure, from the usage ledger's thread.
+    Ledger(crate::store::ledger::Answer),
+}
+
+/// The console's side of the usage ledger: what to record (the tracker, on this task; cheap)
+/// and the ledger's thread that writes and answers (file I/O, never on this task).
+pub struct LedgerLink {
+    pub writer: crate::store::ledger::Writer,
+    pub tracker: crate::cost::track::Tracker,
+    /// The last window answer: (cluster, window seconds, result).
+    pub answer: Option<(String, i64, Result<crate::store::WindowData, crate::store::LedgerError>)>,
+    /// Bumped with each answer (the cost report is rebuilt for it).
+    pub seq: u64,
+    /// The window asked for last and when (wall clock).
+    asked: Option<(i64, std::time::Instant)>,
+    /// The last write failure, until writes succeed again.
+    pub failure: Option<crate::store::LedgerError>,
+}
+
+/// How often the Cost view asks the ledger again for the window it shows.
+const LEDGER_REASK: std::time::Duration = std::time::Duration::from_secs(15);
+
+impl LedgerLink {
+    pub fn new(writer: crate::store::ledger::Writer) -> LedgerLink {
+        LedgerLink { writer, tracker: Default::default(), answer: None, seq: 0, asked: None, failure: None }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -206,6 +232,8 @@ pub struct App {
     armed_plugin: Option<String>,
     /// Kubernetes context switching (`:ctx`), when the Kubernetes backend runs.
     pub kube_ctx: Option<KubeContexts>,
+    /// The usage ledger, when one is configured.
+    pub ledger: Option<LedgerLink>,
 }
 
 /// The kubeconfig's contexts and where a switch request goes.
@@ -255,6 +283,7 @@ impl App {
             pending_plugin: None,
             armed_plugin: None,
             kube_ctx: None,
+            ledger: None,
         }
     }
 
@@ -295,6 +324,71 @@ impl App {
                 self.capture_selection();
                 true
             }
+            Msg::Ledger(a) => self.on_ledger(a),
+        }
+    }
+
+    fn on_ledger(&mut self, a: crate::store::ledger::Answer) -> bool {
+        use crate::store::ledger::Answer;
+        let Some(l) = self.ledger.as_mut() else { return false };
+        match a {
+            Answer::Window { cluster, result } => {
+                // The window the answer is for (a key may have changed the asked one since).
+                let window = match &result {
+                    Ok(w) => w.to - w.from,
+                    Err(_) => l.asked.map_or(0, |(w, _)| w),
+                };
+                l.answer = Some((cluster, window, result));
+                l.seq += 1;
+            }
+            Answer::Failed(e) => l.failure = Some(e),
+            Answer::Recovered => l.failure = None,
+        }
+        self.ui.view == views::cost::ID
+    }
+
+    /// Hands the ledger what it should record (an observation once a minute of source time)
+    /// and asks it for the Cost view's window when that is shown. Returns whether the screen
+    /// changes (it does not: answers come back as [`Msg::Ledger`]).
+    pub fn ledger_tick(&mut self) {
+        let Some(l) = self.ledger.as_mut() else { return };
+        let s = &self.live;
+        if l.tracker.due(s)
+            && let Some(o) = l.tracker.observe(s)
+        {
+            l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
+        }
+        if self.ui.view != views::cost::ID || s.cluster.is_empty() {
+            return;
+        }
+        let window = cost::WINDOWS[self.ui.cost_window].0;
+        if l.asked.is_none_or(|(w, at)| w != window || at.elapsed() >= LEDGER_REASK) {
+            l.asked = Some((window, std::time::Instant::now()));
+            l.writer.send(crate::store::ledger::Request::Window {
+                cluster: s.cluster.to_string(),
+                from: s.now - window,
+                to: s.now,
+            });
+        }
+    }
+
+    /// The cost report for the shown state and window: from the ledger's answer when it has
+    /// one for this window, saying why not when the ledger fails.
+    fn cost_report(&self, s: &ClusterState, window: i64) -> CostReport {
+        let Some(l) = &self.ledger else { return cost::report(s, window) };
+        match &l.answer {
+            Some((c, w, Ok(data))) if *w == window && c.as_str() == s.cluster.as_str() => {
+                let mut r = cost::report_ledger(s, window, data);
+                if let Some(e) = &l.failure {
+                    r.basis = cost::Basis::Unavailable { why: format!("{e} (figures up to the last write)") };
+                }
+                r
+            }
+            Some((_, w, Err(e))) if *w == window => cost::report_unavailable(s, window, e.to_string()),
+            _ => match &l.failure {
+                Some(e) => cost::report_unavailable(s, window, e.to_string()),
+                None => cost::report(s, window),
+            },
         }
     }
 
@@ -849,8 +943,10 @@ impl App {
         let s = self.frozen.as_ref().unwrap_or(&self.live);
         if self.ui.view == views::cost::ID {
             let window = cost::WINDOWS[self.ui.cost_window].0;
-            if self.cost.built_for != Some((s.generation, window)) {
-                self.cost = cost::report(s, window);
+            let key = (s.generation, window, self.ledger.as_ref().map_or(0, |l| l.seq));
+            if self.cost.built_for != Some(key) {
+                self.cost = self.cost_report(s, window);
+                self.cost.built_for = Some(key);
                 // The job rows index the report: force a rebuild.
                 for id in [views::cost::TEAMS, views::cost::JOBS] {
                     self.ui.tables[id].invalidate();

@@ -67,6 +67,8 @@ pub enum Exit {
 pub struct RunOpts {
     /// Stop after this many frames (benchmarks: time to first frame).
     pub exit_after_frames: Option<u64>,
+    /// Answers from the usage ledger's thread (`app.ledger`), when there is a ledger.
+    pub ledger_answers: Option<mpsc::UnboundedReceiver<crate::store::ledger::Answer>>,
 }
 
 fn wall_now() -> i64 {
@@ -101,7 +103,7 @@ pub async fn run(
     mut app: App,
     mut updates: mpsc::Receiver<Update>,
     mut op_events: mpsc::UnboundedReceiver<crate::ops::OpEvent>,
-    opts: RunOpts,
+    mut opts: RunOpts,
 ) -> color_eyre::Result<Exit> {
     let started = Instant::now();
     terminal::enable_raw_mode()?;
@@ -128,6 +130,8 @@ pub async fn run(
     // Background plugins report their output here.
     let (plugin_tx, mut plugin_rx) = mpsc::unbounded_channel::<Vec<(String, bool)>>();
     let mut seen_jobs = false;
+    let mut ledger_answers = opts.ledger_answers.take();
+    let mut ledger_open = ledger_answers.is_some();
     // Key-to-frame latency: from a key's arrival to the end of the frame that shows its effect
     // (summarised in the log at exit; benchmarks read it there).
     let mut key_at: Option<Instant> = None;
@@ -199,6 +203,7 @@ pub async fn run(
                 Some(Ok(Event::Key(k))) => {
                     key_at.get_or_insert_with(Instant::now);
                     dirty |= app.update(Msg::Key(k));
+                    app.ledger_tick();
                 }
                 Some(Ok(Event::Resize(..))) => dirty |= app.update(Msg::Resize),
                 Some(Ok(_)) => {}
@@ -229,7 +234,18 @@ pub async fn run(
                 Some(ev) => dirty |= app.update(Msg::Op(ev)),
                 None => ops_open = false,
             },
+            a = async {
+                match ledger_answers.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            }, if ledger_open => match a {
+                Some(a) => dirty |= app.update(Msg::Ledger(a)),
+                None => ledger_open = false,
+            },
             _ = tick.tick() => {
+                // The ledger records once a minute of source time, off this task.
+                app.ledger_tick();
                 // Only real sources, pause and break-glass have ages that move on the screen.
                 if !app.state().is_simulated() || app.ui.paused || app.break_glass.is_some() {
                     app.wall_now = wall_now();
@@ -243,6 +259,14 @@ pub async fn run(
     };
     drop(term);
     restore_terminal();
+    // The last look goes to the ledger, and what is queued is written before the console goes
+    // (joined on the blocking pool, not on this task).
+    if let Some(mut l) = app.ledger.take() {
+        if let Some(o) = l.tracker.observe(&app.live) {
+            l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
+        }
+        let _ = tokio::task::spawn_blocking(move || l.writer.finish()).await;
+    }
     if !key_ms.is_empty() {
         key_ms.sort_by(f64::total_cmp);
         let q = |p: f64| key_ms[((key_ms.len() - 1) as f64 * p).round() as usize];

@@ -5,11 +5,12 @@ use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col
 use super::super::widgets::{money, opt, untrusted};
 use super::jobs::{job_field, job_state_style, job_text};
 use super::{TableId, ViewId, ViewKey};
-use crate::cost::{JobCost, TeamCost};
-use crate::model::{JobKey, ObjKey};
+use crate::cost::{CostReport, JobCost, TeamCost};
+use crate::model::{Epoch, JobKey, ObjKey};
 use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
 use crate::tui::keymap::Action;
+use crate::tui::theme::Theme;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
@@ -50,6 +51,7 @@ static TCOLS: [Column; 8] = [
             Span::styled(tc.jobs.to_string(), t.dim)
         },
     )
+    .num(|cx, k| Some(f64::from(team(cx, k).jobs)))
     .right()
     .drop(3),
     col(
@@ -65,6 +67,7 @@ static TCOLS: [Column; 8] = [
             Span::styled(format!("{:.0}", tc.gpu_hours), t.text)
         },
     )
+    .num(|cx, k| Some(team(cx, k).gpu_hours))
     .right(),
     col(
         "COST",
@@ -80,6 +83,7 @@ static TCOLS: [Column; 8] = [
             Span::styled(money(tc.cost, cur), t.accent)
         },
     )
+    .num(|cx, k| Some(team(cx, k).cost))
     .right(),
     col(
         "USEFUL",
@@ -94,6 +98,7 @@ static TCOLS: [Column; 8] = [
             Span::styled(opt(tc.useful_pct().map(|p| format!("{p:.0}%"))), t.text)
         },
     )
+    .num(|cx, k| team(cx, k).useful_pct())
     .right(),
     col(
         "IDLE $",
@@ -109,6 +114,7 @@ static TCOLS: [Column; 8] = [
             Span::styled(money(tc.idle_cost, cur), if tc.idle_cost > 0.0 { t.warn } else { t.dim })
         },
     )
+    .num(|cx, k| Some(team(cx, k).idle_cost))
     .right(),
     col(
         "FAILED-H",
@@ -126,6 +132,7 @@ static TCOLS: [Column; 8] = [
             )
         },
     )
+    .num(|cx, k| Some(team(cx, k).failed_gpu_hours))
     .right()
     .drop(1),
     col(
@@ -142,6 +149,7 @@ static TCOLS: [Column; 8] = [
             Span::styled(money(tc.failed_cost, cur), t.dim)
         },
     )
+    .num(|cx, k| Some(team(cx, k).failed_cost))
     .right()
     .drop(2),
 ];
@@ -197,29 +205,26 @@ static JCOLS: [Column; 9] = [
         "ID",
         7,
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             SortKey::Int(j.id as i64)
         },
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             let t = cx.theme;
             Span::styled(j.id.to_string(), t.dim)
         },
     )
+    .num(|cx, k| Some(jc(cx, k).id as f64))
     .right(),
     col(
         "NAME",
         16,
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             SortKey::Str(&j.name)
         },
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             let t = cx.theme;
             untrusted(&j.name, t.text)
         },
@@ -228,13 +233,11 @@ static JCOLS: [Column; 9] = [
         "USER",
         9,
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             SortKey::Str(&j.user)
         },
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             let t = cx.theme;
             untrusted(&j.user, t.text)
         },
@@ -244,13 +247,11 @@ static JCOLS: [Column; 9] = [
         "TEAM",
         12,
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             SortKey::Str(&j.account)
         },
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             let t = cx.theme;
             untrusted(&j.account, t.dim)
         },
@@ -260,13 +261,11 @@ static JCOLS: [Column; 9] = [
         "ST",
         3,
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             SortKey::Int(j.state as i64)
         },
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             Span::styled(j.state.short(), job_state_style(cx, j.state))
         },
     )
@@ -285,6 +284,7 @@ static JCOLS: [Column; 9] = [
             Span::styled(format!("{:.1}", k.gpu_hours), t.text)
         },
     )
+    .num(|cx, k| Some(jc(cx, k).gpu_hours))
     .right(),
     col(
         "COST",
@@ -300,22 +300,22 @@ static JCOLS: [Column; 9] = [
             Span::styled(money(k.cost, cur), t.accent)
         },
     )
+    .num(|cx, k| Some(jc(cx, k).cost))
     .right(),
     col(
         "USEFUL",
         6,
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             SortKey::Float(j.useful_pct().unwrap_or(-1.0))
         },
         |cx, key| {
-            let k = jc(cx, key);
-            let j = &cx.s.jobs[k.index];
+            let j = &jc(cx, key).job;
             let t = cx.theme;
             Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}%"))), t.text)
         },
     )
+    .num(|cx, k| jc(cx, k).job.useful_pct())
     .right(),
     col(
         "IDLE $",
@@ -331,6 +331,7 @@ static JCOLS: [Column; 9] = [
             Span::styled(money(k.idle_cost, cur), if k.idle_cost > 1.0 { t.warn } else { t.dim })
         },
     )
+    .num(|cx, k| Some(jc(cx, k).idle_cost))
     .right(),
 ];
 
@@ -344,18 +345,19 @@ impl TableSource for CostJobsTable {
     }
 
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<ratatui::text::Line<'a>> {
-        match cx.cost.jobs.get(key as usize) {
-            Some(c) => super::jobs::detail(cx, c.index as RowKey, width),
-            None => vec![],
+        let Some(c) = cx.cost.jobs.get(key as usize) else { return vec![] };
+        match cx.s.job_index(c.id).filter(|_| c.live) {
+            Some(i) => super::jobs::detail(cx, i as RowKey, width),
+            None => recorded_detail(cx, c),
         }
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
         let c = &cx.cost.jobs[key as usize];
-        let j = &cx.s.jobs[c.index];
+        let j = &c.job;
         serde_json::json!({"id": j.id, "name": j.name, "user": j.user, "account": j.account, "state": j.state,
-               "gpu_hours": c.gpu_hours, "cost": c.cost, "idle_cost": c.idle_cost,
-               "currency": cx.cost.currency, "window_s": cx.cost.window_s})
+               "gpus": j.gpus, "gpu_hours": c.gpu_hours, "cost": c.cost, "idle_cost": c.idle_cost,
+               "useful_pct": j.useful_pct(), "currency": cx.cost.currency, "window_s": cx.cost.window_s})
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -368,22 +370,15 @@ impl TableSource for CostJobsTable {
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
-        out.extend(
-            cx.cost
-                .jobs
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.index < cx.s.jobs.len())
-                .map(|(i, _)| i as RowKey),
-        );
+        out.extend(0..cx.cost.jobs.len() as RowKey);
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        job_text(&cx.s.jobs[jc(cx, key).index])
+        job_text(&jc(cx, key).job)
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        job_field(&cx.s.jobs[jc(cx, key).index], name)
+        job_field(&jc(cx, key).job, name)
     }
 
     fn fields(&self) -> &'static [&'static str] {
@@ -434,6 +429,128 @@ pub fn team_detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::te
     ]
 }
 
+/// The three lines above the tables: the window's total and its parts; GPUs no job held, by
+/// cause (and what the free ones cost per hour now); the rate card — or, when the ledger
+/// failed, what is wrong with it and what to do. Shorter words below 120 columns.
+pub fn summary<'a>(
+    c: &CostReport,
+    t: &Theme,
+    wname: &str,
+    keys: &str,
+    now: Epoch,
+    width: u16,
+) -> Vec<Line<'a>> {
+    use crate::cost::Basis;
+    let wide = width >= 140;
+    let cur = &c.currency;
+    let m = |v: f64| money(v, cur);
+    let mut first = vec![
+        Span::styled(format!(" {wname} "), t.title),
+        Span::styled(m(c.total), t.accent),
+        Span::styled(if wide { " total = jobs " } else { " = jobs " }, t.dim),
+        Span::styled(m(c.allocated), t.text),
+        Span::styled(if wide { " (idle on them " } else { " (idle " }, t.dim),
+        Span::styled(m(c.idle_total), t.warn),
+        Span::styled(if wide { ") + GPUs no job held " } else { ") + no job " }, t.dim),
+    ];
+    match &c.basis {
+        Basis::Ledger { .. } => first.push(Span::styled(m(c.unused.total().cost), t.warn)),
+        _ => first.push(Span::styled("?", t.dim)),
+    }
+    match (&c.basis, c.data_since) {
+        (Basis::Ledger { .. }, Some(since)) => {
+            let when = crate::clock::clock(now, since);
+            let text = if wide {
+                format!(" · data since {when} ({} of the window)", crate::clock::dur(now - since))
+            } else {
+                format!(" · since {when}")
+            };
+            first.push(Span::styled(text, t.warn));
+        }
+        (Basis::Ledger { .. }, None) if wide => {
+            first.push(Span::styled(" · ledger covers the window", t.dim))
+        }
+        (Basis::Console, _) => first.push(Span::styled(
+            if wide { " · no ledger: only the jobs this console holds" } else { " · no ledger" },
+            t.dim,
+        )),
+        (Basis::Unavailable { .. }, _) => first.push(Span::styled(" · ledger failed", t.crit)),
+        _ => {}
+    }
+    if wide {
+        first.push(Span::styled(keys.to_string(), t.dim));
+    }
+    let [_, un, dr, dn, mt] = c.now_gpus;
+    let now_text = if wide {
+        format!(" · now {un} free, {dr} drained, {dn} down, {mt} maint = {}/h", m(c.now_unused_per_hour))
+    } else {
+        format!(" · now {}/h", m(c.now_unused_per_hour))
+    };
+    let mut second = vec![Span::styled(if wide { " GPUs no job held:" } else { " no job:" }, t.dim)];
+    match &c.basis {
+        Basis::Ledger { .. } => {
+            for (i, (name, p)) in c.unused.parts().into_iter().enumerate() {
+                let name = if wide { name } else { ["free", "drained", "down", "maint"][i] };
+                second.push(Span::styled(format!("{} {name} ", if i == 0 { "" } else { " ·" }), t.dim));
+                second.push(Span::styled(m(p.cost), if p.cost > 0.0 { t.warn } else { t.dim }));
+                if wide {
+                    second.push(Span::styled(format!(" ({:.0} GPU-h)", p.gpu_hours), t.dim));
+                }
+            }
+        }
+        _ => second.push(Span::styled(" not known without the ledger", t.dim)),
+    }
+    second.push(Span::styled(now_text, t.dim));
+    let third = match &c.basis {
+        Basis::Unavailable { why } => {
+            return vec![Line::from(first), Line::styled(format!(" {why}"), t.crit)];
+        }
+        _ => {
+            let rates: Vec<String> = c.rates.iter().map(|(m, r)| format!("{m} {r:.2}")).collect();
+            let unit = if cur == "USD" { "$".to_string() } else { format!("{cur} ") };
+            let mut l =
+                vec![Span::styled(format!(" {unit}/GPU-h "), t.dim), Span::styled(rates.join(" · "), t.text)];
+            if wide {
+                l.push(Span::styled(
+                    "  ([prices] in the config; USEFUL = mean GPU util over GPU-hours)",
+                    t.dim,
+                ));
+            }
+            l
+        }
+    };
+    vec![Line::from(first), Line::from(second), Line::from(third)]
+}
+
+/// The detail of a job only the ledger holds (it has left the console's state).
+fn recorded_detail<'a>(cx: &Cx<'a>, c: &'a JobCost) -> Vec<Line<'a>> {
+    use super::detail::kv;
+    let t = cx.theme;
+    let j = &c.job;
+    let cur = &cx.cost.currency;
+    let time = |at: Option<Epoch>| at.map_or_else(|| "-".to_string(), crate::clock::stamp);
+    vec![
+        kv(cx, "job", Span::styled(format!("{} (from the ledger)", j.id), t.accent)),
+        kv(cx, "name", untrusted(&j.name, t.text)),
+        kv(cx, "user", untrusted(&j.user, t.text)),
+        kv(cx, "team", untrusted(&j.account, t.text)),
+        kv(cx, "state", Span::styled(j.state.label(), job_state_style(cx, j.state))),
+        kv(cx, "ran", Span::styled(format!("{} → {}", time(j.start), time(j.end)), t.text)),
+        kv(cx, "GPUs", Span::styled(format!("{} on {}", j.gpus, j.nodes.join(",")), t.text)),
+        kv(
+            cx,
+            "in window",
+            Span::styled(format!("{:.1} GPU-h, {}", c.gpu_hours, money(c.cost, cur)), t.text),
+        ),
+        kv(
+            cx,
+            "useful",
+            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}% of its GPU-hours"))), t.text),
+        ),
+        kv(cx, "exit", Span::styled(opt(j.exit_reason.as_deref()), t.dim)),
+    ]
+}
+
 /// Cost: the bill over a window, by team and by job.
 pub struct View;
 
@@ -457,24 +574,16 @@ impl super::View for View {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        let [head, rest] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-        let t = &app.theme;
-        let (_, wname) = crate::cost::WINDOWS[app.ui.cost_window];
-        let c = &app.cost;
+        let [head, rest] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(area);
         let keys = format!(
-            "  ({}/{} change window)",
+            "  ({}/{} window)",
             app.keymap.hint(Action::Local("window_shorter")).unwrap_or_default(),
             app.keymap.hint(Action::Local("window_longer")).unwrap_or_default()
         );
-        let line = Line::from(vec![
-            Span::styled(format!(" window {wname}: "), t.title),
-            Span::styled(money(c.total, &c.currency), t.accent),
-            Span::styled(" total, ", t.dim),
-            Span::styled(money(c.idle_total, &c.currency), t.warn),
-            Span::styled(" on idle GPUs", t.dim),
-            Span::styled(keys, t.dim),
-        ]);
-        f.render_widget(Paragraph::new(line), head);
+        let (_, wname) = crate::cost::WINDOWS[app.ui.cost_window];
+        let lines = summary(&app.cost, &app.theme, wname, &keys, app.state().now, area.width);
+        // A ledger failure wraps onto the lines below the total: its fix must be readable.
+        f.render_widget(Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }), head);
         let [top, bottom] =
             Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(rest);
         let focus = app.ui.focus;

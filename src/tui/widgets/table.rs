@@ -51,11 +51,29 @@ pub struct Column {
     pub exact: bool,
     /// Its values are never cut (a time, an estimate): shown whole or the column is dropped.
     pub whole: bool,
+    /// Its value as a plain number, for machine output (`get -o csv`): no `$`, `%` or
+    /// thousands separators; `None` in a row is an empty field.
+    pub num: Option<NumFn>,
 }
+
+/// A column's value as a plain number.
+pub type NumFn = fn(&Cx<'_>, RowKey) -> Option<f64>;
 
 /// A column named `name`, `width` cells wide, sorted by `sort`, drawn by `cell`.
 pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> Column {
-    Column { name, width, max: width, right: false, drop: 0, sort, cell, key: "", exact: false, whole: false }
+    Column {
+        name,
+        width,
+        max: width,
+        right: false,
+        drop: 0,
+        sort,
+        cell,
+        key: "",
+        exact: false,
+        whole: false,
+        num: None,
+    }
 }
 
 impl Column {
@@ -84,6 +102,12 @@ impl Column {
     /// Its values are shown whole or not at all (times, estimates): never cut to fit.
     pub const fn whole(mut self) -> Self {
         self.whole = true;
+        self
+    }
+
+    /// Machine output writes this number instead of the displayed text.
+    pub const fn num(mut self, f: NumFn) -> Self {
+        self.num = Some(f);
         self
     }
 

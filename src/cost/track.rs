@@ -1,0 +1,233 @@
+//! What the usage ledger records, read from the cluster state: the [`Tracker`] turns one look
+//! at the state into an [`Observation`] (jobs that changed, GPU-intervals, GPUs by cause). It
+//! is pure and cheap; the console calls it on its own task and hands the result to the
+//! ledger's thread, which does the file I/O.
+
+use crate::model::{Epoch, Job, JobId, JobState, NodeState, Text};
+use crate::state::ClusterState;
+use crate::store::{CapacitySample, GpuInterval, JobRecord, Observation};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Seconds of source time between two observations.
+pub const OBSERVE_EVERY_S: i64 = 60;
+/// The longest step one observation covers: a longer gap (no console was running) is a gap.
+pub const MAX_STEP_S: i64 = 5 * OBSERVE_EVERY_S;
+
+#[derive(Debug, Clone)]
+struct Open {
+    job: JobId,
+    start: Epoch,
+    util_sum: f64,
+    util_n: u32,
+    seen_at: Epoch,
+}
+
+/// Remembers what was written, so an observation carries changes (and running jobs).
+#[derive(Debug, Default)]
+pub struct Tracker {
+    cluster: Text,
+    last_at: Option<Epoch>,
+    /// Per job: what the last record said (state, end, whole GPU-seconds).
+    written: HashMap<JobId, (JobState, Option<Epoch>, i64)>,
+    /// GPUs held now: (node, GPU index) → the interval so far.
+    open: HashMap<(Text, u8), Open>,
+    /// Jobs seen holding particular GPUs (their intervals are per GPU, not per node).
+    per_gpu: HashSet<JobId>,
+}
+
+/// GPUs of each model by what they are doing now: allocated, unallocated (schedulable, free),
+/// drained (draining, drained, cordoned), down (down, unknown), maintenance.
+pub fn capacity_now(s: &ClusterState) -> Vec<CapacitySample> {
+    let mut by: BTreeMap<&str, CapacitySample> = BTreeMap::new();
+    for n in &s.nodes {
+        let slots = n.gpu_slots.max(n.gpus.len() as u32);
+        if slots == 0 {
+            continue;
+        }
+        let model = n.gpu_model();
+        let c =
+            by.entry(model).or_insert_with(|| CapacitySample { model: model.into(), ..Default::default() });
+        let alloc = n.gpu_alloc.min(slots);
+        let free = slots - alloc;
+        c.allocated += alloc;
+        match n.state {
+            NodeState::Idle | NodeState::Mixed | NodeState::Allocated => c.unallocated += free,
+            NodeState::Draining | NodeState::Drained | NodeState::Cordoned => c.drained += free,
+            NodeState::Maintenance => c.maintenance += free,
+            NodeState::Down | NodeState::Unknown => c.down += free,
+        }
+    }
+    by.into_values().collect()
+}
+
+/// A job as the ledger keeps it, seen at `at`.
+pub fn job_record(j: &Job, at: Epoch) -> JobRecord {
+    JobRecord {
+        id: j.id,
+        name: j.name.to_string(),
+        user: j.user.to_string(),
+        account: j.account.to_string(),
+        queue: j.queue.to_string(),
+        state: j.state.label().to_string(),
+        submit: j.submit,
+        start: j.start,
+        end: j.end,
+        gpus: j.gpus,
+        gpu_model: j.gpu_model.as_ref().map(|m| m.to_string()),
+        nodes: j.nodes.iter().map(|n| n.to_string()).collect(),
+        exit_reason: j.exit_reason.as_ref().map(|m| m.to_string()),
+        gpu_seconds: j.gpu_seconds,
+        useful_gpu_seconds: j.useful_gpu_seconds,
+        mean_util: None,
+        first_seen: at,
+        last_seen: at,
+    }
+}
+
+/// The model's job for a ledger record (state unknown to this build: completed).
+pub fn job_of(r: &JobRecord) -> Job {
+    Job {
+        id: r.id,
+        name: r.name.as_str().into(),
+        user: r.user.as_str().into(),
+        account: r.account.as_str().into(),
+        queue: r.queue.as_str().into(),
+        state: JobState::from_label(&r.state).unwrap_or(JobState::Completed),
+        pending_reason: None,
+        priority: 0,
+        submit: r.submit,
+        start: r.start,
+        end: r.end,
+        est_start: None,
+        gpus: r.gpus,
+        gpu_model: r.gpu_model.as_deref().map(Text::from),
+        nodes: r.nodes.iter().map(|n| Text::from(n.as_str())).collect(),
+        exit_reason: r.exit_reason.as_deref().map(Text::from),
+        retries: 0,
+        position: None,
+        rank: None,
+        gpu_seconds: r.gpu_seconds,
+        useful_gpu_seconds: r.useful_gpu_seconds,
+    }
+}
+
+impl Tracker {
+    /// Whether an observation is due at source time `now`.
+    pub fn due(&self, s: &ClusterState) -> bool {
+        s.cluster != self.cluster || self.last_at.is_none_or(|l| s.now - l >= OBSERVE_EVERY_S)
+    }
+
+    /// One look at the state. `None` while there is nothing to record (no cluster yet, or the
+    /// source clock has not moved since the last look).
+    pub fn observe(&mut self, s: &ClusterState) -> Option<Observation> {
+        if s.now <= 0 || (s.nodes.is_empty() && s.jobs.is_empty()) {
+            return None;
+        }
+        if s.cluster != self.cluster {
+            *self = Tracker { cluster: s.cluster.clone(), ..Tracker::default() };
+        }
+        let at = s.now;
+        if self.last_at.is_some_and(|l| at <= l) {
+            return None;
+        }
+        let step = self.last_at.map_or(0, |l| (at - l).min(MAX_STEP_S));
+        let lo = self.last_at.unwrap_or(Epoch::MIN);
+        self.last_at = Some(at);
+        let mut obs = Observation { cluster: s.cluster.to_string(), at, ..Default::default() };
+        if step > 0 {
+            obs.capacity =
+                capacity_now(s).into_iter().map(|c| CapacitySample { at, step_s: step, ..c }).collect();
+        }
+        // GPU-intervals: who holds which GPU, and its utilisation meanwhile.
+        for n in &s.nodes {
+            for g in &n.gpus {
+                let key = (n.name.clone(), g.index);
+                let Some(jid) = g.job else {
+                    if let Some(o) = self.open.remove(&key) {
+                        obs.intervals.push(interval(&key, &o, at));
+                    }
+                    continue;
+                };
+                self.per_gpu.insert(jid);
+                if let Some(o) = self.open.get(&key)
+                    && o.job != jid
+                {
+                    obs.intervals.push(interval(&key, o, at));
+                    self.open.remove(&key);
+                }
+                let o = self.open.entry(key).or_insert_with(|| Open {
+                    job: jid,
+                    start: s.job(jid).and_then(|j| j.start).unwrap_or(at).max(lo).min(at),
+                    util_sum: 0.0,
+                    util_n: 0,
+                    seen_at: at,
+                });
+                o.seen_at = at;
+                if let Some(u) = g.util {
+                    o.util_sum += f64::from(u);
+                    o.util_n += 1;
+                }
+            }
+        }
+        // GPUs that left the state (a node removed) close here; the rest are written as they
+        // stand (upserted: the end moves on with each observation).
+        let gone: Vec<(Text, u8)> =
+            self.open.iter().filter(|(_, o)| o.seen_at != at).map(|(k, _)| k.clone()).collect();
+        for k in gone {
+            if let Some(o) = self.open.remove(&k) {
+                obs.intervals.push(interval(&k, &o, at));
+            }
+        }
+        obs.intervals.extend(self.open.iter().map(|(k, o)| interval(k, o, at)));
+        // Jobs: running ones every time (their GPU-seconds and last sighting move), finished
+        // ones once (and again if they change).
+        for j in &s.jobs {
+            let Some(start) = j.start else { continue };
+            let fp = (j.state, j.end, j.gpu_seconds as i64);
+            if j.end.is_some() && self.written.get(&j.id) == Some(&fp) {
+                continue;
+            }
+            self.written.insert(j.id, fp);
+            obs.jobs.push(job_record(j, at));
+            if let Some(end) = j.end {
+                // Seen only as counts (a scheduler without GPU telemetry, accounting history):
+                // the job's GPUs spread over its nodes, index unknown.
+                if !self.per_gpu.remove(&j.id) && j.gpus > 0 && !j.nodes.is_empty() {
+                    let per = j.gpus / j.nodes.len() as u32;
+                    let extra = j.gpus % j.nodes.len() as u32;
+                    let util = j.useful_pct().map(|u| u as f32);
+                    for (i, node) in j.nodes.iter().enumerate() {
+                        let gpus = per + u32::from((i as u32) < extra);
+                        if gpus > 0 {
+                            obs.intervals.push(GpuInterval {
+                                job: j.id,
+                                node: node.to_string(),
+                                gpu: None,
+                                gpus,
+                                start,
+                                end: end.max(start),
+                                util,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if self.written.len() > 2 * s.jobs.len() + 1024 {
+            self.written.retain(|id, _| s.job_index(*id).is_some());
+        }
+        Some(obs)
+    }
+}
+
+fn interval(key: &(Text, u8), o: &Open, end: Epoch) -> GpuInterval {
+    GpuInterval {
+        job: o.job,
+        node: key.0.to_string(),
+        gpu: Some(key.1),
+        gpus: 1,
+        start: o.start,
+        end: end.max(o.start),
+        util: (o.util_n > 0).then(|| (o.util_sum / f64::from(o.util_n)) as f32),
+    }
+}

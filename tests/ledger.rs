@@ -1,0 +1,368 @@
+//! The usage ledger: a real SQLite file in a temporary directory, written and read back the
+//! way the console and `get` do it.
+
+mod common;
+
+use gpuplane::backend::sim::{Sim, SimConfig};
+use gpuplane::cost::track::Tracker;
+use gpuplane::model::protocol::Update;
+use gpuplane::model::{JobState, NodeState};
+use gpuplane::store::ledger::{self, Answer, Request, Writer};
+use gpuplane::store::{
+    CapacitySample, GpuInterval, JobRecord, Ledger, LedgerErrorKind, Observation, WindowData,
+};
+use gpuplane::tui::app::{LedgerLink, Msg};
+use gpuplane::tui::views;
+use std::time::Duration;
+
+const DAY: i64 = 86_400;
+const T0: i64 = 1_800_000_000;
+
+fn job(id: u64, account: &str, start: i64, end: Option<i64>, gpus: u32, last_seen: i64) -> JobRecord {
+    let run = end.unwrap_or(last_seen) - start;
+    JobRecord {
+        id,
+        name: format!("job-{id}"),
+        user: "alice".into(),
+        account: account.into(),
+        queue: "gpu".into(),
+        state: if end.is_some() { "COMPLETED" } else { "RUNNING" }.into(),
+        submit: start - 60,
+        start: Some(start),
+        end,
+        gpus,
+        gpu_model: Some("NVIDIA H100 80GB HBM3".into()),
+        nodes: vec!["node-1".into()],
+        exit_reason: None,
+        gpu_seconds: f64::from(gpus) * run as f64,
+        useful_gpu_seconds: f64::from(gpus) * run as f64 * 0.5,
+        mean_util: None,
+        first_seen: last_seen,
+        last_seen,
+    }
+}
+
+fn obs(at: i64, jobs: Vec<JobRecord>) -> Observation {
+    Observation {
+        cluster: "c1".into(),
+        at,
+        jobs,
+        intervals: vec![],
+        capacity: vec![CapacitySample {
+            at,
+            step_s: 60,
+            model: "NVIDIA H100 80GB HBM3".into(),
+            allocated: 8,
+            unallocated: 4,
+            drained: 2,
+            down: 1,
+            maintenance: 1,
+        }],
+    }
+}
+
+#[test]
+fn a_ledger_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = ledger::path_for(dir.path(), "prod/gpu a");
+    assert_eq!(path.file_name().and_then(|n| n.to_str()), Some("prod_gpu_a.sqlite"));
+    {
+        let mut l = Ledger::open(&path).expect("open");
+        let mut o = obs(T0, vec![job(7, "ml", T0 - 3_600, Some(T0), 8, T0)]);
+        o.intervals.push(GpuInterval {
+            job: 7,
+            node: "node-1".into(),
+            gpu: Some(3),
+            gpus: 1,
+            start: T0 - 3_600,
+            end: T0,
+            util: Some(42.0),
+        });
+        l.record(&[o]).expect("record");
+    }
+    let l = Ledger::open(&path).expect("reopen");
+    assert_eq!(l.version().expect("version"), ledger::SCHEMA_VERSION);
+    let w = l.window(T0 - DAY, T0).expect("window");
+    assert_eq!(w.jobs.len(), 1);
+    let j = &w.jobs[0];
+    assert_eq!((j.id, j.account.as_str(), j.gpus, j.end), (7, "ml", 8, Some(T0)));
+    // The efficiency summary at the job's end: useful over allocated GPU-seconds.
+    assert_eq!(j.mean_util, Some(50.0));
+    let (_, ivs) = l.job(7).expect("job").expect("recorded");
+    assert_eq!(ivs.len(), 1);
+    assert_eq!((ivs[0].node.as_str(), ivs[0].gpu, ivs[0].util), ("node-1", Some(3), Some(42.0)));
+    assert_eq!(l.counts().expect("counts"), (1, 1, 1));
+}
+
+#[test]
+fn windows_differ_when_the_data_differs_and_say_since_when() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut l = Ledger::open(&dir.path().join("c1.sqlite")).expect("open");
+    // Three days of records: a job each day, and capacity samples each day.
+    for d in 0..3 {
+        let at = T0 - d * DAY;
+        l.record(&[obs(at, vec![job(100 + d as u64, "ml", at - 7_200, Some(at - 3_600), 4, at)])])
+            .expect("record");
+    }
+    let day = l.window(T0 - DAY, T0).expect("1d");
+    let week = l.window(T0 - 7 * DAY, T0).expect("7d");
+    assert_eq!(day.jobs.len(), 1);
+    assert_eq!(week.jobs.len(), 3);
+    assert_eq!(day.capacity[0].unallocated_s, 4.0 * 60.0);
+    assert_eq!(week.capacity[0].unallocated_s, 3.0 * 4.0 * 60.0);
+    assert_eq!(week.capacity[0].drained_s, 3.0 * 2.0 * 60.0);
+    // The ledger began two days before T0 (minus the first sample's minute).
+    let first = T0 - 2 * DAY - 60;
+    assert_eq!(week.first_record, Some(first));
+    assert_eq!(week.data_since(), Some(first), "the ledger is younger than 7 days");
+    assert_eq!(l.window(T0 - DAY / 2, T0).expect("12h").data_since(), None);
+}
+
+#[test]
+fn cost_windows_from_the_ledger_count_idle_gpus_by_cause() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut l = Ledger::open(&dir.path().join("c1.sqlite")).expect("open");
+    for d in 0..3 {
+        let at = T0 - d * DAY;
+        l.record(&[obs(at, vec![job(100 + d as u64, "ml", at - 7_200, Some(at - 3_600), 4, at)])])
+            .expect("record");
+    }
+    let mut s = gpuplane::testing::state_after(SimConfig::default(), 1);
+    s.now = T0;
+    s.jobs.clear();
+    let r1 = gpuplane::cost::report_ledger(&s, DAY, &l.window(T0 - DAY, T0).expect("1d"));
+    let r7 = gpuplane::cost::report_ledger(&s, 7 * DAY, &l.window(T0 - 7 * DAY, T0).expect("7d"));
+    let h100 = s.prices.price("H100");
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(r1.allocated, 4.0 * h100), "{}", r1.allocated);
+    assert!(close(r7.allocated, 3.0 * 4.0 * h100), "{}", r7.allocated);
+    assert!(close(r7.unused.unallocated.gpu_hours, 3.0 * 4.0 / 60.0));
+    assert!(close(r7.unused.drained.gpu_hours, 3.0 * 2.0 / 60.0));
+    assert!(close(r7.unused.down.gpu_hours, 3.0 / 60.0));
+    assert!(close(r7.unused.maintenance.gpu_hours, 3.0 / 60.0));
+    // The parts add up to the total.
+    assert!(close(r7.total, r7.allocated + r7.unused.total().cost));
+    assert!(r7.total > r1.total);
+    assert!(r7.data_since.is_some() && r1.data_since.is_none());
+    assert!(r7.rates.iter().any(|(m, p)| m == "H100" && close(*p, h100)), "{:?}", r7.rates);
+}
+
+#[test]
+fn migrations_start_from_an_empty_file_and_refuse_a_newer_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("empty.sqlite");
+    std::fs::write(&path, b"").expect("empty file");
+    let l = Ledger::open(&path).expect("an empty file is schema version 0");
+    assert_eq!(l.version().expect("version"), ledger::SCHEMA_VERSION);
+    assert_eq!(l.counts().expect("counts"), (0, 0, 0));
+    drop(l);
+    // Opening again migrates nothing and keeps the data.
+    assert_eq!(Ledger::open(&path).expect("again").version().expect("version"), ledger::SCHEMA_VERSION);
+    // A file from a newer gpuplane is refused with the fix.
+    let c = rusqlite::Connection::open(&path).expect("raw");
+    c.pragma_update(None, "user_version", 99).expect("bump");
+    drop(c);
+    let e = Ledger::open(&path).expect_err("too new");
+    assert_eq!(e.kind, LedgerErrorKind::TooNew(99));
+    assert!(e.to_string().contains("upgrade gpuplane"), "{e}");
+}
+
+#[test]
+fn a_damaged_file_is_named_with_what_to_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c1.sqlite");
+    std::fs::write(&path, vec![0x5a; 8192]).expect("garbage");
+    let e = Ledger::open(&path).expect_err("not a database");
+    assert_eq!(e.kind, LedgerErrorKind::Corrupt);
+    let msg = e.to_string();
+    assert!(msg.contains("c1.sqlite") && msg.contains("move it aside"), "{msg}");
+}
+
+#[test]
+fn a_locked_file_says_another_process_writes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c1.sqlite");
+    let mut l = Ledger::open_with(&path, Duration::from_millis(100)).expect("open");
+    let other = rusqlite::Connection::open(&path).expect("other");
+    other.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let e = l.record(&[obs(T0, vec![job(1, "ml", T0 - 60, None, 1, T0)])]).expect_err("locked");
+    assert_eq!(e.kind, LedgerErrorKind::Locked, "{e}");
+    assert!(e.to_string().contains("locked by another process"), "{e}");
+    other.execute_batch("COMMIT").expect("unlock");
+    l.record(&[obs(T0, vec![job(1, "ml", T0 - 60, None, 1, T0)])]).expect("written once free");
+    assert_eq!(l.counts().expect("counts").0, 1);
+}
+
+#[test]
+fn a_reader_reads_while_the_writer_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w = Writer::spawn(dir.path().to_path_buf(), 0, move |a| {
+        let _ = tx.send(a);
+    })
+    .expect("writer");
+    // The file exists once the first record is written.
+    w.send(Request::Record(Box::new(obs(T0, vec![job(1, "ml", T0 - 60, None, 1, T0)]))));
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    w.send(Request::Flush(done_tx));
+    done_rx.recv_timeout(Duration::from_secs(10)).expect("flushed");
+    let path = ledger::path_for(dir.path(), "c1");
+    let reader = std::thread::spawn(move || {
+        let l = Ledger::open(&path).expect("reader");
+        let mut last = 0;
+        for _ in 0..200 {
+            let n = l.window(0, T0 + 10 * DAY).expect("a read never fails while writing").jobs.len();
+            assert!(n >= last, "rows only grow: {n} after {last}");
+            last = n;
+        }
+        last
+    });
+    for i in 2..=500u64 {
+        let at = T0 + i as i64;
+        w.send(Request::Record(Box::new(obs(at, vec![job(i, "ml", at - 60, None, 1, at)]))));
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    w.send(Request::Flush(done_tx));
+    done_rx.recv_timeout(Duration::from_secs(30)).expect("flushed");
+    let seen = reader.join().expect("reader thread");
+    assert!(seen >= 1);
+    w.send(Request::Window { cluster: "c1".into(), from: 0, to: T0 + DAY });
+    let n = loop {
+        match rx.recv_timeout(Duration::from_secs(10)).expect("an answer") {
+            Answer::Window { result, .. } => break result.expect("window").jobs.len(),
+            Answer::Failed(e) => panic!("{e}"),
+            Answer::Recovered => {}
+        }
+    };
+    assert_eq!(n, 500);
+    w.finish();
+}
+
+/// The simulator's cluster, observed for a while: jobs, GPU-intervals and GPUs by cause.
+#[test]
+fn the_tracker_records_what_the_simulator_runs() {
+    let mut sim = Sim::new(SimConfig::default());
+    let mut s = gpuplane::state::ClusterState::new(Default::default(), Default::default());
+    for u in sim.initial() {
+        s.apply(u);
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut l = Ledger::open(&ledger::path_for(dir.path(), &s.cluster)).expect("open");
+    let mut t = Tracker::default();
+    // Take one node down and drain another: their free GPUs are counted by cause.
+    let down = s.nodes[0].name.clone();
+    let drained = s.nodes[1].name.clone();
+    let mut observations = 0;
+    for tick in 0..400 {
+        s.apply(sim.tick());
+        if tick == 5 {
+            let mut d =
+                gpuplane::model::protocol::Delta { source: "sim".into(), at: s.now, ..Default::default() };
+            for (n, st) in [(&down, NodeState::Down), (&drained, NodeState::Drained)] {
+                d.nodes.push(gpuplane::model::protocol::NodeSample {
+                    node: n.clone(),
+                    state: Some(st),
+                    ..Default::default()
+                });
+            }
+            s.apply(Update::Delta(Box::new(d)));
+        }
+        if t.due(&s)
+            && let Some(o) = t.observe(&s)
+        {
+            l.record(&[o]).expect("record");
+            observations += 1;
+        }
+    }
+    assert!(observations >= 10, "{observations} observations in 800 s");
+    let w: WindowData = l.window(s.now - DAY, s.now).expect("window");
+    assert!(!w.jobs.is_empty());
+    let finished = w.jobs.iter().filter(|j| j.end.is_some() && j.gpu_seconds > 0.0).count();
+    assert!(finished > 0, "jobs finished meanwhile");
+    assert!(w.jobs.iter().filter(|j| j.end.is_some() && j.gpu_seconds > 0.0).all(|j| j.mean_util.is_some()));
+    let cap: f64 = w.capacity.iter().map(|c| c.down_s + c.drained_s).sum();
+    assert!(cap > 0.0, "the down and drained nodes' GPUs were counted: {:?}", w.capacity);
+    // A running job's GPUs are recorded as intervals on the GPUs it holds.
+    let running = s.jobs.iter().find(|j| j.state == JobState::Running && j.gpus > 0).expect("a running job");
+    let (_, ivs) = l.job(running.id).expect("job").expect("recorded");
+    assert!(!ivs.is_empty(), "intervals of job {}", running.id);
+    assert!(ivs.iter().all(|i| i.end >= i.start && i.gpu.is_some()));
+}
+
+/// A damaged ledger: the console stays up and its Cost view says why.
+#[test]
+fn the_cost_view_says_why_when_the_ledger_is_damaged() {
+    let mut a = common::app();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(ledger::path_for(dir.path(), &a.state().cluster), vec![0x5a; 4096]).expect("garbage");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w = Writer::spawn(dir.path().to_path_buf(), 0, move |a| {
+        let _ = tx.send(a);
+    })
+    .expect("writer");
+    a.ledger = Some(LedgerLink::new(w));
+    common::typed(&mut a, ":cost\r");
+    a.ledger_tick();
+    let answer = rx.recv_timeout(Duration::from_secs(10)).expect("an answer");
+    a.update(Msg::Ledger(answer));
+    while let Ok(more) = rx.recv_timeout(Duration::from_millis(200)) {
+        a.update(Msg::Ledger(more));
+    }
+    assert_eq!(a.ui.view, views::cost::ID);
+    let screen = common::render(&mut a, 200, 30);
+    assert!(screen.contains("damaged or not a database"), "{screen}");
+    assert!(screen.contains("ledger failed"), "{screen}");
+    // The tables still show what the console holds.
+    assert!(!a.cost.jobs.is_empty());
+    assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Unavailable { .. }));
+}
+
+/// The console fed by the simulator for a few minutes: the Cost view reads its window from
+/// the ledger, says since when it has data, and prices the GPUs no job held by cause.
+#[test]
+fn the_cost_view_reads_the_ledger_the_console_writes() {
+    let (mut a, mut sim) = common::app_with_sim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w = Writer::spawn(dir.path().to_path_buf(), 0, move |a| {
+        let _ = tx.send(a);
+    })
+    .expect("writer");
+    a.ledger = Some(LedgerLink::new(w));
+    for _ in 0..300 {
+        a.update(Msg::Update(sim.tick()));
+        a.ledger_tick();
+    }
+    common::typed(&mut a, ":cost\r");
+    a.ledger_tick();
+    let answer = rx.recv_timeout(Duration::from_secs(20)).expect("an answer");
+    assert!(matches!(answer, Answer::Window { .. }), "{answer:?}");
+    a.update(Msg::Ledger(answer));
+    let screen = common::render(&mut a, 160, 48);
+    assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Ledger { .. }), "{:?}", a.cost.basis);
+    assert!(screen.contains("data since"), "the ledger is 10 minutes old:\n{screen}");
+    assert!(a.cost.unused.drained.cost > 0.0, "the simulator has drained nodes: {:?}", a.cost.unused);
+    assert!(a.cost.unused.unallocated.gpu_hours > 0.0 || a.cost.now_gpus[1] == 0);
+    assert!(screen.contains("drained $"), "{screen}");
+    let parts = a.cost.allocated + a.cost.unused.total().cost;
+    assert!((a.cost.total - parts).abs() < 1e-6);
+    // The jobs table holds the ledger's jobs joined with the live ones.
+    assert!(a.cost.jobs.iter().any(|j| j.live));
+}
+
+/// Two consoles on one cluster write the same minutes: the GPUs no job held are counted once.
+#[test]
+fn two_writers_do_not_count_idle_gpus_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c1.sqlite");
+    let mut a = Ledger::open(&path).expect("a");
+    let mut b = Ledger::open(&path).expect("b");
+    for m in 0..10 {
+        a.record(&[obs(T0 + m * 60, vec![])]).expect("a writes");
+        // b looks 30 s later each minute
+        b.record(&[obs(T0 + m * 60 + 30, vec![])]).expect("b writes");
+    }
+    let w = a.window(T0 - 3_600, T0 + 3_600).expect("window");
+    assert_eq!(w.capacity[0].unallocated_s, 10.0 * 4.0 * 60.0, "{:?}", w.capacity);
+    assert_eq!(a.counts().expect("counts").2, 10);
+}
