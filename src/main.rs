@@ -1,4 +1,3 @@
-use clap::Parser;
 use gpuplane::backend::sim::{self, SimConfig};
 use gpuplane::cli::Cli;
 use gpuplane::config::Config;
@@ -15,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    let cli = gpuplane::cli::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

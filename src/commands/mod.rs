@@ -5,6 +5,7 @@ pub mod acceptance;
 pub mod doctor;
 pub mod get;
 pub mod machine;
+pub mod man;
 pub mod silence;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
@@ -52,21 +53,11 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         ),
         Command::Silence { command } => silence::run(command, config),
         Command::Completions { shell } => {
-            let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+            let mut cmd = crate::cli::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
             ExitCode::SUCCESS
         }
-        Command::Man => {
-            let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
-            match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("gpuplane: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Command::Man { page, dir } => man::run(page, dir.as_deref()),
     }
 }
 
