@@ -153,7 +153,13 @@ pub const NO_BACKEND: &[&[&str]] = &[&["completions"], &["man"], &["audit"], &["
 /// The command line's definition, built, with the backend flags hidden where they do nothing:
 /// what parsing, help, man pages and completions all use.
 pub fn command() -> clap::Command {
-    let mut cmd = <Cli as clap::CommandFactory>::command();
+    command_with(|c| c)
+}
+
+/// [`command`], with `edit` applied to the root before clap propagates global flags (what
+/// completions use to give flags their possible values without restricting parsing).
+pub fn command_with(edit: impl FnOnce(clap::Command) -> clap::Command) -> clap::Command {
+    let mut cmd = edit(<Cli as clap::CommandFactory>::command());
     // A subcommand that already has a global flag keeps its own copy when clap propagates
     // them: a hidden copy hides it there (and below it).
     let backend: Vec<clap::Arg> = cmd
@@ -267,7 +273,19 @@ pub enum Command {
         timeout: Duration,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions { shell: clap_complete::Shell },
+    ///
+    /// --view, --theme, --keymap and --context complete to their names: views, the built-in
+    /// themes and keymaps and those in the config directory, the kubeconfig's contexts (bash
+    /// asks `gpuplane completions --list contexts` at each completion; other shells get the
+    /// names known when the script is printed).
+    Completions {
+        #[arg(required_unless_present = "list")]
+        shell: Option<clap_complete::Shell>,
+        /// Print the names one kind of value completes to, one a line (what the bash script
+        /// runs for contexts).
+        #[arg(long, value_enum, value_name = "KIND", conflicts_with = "shell")]
+        list: Option<Names>,
+    },
     /// Print a man page (roff), generated from this command line's definition: gpuplane(1), or
     /// a subcommand's (`gpuplane man drain` is gpuplane-drain(1), `gpuplane man audit verify`
     /// gpuplane-audit-verify(1)); with --dir, write every page into DIR (for packages).
@@ -406,6 +424,15 @@ pub enum Output {
     Wide,
     Json,
     Csv,
+}
+
+/// `completions --list`: values that complete to names known only at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Names {
+    Views,
+    Themes,
+    Keymaps,
+    Contexts,
 }
 
 /// `doctor -o`.

@@ -91,3 +91,83 @@ fn an_empty_reason_is_refused_before_anything_is_planned() {
     let out = stdout(&["cordon", "gpu-001", "-r", "a test", "--yes"]);
     assert!(out.contains("(simulated cluster; nothing persists)"), "{out}");
 }
+
+/// The bash script completes --view, --theme, --keymap and --context to names (contexts read
+/// from the kubeconfig at each completion), run in bash as a shell would.
+#[test]
+fn completions_offer_views_themes_keymaps_and_contexts() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    std::fs::create_dir_all(home.join("config/gpuplane/themes")).unwrap();
+    std::fs::write(home.join("config/gpuplane/themes/solarized.toml"), "# a theme of one's own\n").unwrap();
+    let kc = home.join("kubeconfig");
+    let kubeconfig = |contexts: &[&str]| {
+        let ctx: String = contexts
+            .iter()
+            .map(|c| format!("- {{name: {c}, context: {{cluster: c1, user: u1}}}}\n"))
+            .collect();
+        std::fs::write(
+            &kc,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters: [{{name: c1, cluster: {{server: \"https://127.0.0.1:1\"}}}}]\nusers: [{{name: u1, user: {{token: x}}}}]\ncontexts:\n{ctx}current-context: {}\n",
+                contexts[0]
+            ),
+        )
+        .unwrap();
+    };
+    kubeconfig(&["prod-east", "lab-west"]);
+    let script = home.join("gpuplane.bash");
+    let out =
+        common::gpuplane_cmd(home).args(["completions", "bash"]).env("KUBECONFIG", &kc).output().unwrap();
+    assert!(out.status.success());
+    std::fs::write(&script, &out.stdout).unwrap();
+    // `gpuplane` on PATH, as installed.
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gpuplane"), bin.join("gpuplane")).unwrap();
+    let complete = |words: &str| -> Vec<String> {
+        let line = format!("gpuplane {words}");
+        let n = line.split(' ').count() - 1;
+        let snippet = format!(
+            "source {s}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; read -ra COMP_WORDS <<< \"$COMP_LINE\"; \
+             [[ \"$COMP_LINE\" == *' ' ]] && COMP_WORDS+=(''); COMP_CWORD={n}; \
+             _gpuplane gpuplane \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            s = script.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["--norc", "-c", &snippet])
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+            .env("KUBECONFIG", &kc)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("HOME", home)
+            .output()
+            .expect("bash");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().filter(|l| !l.is_empty()).map(String::from).collect()
+    };
+    let views = complete("--view ");
+    for v in ["nodes", "gpus", "queues", "cost", "topology"] {
+        assert!(views.iter().any(|x| x == v), "{v} in {views:?}");
+    }
+    assert!(!views.iter().any(|v| v.contains('/') || v.ends_with(".rs")), "names, not files: {views:?}");
+    assert_eq!(complete("--view q"), ["queues", "quotas"]);
+    let themes = complete("--theme ");
+    for t in ["dark", "light", "high-contrast", "monochrome", "solarized"] {
+        assert!(themes.iter().any(|x| x == t), "{t} in {themes:?}");
+    }
+    assert_eq!(complete("--keymap e"), ["emacs"]);
+    assert_eq!(complete("--context "), ["lab-west", "prod-east"]);
+    // A subcommand's --context too; and a context added later completes without a new script.
+    kubeconfig(&["prod-east", "lab-west", "lab-north"]);
+    assert_eq!(complete("drain --context lab-"), ["lab-north", "lab-west"]);
+    // zsh and fish name them as well (those known when the script was printed).
+    for shell in ["zsh", "fish"] {
+        let out =
+            common::gpuplane_cmd(home).args(["completions", shell]).env("KUBECONFIG", &kc).output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("topology") && text.contains("high-contrast") && text.contains("prod-east"),
+            "{shell}"
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! the console, and the audit log's verify/tail.
 
 pub mod acceptance;
+pub mod complete;
 pub mod doctor;
 pub mod get;
 pub mod machine;
@@ -52,11 +53,7 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
             config,
         ),
         Command::Silence { command } => silence::run(command, config),
-        Command::Completions { shell } => {
-            let mut cmd = crate::cli::command();
-            clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
-            ExitCode::SUCCESS
-        }
+        Command::Completions { shell, list } => complete::run(*shell, *list, config),
         Command::Man { page, dir } => man::run(page, dir.as_deref()),
     }
 }
