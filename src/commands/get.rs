@@ -132,7 +132,21 @@ pub fn run(
     let records: Vec<Record> = if output == Output::Table {
         Vec::new()
     } else {
-        st.rows.iter().map(|&k| machine::record(resource, cols, src.json(&cx, k), &zone)).collect()
+        st.rows
+            .iter()
+            .map(|&k| {
+                // A column's plain number (`num`) stands in for a field the row's JSON lacks.
+                let mut v = src.json(&cx, k);
+                if let Some(o) = v.as_object_mut() {
+                    for c in cols {
+                        if let Some(num) = c.num {
+                            o.entry(machine::field_of(resource, c)).or_insert_with(|| num(&cx, k).into());
+                        }
+                    }
+                }
+                machine::record(resource, cols, v, &zone)
+            })
+            .collect()
     };
     let fields = machine::header(&records);
     // `wide`: every plain field the columns do not show, after them.

@@ -264,12 +264,13 @@ mod tests {
         use crate::tui::widgets::table::TableSource;
         let cols = crate::tui::views::jobs::JobsTable.columns();
         let v = json!({"zeta": 1, "user": "u", "state": "pending", "name": "n", "id": 7,
-                       "est_start": 1_767_225_600, "end": null, "position": 3});
+                       "est_start": 1_767_225_600, "end": null, "position": 3, "cluster": "west"});
         let r = record("jobs", cols, v, &jiff::tz::TimeZone::UTC);
         let keys: Vec<&str> = r.0.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,
             [
+                "cluster",
                 "id",
                 "name",
                 "state",
@@ -282,12 +283,14 @@ mod tests {
                 "zeta"
             ]
         );
-        assert_eq!(r.0[5].1, "2026-01-01T00:00:00Z");
-        assert_eq!(r.0[6].1, 1_767_225_600);
+        assert_eq!(r.0[6].1, "2026-01-01T00:00:00Z");
+        assert_eq!(r.0[7].1, 1_767_225_600);
         let ist = jiff::tz::TimeZone::get("Asia/Kolkata").unwrap();
         assert_eq!(rfc3339(1_767_225_600, &ist).unwrap(), "2026-01-01T05:30:00+05:30");
         // Serialised in this order, not by name.
-        assert!(serde_json::to_string(&r).unwrap().starts_with(r#"{"id":7,"name":"n","state":"pending""#));
+        assert!(
+            serde_json::to_string(&r).unwrap().starts_with(r#"{"cluster":"west","id":7,"name":"n","state""#)
+        );
     }
 
     #[test]
