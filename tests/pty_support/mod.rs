@@ -115,8 +115,13 @@ impl Console {
         self.wait_for(" Sources [", 10);
         std::thread::sleep(Duration::from_millis(300));
         let s = self.screen();
-        let line =
-            s.lines().find(|l| l.contains(source) && !l.contains(" Sources [")).unwrap_or_default().to_string();
+        let line = s
+            .lines()
+            .skip_while(|l| !l.contains(" Sources ["))
+            .skip(1)
+            .find(|l| l.contains(source))
+            .unwrap_or_default()
+            .to_string();
         self.send("2");
         self.wait_for(" Nodes [", 10);
         line
