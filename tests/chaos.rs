@@ -18,7 +18,16 @@ fn kube_console(kubeconfig: &str) -> pty_support::Console {
     pty_support::spawn(
         120,
         30,
-        &["--user", "researcher", "--refresh", "500ms", "--kubeconfig", kubeconfig, "--context", "fake-admin"],
+        &[
+            "--user",
+            "researcher",
+            "--refresh",
+            "500ms",
+            "--kubeconfig",
+            kubeconfig,
+            "--context",
+            "fake-admin",
+        ],
         None,
     )
 }
@@ -49,7 +58,8 @@ fn kube_watches_dropped_and_compacted_repeatedly_keep_the_rows_and_recover() {
         assert_eq!(c.node_rows(), Some(rows), "rows kept through the fault:\n{}", c.screen());
         std::thread::sleep(Duration::from_millis(300));
     }
-    let lists = fake.requests().iter().filter(|r| r.path == "/api/v1/nodes" && !r.query.contains("watch=")).count();
+    let lists =
+        fake.requests().iter().filter(|r| r.path == "/api/v1/nodes" && !r.query.contains("watch=")).count();
     // After a dropped watch the client lists again (kube-rs' watcher re-lists rather than
     // re-watching from the old resourceVersion), with backoff: not a tight loop on the server.
     assert!(lists < 100, "{lists} node lists for 10 faults: the client hammers the server");
@@ -57,7 +67,11 @@ fn kube_watches_dropped_and_compacted_repeatedly_keep_the_rows_and_recover() {
     fake.set_node_ready("gpu-node-1", false);
     c.send("/gpu-node-1\r");
     c.wait_for("</gpu-node-1>", 10);
-    assert!(c.wait_until(60, |s| s.contains("down")), "the change after the fault never showed:\n{}", c.screen());
+    assert!(
+        c.wait_until(60, |s| s.contains("down")),
+        "the change after the fault never showed:\n{}",
+        c.screen()
+    );
     assert!(c.wait_until(30, |s| s.lines().next().unwrap_or("").contains("kube ●")), "{}", c.header());
     c.quit();
 }
@@ -103,7 +117,8 @@ fn a_server_answering_five_seconds_late_never_holds_up_a_key() {
     let delay = Arc::new(AtomicU64::new(0));
     // The kubeconfig names the https URL; the proxy passes TLS through untouched.
     let url = fake.https_url();
-    let upstream: std::net::SocketAddr = url.trim_start_matches("https://").parse().expect("fake kube address");
+    let upstream: std::net::SocketAddr =
+        url.trim_start_matches("https://").parse().expect("fake kube address");
     let port = delaying_proxy(upstream, delay.clone());
     let kc_text = std::fs::read_to_string(fake.kubeconfig_path()).unwrap();
     let kc = tempfile::NamedTempFile::new().unwrap();

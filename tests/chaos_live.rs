@@ -44,7 +44,16 @@ struct Rest {
 impl Rest {
     fn start(port: u16) -> Rest {
         let child = Command::new("slurmrestd")
-            .args(["-f", conf().to_str().unwrap(), "-a", "rest_auth/jwt", "-u", "nobody", "-s", "openapi/v0.0.38"])
+            .args([
+                "-f",
+                conf().to_str().unwrap(),
+                "-a",
+                "rest_auth/jwt",
+                "-u",
+                "nobody",
+                "-s",
+                "openapi/v0.0.38",
+            ])
             .arg(format!("127.0.0.1:{port}"))
             .env("SLURM_CONF", conf())
             .env("SLURM_JWT", "daemon")

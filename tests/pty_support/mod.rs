@@ -150,7 +150,8 @@ impl Console {
     /// summary in its log, written at exit).
     pub fn key_frames(&self) -> usize {
         let log = self.log();
-        let line = log.lines().rfind(|l| l.contains("key to frame")).expect("key-to-frame summary in the log");
+        let line =
+            log.lines().rfind(|l| l.contains("key to frame")).expect("key-to-frame summary in the log");
         let n = line.split_whitespace().find_map(|w| w.strip_prefix("keys=")).expect("keys=");
         n.parse().expect("a count")
     }
