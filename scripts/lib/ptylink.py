@@ -38,7 +38,6 @@ class Console:
         self.chunks = []  # (time delivered, bytes)
         self.watch = None  # (regex, t0, callback): checked after each delivered chunk
         self.closed = False
-        self.frames_seen = 0
         self._pending = collections.deque()  # (deliver_at, data), for the latency
         self._keys = collections.deque()
         threading.Thread(target=self._read, daemon=True).start()
@@ -112,8 +111,6 @@ class Console:
             self.stream.feed(data)
             self.bytes += len(data)
             self.chunks.append((now, len(data)))
-            if b"\x1b[?2026l" in data or b"\x1b[?25l" in data:
-                self.frames_seen += 1
             if self.watch is not None:
                 pat, t0, done = self.watch
                 if pat.search(self._text()):
