@@ -98,6 +98,16 @@ async fn run_background(run: app::PluginRun, tx: mpsc::UnboundedSender<Vec<(Stri
     let _ = tx.send(lines);
 }
 
+/// The terminal event that is already waiting, if any (`None` when reading it would wait). Polled
+/// with the task's own waker, so the stream's wake-up thread stays registered for the next key.
+async fn ready_event(events: &mut EventStream) -> Option<Option<io::Result<Event>>> {
+    std::future::poll_fn(|cx| match events.poll_next_unpin(cx) {
+        std::task::Poll::Ready(ev) => std::task::Poll::Ready(Some(ev)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}
+
 /// Runs the console until the user quits, the terminal goes away or a signal arrives.
 pub async fn run(
     mut app: App,
@@ -199,20 +209,39 @@ pub async fn run(
             }
         }
         tokio::select! {
-            ev = events.next() => match ev {
-                Some(Ok(Event::Key(k))) => {
-                    key_at.get_or_insert_with(Instant::now);
-                    dirty |= app.update(Msg::Key(k));
-                    app.ledger_tick();
-                }
-                Some(Ok(Event::Resize(..))) => dirty |= app.update(Msg::Resize),
-                Some(Ok(_)) => {}
-                Some(Err(e)) => {
-                    tracing::warn!("terminal read failed, exiting: {e}");
+            ev = events.next() => {
+                // Every key already typed is applied before the next frame: when the terminal
+                // is slow, or keys come faster than frames, the intermediate frames are never
+                // drawn, so output never queues up behind input.
+                let mut next = ev;
+                let gone = loop {
+                    match next {
+                        Some(Ok(Event::Key(k))) => {
+                            key_at.get_or_insert_with(Instant::now);
+                            dirty |= app.update(Msg::Key(k));
+                            app.ledger_tick();
+                        }
+                        Some(Ok(Event::Resize(..))) => dirty |= app.update(Msg::Resize),
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => {
+                            tracing::warn!("terminal read failed, exiting: {e}");
+                            break true;
+                        }
+                        None => break true,
+                    }
+                    // A quit or a foreground plugin is acted on before any later key.
+                    if app.ui.quit || app.pending_plugin.is_some() {
+                        break false;
+                    }
+                    match ready_event(&mut events).await {
+                        Some(ev) => next = ev,
+                        None => break false,
+                    }
+                };
+                if gone {
                     break Exit::HungUp;
                 }
-                None => break Exit::HungUp,
-            },
+            }
             u = updates.recv(), if updates_open => match u {
                 Some(u) => {
                     dirty |= app.update(Msg::Update(u));
