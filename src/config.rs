@@ -351,6 +351,31 @@ fn price_card(mut p: PriceCard, warnings: &mut Vec<String>) -> PriceCard {
         warnings.push(format!("config: prices.default = {}: not a price; using {d}", p.default));
         p.default = d;
     }
+    p.reserved.retain(|r| {
+        let good = ok(r.monthly) && !r.model.trim().is_empty();
+        if !good {
+            warnings.push(format!(
+                "config: prices.reserved model {:?} monthly = {}: not a commitment; ignored",
+                r.model, r.monthly
+            ));
+        }
+        good
+    });
+    p.share.retain(|k, v| {
+        let good = v.is_finite() && *v > 0.0 && *v <= 1.0;
+        if !good {
+            warnings.push(format!("config: prices.share.{k:?} = {v}: not a share of a GPU (0 < share <= 1); ignored"));
+        }
+        good
+    });
+    for (section, map) in [("overhead", &mut p.overhead), ("budgets", &mut p.budgets)] {
+        map.retain(|k, v| {
+            if !ok(*v) {
+                warnings.push(format!("config: prices.{section}.{k:?} = {v}: not an amount of money; ignored"));
+            }
+            ok(*v)
+        });
+    }
     p
 }
 
@@ -565,6 +590,33 @@ mod tests {
         assert_eq!(s.refresh, Duration::from_secs(10));
         let (c, _) = with_file("theme = \"dark\"\n");
         assert!(c.slurm.is_none());
+    }
+
+    #[test]
+    fn price_card_with_commitments_shares_overhead_and_budgets() {
+        let (c, w) = with_file(
+            "[prices]\ncurrency = \"EUR\"\ndefault = 1.0\nunit = \"gpu-hours\"\n\
+             [prices.per_gpu_hour]\nH100 = 2.5\n\
+             [[prices.reserved]]\nmodel = \"H100\"\ngpus = 64\nmonthly = 90000\n\
+             [[prices.reserved]]\nmodel = \"A100\"\ngpus = 8\nmonthly = -1\n\
+             [prices.share]\n\"1g.10gb\" = 0.142857\n\"3g\" = 3.0\n\
+             [prices.overhead]\nnetwork = 12000\nstorage = inf\n\
+             [prices.teams]\nproj-a = \"research\"\n\
+             [prices.budgets]\nresearch = 50000\n",
+        );
+        assert_eq!(c.prices.reserved.len(), 1, "{w:?}");
+        assert_eq!(c.prices.reservation("NVIDIA H100 80GB").map(|r| r.gpus), Some(64));
+        assert_eq!(c.prices.share("A100 MIG 1g.10gb"), 0.142857);
+        assert_eq!(c.prices.share("A100 MIG 3g.40gb"), 1.0);
+        assert_eq!(c.prices.overhead.len(), 1);
+        assert_eq!(c.prices.unit, crate::model::Unit::GpuHours);
+        assert_eq!(c.prices.team_of("proj-a"), "research");
+        assert_eq!(c.prices.team_of("proj-b"), "proj-b");
+        assert_eq!(c.prices.budgets.get("research"), Some(&50000.0));
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w.iter().any(|m| m.contains("prices.reserved model \"A100\"")), "{w:?}");
+        assert!(w.iter().any(|m| m.contains("prices.share.\"3g\" = 3")), "{w:?}");
+        assert!(w.iter().any(|m| m.contains("prices.overhead.\"storage\"")), "{w:?}");
     }
 
     #[test]
