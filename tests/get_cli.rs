@@ -329,3 +329,45 @@ fn cost_window_and_team_with_numbers_for_machines() {
     let out = common::gpuplane_cmd(dir.path()).args(["get", "nodes", "--window", "7d"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `report cost`: CSV and JSON hold plain numbers; the TOTAL row is the rows' sum and equals
+/// JSON's totals; the same ledger answers both; `--by` names what it accepts.
+#[test]
+fn report_cost_prints_a_chargeback_that_adds_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path()).args(["report", "cost"]).args(args).output().expect("run gpuplane")
+    };
+    let out = run(&["--from", "2020-01-01", "-o", "csv", "--by", "user"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('$') && !text.contains('%'), "{text}");
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(&rd.headers().unwrap()[0], "user");
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let (total, rest) = rows.split_last().expect("rows");
+    assert_eq!(&total[0], "TOTAL");
+    assert!(rest.len() > 1, "the simulator has several users: {text}");
+    let num = |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().unwrap_or_else(|e| panic!("{:?}: {e}", &r[i]));
+    let last = total.len() - 1;
+    let sum: f64 = rest.iter().map(|r| num(r, last)).sum();
+    assert!((sum - num(total, last)).abs() < 1e-3 * rest.len() as f64, "{sum} vs {}", num(total, last));
+    // Each row's parts add up to its total.
+    for r in &rows {
+        let parts: f64 = (3..last).map(|i| num(r, i)).sum();
+        assert!((parts - num(r, last)).abs() < 1e-3 * 8.0, "{r:?}");
+    }
+    let out = run(&["--from", "2020-01-01", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["totals"]["total"].is_f64(), "{v}");
+    assert!((v["totals"]["total"].as_f64().unwrap() - num(total, last)).abs() < 1e-3);
+    assert_eq!(v["by"], "team");
+    let out = run(&["--from", "2020-01-01", "--by", "cluster"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("team") && err.contains("user") && err.contains("account"), "{err}");
+    let out = run(&["--from", "2020-01-01", "--to", "2019-01-01"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--to must be after --from"));
+}

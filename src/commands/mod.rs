@@ -4,6 +4,7 @@
 pub mod acceptance;
 pub mod doctor;
 pub mod get;
+pub mod report;
 pub mod silence;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
@@ -50,6 +51,7 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
             config,
         ),
         Command::Silence { command } => silence::run(command, config),
+        Command::Report { command } => report::run(command, config),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());

@@ -224,7 +224,7 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     let mut parts = Parts::default();
     let mut gh = Parts::default();
     // What the commitments paid for GPU-hours the window never saw: unallocated.
-    let committed: f64 = groups.values().map(|g| g.paid).sum();
+    let committed: f64 = groups.values().fold(0.0, |a, g| a + g.paid);
     for g in groups.values() {
         let used = g.seen_h.min(g.committed_h);
         parts.unallocated += (g.paid - used * g.rate()).max(0.0);
@@ -240,7 +240,7 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     }
     let overhead_lines: Vec<(String, f64)> =
         card.overhead.iter().map(|(k, v)| (k.clone(), v.max(0.0) * month)).collect();
-    parts.overhead = overhead_lines.iter().map(|(_, v)| v).sum();
+    parts.overhead = overhead_lines.iter().fold(0.0, |a, (_, v)| a + v);
     // Jobs: each one's direct parts, summed per team, user and account.
     let mut by: [BTreeMap<String, Share>; 3] = Default::default();
     for u in uses {
@@ -296,6 +296,49 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         teams,
         users,
         accounts,
+    }
+}
+
+/// What a chargeback's rows are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    Team,
+    User,
+    Account,
+}
+
+impl Dimension {
+    pub fn label(self) -> &'static str {
+        match self {
+            Dimension::Team => "team",
+            Dimension::User => "user",
+            Dimension::Account => "account",
+        }
+    }
+}
+
+/// The name of the totals row.
+pub const TOTAL: &str = "TOTAL";
+
+impl Bill {
+    /// The shares along one dimension, most expensive first.
+    pub fn shares(&self, by: Dimension) -> &[Share] {
+        match by {
+            Dimension::Team => &self.teams,
+            Dimension::User => &self.users,
+            Dimension::Account => &self.accounts,
+        }
+    }
+
+    /// The totals row: every job, every GPU-hour jobs held, every part.
+    pub fn totals(&self) -> Share {
+        Share {
+            name: TOTAL.into(),
+            jobs: self.teams.iter().map(|s| s.jobs).sum(),
+            gpu_hours: self.gpu_hours.direct(),
+            parts: self.parts,
+            total: self.total,
+        }
     }
 }
 

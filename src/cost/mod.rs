@@ -186,6 +186,7 @@ pub fn report_ledger(s: &ClusterState, window_s: i64, w: &WindowData) -> CostRep
 /// [`report_ledger`] for any `[from, to]` the ledger was read for (`report cost --from --to`).
 pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) -> CostReport {
     let live: HashSet<u64> = s.jobs.iter().map(|j| j.id).collect();
+    let to = to.min(s.now.max(from));
     let recorded = w
         .jobs
         .iter()
@@ -195,6 +196,12 @@ pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) ->
     let mut r = build(s, from, to, jobs, Some(w), Basis::Ledger { path: w.path.display().to_string() });
     r.data_since = w.data_since();
     r
+}
+
+/// [`report`] for any `[from, to]`: the jobs the console holds now, no ledger.
+pub fn report_console_range(s: &ClusterState, from: Epoch, to: Epoch, basis: Basis) -> CostReport {
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
+    build(s, from, to.min(s.now.max(from)), jobs, None, basis)
 }
 
 /// The report when the ledger failed: the console's jobs, and why.
