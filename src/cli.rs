@@ -254,6 +254,17 @@ pub enum ReportCommand {
     /// TOTAL row equal to the Cost view's total for the same window. Read from the usage
     /// ledger (what it does not cover is said on stderr). CSV and JSON hold plain numbers.
     Cost(ReportCostArgs),
+    /// A job's efficiency, for the researcher who ran it: GPU utilisation per GPU and weighted
+    /// by GPU-hours, GPUs idle the whole run, and notes ([efficiency] in the config: util below
+    /// 15 % red, below 25 % a warning; no notes for runs under 5 minutes). From the usage
+    /// ledger, so it outlives Prometheus retention.
+    Job {
+        /// The job id.
+        id: u64,
+        /// json or markdown.
+        #[arg(short, long, value_enum, default_value_t = ReportOutput::Markdown)]
+        output: ReportOutput,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]

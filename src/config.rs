@@ -123,6 +123,7 @@ struct FileConfig {
     alertmanager: Option<crate::backend::alertmanager::client::AmSection>,
     acceptance: crate::acceptance::config::AcceptanceSection,
     ledger: LedgerSection,
+    efficiency: crate::cost::eff::Rules,
 }
 
 /// `[ledger]`: the usage ledger (cost windows from what was recorded).
@@ -153,6 +154,8 @@ pub struct Config {
     pub sim_jobs: usize,
     pub seed: u64,
     pub prices: PriceCard,
+    /// `[efficiency]`: the rules of per-job efficiency notes.
+    pub efficiency: crate::cost::eff::Rules,
     pub thresholds: Thresholds,
     pub config_dir: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
@@ -298,6 +301,7 @@ impl Config {
             sim_jobs: cli.sim_jobs.or(file.sim.jobs).unwrap_or(0),
             seed: cli.seed.or(file.sim.seed).unwrap_or(42),
             prices: file.prices.map(|p| price_card(p, &mut warnings)).unwrap_or_default(),
+            efficiency: file.efficiency.clone(),
             thresholds,
             config_dir,
             state_dir,

@@ -371,3 +371,43 @@ fn report_cost_prints_a_chargeback_that_adds_up() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must be after --from"));
 }
+
+/// `report job`: a simulated job the ledger recorded, its utilisation weighted by GPU-hours
+/// equal to its GPUs' figures weighted by hand; an unknown job is exit 2.
+#[test]
+fn report_job_weighs_utilisation_by_gpu_hours() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path()).args(["report", "job"]).args(args).output().expect("run gpuplane")
+    };
+    // The simulator's running jobs: find one through `get jobs`.
+    let out = common::gpuplane_cmd(dir.path()).args(["get", "jobs", "-o", "json"]).output().unwrap();
+    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["state"] == "Running" && j["gpus"].as_u64() > Some(0))
+        .and_then(|j| j["id"].as_u64())
+        .unwrap_or_else(|| panic!("a running GPU job: {jobs}"));
+    let out = run(&[&id.to_string(), "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["id"].as_u64(), Some(id));
+    let per: &Vec<serde_json::Value> = e["per_gpu"].as_array().unwrap();
+    let (mut w, mut h) = (0.0, 0.0);
+    for g in per {
+        if let Some(u) = g["util"].as_f64() {
+            w += u * g["gpu_hours"].as_f64().unwrap();
+            h += g["gpu_hours"].as_f64().unwrap();
+        }
+    }
+    if h > 0.0 {
+        assert!((e["util"].as_f64().unwrap() - w / h).abs() < 1e-6, "{e}");
+    }
+    let md = run(&[&id.to_string()]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains(&format!("# Job {id}")));
+    let out = run(&["999999999"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not in the ledger"));
+}

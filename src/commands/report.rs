@@ -14,7 +14,95 @@ use std::process::ExitCode;
 pub fn run(cmd: &ReportCommand, config: &Config) -> ExitCode {
     match cmd {
         ReportCommand::Cost(a) => cost(a, config),
+        ReportCommand::Job { id, output } => job(*id, *output, config),
     }
+}
+
+fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
+    let Some(dir) = &config.ledger_dir else {
+        eprintln!("gpuplane: report job reads the usage ledger, and [ledger] enabled = false");
+        return ExitCode::from(2);
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = match rt.block_on(target_cluster(config)) {
+        Ok((s, _, _)) => s,
+        Err(e) => {
+            eprintln!("gpuplane: cannot read the cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let found = crate::store::Ledger::open(&path).and_then(|mut l| {
+        if let Some(o) = crate::cost::track::Tracker::default().observe(&state) {
+            l.record(&[o])?;
+        }
+        l.job(id)
+    });
+    let (rec, intervals) = match found {
+        Ok(Some(x)) => x,
+        Ok(None) => {
+            eprintln!("gpuplane: job {id} is not in the ledger of {} ({})", state.cluster, path.display());
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let e = crate::cost::eff::job(&rec, &intervals, &config.efficiency);
+    let text = match output {
+        ReportOutput::Json => serde_json::to_string_pretty(&e).map(|s| s + "\n").map_err(|e| e.to_string()),
+        ReportOutput::Markdown | ReportOutput::Csv => Ok(job_markdown(&e)),
+    };
+    match text {
+        Ok(t) => {
+            print!("{t}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A job's efficiency for people. Cluster text (names) is sanitised.
+pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
+    use crate::sanitize::sanitize;
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(o, "# Job {} {} ({})\n", e.id, sanitize(&e.name), sanitize(&e.state));
+    let _ = writeln!(o, "- user {} · account {}", sanitize(&e.user), sanitize(&e.account));
+    let when = |t: Option<Epoch>| t.map_or_else(|| "-".to_string(), crate::clock::stamp);
+    let _ = writeln!(o, "- ran {} to {} ({})", when(e.start), when(e.end), crate::clock::dur(e.run_s));
+    let model = e.gpu_model.as_deref().map(sanitize).unwrap_or_default();
+    let _ = writeln!(o, "- {} GPU(s) {model}, {:.2} GPU-hours", e.gpus, e.gpu_hours);
+    let util = e.util.map_or_else(|| "not recorded".to_string(), |u| format!("{u:.1}%"));
+    let _ = writeln!(o, "- GPU utilisation (weighted by GPU-hours): {util}\n");
+    let _ = writeln!(o, "| node | GPU | GPU-hours | util % |\n|---|---:|---:|---:|");
+    for g in &e.per_gpu {
+        let idx = g.gpu.map_or_else(|| format!("{} GPUs", g.gpus), |i| i.to_string());
+        let u = g.util.map_or_else(|| "-".to_string(), |u| format!("{u:.1}"));
+        let _ = writeln!(o, "| {} | {idx} | {:.2} | {u} |", sanitize(&g.node).replace('|', "\\|"), g.gpu_hours);
+    }
+    if !e.notes.is_empty() {
+        o.push_str("\n## Notes\n\n");
+        for n in &e.notes {
+            let tag = match n.level {
+                crate::cost::eff::Level::Red => "RED",
+                crate::cost::eff::Level::Warn => "WARN",
+                crate::cost::eff::Level::Info => "INFO",
+            };
+            let _ = writeln!(o, "- **{tag}** {}", n.text);
+        }
+    }
+    o
 }
 
 /// A date (`2026-11-01`, midnight UTC) or an RFC 3339 time, as seconds since the epoch.

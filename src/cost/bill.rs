@@ -379,9 +379,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn card() -> PriceCard {
-        let mut c = PriceCard::default();
-        c.per_gpu_hour = [("H100".to_string(), 3.0), ("A100".to_string(), 2.0)].into();
-        c
+        PriceCard {
+            per_gpu_hour: [("H100".to_string(), 3.0), ("A100".to_string(), 2.0)].into(),
+            ..PriceCard::default()
+        }
     }
 
     fn job(id: u64, account: &str, model: &str, gpu_h: f64, util: Option<f64>) -> Use {
@@ -507,14 +508,18 @@ mod tests {
             any::<bool>(),
         )
             .prop_map(|(res, overhead, mig, unit, map_team)| {
-                let mut c = PriceCard::default();
-                c.reserved =
-                    res.into_iter().map(|(m, gpus, monthly)| Reservation { model: m.into(), gpus, monthly }).collect();
-                c.overhead = overhead;
+                let mut c = PriceCard {
+                    reserved: res
+                        .into_iter()
+                        .map(|(m, gpus, monthly)| Reservation { model: m.into(), gpus, monthly })
+                        .collect(),
+                    overhead,
+                    unit,
+                    ..PriceCard::default()
+                };
                 if let Some(s) = mig {
                     c.share.insert("1g.10gb".into(), s);
                 }
-                c.unit = unit;
                 if map_team {
                     c.teams.insert("a".into(), "research".into());
                     c.teams.insert("b".into(), "research".into());

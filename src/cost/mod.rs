@@ -2,6 +2,7 @@
 //! idle GPU-hours, from the price card.
 
 pub mod bill;
+pub mod eff;
 pub mod track;
 
 use crate::model::{Epoch, Job, JobState, Text};
