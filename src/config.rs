@@ -368,14 +368,17 @@ fn price_card(mut p: PriceCard, warnings: &mut Vec<String>) -> PriceCard {
     p.share.retain(|k, v| {
         let good = v.is_finite() && *v > 0.0 && *v <= 1.0;
         if !good {
-            warnings.push(format!("config: prices.share.{k:?} = {v}: not a share of a GPU (0 < share <= 1); ignored"));
+            warnings.push(format!(
+                "config: prices.share.{k:?} = {v}: not a share of a GPU (0 < share <= 1); ignored"
+            ));
         }
         good
     });
     for (section, map) in [("overhead", &mut p.overhead), ("budgets", &mut p.budgets)] {
         map.retain(|k, v| {
             if !ok(*v) {
-                warnings.push(format!("config: prices.{section}.{k:?} = {v}: not an amount of money; ignored"));
+                warnings
+                    .push(format!("config: prices.{section}.{k:?} = {v}: not an amount of money; ignored"));
             }
             ok(*v)
         });

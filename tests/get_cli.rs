@@ -348,7 +348,8 @@ fn report_cost_prints_a_chargeback_that_adds_up() {
     let (total, rest) = rows.split_last().expect("rows");
     assert_eq!(&total[0], "TOTAL");
     assert!(rest.len() > 1, "the simulator has several users: {text}");
-    let num = |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().unwrap_or_else(|e| panic!("{:?}: {e}", &r[i]));
+    let num =
+        |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().unwrap_or_else(|e| panic!("{:?}: {e}", &r[i]));
     let last = total.len() - 1;
     let sum: f64 = rest.iter().map(|r| num(r, last)).sum();
     assert!((sum - num(total, last)).abs() < 1e-3 * rest.len() as f64, "{sum} vs {}", num(total, last));
@@ -387,7 +388,7 @@ fn report_job_weighs_utilisation_by_gpu_hours() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|j| j["state"] == "Running" && j["gpus"].as_u64() > Some(0))
+        .find(|j| j["state"] == "running" && j["gpus"].as_u64() > Some(0))
         .and_then(|j| j["id"].as_u64())
         .unwrap_or_else(|| panic!("a running GPU job: {jobs}"));
     let out = run(&[&id.to_string(), "-o", "json"]);
@@ -402,9 +403,13 @@ fn report_job_weighs_utilisation_by_gpu_hours() {
             h += g["gpu_hours"].as_f64().unwrap();
         }
     }
-    if h > 0.0 {
-        assert!((e["util"].as_f64().unwrap() - w / h).abs() < 1e-6, "{e}");
-    }
+    assert!(h > 0.0, "the simulator's GPUs report utilisation: {e}");
+    assert!((e["util"].as_f64().unwrap() - w / h).abs() < 1e-6, "{e}");
+    assert_eq!(
+        e["gpus"],
+        serde_json::json!(per.iter().map(|g| g["gpus"].as_u64().unwrap()).sum::<u64>()),
+        "{e}"
+    );
     let md = run(&[&id.to_string()]);
     assert!(String::from_utf8_lossy(&md.stdout).contains(&format!("# Job {id}")));
     let out = run(&["999999999"]);

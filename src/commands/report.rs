@@ -89,7 +89,8 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
     for g in &e.per_gpu {
         let idx = g.gpu.map_or_else(|| format!("{} GPUs", g.gpus), |i| i.to_string());
         let u = g.util.map_or_else(|| "-".to_string(), |u| format!("{u:.1}"));
-        let _ = writeln!(o, "| {} | {idx} | {:.2} | {u} |", sanitize(&g.node).replace('|', "\\|"), g.gpu_hours);
+        let _ =
+            writeln!(o, "| {} | {idx} | {:.2} | {u} |", sanitize(&g.node).replace('|', "\\|"), g.gpu_hours);
     }
     if !e.notes.is_empty() {
         o.push_str("\n## Notes\n\n");
@@ -167,7 +168,10 @@ fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
         return ExitCode::from(2);
     }
     if to > state.now {
-        eprintln!("gpuplane: --to is in the future; the report ends now ({})", crate::clock::stamp(state.now));
+        eprintln!(
+            "gpuplane: --to is in the future; the report ends now ({})",
+            crate::clock::stamp(state.now)
+        );
     }
     let r = cost_report(&state, from, to, config);
     if let Some(since) = r.data_since {
@@ -305,6 +309,13 @@ pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
         "unit": b.unit.label(),
         "units": b.units,
         "unit_cost": b.unit_cost,
+        "budgets": b.budgets.iter().map(|u| serde_json::json!({
+            "team": u.team,
+            "monthly": u.monthly,
+            "spent": u.spent,
+            "burn_per_day": u.burn_per_day,
+            "runs_out": u.runs_out.map(ts),
+        })).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string())
 }
@@ -313,12 +324,7 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
     use std::fmt::Write;
     let mut o = String::new();
     let cur = &b.currency;
-    let _ = writeln!(
-        o,
-        "# GPU cost {} to {}\n",
-        crate::clock::stamp(b.from),
-        crate::clock::stamp(b.to)
-    );
+    let _ = writeln!(o, "# GPU cost {} to {}\n", crate::clock::stamp(b.from), crate::clock::stamp(b.to));
     let _ = writeln!(o, "| {} | {} |", by.label(), COLUMNS.join(" | "));
     let _ = writeln!(o, "|---|{}", "---:|".repeat(COLUMNS.len()));
     for s in rows(b, by) {
@@ -331,11 +337,29 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
         }
         o.push('\n');
     }
-    let _ = writeln!(o, "\nMoney in {cur}. Every part is defined in `gpuplane report cost --help` and docs/cost.md.");
+    let _ = writeln!(
+        o,
+        "\nMoney in {cur}. Every part is defined in `gpuplane report cost --help` and docs/cost.md."
+    );
     if let Some(u) = b.unit_cost {
-        let _ = writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit.label(), b.units);
+        let _ =
+            writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit.label(), b.units);
     } else {
         let _ = writeln!(o, "Effective unit cost: none ({} count 0).", b.unit.label());
+    }
+    for u in &b.budgets {
+        let out = u.runs_out.map_or_else(
+            || "lasts the month".to_string(),
+            |t| format!("runs out {}", crate::clock::stamp(t)),
+        );
+        let _ = writeln!(
+            o,
+            "Budget {}: {:.2} {cur}/month, spent {:.2}, burning {:.2} {cur}/day: {out}.",
+            crate::sanitize::sanitize(&u.team),
+            u.monthly,
+            u.spent,
+            u.burn_per_day
+        );
     }
     if b.committed > 0.0 {
         let _ = writeln!(o, "Reserved commitments for the window: {:.2} {cur} (paid in full).", b.committed);

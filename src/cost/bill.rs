@@ -162,6 +162,39 @@ pub struct Bill {
     pub teams: Vec<Share>,
     pub users: Vec<Share>,
     pub accounts: Vec<Share>,
+    /// Teams with a budget in `[prices.budgets]`: what they spent and when it runs out.
+    pub budgets: Vec<BudgetUse>,
+}
+
+/// A team's budget against its share of the window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BudgetUse {
+    pub team: String,
+    /// Money per month.
+    pub monthly: f64,
+    /// The team's share of the window.
+    pub spent: f64,
+    /// Spend per day over the window.
+    pub burn_per_day: f64,
+    /// At that burn, when a month's budget counted from the window's start is spent; `None`
+    /// when it lasts the month.
+    pub runs_out: Option<i64>,
+}
+
+/// Each budgeted team's use of its budget over `[from, to]`.
+fn budgets(card: &PriceCard, teams: &[Share], from: i64, to: i64) -> Vec<BudgetUse> {
+    let days = (to - from).max(0) as f64 / 86_400.0;
+    card.budgets
+        .iter()
+        .map(|(team, &monthly)| {
+            let spent = teams.iter().find(|s| &s.name == team).map_or(0.0, |s| s.total);
+            let burn_per_day = if days > 0.0 { spent / days } else { 0.0 };
+            let runs_out = (burn_per_day > 0.0)
+                .then(|| from + (monthly / burn_per_day * 86_400.0) as i64)
+                .filter(|&t| t < from + MONTH_S);
+            BudgetUse { team: team.clone(), monthly, spent, burn_per_day, runs_out }
+        })
+        .collect()
 }
 
 /// The reservations of one model key in the window.
@@ -196,7 +229,11 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     // Reservations by their (lower-cased) model key: lines with the same key add up.
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for r in &card.reserved {
-        let g = groups.entry(r.model.to_ascii_lowercase()).or_insert(Group { committed_h: 0.0, paid: 0.0, seen_h: 0.0 });
+        let g = groups.entry(r.model.to_ascii_lowercase()).or_insert(Group {
+            committed_h: 0.0,
+            paid: 0.0,
+            seen_h: 0.0,
+        });
         g.committed_h += f64::from(r.gpus) * window_s / 3600.0;
         g.paid += r.monthly.max(0.0) * month;
     }
@@ -266,7 +303,9 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         gh.add(&hp);
         let names = [card.team_of(&u.account), u.user.as_str(), u.account.as_str()];
         for (map, name) in by.iter_mut().zip(names) {
-            let s = map.entry(name.to_string()).or_insert_with(|| Share { name: name.to_string(), ..Share::default() });
+            let s = map
+                .entry(name.to_string())
+                .or_insert_with(|| Share { name: name.to_string(), ..Share::default() });
             s.jobs += 1;
             s.gpu_hours += h;
             s.parts.add(&p);
@@ -275,6 +314,7 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     let total = parts.sum();
     let direct = parts.direct();
     let [teams, users, accounts] = by.map(|m| spread(m, &parts, direct));
+    let budgets = budgets(card, &teams, from, to);
     let units = match card.unit {
         Unit::CompletedRuns => uses.iter().filter(|u| u.completed).count() as f64,
         Unit::FinishedJobs => uses.iter().filter(|u| u.finished).count() as f64,
@@ -296,6 +336,7 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         teams,
         users,
         accounts,
+        budgets,
     }
 }
 
@@ -412,7 +453,8 @@ mod tests {
         failed.failed = true;
         failed.completed = false;
         let uses = vec![job(1, "a", "NVIDIA H100", 10.0, Some(0.75)), job(2, "b", "A100", 5.0, None), failed];
-        let unheld = vec![Unheld { model: "NVIDIA H100".into(), unallocated_s: 4.0 * 3600.0, unhealthy_s: 3600.0 }];
+        let unheld =
+            vec![Unheld { model: "NVIDIA H100".into(), unallocated_s: 4.0 * 3600.0, unhealthy_s: 3600.0 }];
         let b = compute(&c, 0, day, &uses, &unheld);
         assert!(close(b.parts.useful, 7.5 * 3.0));
         assert!(close(b.parts.allocated_idle, 2.5 * 3.0));
@@ -446,6 +488,19 @@ mod tests {
         let b = compute(&c, 0, ten_h, &[job(1, "a", "H100", 150.0, Some(1.0))], &[]);
         assert!(close(b.total, 100.0 + 150.0), "{}", b.total);
         assert!(close(b.rates[0].effective, 250.0 / 150.0));
+    }
+
+    #[test]
+    fn a_budget_burns_and_runs_out() {
+        let mut c = card();
+        c.budgets = [("a".to_string(), 300.0), ("b".to_string(), 1.0e9)].into();
+        // Team a spends 30 (10 H100-hours) in a day: 300 lasts 10 days.
+        let b = compute(&c, 0, 86_400, &[job(1, "a", "H100", 10.0, Some(1.0))], &[]);
+        let a = &b.budgets[0];
+        assert_eq!(a.team, "a");
+        assert!(close(a.spent, 30.0) && close(a.burn_per_day, 30.0));
+        assert_eq!(a.runs_out, Some(10 * 86_400));
+        assert_eq!(b.budgets[1].runs_out, None, "b spent nothing");
     }
 
     #[test]
