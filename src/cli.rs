@@ -244,6 +244,11 @@ pub enum Command {
         #[arg(long, value_enum, value_name = "SEVERITY")]
         fail_on: Option<FailOn>,
     },
+    /// Reports for people who pay and people who run jobs: `report cost` (chargeback).
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
     /// Alertmanager silences, through the audit log like every write: create one for a set of
     /// matchers (reason, ticket, duration), or expire one. Needs --alertmanager URL (or
     /// [alertmanager] url). Exit status: 0 done; 1 Alertmanager refused or failed; 2 refused
@@ -307,6 +312,58 @@ pub enum Command {
         #[command(subcommand)]
         command: AcceptanceCommand,
     },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum ReportCommand {
+    /// Chargeback: the bill of [--from, --to) by team, user or account, every part priced
+    /// (useful, allocated-idle, unmeasured, unallocated, unhealthy, failed, overhead) and a
+    /// TOTAL row equal to the Cost view's total for the same window. Read from the usage
+    /// ledger (what it does not cover is said on stderr). CSV and JSON hold plain numbers.
+    Cost(ReportCostArgs),
+    /// A job's efficiency, for the researcher who ran it: GPU utilisation per GPU and weighted
+    /// by GPU-hours, GPUs idle the whole run, and notes ([efficiency] in the config: util below
+    /// 15 % red, below 25 % a warning; no notes for runs under 5 minutes). From the usage
+    /// ledger, so it outlives Prometheus retention.
+    Job {
+        /// The job id.
+        id: u64,
+        /// json or markdown.
+        #[arg(short, long, value_enum, default_value_t = ReportOutput::Markdown)]
+        output: ReportOutput,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportCostArgs {
+    /// Start: a date (2026-11-01, 00:00 UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "DATE")]
+    pub from: String,
+    /// End, not included: a date (00:00 UTC) or an RFC 3339 time (default: now).
+    #[arg(long, value_name = "DATE")]
+    pub to: Option<String>,
+    /// One row per team (accounts mapped by [prices.teams]), user or account.
+    #[arg(long, value_enum, default_value_t = ReportBy::Team)]
+    pub by: ReportBy,
+    /// csv, json (plain numbers, for scripts and finance tools) or markdown (for people).
+    #[arg(short, long, value_enum, default_value_t = ReportOutput::Markdown)]
+    pub output: ReportOutput,
+}
+
+/// `report cost --by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportBy {
+    Team,
+    User,
+    Account,
+}
+
+/// `report -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportOutput {
+    Csv,
+    Json,
+    Markdown,
 }
 
 /// `get incidents --fail-on`: the least severity that fails the check.

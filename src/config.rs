@@ -123,6 +123,7 @@ struct FileConfig {
     alertmanager: Option<crate::backend::alertmanager::client::AmSection>,
     acceptance: crate::acceptance::config::AcceptanceSection,
     ledger: LedgerSection,
+    efficiency: crate::cost::eff::Rules,
 }
 
 /// `[ledger]`: the usage ledger (cost windows from what was recorded).
@@ -153,6 +154,8 @@ pub struct Config {
     pub sim_jobs: usize,
     pub seed: u64,
     pub prices: PriceCard,
+    /// `[efficiency]`: the rules of per-job efficiency notes.
+    pub efficiency: crate::cost::eff::Rules,
     pub thresholds: Thresholds,
     pub config_dir: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
@@ -298,6 +301,7 @@ impl Config {
             sim_jobs: cli.sim_jobs.or(file.sim.jobs).unwrap_or(0),
             seed: cli.seed.or(file.sim.seed).unwrap_or(42),
             prices: file.prices.map(|p| price_card(p, &mut warnings)).unwrap_or_default(),
+            efficiency: file.efficiency.clone(),
             thresholds,
             config_dir,
             state_dir,
@@ -350,6 +354,34 @@ fn price_card(mut p: PriceCard, warnings: &mut Vec<String>) -> PriceCard {
         let d = PriceCard::default().default;
         warnings.push(format!("config: prices.default = {}: not a price; using {d}", p.default));
         p.default = d;
+    }
+    p.reserved.retain(|r| {
+        let good = ok(r.monthly) && !r.model.trim().is_empty();
+        if !good {
+            warnings.push(format!(
+                "config: prices.reserved model {:?} monthly = {}: not a commitment; ignored",
+                r.model, r.monthly
+            ));
+        }
+        good
+    });
+    p.share.retain(|k, v| {
+        let good = v.is_finite() && *v > 0.0 && *v <= 1.0;
+        if !good {
+            warnings.push(format!(
+                "config: prices.share.{k:?} = {v}: not a share of a GPU (0 < share <= 1); ignored"
+            ));
+        }
+        good
+    });
+    for (section, map) in [("overhead", &mut p.overhead), ("budgets", &mut p.budgets)] {
+        map.retain(|k, v| {
+            if !ok(*v) {
+                warnings
+                    .push(format!("config: prices.{section}.{k:?} = {v}: not an amount of money; ignored"));
+            }
+            ok(*v)
+        });
     }
     p
 }
@@ -565,6 +597,33 @@ mod tests {
         assert_eq!(s.refresh, Duration::from_secs(10));
         let (c, _) = with_file("theme = \"dark\"\n");
         assert!(c.slurm.is_none());
+    }
+
+    #[test]
+    fn price_card_with_commitments_shares_overhead_and_budgets() {
+        let (c, w) = with_file(
+            "[prices]\ncurrency = \"EUR\"\ndefault = 1.0\nunit = \"gpu-hours\"\n\
+             [prices.per_gpu_hour]\nH100 = 2.5\n\
+             [[prices.reserved]]\nmodel = \"H100\"\ngpus = 64\nmonthly = 90000\n\
+             [[prices.reserved]]\nmodel = \"A100\"\ngpus = 8\nmonthly = -1\n\
+             [prices.share]\n\"1g.10gb\" = 0.142857\n\"3g\" = 3.0\n\
+             [prices.overhead]\nnetwork = 12000\nstorage = inf\n\
+             [prices.teams]\nproj-a = \"research\"\n\
+             [prices.budgets]\nresearch = 50000\n",
+        );
+        assert_eq!(c.prices.reserved.len(), 1, "{w:?}");
+        assert_eq!(c.prices.reservation("NVIDIA H100 80GB").map(|r| r.gpus), Some(64));
+        assert_eq!(c.prices.share("A100 MIG 1g.10gb"), 0.142857);
+        assert_eq!(c.prices.share("A100 MIG 3g.40gb"), 1.0);
+        assert_eq!(c.prices.overhead.len(), 1);
+        assert_eq!(c.prices.unit, crate::model::Unit::GpuHours);
+        assert_eq!(c.prices.team_of("proj-a"), "research");
+        assert_eq!(c.prices.team_of("proj-b"), "proj-b");
+        assert_eq!(c.prices.budgets.get("research"), Some(&50000.0));
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w.iter().any(|m| m.contains("prices.reserved model \"A100\"")), "{w:?}");
+        assert!(w.iter().any(|m| m.contains("prices.share.\"3g\" = 3")), "{w:?}");
+        assert!(w.iter().any(|m| m.contains("prices.overhead.\"storage\"")), "{w:?}");
     }
 
     #[test]

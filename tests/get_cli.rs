@@ -495,3 +495,90 @@ fn every_field_printed_is_documented() {
     }
     assert!(checked > 150, "the simulator prints many fields: {checked}");
 }
+
+/// `report cost`: CSV and JSON hold plain numbers; the TOTAL row is the rows' sum and equals
+/// JSON's totals; the same ledger answers both; `--by` names what it accepts.
+#[test]
+fn report_cost_prints_a_chargeback_that_adds_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path()).args(["report", "cost"]).args(args).output().expect("run gpuplane")
+    };
+    let out = run(&["--from", "2020-01-01", "-o", "csv", "--by", "user"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('$') && !text.contains('%'), "{text}");
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(&rd.headers().unwrap()[0], "user");
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let (total, rest) = rows.split_last().expect("rows");
+    assert_eq!(&total[0], "TOTAL");
+    assert!(rest.len() > 1, "the simulator has several users: {text}");
+    let num =
+        |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().unwrap_or_else(|e| panic!("{:?}: {e}", &r[i]));
+    let last = total.len() - 1;
+    let sum: f64 = rest.iter().map(|r| num(r, last)).sum();
+    assert!((sum - num(total, last)).abs() < 1e-3 * rest.len() as f64, "{sum} vs {}", num(total, last));
+    // Each row's parts add up to its total.
+    for r in &rows {
+        let parts: f64 = (3..last).map(|i| num(r, i)).sum();
+        assert!((parts - num(r, last)).abs() < 1e-3 * 8.0, "{r:?}");
+    }
+    let out = run(&["--from", "2020-01-01", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["totals"]["total"].is_f64(), "{v}");
+    assert!((v["totals"]["total"].as_f64().unwrap() - num(total, last)).abs() < 1e-3);
+    assert_eq!(v["by"], "team");
+    let out = run(&["--from", "2020-01-01", "--by", "cluster"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("team") && err.contains("user") && err.contains("account"), "{err}");
+    let out = run(&["--from", "2020-01-01", "--to", "2019-01-01"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--to must be after --from"));
+}
+
+/// `report job`: a simulated job the ledger recorded, its utilisation weighted by GPU-hours
+/// equal to its GPUs' figures weighted by hand; an unknown job is exit 2.
+#[test]
+fn report_job_weighs_utilisation_by_gpu_hours() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path()).args(["report", "job"]).args(args).output().expect("run gpuplane")
+    };
+    // The simulator's running jobs: find one through `get jobs`.
+    let out = common::gpuplane_cmd(dir.path()).args(["get", "jobs", "-o", "json"]).output().unwrap();
+    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["state"] == "running" && j["gpus"].as_u64() > Some(0))
+        .and_then(|j| j["id"].as_u64())
+        .unwrap_or_else(|| panic!("a running GPU job: {jobs}"));
+    let out = run(&[&id.to_string(), "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["id"].as_u64(), Some(id));
+    let per: &Vec<serde_json::Value> = e["per_gpu"].as_array().unwrap();
+    let (mut w, mut h) = (0.0, 0.0);
+    for g in per {
+        if let Some(u) = g["util"].as_f64() {
+            w += u * g["gpu_hours"].as_f64().unwrap();
+            h += g["gpu_hours"].as_f64().unwrap();
+        }
+    }
+    assert!(h > 0.0, "the simulator's GPUs report utilisation: {e}");
+    assert!((e["util"].as_f64().unwrap() - w / h).abs() < 1e-6, "{e}");
+    assert_eq!(
+        e["gpus"],
+        serde_json::json!(per.iter().map(|g| g["gpus"].as_u64().unwrap()).sum::<u64>()),
+        "{e}"
+    );
+    let md = run(&[&id.to_string()]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains(&format!("# Job {id}")));
+    let out = run(&["999999999"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not in the ledger"));
+}

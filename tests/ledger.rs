@@ -366,3 +366,53 @@ fn two_writers_do_not_count_idle_gpus_twice() {
     assert_eq!(w.capacity[0].unallocated_s, 10.0 * 4.0 * 60.0, "{:?}", w.capacity);
     assert_eq!(a.counts().expect("counts").2, 10);
 }
+
+/// `report cost` for the window the Cost view shows, read from the file the console wrote:
+/// its TOTAL row equals the view's total (on screen too), whatever the rows are; the rows add
+/// up to it; CSV holds plain numbers.
+#[test]
+fn the_chargeback_total_equals_the_cost_view() {
+    use gpuplane::commands::report;
+    use gpuplane::cost::bill::Dimension;
+    let (mut a, mut sim) = common::app_with_sim();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let w = Writer::spawn(dir.path().to_path_buf(), 0, move |a| {
+        let _ = tx.send(a);
+    })
+    .expect("writer");
+    a.ledger = Some(LedgerLink::new(w));
+    for _ in 0..300 {
+        a.update(Msg::Update(sim.tick()));
+        a.ledger_tick();
+    }
+    common::typed(&mut a, ":cost\r");
+    a.ledger_tick();
+    let answer = rx.recv_timeout(Duration::from_secs(20)).expect("an answer");
+    a.update(Msg::Ledger(answer));
+    let screen = common::render(&mut a, 160, 48);
+    assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Ledger { .. }), "{:?}", a.cost.basis);
+    let s = a.state();
+    let window = gpuplane::cost::WINDOWS[a.ui.cost_window].0;
+    let l = Ledger::open(&ledger::path_for(dir.path(), &s.cluster)).expect("ledger");
+    let data = l.window(s.now - window, s.now).expect("window");
+    let r = gpuplane::cost::report_range(s, s.now - window, s.now, &data);
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(1.0);
+    assert!(a.cost.total > 0.0);
+    for by in [Dimension::Team, Dimension::User, Dimension::Account] {
+        let rows = report::rows(&r.bill, by);
+        let (total, rest) = rows.split_last().expect("a totals row");
+        assert_eq!(total.name, "TOTAL");
+        assert!(close(total.total, a.cost.total), "{by:?}: {} vs the view's {}", total.total, a.cost.total);
+        let sum: f64 = rest.iter().map(|s| s.total).sum();
+        assert!(close(sum, total.total), "{by:?}: rows {sum} vs {}", total.total);
+    }
+    let csv = report::csv(&r.bill, Dimension::Team).expect("csv");
+    assert!(!csv.contains('$') && !csv.contains('%'), "{csv}");
+    let last = csv.lines().last().expect("rows");
+    assert!(last.starts_with("TOTAL,"), "{csv}");
+    let printed: f64 = last.rsplit(',').next().and_then(|v| v.parse().ok()).expect("a number");
+    assert!((printed - a.cost.total).abs() < 1e-3, "{printed} vs {}", a.cost.total);
+    let shown = gpuplane::tui::widgets::money(printed, "USD");
+    assert!(screen.contains(&format!(" {shown} total")), "{shown} on\n{screen}");
+}

@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod get;
 pub mod machine;
 pub mod man;
+pub mod report;
 pub mod silence;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
@@ -53,6 +54,7 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
             config,
         ),
         Command::Silence { command } => silence::run(command, config),
+        Command::Report { command } => report::run(command, config),
         Command::Completions { shell, list } => complete::run(*shell, *list, config),
         Command::Man { page, dir } => man::run(page, dir.as_deref()),
     }

@@ -1,6 +1,8 @@
 //! Cost: GPU-hours and money per job and per team over a time window, split into useful and
 //! idle GPU-hours, from the price card.
 
+pub mod bill;
+pub mod eff;
 pub mod track;
 
 use crate::model::{Epoch, Job, JobState, Text};
@@ -145,12 +147,15 @@ pub struct CostReport {
     /// What the built key was: (generation, window, ledger answer).
     #[serde(skip)]
     pub built_for: Option<(u64, i64, u64)>,
+    /// The window's bill: every part priced, adding up to `total`.
+    pub bill: bill::Bill,
 }
 
 /// GPU-seconds of a job that fall inside [from, to]: its accumulated GPU time scaled by the
 /// share of its run inside the window (GPU count × overlap when no usage was accumulated).
 /// A job without an end counts until `until` (now, or when the ledger last saw it).
-fn in_window(j: &Job, from: Epoch, to: Epoch, until: Epoch) -> Option<(f64, f64)> {
+/// Returns (GPU-seconds, useful GPU-seconds, whether any utilisation was measured).
+fn in_window(j: &Job, from: Epoch, to: Epoch, until: Epoch) -> Option<(f64, f64, bool)> {
     let start = j.start?;
     let end = j.end.unwrap_or(until);
     let overlap = (end.min(to) - start.max(from)).max(0) as f64;
@@ -164,61 +169,109 @@ fn in_window(j: &Job, from: Epoch, to: Epoch, until: Epoch) -> Option<(f64, f64)
         (f64::from(j.gpus) * run, 0.0)
     };
     let share = (overlap / run).min(1.0);
-    Some((gs * share, us * share))
+    Some((gs * share, us * share, j.gpu_seconds > 0.0))
 }
 
 /// The report over the jobs the console holds now (no ledger).
 pub fn report(s: &ClusterState, window_s: i64) -> CostReport {
     let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
-    build(s, window_s, jobs, None, Basis::Console)
+    build(s, s.now - window_s, s.now, jobs, None, Basis::Console)
 }
 
 /// The report over what the ledger holds for the window, joined with the jobs the console
 /// holds now (they are fresher than the ledger's last write).
 pub fn report_ledger(s: &ClusterState, window_s: i64, w: &WindowData) -> CostReport {
+    report_range(s, s.now - window_s, s.now, w)
+}
+
+/// [`report_ledger`] for any `[from, to]` the ledger was read for (`report cost --from --to`).
+pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) -> CostReport {
     let live: HashSet<u64> = s.jobs.iter().map(|j| j.id).collect();
+    let to = to.min(s.now.max(from));
     let recorded = w
         .jobs
         .iter()
         .filter(|r| !live.contains(&r.id))
         .map(|r| (Cow::Owned(track::job_of(r)), false, r.end.unwrap_or(r.last_seen)));
     let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now)).chain(recorded);
-    let mut r = build(s, window_s, jobs, Some(w), Basis::Ledger { path: w.path.display().to_string() });
+    let mut r = build(s, from, to, jobs, Some(w), Basis::Ledger { path: w.path.display().to_string() });
     r.data_since = w.data_since();
     r
+}
+
+/// [`report`] for any `[from, to]`: the jobs the console holds now, no ledger.
+pub fn report_console_range(s: &ClusterState, from: Epoch, to: Epoch, basis: Basis) -> CostReport {
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
+    build(s, from, to.min(s.now.max(from)), jobs, None, basis)
 }
 
 /// The report when the ledger failed: the console's jobs, and why.
 pub fn report_unavailable(s: &ClusterState, window_s: i64, why: String) -> CostReport {
     let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
-    build(s, window_s, jobs, None, Basis::Unavailable { why })
+    build(s, s.now - window_s, s.now, jobs, None, Basis::Unavailable { why })
 }
 
 fn build<'a>(
     s: &ClusterState,
-    window_s: i64,
+    from: Epoch,
+    to: Epoch,
     all: impl Iterator<Item = (Cow<'a, Job>, bool, Epoch)>,
     w: Option<&WindowData>,
     basis: Basis,
 ) -> CostReport {
-    let (from, to) = (s.now - window_s, s.now);
+    let window_s = to - from;
+    let card = &s.prices;
+    // First the bill (it sets each model's rate), then jobs and teams at those rates.
+    let mut held = Vec::new();
+    let mut uses = Vec::new();
+    for (j, live, until) in all {
+        let Some((gs, us, measured)) = in_window(&j, from, to, until) else { continue };
+        let ended_inside = j.end.is_some_and(|e| e > from && e <= to);
+        uses.push(bill::Use {
+            id: j.id,
+            account: j.account.to_string(),
+            user: j.user.to_string(),
+            model: j.gpu_model.as_deref().unwrap_or("").to_string(),
+            gpu_s: gs,
+            useful_s: measured.then_some(us),
+            failed: j.state.is_failure(),
+            completed: ended_inside && j.state == JobState::Completed,
+            finished: ended_inside,
+        });
+        held.push((j, live, gs, us));
+    }
+    let unheld: Vec<bill::Unheld> = w
+        .map(|w| w.capacity.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|c| bill::Unheld {
+            model: c.model.clone(),
+            unallocated_s: c.unallocated_s,
+            unhealthy_s: c.drained_s + c.down_s + c.maintenance_s,
+        })
+        .collect();
+    let bill = bill::compute(card, from, to, &uses, &unheld);
+    let rate = |model: &str| {
+        bill.rates
+            .iter()
+            .find(|r| r.model == model)
+            .map_or_else(|| card.price(model) * card.share(model), |r| r.effective * r.share)
+    };
     let mut teams: HashMap<Text, TeamCost> = HashMap::new();
     let mut jobs = Vec::new();
     let (mut allocated, mut idle_total) = (0.0, 0.0);
     let mut models: BTreeSet<String> = BTreeSet::new();
-    for (j, live, until) in all {
-        let Some((gs, us)) = in_window(&j, from, to, until) else { continue };
+    for (j, live, gs, us) in held {
         let model = j.gpu_model.as_deref().unwrap_or("");
-        let price = s.prices.price(model);
+        let price = rate(model);
         models.insert(model.to_string());
         let (gh, uh) = (gs / 3600.0, us / 3600.0);
         let cost = gh * price;
         let idle_cost = (gh - uh).max(0.0) * price;
         allocated += cost;
         idle_total += idle_cost;
-        let t = teams
-            .entry(j.account.clone())
-            .or_insert_with(|| TeamCost { team: j.account.clone(), ..Default::default() });
+        let team = Text::from(card.team_of(&j.account));
+        let t = teams.entry(team.clone()).or_insert_with(|| TeamCost { team, ..Default::default() });
         t.jobs += 1;
         t.gpu_hours += gh;
         t.useful_gpu_hours += uh;
@@ -232,7 +285,7 @@ fn build<'a>(
     }
     let mut unused = Unused::default();
     for c in w.map(|w| w.capacity.as_slice()).unwrap_or_default() {
-        let price = s.prices.price(&c.model);
+        let price = rate(&c.model);
         models.insert(c.model.clone());
         unused.unallocated.add(c.unallocated_s, price);
         unused.drained.add(c.drained_s, price);
@@ -246,27 +299,27 @@ fn build<'a>(
         {
             *n += v;
         }
-        now_unused_per_hour += f64::from(free) * s.prices.price(&c.model);
+        now_unused_per_hour += f64::from(free) * card.price(&c.model);
         models.insert(c.model);
     }
     let mut rates: Vec<(String, f64)> = Vec::new();
-    for (k, v) in &s.prices.per_gpu_hour {
+    for (k, v) in &card.per_gpu_hour {
         let kl = k.to_ascii_lowercase();
         if models.iter().any(|m| m.to_ascii_lowercase().contains(&kl)) {
             rates.push((k.clone(), *v));
         }
     }
-    rates.push(("other".into(), s.prices.default));
+    rates.push(("other".into(), card.default));
     let mut teams: Vec<TeamCost> = teams.into_values().collect();
     teams.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.team.cmp(&b.team)));
     jobs.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.id.cmp(&b.id)));
     CostReport {
         window_s,
         until: to,
-        currency: s.prices.currency.clone(),
+        currency: card.currency.clone(),
         teams,
         jobs,
-        total: allocated + unused.total().cost,
+        total: bill.total,
         allocated,
         idle_total,
         unused,
@@ -276,6 +329,7 @@ fn build<'a>(
         basis,
         rates,
         built_for: Some((s.generation, window_s, 0)),
+        bill,
     }
 }
 
@@ -312,14 +366,14 @@ mod tests {
     #[test]
     fn window_takes_the_overlapping_share() {
         // ran 0..200, window 100..300: half of it
-        let (gs, us) = in_window(&job(0, Some(200), 8, 1600.0), 100, 300, 300).unwrap();
-        assert_eq!((gs, us), (800.0, 400.0));
+        let (gs, us, measured) = in_window(&job(0, Some(200), 8, 1600.0), 100, 300, 300).unwrap();
+        assert_eq!((gs, us, measured), (800.0, 400.0, true));
         assert!(in_window(&job(0, Some(50), 8, 400.0), 100, 300, 300).is_none());
     }
 
     #[test]
     fn without_accumulated_usage_gpu_count_times_overlap() {
-        let (gs, us) = in_window(&job(0, None, 4, 0.0), 0, 100, 100).unwrap();
-        assert_eq!((gs, us), (400.0, 0.0));
+        let (gs, us, measured) = in_window(&job(0, None, 4, 0.0), 0, 100, 100).unwrap();
+        assert_eq!((gs, us, measured), (400.0, 0.0, false));
     }
 }

@@ -17,7 +17,7 @@ mod storage;
 mod xid;
 
 pub use action::{ActionError, ActionErrorKind, FORBIDDEN_FIX};
-pub use cost::{PriceCard, gpu_hours_cost};
+pub use cost::{MONTH_S, PriceCard, Reservation, Unit, gpu_hours_cost};
 pub use fabric::{FabricKind, FabricPort, PortState};
 pub use gpu::{EccCounts, Gpu, GpuLocal, GpuProc, LinkErrors, MigSlice, XidEvent, throttle_names};
 pub use job::{Job, JobId, JobState, pending_reason_text};

@@ -457,6 +457,17 @@ pub fn summary<'a>(
         Basis::Ledger { .. } => first.push(Span::styled(m(c.unused.total().cost), t.warn)),
         _ => first.push(Span::styled("?", t.dim)),
     }
+    // Overhead lines and reserved GPU-hours the window never saw, when the card has them.
+    let overhead = c.bill.parts.overhead;
+    if overhead > 0.0 {
+        first.push(Span::styled(" + overhead ", t.dim));
+        first.push(Span::styled(m(overhead), t.text));
+    }
+    let unseen = c.total - c.allocated - c.unused.total().cost - overhead;
+    if matches!(c.basis, Basis::Ledger { .. }) && unseen > 0.005 {
+        first.push(Span::styled(if wide { " + reserved, not seen " } else { " + rsv " }, t.dim));
+        first.push(Span::styled(m(unseen), t.warn));
+    }
     match (&c.basis, c.data_since) {
         (Basis::Ledger { .. }, Some(since)) => {
             let when = crate::clock::clock(now, since);

@@ -1,0 +1,380 @@
+//! `gpuplane report cost --from DATE [--to DATE] --by team|user|account -o csv|json|markdown`:
+//! the chargeback of a window from the usage ledger, priced and split exactly as the Cost view
+//! splits it (the same [`crate::cost::bill`]), so its TOTAL row equals the view's total.
+
+use super::target_cluster;
+use crate::cli::{ReportBy, ReportCommand, ReportCostArgs, ReportOutput};
+use crate::config::Config;
+use crate::cost::bill::{Bill, Dimension, Share};
+use crate::cost::{Basis, CostReport};
+use crate::model::Epoch;
+use crate::state::ClusterState;
+use std::process::ExitCode;
+
+pub fn run(cmd: &ReportCommand, config: &Config) -> ExitCode {
+    match cmd {
+        ReportCommand::Cost(a) => cost(a, config),
+        ReportCommand::Job { id, output } => job(*id, *output, config),
+    }
+}
+
+fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
+    let Some(dir) = &config.ledger_dir else {
+        eprintln!("gpuplane: report job reads the usage ledger, and [ledger] enabled = false");
+        return ExitCode::from(2);
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = match rt.block_on(target_cluster(config)) {
+        Ok((s, _, _)) => s,
+        Err(e) => {
+            eprintln!("gpuplane: cannot read the cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let found = crate::store::Ledger::open(&path).and_then(|mut l| {
+        if let Some(o) = crate::cost::track::Tracker::default().observe(&state) {
+            l.record(&[o])?;
+        }
+        l.job(id)
+    });
+    let (rec, intervals) = match found {
+        Ok(Some(x)) => x,
+        Ok(None) => {
+            eprintln!("gpuplane: job {id} is not in the ledger of {} ({})", state.cluster, path.display());
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let e = crate::cost::eff::job(&rec, &intervals, &config.efficiency);
+    let text = match output {
+        ReportOutput::Json => serde_json::to_string_pretty(&e).map(|s| s + "\n").map_err(|e| e.to_string()),
+        ReportOutput::Markdown | ReportOutput::Csv => Ok(job_markdown(&e)),
+    };
+    match text {
+        Ok(t) => {
+            print!("{t}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A job's efficiency for people. Cluster text (names) is sanitised.
+pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
+    use crate::sanitize::sanitize;
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(o, "# Job {} {} ({})\n", e.id, sanitize(&e.name), sanitize(&e.state));
+    let _ = writeln!(o, "- user {} · account {}", sanitize(&e.user), sanitize(&e.account));
+    let when = |t: Option<Epoch>| t.map_or_else(|| "-".to_string(), crate::clock::stamp);
+    let _ = writeln!(o, "- ran {} to {} ({})", when(e.start), when(e.end), crate::clock::dur(e.run_s));
+    let model = e.gpu_model.as_deref().map(sanitize).unwrap_or_default();
+    let _ = writeln!(o, "- {} GPU(s) {model}, {:.2} GPU-hours", e.gpus, e.gpu_hours);
+    let util = e.util.map_or_else(|| "not recorded".to_string(), |u| format!("{u:.1}%"));
+    let _ = writeln!(o, "- GPU utilisation (weighted by GPU-hours): {util}\n");
+    let _ = writeln!(o, "| node | GPU | GPU-hours | util % |\n|---|---:|---:|---:|");
+    for g in &e.per_gpu {
+        let idx = g.gpu.map_or_else(|| format!("{} GPUs", g.gpus), |i| i.to_string());
+        let u = g.util.map_or_else(|| "-".to_string(), |u| format!("{u:.1}"));
+        let _ =
+            writeln!(o, "| {} | {idx} | {:.2} | {u} |", sanitize(&g.node).replace('|', "\\|"), g.gpu_hours);
+    }
+    if !e.notes.is_empty() {
+        o.push_str("\n## Notes\n\n");
+        for n in &e.notes {
+            let tag = match n.level {
+                crate::cost::eff::Level::Red => "RED",
+                crate::cost::eff::Level::Warn => "WARN",
+                crate::cost::eff::Level::Info => "INFO",
+            };
+            let _ = writeln!(o, "- **{tag}** {}", n.text);
+        }
+    }
+    o
+}
+
+/// A date (`2026-11-01`, midnight UTC) or an RFC 3339 time, as seconds since the epoch.
+pub fn parse_time(s: &str) -> Result<Epoch, String> {
+    let s = s.trim();
+    if let Ok(d) = s.parse::<jiff::civil::Date>() {
+        return d
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .map(|z| z.timestamp().as_second())
+            .map_err(|e| format!("{s:?}: {e}"));
+    }
+    s.parse::<jiff::Timestamp>().map(|t| t.as_second()).map_err(|_| {
+        format!("{s:?} is neither a date (2026-11-01) nor an RFC 3339 time (2026-11-01T08:00:00Z)")
+    })
+}
+
+fn dimension(by: ReportBy) -> Dimension {
+    match by {
+        ReportBy::Team => Dimension::Team,
+        ReportBy::User => Dimension::User,
+        ReportBy::Account => Dimension::Account,
+    }
+}
+
+fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
+    let from = match parse_time(&a.from) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gpuplane: bad --from: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let to = match a.to.as_deref().map(parse_time) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("gpuplane: bad --to: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if to.is_some_and(|t| t <= from) {
+        eprintln!("gpuplane: --to must be after --from");
+        return ExitCode::from(2);
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = match rt.block_on(target_cluster(config)) {
+        Ok((s, _, _)) => s,
+        Err(e) => {
+            eprintln!("gpuplane: cannot read the cluster: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let to = to.unwrap_or(state.now);
+    if from >= state.now {
+        eprintln!("gpuplane: --from {} is not in the past", crate::clock::stamp(from));
+        return ExitCode::from(2);
+    }
+    if to > state.now {
+        eprintln!(
+            "gpuplane: --to is in the future; the report ends now ({})",
+            crate::clock::stamp(state.now)
+        );
+    }
+    let r = cost_report(&state, from, to, config);
+    if let Some(since) = r.data_since {
+        eprintln!(
+            "gpuplane: the ledger has data since {}: the report covers {} of the window",
+            crate::clock::stamp(since),
+            crate::clock::dur(r.until - since)
+        );
+    }
+    if let Basis::Console = r.basis {
+        eprintln!("gpuplane: no ledger ([ledger] enabled = false): only the jobs read now are counted");
+    }
+    let by = dimension(a.by);
+    let out = match a.output {
+        ReportOutput::Csv => csv(&r.bill, by),
+        ReportOutput::Json => json(&r, by),
+        ReportOutput::Markdown => markdown(&r.bill, by),
+    };
+    match out {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The window from the ledger (the current look recorded first, as `get cost` does).
+fn cost_report(state: &ClusterState, from: Epoch, to: Epoch, config: &Config) -> CostReport {
+    let Some(dir) = &config.ledger_dir else {
+        return crate::cost::report_console_range(state, from, to, Basis::Console);
+    };
+    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let read = crate::store::Ledger::open(&path).and_then(|mut l| {
+        if let Some(o) = crate::cost::track::Tracker::default().observe(state) {
+            l.record(&[o])?;
+        }
+        l.window(from, to.min(state.now))
+    });
+    match read {
+        Ok(w) => crate::cost::report_range(state, from, to, &w),
+        Err(e) => {
+            eprintln!("gpuplane: {e}; cost from what was read now");
+            crate::cost::report_console_range(state, from, to, Basis::Unavailable { why: e.to_string() })
+        }
+    }
+}
+
+/// The report's rows: the shares along `by`, then the totals row.
+pub fn rows(b: &Bill, by: Dimension) -> Vec<Share> {
+    let mut v = b.shares(by).to_vec();
+    v.push(b.totals());
+    v
+}
+
+const COLUMNS: [&str; 10] = [
+    "jobs",
+    "gpu_hours",
+    "useful",
+    "allocated_idle",
+    "unmeasured",
+    "unallocated",
+    "unhealthy",
+    "failed",
+    "overhead",
+    "total",
+];
+
+fn values(s: &Share) -> [f64; 10] {
+    let p = &s.parts;
+    [
+        f64::from(s.jobs),
+        s.gpu_hours,
+        p.useful,
+        p.allocated_idle,
+        p.unmeasured,
+        p.unallocated,
+        p.unhealthy,
+        p.failed,
+        p.overhead,
+        s.total,
+    ]
+}
+
+/// A number for machine formats: at most 4 decimals, no exponent, no currency sign.
+fn plain(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let s = format!("{:.4}", (v * 1e4).round() / 1e4);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
+}
+
+pub fn csv(b: &Bill, by: Dimension) -> Result<String, String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = std::iter::once(by.label()).chain(COLUMNS);
+    w.write_record(header).map_err(|e| e.to_string())?;
+    for s in rows(b, by) {
+        let name = crate::sanitize::sanitize(&s.name);
+        let vals = values(&s).map(plain);
+        w.write_record(std::iter::once(name.as_ref()).chain(vals.iter().map(String::as_str)))
+            .map_err(|e| e.to_string())?;
+    }
+    String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+}
+
+pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
+    let b = &r.bill;
+    let row = |s: &Share| {
+        let mut m = serde_json::Map::new();
+        m.insert(by.label().into(), s.name.clone().into());
+        for (k, v) in COLUMNS.iter().zip(values(s)) {
+            m.insert((*k).into(), serde_json::json!((v * 1e4).round() / 1e4));
+        }
+        serde_json::Value::Object(m)
+    };
+    let ts = |t: Epoch| jiff::Timestamp::from_second(t).map(|t| t.to_string()).unwrap_or_default();
+    let v = serde_json::json!({
+        "from": ts(b.from),
+        "to": ts(b.to),
+        "by": by.label(),
+        "currency": b.currency,
+        "data_since": r.data_since.map(ts),
+        "basis": r.basis,
+        "rows": b.shares(by).iter().map(row).collect::<Vec<_>>(),
+        "totals": row(&b.totals()),
+        "gpu_hours": b.gpu_hours,
+        "overhead_lines": b.overhead_lines.iter().map(|(k, v)| serde_json::json!({"line": k, "cost": v})).collect::<Vec<_>>(),
+        "committed": b.committed,
+        "rates": b.rates,
+        "unit": b.unit.label(),
+        "units": b.units,
+        "unit_cost": b.unit_cost,
+        "budgets": b.budgets.iter().map(|u| serde_json::json!({
+            "team": u.team,
+            "monthly": u.monthly,
+            "spent": u.spent,
+            "burn_per_day": u.burn_per_day,
+            "runs_out": u.runs_out.map(ts),
+        })).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string())
+}
+
+pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let cur = &b.currency;
+    let _ = writeln!(o, "# GPU cost {} to {}\n", crate::clock::stamp(b.from), crate::clock::stamp(b.to));
+    let _ = writeln!(o, "| {} | {} |", by.label(), COLUMNS.join(" | "));
+    let _ = writeln!(o, "|---|{}", "---:|".repeat(COLUMNS.len()));
+    for s in rows(b, by) {
+        let v = values(&s);
+        let name = crate::sanitize::sanitize(&s.name).replace('|', "\\|");
+        let name = if s.name == crate::cost::bill::TOTAL { format!("**{name}**") } else { name };
+        let _ = write!(o, "| {name} | {} | {:.1} |", v[0], v[1]);
+        for x in &v[2..] {
+            let _ = write!(o, " {x:.2} |");
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(
+        o,
+        "\nMoney in {cur}. Every part is defined in `gpuplane report cost --help` and docs/cost.md."
+    );
+    if let Some(u) = b.unit_cost {
+        let _ =
+            writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit.label(), b.units);
+    } else {
+        let _ = writeln!(o, "Effective unit cost: none ({} count 0).", b.unit.label());
+    }
+    for u in &b.budgets {
+        let out = u.runs_out.map_or_else(
+            || "lasts the month".to_string(),
+            |t| format!("runs out {}", crate::clock::stamp(t)),
+        );
+        let _ = writeln!(
+            o,
+            "Budget {}: {:.2} {cur}/month, spent {:.2}, burning {:.2} {cur}/day: {out}.",
+            crate::sanitize::sanitize(&u.team),
+            u.monthly,
+            u.spent,
+            u.burn_per_day
+        );
+    }
+    if b.committed > 0.0 {
+        let _ = writeln!(o, "Reserved commitments for the window: {:.2} {cur} (paid in full).", b.committed);
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_times() {
+        assert_eq!(parse_time("1970-01-02"), Ok(86_400));
+        assert_eq!(parse_time("1970-01-01T01:00:00Z"), Ok(3600));
+        assert!(parse_time("yesterday").unwrap_err().contains("neither a date"));
+    }
+}

@@ -1,0 +1,623 @@
+//! The bill of a window: every GPU-hour the cluster had, priced from the price card (on-demand
+//! rates, reserved commitments, fractional shares), plus the overhead lines, split by cause so
+//! the parts add up to the total:
+//!
+//! ```text
+//! total = useful + allocated-idle + unmeasured + unallocated + unhealthy + failed + overhead
+//! ```
+//!
+//! * **useful**: GPU-hours jobs held × their measured utilisation;
+//! * **allocated-idle**: the rest of what jobs that did not fail held (100 % − utilisation);
+//! * **unmeasured**: what jobs held with no utilisation telemetry at all (neither useful nor
+//!   idle can be claimed);
+//! * **unallocated**: schedulable GPUs no job held, and reserved GPUs the window never saw;
+//! * **unhealthy**: GPUs on drained, down or maintenance nodes;
+//! * **failed**: everything jobs that failed (FAILED, TIMEOUT, NODE_FAIL) held;
+//! * **overhead**: the monthly lines (network, storage, support, operations) for the window.
+//!
+//! Each team's (user's, account's) share is what its jobs held (direct) plus a part of the
+//! shared costs (unallocated, unhealthy, overhead) in proportion to its direct cost; when no
+//! job held anything, the shared costs go to one row, [`UNASSIGNED`]. So the shares add up to
+//! the total too.
+//!
+//! Reserved commitments: for each `[[prices.reserved]]` line, the GPU-hours of the models it
+//! covers are paid by the commitment up to `gpus × window`, beyond that at their on-demand
+//! rates; every covered GPU-hour costs the blend, and committed GPU-hours the window never saw
+//! are unallocated. The commitment is paid in full whatever happened.
+
+use crate::model::{MONTH_S, PriceCard, Unit};
+use std::collections::BTreeMap;
+
+/// The row that takes the shared costs when no job held a GPU in the window.
+pub const UNASSIGNED: &str = "(unassigned)";
+
+/// Money (or GPU-hours) by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Parts {
+    pub useful: f64,
+    pub allocated_idle: f64,
+    pub unmeasured: f64,
+    pub unallocated: f64,
+    pub unhealthy: f64,
+    pub failed: f64,
+    pub overhead: f64,
+}
+
+impl Parts {
+    pub fn sum(&self) -> f64 {
+        self.useful
+            + self.allocated_idle
+            + self.unmeasured
+            + self.unallocated
+            + self.unhealthy
+            + self.failed
+            + self.overhead
+    }
+
+    /// What jobs held (useful, allocated-idle, unmeasured, failed).
+    pub fn direct(&self) -> f64 {
+        self.useful + self.allocated_idle + self.unmeasured + self.failed
+    }
+
+    /// What no job held (unallocated, unhealthy, overhead).
+    pub fn shared(&self) -> f64 {
+        self.unallocated + self.unhealthy + self.overhead
+    }
+
+    /// The causes with their names, in the order shown.
+    pub fn named(&self) -> [(&'static str, f64); 7] {
+        [
+            ("useful", self.useful),
+            ("allocated-idle", self.allocated_idle),
+            ("unmeasured", self.unmeasured),
+            ("unallocated", self.unallocated),
+            ("unhealthy", self.unhealthy),
+            ("failed", self.failed),
+            ("overhead", self.overhead),
+        ]
+    }
+
+    fn add(&mut self, o: &Parts) {
+        self.useful += o.useful;
+        self.allocated_idle += o.allocated_idle;
+        self.unmeasured += o.unmeasured;
+        self.unallocated += o.unallocated;
+        self.unhealthy += o.unhealthy;
+        self.failed += o.failed;
+        self.overhead += o.overhead;
+    }
+}
+
+/// One job's GPU time inside the window, as the bill takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Use {
+    pub id: u64,
+    pub account: String,
+    pub user: String,
+    /// The GPU model name (a MIG profile or time-sliced name prices at its share).
+    pub model: String,
+    /// GPU-seconds held inside the window (GPUs as counted by the scheduler).
+    pub gpu_s: f64,
+    /// The useful part of `gpu_s` (held × utilisation); `None` without any telemetry.
+    pub useful_s: Option<f64>,
+    /// The job failed (FAILED, TIMEOUT, NODE_FAIL).
+    pub failed: bool,
+    /// It completed inside the window.
+    pub completed: bool,
+    /// It ended inside the window (any outcome).
+    pub finished: bool,
+}
+
+/// GPU-seconds of a model that no job held, by cause.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unheld {
+    pub model: String,
+    pub unallocated_s: f64,
+    pub unhealthy_s: f64,
+}
+
+/// A model's rate in this window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Rate {
+    pub model: String,
+    /// On-demand price per whole-GPU-hour.
+    pub on_demand: f64,
+    /// The part of a whole GPU one counted GPU of this model is.
+    pub share: f64,
+    /// What one whole-GPU-hour cost in the window (the blend with a reserved commitment).
+    pub effective: f64,
+}
+
+/// A team's, user's or account's share of the bill.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Share {
+    pub name: String,
+    pub jobs: u32,
+    /// GPU-hours its jobs held (whole-GPU equivalents).
+    pub gpu_hours: f64,
+    pub parts: Parts,
+    pub total: f64,
+}
+
+/// The bill of one window.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Bill {
+    pub from: i64,
+    pub to: i64,
+    pub currency: String,
+    /// Money by cause.
+    pub parts: Parts,
+    /// Whole-GPU-hours by cause (overhead: 0).
+    pub gpu_hours: Parts,
+    pub total: f64,
+    /// Overhead lines for the window, by name.
+    pub overhead_lines: Vec<(String, f64)>,
+    /// Reserved commitments for the window (paid in full).
+    pub committed: f64,
+    pub rates: Vec<Rate>,
+    pub unit: Unit,
+    pub units: f64,
+    /// total / units, when there were any.
+    pub unit_cost: Option<f64>,
+    pub teams: Vec<Share>,
+    pub users: Vec<Share>,
+    pub accounts: Vec<Share>,
+    /// Teams with a budget in `[prices.budgets]`: what they spent and when it runs out.
+    pub budgets: Vec<BudgetUse>,
+}
+
+/// A team's budget against its share of the window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BudgetUse {
+    pub team: String,
+    /// Money per month.
+    pub monthly: f64,
+    /// The team's share of the window.
+    pub spent: f64,
+    /// Spend per day over the window.
+    pub burn_per_day: f64,
+    /// At that burn, when a month's budget counted from the window's start is spent; `None`
+    /// when it lasts the month.
+    pub runs_out: Option<i64>,
+}
+
+/// Each budgeted team's use of its budget over `[from, to]`.
+fn budgets(card: &PriceCard, teams: &[Share], from: i64, to: i64) -> Vec<BudgetUse> {
+    let days = (to - from).max(0) as f64 / 86_400.0;
+    card.budgets
+        .iter()
+        .map(|(team, &monthly)| {
+            let spent = teams.iter().find(|s| &s.name == team).map_or(0.0, |s| s.total);
+            let burn_per_day = if days > 0.0 { spent / days } else { 0.0 };
+            let runs_out = (burn_per_day > 0.0)
+                .then(|| from + (monthly / burn_per_day * 86_400.0) as i64)
+                .filter(|&t| t < from + MONTH_S);
+            BudgetUse { team: team.clone(), monthly, spent, burn_per_day, runs_out }
+        })
+        .collect()
+}
+
+/// The reservations of one model key in the window.
+struct Group {
+    /// Whole-GPU-hours committed.
+    committed_h: f64,
+    /// What they cost for the window.
+    paid: f64,
+    /// Whole-GPU-hours of the models they cover that the window saw.
+    seen_h: f64,
+}
+
+impl Group {
+    /// The reserved rate per whole-GPU-hour.
+    fn rate(&self) -> f64 {
+        if self.committed_h > 0.0 { self.paid / self.committed_h } else { 0.0 }
+    }
+}
+
+/// The bill of `[from, to]` for these jobs and unheld GPUs.
+pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unheld]) -> Bill {
+    let window_s = (to - from).max(0) as f64;
+    let month = window_s / MONTH_S as f64;
+    // Whole-GPU-hours per model, then per reservation.
+    let mut hours: BTreeMap<&str, f64> = BTreeMap::new();
+    for u in uses {
+        *hours.entry(&u.model).or_default() += u.gpu_s.max(0.0) * card.share(&u.model) / 3600.0;
+    }
+    for h in unheld {
+        *hours.entry(&h.model).or_default() += (h.unallocated_s.max(0.0) + h.unhealthy_s.max(0.0)) / 3600.0;
+    }
+    // Reservations by their (lower-cased) model key: lines with the same key add up.
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    for r in &card.reserved {
+        let g = groups.entry(r.model.to_ascii_lowercase()).or_insert(Group {
+            committed_h: 0.0,
+            paid: 0.0,
+            seen_h: 0.0,
+        });
+        g.committed_h += f64::from(r.gpus) * window_s / 3600.0;
+        g.paid += r.monthly.max(0.0) * month;
+    }
+    let group_of = |m: &str| card.reservation(m).map(|r| r.model.to_ascii_lowercase());
+    for (m, h) in &hours {
+        if let Some(g) = group_of(m).and_then(|k| groups.get_mut(&k)) {
+            g.seen_h += h;
+        }
+    }
+    let rates: Vec<Rate> = hours
+        .keys()
+        .map(|m| {
+            let on_demand = card.price(m);
+            let effective = match group_of(m).and_then(|k| groups.get(&k)) {
+                Some(g) if g.seen_h > 0.0 && g.committed_h > 0.0 => {
+                    let reserved = (g.committed_h / g.seen_h).min(1.0);
+                    reserved * g.rate() + (1.0 - reserved) * on_demand
+                }
+                _ => on_demand,
+            };
+            Rate { model: m.to_string(), on_demand, share: card.share(m), effective }
+        })
+        .collect();
+    let rate_of: BTreeMap<&str, &Rate> = rates.iter().map(|r| (r.model.as_str(), r)).collect();
+    let mut parts = Parts::default();
+    let mut gh = Parts::default();
+    // What the commitments paid for GPU-hours the window never saw: unallocated.
+    let committed: f64 = groups.values().fold(0.0, |a, g| a + g.paid);
+    for g in groups.values() {
+        let used = g.seen_h.min(g.committed_h);
+        parts.unallocated += (g.paid - used * g.rate()).max(0.0);
+        gh.unallocated += g.committed_h - used;
+    }
+    for h in unheld {
+        let rate = rate_of.get(h.model.as_str()).map_or(0.0, |r| r.effective);
+        let (ua, uh) = (h.unallocated_s.max(0.0) / 3600.0, h.unhealthy_s.max(0.0) / 3600.0);
+        parts.unallocated += ua * rate;
+        parts.unhealthy += uh * rate;
+        gh.unallocated += ua;
+        gh.unhealthy += uh;
+    }
+    let overhead_lines: Vec<(String, f64)> =
+        card.overhead.iter().map(|(k, v)| (k.clone(), v.max(0.0) * month)).collect();
+    parts.overhead = overhead_lines.iter().fold(0.0, |a, (_, v)| a + v);
+    // Jobs: each one's direct parts, summed per team, user and account.
+    let mut by: [BTreeMap<String, Share>; 3] = Default::default();
+    for u in uses {
+        let r = rate_of.get(u.model.as_str());
+        let (rate, share) = r.map_or((0.0, 1.0), |r| (r.effective, r.share));
+        let h = u.gpu_s.max(0.0) * share / 3600.0;
+        let mut p = Parts::default();
+        let mut hp = Parts::default();
+        if u.failed {
+            hp.failed = h;
+        } else if let Some(us) = u.useful_s {
+            let useful = (us.max(0.0) * share / 3600.0).min(h);
+            hp.useful = useful;
+            hp.allocated_idle = h - useful;
+        } else {
+            hp.unmeasured = h;
+        }
+        p.useful = hp.useful * rate;
+        p.allocated_idle = hp.allocated_idle * rate;
+        p.unmeasured = hp.unmeasured * rate;
+        p.failed = hp.failed * rate;
+        parts.add(&p);
+        gh.add(&hp);
+        let names = [card.team_of(&u.account), u.user.as_str(), u.account.as_str()];
+        for (map, name) in by.iter_mut().zip(names) {
+            let s = map
+                .entry(name.to_string())
+                .or_insert_with(|| Share { name: name.to_string(), ..Share::default() });
+            s.jobs += 1;
+            s.gpu_hours += h;
+            s.parts.add(&p);
+        }
+    }
+    let total = parts.sum();
+    let direct = parts.direct();
+    let [teams, users, accounts] = by.map(|m| spread(m, &parts, direct));
+    let budgets = budgets(card, &teams, from, to);
+    let units = match card.unit {
+        Unit::CompletedRuns => uses.iter().filter(|u| u.completed).count() as f64,
+        Unit::FinishedJobs => uses.iter().filter(|u| u.finished).count() as f64,
+        Unit::GpuHours => gh.direct(),
+    };
+    Bill {
+        from,
+        to,
+        currency: card.currency.clone(),
+        parts,
+        gpu_hours: gh,
+        total,
+        overhead_lines,
+        committed,
+        rates,
+        unit: card.unit,
+        units,
+        unit_cost: (units > 0.0).then(|| total / units),
+        teams,
+        users,
+        accounts,
+        budgets,
+    }
+}
+
+/// What a chargeback's rows are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    Team,
+    User,
+    Account,
+}
+
+impl Dimension {
+    pub fn label(self) -> &'static str {
+        match self {
+            Dimension::Team => "team",
+            Dimension::User => "user",
+            Dimension::Account => "account",
+        }
+    }
+}
+
+/// The name of the totals row.
+pub const TOTAL: &str = "TOTAL";
+
+impl Bill {
+    /// The shares along one dimension, most expensive first.
+    pub fn shares(&self, by: Dimension) -> &[Share] {
+        match by {
+            Dimension::Team => &self.teams,
+            Dimension::User => &self.users,
+            Dimension::Account => &self.accounts,
+        }
+    }
+
+    /// The totals row: every job, every GPU-hour jobs held, every part.
+    pub fn totals(&self) -> Share {
+        Share {
+            name: TOTAL.into(),
+            jobs: self.teams.iter().map(|s| s.jobs).sum(),
+            gpu_hours: self.gpu_hours.direct(),
+            parts: self.parts,
+            total: self.total,
+        }
+    }
+}
+
+/// Shares with the shared costs spread by direct cost, most expensive first.
+fn spread(map: BTreeMap<String, Share>, all: &Parts, direct: f64) -> Vec<Share> {
+    let mut v: Vec<Share> = map.into_values().collect();
+    if direct > 0.0 {
+        for s in &mut v {
+            let k = s.parts.direct() / direct;
+            s.parts.unallocated = all.unallocated * k;
+            s.parts.unhealthy = all.unhealthy * k;
+            s.parts.overhead = all.overhead * k;
+        }
+    } else if all.shared() > 0.0 {
+        v.retain(|s| s.parts.direct() > 0.0);
+        v.push(Share {
+            name: UNASSIGNED.into(),
+            parts: Parts {
+                unallocated: all.unallocated,
+                unhealthy: all.unhealthy,
+                overhead: all.overhead,
+                ..Parts::default()
+            },
+            ..Share::default()
+        });
+    }
+    for s in &mut v {
+        s.total = s.parts.sum();
+    }
+    v.sort_by(|a, b| b.total.total_cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Reservation;
+    use proptest::prelude::*;
+
+    fn card() -> PriceCard {
+        PriceCard {
+            per_gpu_hour: [("H100".to_string(), 3.0), ("A100".to_string(), 2.0)].into(),
+            ..PriceCard::default()
+        }
+    }
+
+    fn job(id: u64, account: &str, model: &str, gpu_h: f64, util: Option<f64>) -> Use {
+        Use {
+            id,
+            account: account.into(),
+            user: format!("u{}", id % 3),
+            model: model.into(),
+            gpu_s: gpu_h * 3600.0,
+            useful_s: util.map(|u| gpu_h * 3600.0 * u),
+            failed: false,
+            completed: true,
+            finished: true,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    #[test]
+    fn the_parts_of_a_small_window() {
+        let mut c = card();
+        c.overhead = [("network".to_string(), 730.0)].into();
+        let day = 86_400;
+        let mut failed = job(3, "b", "NVIDIA H100", 2.0, Some(0.9));
+        failed.failed = true;
+        failed.completed = false;
+        let uses = vec![job(1, "a", "NVIDIA H100", 10.0, Some(0.75)), job(2, "b", "A100", 5.0, None), failed];
+        let unheld =
+            vec![Unheld { model: "NVIDIA H100".into(), unallocated_s: 4.0 * 3600.0, unhealthy_s: 3600.0 }];
+        let b = compute(&c, 0, day, &uses, &unheld);
+        assert!(close(b.parts.useful, 7.5 * 3.0));
+        assert!(close(b.parts.allocated_idle, 2.5 * 3.0));
+        assert!(close(b.parts.unmeasured, 5.0 * 2.0));
+        assert!(close(b.parts.failed, 2.0 * 3.0));
+        assert!(close(b.parts.unallocated, 12.0));
+        assert!(close(b.parts.unhealthy, 3.0));
+        // 730 a month of 730 h: one per hour, 24 for the day.
+        assert!(close(b.parts.overhead, 24.0), "{}", b.parts.overhead);
+        assert!(close(b.total, 22.5 + 7.5 + 10.0 + 6.0 + 12.0 + 3.0 + 24.0));
+        assert_eq!(b.units, 2.0);
+        assert!(close(b.unit_cost.unwrap(), b.total / 2.0));
+        // Team a: direct 30 of the 46 held; the shared 39 split the same way.
+        let a = b.teams.iter().find(|t| t.name == "a").unwrap();
+        assert!(close(a.total, 30.0 + 39.0 * 30.0 / 46.0), "{}", a.total);
+    }
+
+    #[test]
+    fn a_reservation_is_paid_in_full_and_blends_the_rate() {
+        let mut c = card();
+        c.reserved = vec![Reservation { model: "H100".into(), gpus: 10, monthly: 10.0 * 730.0 }];
+        // Reserved rate 1/h. 10 GPUs for 10 h = 100 committed GPU-hours.
+        let ten_h = 36_000;
+        // Half seen: 50 GPU-hours held; the other 50 committed are unallocated.
+        let b = compute(&c, 0, ten_h, &[job(1, "a", "H100", 50.0, Some(1.0))], &[]);
+        assert!(close(b.parts.useful, 50.0));
+        assert!(close(b.parts.unallocated, 50.0));
+        assert!(close(b.total, 100.0));
+        assert!(close(b.committed, 100.0));
+        // 150 seen: 100 by the commitment, 50 on demand at 3; all at the blend.
+        let b = compute(&c, 0, ten_h, &[job(1, "a", "H100", 150.0, Some(1.0))], &[]);
+        assert!(close(b.total, 100.0 + 150.0), "{}", b.total);
+        assert!(close(b.rates[0].effective, 250.0 / 150.0));
+    }
+
+    #[test]
+    fn a_budget_burns_and_runs_out() {
+        let mut c = card();
+        c.budgets = [("a".to_string(), 300.0), ("b".to_string(), 1.0e9)].into();
+        // Team a spends 30 (10 H100-hours) in a day: 300 lasts 10 days.
+        let b = compute(&c, 0, 86_400, &[job(1, "a", "H100", 10.0, Some(1.0))], &[]);
+        let a = &b.budgets[0];
+        assert_eq!(a.team, "a");
+        assert!(close(a.spent, 30.0) && close(a.burn_per_day, 30.0));
+        assert_eq!(a.runs_out, Some(10 * 86_400));
+        assert_eq!(b.budgets[1].runs_out, None, "b spent nothing");
+    }
+
+    #[test]
+    fn a_mig_slice_prices_at_its_share() {
+        let mut c = card();
+        c.share = [("1g.10gb".to_string(), 1.0 / 7.0)].into();
+        let b = compute(&c, 0, 3600, &[job(1, "a", "NVIDIA H100 MIG 1g.10gb", 7.0, Some(1.0))], &[]);
+        assert!(close(b.total, 3.0));
+        assert!(close(b.gpu_hours.useful, 1.0));
+    }
+
+    #[test]
+    fn with_no_jobs_the_shared_costs_go_to_one_row() {
+        let mut c = card();
+        c.overhead = [("support".to_string(), 100.0)].into();
+        let unheld = vec![Unheld { model: "H100".into(), unallocated_s: 3600.0, unhealthy_s: 0.0 }];
+        let b = compute(&c, 0, 3600, &[], &unheld);
+        assert_eq!(b.teams.len(), 1);
+        assert_eq!(b.teams[0].name, UNASSIGNED);
+        assert!(close(b.teams[0].total, b.total));
+        assert_eq!(b.unit_cost, None);
+    }
+
+    fn arb_use() -> impl Strategy<Value = Use> {
+        (
+            0u64..50,
+            prop::sample::select(vec!["a", "b", "c", "d"]),
+            prop::sample::select(vec!["NVIDIA H100", "A100 MIG 1g.10gb", "L4", "T4", ""]),
+            0.0f64..1.0e6,
+            prop::option::of(0.0f64..1.5),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(id, acct, model, gpu_s, util, failed, completed)| Use {
+                id,
+                account: acct.into(),
+                user: format!("user{}", id % 5),
+                model: model.into(),
+                gpu_s,
+                useful_s: util.map(|u| u * gpu_s),
+                failed,
+                completed: completed && !failed,
+                finished: completed || failed,
+            })
+    }
+
+    fn arb_card() -> impl Strategy<Value = PriceCard> {
+        (
+            prop::collection::vec(
+                (prop::sample::select(vec!["H100", "A100", "L4", "GPU"]), 0u32..64, 0.0f64..1.0e6),
+                0..3,
+            ),
+            prop::collection::btree_map(
+                prop::sample::select(vec!["network".to_string(), "storage".into(), "support".into()]),
+                0.0f64..1.0e5,
+                0..3,
+            ),
+            prop::option::of(0.01f64..1.0),
+            prop::sample::select(vec![Unit::CompletedRuns, Unit::FinishedJobs, Unit::GpuHours]),
+            any::<bool>(),
+        )
+            .prop_map(|(res, overhead, mig, unit, map_team)| {
+                let mut c = PriceCard {
+                    reserved: res
+                        .into_iter()
+                        .map(|(m, gpus, monthly)| Reservation { model: m.into(), gpus, monthly })
+                        .collect(),
+                    overhead,
+                    unit,
+                    ..PriceCard::default()
+                };
+                if let Some(s) = mig {
+                    c.share.insert("1g.10gb".into(), s);
+                }
+                if map_team {
+                    c.teams.insert("a".into(), "research".into());
+                    c.teams.insert("b".into(), "research".into());
+                }
+                c
+            })
+    }
+
+    fn arb_unheld() -> impl Strategy<Value = Unheld> {
+        (prop::sample::select(vec!["NVIDIA H100", "L4", "B200"]), 0.0f64..1.0e6, 0.0f64..1.0e6)
+            .prop_map(|(m, a, h)| Unheld { model: m.into(), unallocated_s: a, unhealthy_s: h })
+    }
+
+    proptest! {
+        /// The parts always add up to the total; every team's, user's and account's shares add
+        /// up to it too, each share's parts to its own total; a commitment is always paid; and
+        /// without commitments the total is every GPU-hour at its price and share plus overhead.
+        #[test]
+        fn the_bill_reconciles(
+            card in arb_card(),
+            uses in prop::collection::vec(arb_use(), 0..40),
+            unheld in prop::collection::vec(arb_unheld(), 0..4),
+            window in 0i64..(90 * 86_400),
+        ) {
+            let b = compute(&card, 1_000, 1_000 + window, &uses, &unheld);
+            prop_assert!(b.total.is_finite());
+            prop_assert!(close(b.parts.sum(), b.total), "{} vs {}", b.parts.sum(), b.total);
+            for shares in [&b.teams, &b.users, &b.accounts] {
+                let sum: f64 = shares.iter().map(|s| s.total).sum();
+                prop_assert!(close(sum, b.total), "shares {} vs total {}", sum, b.total);
+                for s in shares.iter() {
+                    prop_assert!(close(s.parts.sum(), s.total));
+                    prop_assert!(s.total >= 0.0);
+                }
+            }
+            let overhead: f64 = card.overhead.values().sum::<f64>() * window as f64 / MONTH_S as f64;
+            prop_assert!(close(b.parts.overhead, overhead));
+            prop_assert!(b.total + 1e-6 * b.total.max(1.0) >= b.committed + overhead);
+            if card.reserved.is_empty() {
+                let held: f64 = uses.iter().map(|u| u.gpu_s / 3600.0 * card.share(&u.model) * card.price(&u.model)).sum();
+                let free: f64 = unheld.iter().map(|h| (h.unallocated_s + h.unhealthy_s) / 3600.0 * card.price(&h.model)).sum();
+                prop_assert!(close(b.total, held + free + overhead), "{} vs {}", b.total, held + free + overhead);
+            }
+        }
+    }
+}
