@@ -249,9 +249,30 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 Err(e) => tracing::warn!("ledger thread: {e}"),
             }
         }
-        let exit =
-            tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers })
-                .await;
+        // The ack store beside the audit log: its own thread reads and writes it.
+        let mut ack_answers = None;
+        {
+            let (atx, arx) = tokio::sync::mpsc::unbounded_channel();
+            match gpuplane::store::acks::Worker::spawn(
+                gpuplane::commands::ack_store_path(&config),
+                move |a| {
+                    let _ = atx.send(a);
+                },
+            ) {
+                Ok(w) => {
+                    app.acks = Some(gpuplane::tui::app::AckLink::new(w));
+                    ack_answers = Some(arx);
+                }
+                Err(e) => tracing::warn!("ack store thread: {e}"),
+            }
+        }
+        let exit = tui::run(
+            app,
+            rx,
+            ev_rx,
+            RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers, ack_answers },
+        )
+        .await;
         cancel.cancel();
         // The console is gone: its ops task ends an open break-glass session on the record and
         // signs the head before the runtime stops.

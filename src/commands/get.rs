@@ -81,6 +81,13 @@ pub fn run(
             return ExitCode::from(2);
         }
     };
+    let mut state = state;
+    if src.id() == views::overview::INCIDENTS {
+        // Acks (the ack store) and audited drains make the incidents' lifecycle.
+        let h =
+            super::load_handling(config, &state.cluster, state.now.max(jiff::Timestamp::now().as_second()));
+        state.apply(crate::model::protocol::Update::Handling(Box::new(h)));
+    }
     let audit = if src.id() == views::audit::TABLE {
         match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
             Ok(a) => a,
@@ -195,7 +202,8 @@ pub fn run(
             r
         }
     };
-    // The check: open incidents (those the filter kept) at the threshold or worse.
+    // The check: unhandled incidents (open: not acked, mitigated or resolved; those the filter
+    // kept) at the threshold or worse.
     let failing = fail_on.map(|f| {
         let least = match f {
             crate::cli::FailOn::Crit => crate::state::Severity::Critical,
@@ -205,13 +213,13 @@ pub fn run(
             .rows
             .iter()
             .filter_map(|&k| state.incidents.get(k as usize))
-            .filter(|i| i.severity >= least)
+            .filter(|i| i.severity >= least && !i.lifecycle.handled())
             .count();
         (n, least)
     });
     let verdict = match failing {
         Some((n, least)) if n > 0 => {
-            eprintln!("gpuplane: {n} open incident(s) at {} or worse", least.label());
+            eprintln!("gpuplane: {n} unhandled incident(s) at {} or worse", least.label());
             ExitCode::from(FAIL_ON_EXIT)
         }
         _ => ExitCode::SUCCESS,

@@ -25,6 +25,36 @@ pub fn audit_log(config: &Config) -> AuditLog {
     .with_checkpoint_every(config.audit_checkpoint_every)
 }
 
+/// The ack store: beside the audit log, in the same data dir (consoles that share one share
+/// both).
+pub fn ack_store_path(config: &Config) -> std::path::PathBuf {
+    let log = config.audit_log.clone().unwrap_or_else(|| {
+        AuditLog::default_path().unwrap_or_else(|| std::path::PathBuf::from("gpuplane-audit.jsonl"))
+    });
+    let dir = log.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    crate::store::acks::path_in(&dir)
+}
+
+/// The acks and audited node actions the incidents' lifecycle comes from, read once (for
+/// `get`); a store or log that cannot be read leaves its part empty, with a warning.
+pub fn load_handling(config: &Config, cluster: &str, now: crate::model::Epoch) -> crate::model::Handling {
+    let mut h = crate::model::Handling::default();
+    match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
+        Ok(records) => h.actions = crate::state::actions_from_audit(&records, cluster),
+        Err(e) => eprintln!("gpuplane: audit log: {e}; mitigations are read from the scheduler only"),
+    }
+    let path = ack_store_path(config);
+    if path.exists() {
+        match crate::store::acks::AckStore::open(&path)
+            .and_then(|s| s.load(cluster, now - crate::store::acks::KEEP_S))
+        {
+            Ok(acks) => h.acks = acks,
+            Err(e) => eprintln!("gpuplane: {e}; acks are not shown"),
+        }
+    }
+    h
+}
+
 pub fn run(cmd: &Command, config: &Config) -> ExitCode {
     run_with_warnings(cmd, config, &[])
 }
