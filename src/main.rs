@@ -60,12 +60,15 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     warnings.extend(err.map(|e| e.to_string()));
     let (keymap, err) = Keymap::load(&config.keymap, config.config_dir.as_deref());
     warnings.extend(err.map(|e| e.to_string()));
+    let (playbooks, err) = gpuplane::playbook::Playbooks::load(config.config_dir.as_deref());
+    warnings.extend(err.map(|e| format!("{e} (using the built-in playbooks)")));
     for w in &warnings {
         tracing::warn!("{w}");
     }
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     // One point of the cluster-wide history per refresh interval, however many sources send.
     state.history_step_s = config.refresh.as_secs().max(1) as i64;
+    state.playbooks = std::sync::Arc::new(playbooks);
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
     let (user_commands, errs) =

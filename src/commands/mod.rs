@@ -347,6 +347,11 @@ pub(crate) async fn target_cluster(
 /// [`target_cluster`] without the alerts.
 async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    let (playbooks, err) = crate::playbook::Playbooks::load(config.config_dir.as_deref());
+    if let Some(e) = err {
+        eprintln!("gpuplane: {e} (using the built-in playbooks)");
+    }
+    state.playbooks = std::sync::Arc::new(playbooks);
     if let Some(slurm) = &config.slurm {
         let mut poller = crate::backend::slurm::Poller::new(slurm.clone()).map_err(|e| e.to_string())?;
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
