@@ -255,7 +255,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
         out.push(kv(cx, "handled", untrusted_owned(i.lifecycle.phrase(cx.s.now), t.text)));
     }
     if let Some(w) = &i.waiting {
-        out.push(kv(cx, "waiting", untrusted_owned(w.clone(), t.text)));
+        out.push(kv(cx, "drain", untrusted_owned(w.clone(), t.text)));
     }
     if let Some(p) = cx.s.playbooks.get(&i.signal) {
         let cur = cx.s.playbooks.current(&i.signal, i.repeats);
