@@ -164,13 +164,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                         config.acceptance.template.clone(),
                         kube_cfg.acceptance_namespace.clone(),
                     );
-                app.planner = Some(gpuplane::ops::start(
-                    ops(format!("kube:{}", initial.as_deref().unwrap_or("current-context"))),
-                    Box::new(exec),
-                    ops_rx,
-                    ev_tx,
-                    acceptance,
-                ));
+                let label = format!("kube:{}", initial.as_deref().unwrap_or("current-context"));
+                app.audit_cluster = Some(label.clone());
+                app.planner =
+                    Some(gpuplane::ops::start(ops(label), Box::new(exec), ops_rx, ev_tx, acceptance));
                 app.ops_tx = Some(ops_tx);
                 tokio::spawn(gpuplane::backend::kube::run(kube_cfg, shared, tx, ctx_rx, cancel.clone()));
             }
@@ -193,6 +190,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                         // The permission preflight: asked at start and every 5 minutes; the
                         // planner refuses what the identity may not do before a plan is shown.
                         tokio::spawn(exec.preflight().watch(std::time::Duration::from_secs(300)));
+                        app.audit_cluster = Some(slurm_cfg.client.url.clone());
                         app.planner = Some(gpuplane::ops::start(
                             ops(slurm_cfg.client.url.clone()),
                             Box::new(exec),
@@ -217,6 +215,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
                 let exec = gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx, user: config.user.clone() };
                 let cluster = format!("sim-{}x{}", config.sim_nodes, config.sim_gpus);
+                app.audit_cluster = Some(cluster.clone());
                 app.planner =
                     Some(gpuplane::ops::start(ops(cluster), Box::new(exec), ops_rx, ev_tx, acceptance));
                 app.ops_tx = Some(ops_tx);

@@ -85,7 +85,8 @@ async fn slurm24_a_ticketed_drain_mitigates_and_a_drain_by_someone_else_says_who
     let ops = Ops {
         audit: AuditLog::new(dir.path().join("audit.jsonl")),
         readonly: false,
-        cluster: cluster.clone(),
+        // As the console records it: the slurmrestd URL, not the scheduler's cluster name.
+        cluster: c.url.clone(),
         break_glass: None,
     };
     let r = OpRequest {
@@ -115,7 +116,7 @@ async fn slurm24_a_ticketed_drain_mitigates_and_a_drain_by_someone_else_says_who
     let records = ops.audit.read_all().unwrap();
     s.apply(Update::Handling(Box::new(Handling {
         acks: vec![],
-        actions: actions_from_audit(&records, &cluster),
+        actions: actions_from_audit(&records, &[&cluster, &c.url]),
     })));
 
     let mine = incident(&s, &ours);

@@ -74,7 +74,7 @@ pub fn run(
             return ExitCode::FAILURE;
         }
     };
-    let (state, _, _) = match rt.block_on(target_cluster(config)) {
+    let (state, _, label) = match rt.block_on(target_cluster(config)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gpuplane: cannot read the cluster: {e}");
@@ -84,8 +84,8 @@ pub fn run(
     let mut state = state;
     if src.id() == views::overview::INCIDENTS {
         // Acks (the ack store) and audited drains make the incidents' lifecycle.
-        let h =
-            super::load_handling(config, &state.cluster, state.now.max(jiff::Timestamp::now().as_second()));
+        let now = state.now.max(jiff::Timestamp::now().as_second());
+        let h = super::load_handling(config, &state.cluster, &label, now);
         state.apply(crate::model::protocol::Update::Handling(Box::new(h)));
     }
     let audit = if src.id() == views::audit::TABLE {

@@ -37,10 +37,16 @@ pub fn ack_store_path(config: &Config) -> std::path::PathBuf {
 
 /// The acks and audited node actions the incidents' lifecycle comes from, read once (for
 /// `get`); a store or log that cannot be read leaves its part empty, with a warning.
-pub fn load_handling(config: &Config, cluster: &str, now: crate::model::Epoch) -> crate::model::Handling {
+/// `label` is the cluster name the ops road records for this cluster in the audit log.
+pub fn load_handling(
+    config: &Config,
+    cluster: &str,
+    label: &str,
+    now: crate::model::Epoch,
+) -> crate::model::Handling {
     let mut h = crate::model::Handling::default();
     match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
-        Ok(records) => h.actions = crate::state::actions_from_audit(&records, cluster),
+        Ok(records) => h.actions = crate::state::actions_from_audit(&records, &[cluster, label]),
         Err(e) => eprintln!("gpuplane: audit log: {e}; mitigations are read from the scheduler only"),
     }
     let path = ack_store_path(config);

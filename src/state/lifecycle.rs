@@ -251,11 +251,16 @@ fn waiting_for(s: &ClusterState, n: &Node) -> Option<String> {
 }
 
 /// The node actions of an audit log (successful outcomes of drain, cordon, resume and
-/// uncordon on `cluster`), oldest first, for [`crate::model::Handling::actions`].
-pub fn actions_from_audit(records: &[crate::audit::Record], cluster: &str) -> Vec<crate::model::ActionMark> {
+/// uncordon recorded under one of `clusters`: the scheduler's cluster name, and the label the
+/// ops road records, e.g. the slurmrestd URL or `kube:CONTEXT`), oldest first, for
+/// [`crate::model::Handling::actions`].
+pub fn actions_from_audit(
+    records: &[crate::audit::Record],
+    clusters: &[&str],
+) -> Vec<crate::model::ActionMark> {
     let mut out = Vec::new();
     for r in records {
-        if r.cluster != cluster
+        if !clusters.contains(&r.cluster.as_str())
             || r.phase != crate::audit::Phase::Outcome
             || !matches!(r.result.as_deref(), Some("ok" | "partial"))
             || !matches!(r.action.as_str(), "drain" | "cordon" | "resume" | "uncordon")
@@ -494,7 +499,7 @@ mod tests {
         log.append(Phase::Outcome, &e("cordon", Some("failed"), "c1")).unwrap();
         log.append(Phase::Outcome, &e("drain", Some("ok"), "other")).unwrap();
         log.append(Phase::Outcome, &e("cancel", Some("ok"), "c1")).unwrap();
-        let got = actions_from_audit(&log.tail(100).unwrap(), "c1");
+        let got = actions_from_audit(&log.tail(100).unwrap(), &["c1", "http://slurm:6820"]);
         assert_eq!(got.len(), 1, "{got:#?}");
         assert_eq!((got[0].target.as_str(), got[0].by.as_str()), ("gpu-004", "oncall"));
         assert_eq!(got[0].ticket.as_deref(), Some("INC-4242"));

@@ -256,6 +256,9 @@ pub struct App {
     pub acks: Option<AckLink>,
     /// Acks and audited node actions, as last handed to the state.
     handling: crate::model::Handling,
+    /// The cluster label the ops road writes in the audit log (the slurmrestd URL,
+    /// `kube:CONTEXT`, `sim-NxG`), besides the scheduler's cluster name.
+    pub audit_cluster: Option<String>,
 }
 
 /// The kubeconfig's contexts and where a switch request goes.
@@ -308,6 +311,7 @@ impl App {
             ledger: None,
             acks: None,
             handling: Default::default(),
+            audit_cluster: None,
         }
     }
 
@@ -1539,7 +1543,9 @@ impl App {
                 self.ui.message = Some((format!("acked {what} (audited)"), false));
             }
             OpEvent::Audit(records) => {
-                let actions = crate::state::actions_from_audit(&records, &self.live.cluster);
+                let mut clusters = vec![self.live.cluster.as_str()];
+                clusters.extend(self.audit_cluster.as_deref());
+                let actions = crate::state::actions_from_audit(&records, &clusters);
                 if actions != self.handling.actions {
                     self.handling.actions = actions;
                     self.push_handling();
