@@ -227,7 +227,7 @@ fn waiting_for(s: &ClusterState, n: &Node) -> Option<String> {
         .jobs
         .iter()
         .filter(|j| matches!(j.state, JobState::Running | JobState::Completing))
-        .filter(|j| j.nodes.iter().any(|x| *x == n.name))
+        .filter(|j| j.nodes.contains(&n.name))
         .collect();
     if on.is_empty() {
         return None;
