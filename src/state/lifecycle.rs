@@ -132,10 +132,26 @@ impl Lifecycle {
 /// that cleared since the last derivation (or within [`RESOLVED_KEEP_S`]) as resolved.
 pub(super) fn derive(s: &ClusterState, out: &mut Vec<Incident>) {
     let acks: HashMap<&IncidentKey, &Ack> = s.handling.acks.iter().map(|a| (&a.key, a)).collect();
+    // Running jobs of the draining nodes that have incidents: one pass over the jobs, and only
+    // when there is such a node.
+    let draining: HashSet<&str> = out
+        .iter()
+        .filter_map(|i| i.node.as_deref().filter(|n| about_node(i, n)))
+        .filter(|n| s.node(n).is_some_and(|n| matches!(n.state, NodeState::Draining | NodeState::Cordoned)))
+        .collect();
+    let mut on_node: HashMap<&str, Vec<&Job>> = HashMap::new();
+    if !draining.is_empty() {
+        for j in s.jobs.iter().filter(|j| matches!(j.state, JobState::Running | JobState::Completing)) {
+            for n in j.nodes.iter().filter(|n| draining.contains(n.as_str())) {
+                on_node.entry(n.as_str()).or_default().push(j);
+            }
+        }
+    }
     for i in out.iter_mut() {
         let node = i.node.as_deref().filter(|n| about_node(i, n)).and_then(|n| s.node(n));
         let ack = acks.get(&i.key()).filter(|a| i.since.is_none_or(|since| a.at >= since));
-        i.waiting = node.and_then(|n| waiting_for(s, n));
+        i.waiting =
+            node.and_then(|n| waiting_for(s, n, on_node.get(n.name.as_str()).map_or(&[][..], Vec::as_slice)));
         i.lifecycle = match (node.and_then(|n| mitigation(s, n)), ack) {
             (Some(Lifecycle::Mitigated { how, by, at, ticket, note, audited, .. }), ack) => {
                 Lifecycle::Mitigated {
@@ -219,16 +235,11 @@ fn mitigation(s: &ClusterState, n: &Node) -> Option<Lifecycle> {
 
 /// What a draining node still waits for: the job that ends last (Slurm), or the pods still
 /// being evicted from a cordoned node (Kubernetes).
-fn waiting_for(s: &ClusterState, n: &Node) -> Option<String> {
+fn waiting_for(s: &ClusterState, n: &Node, jobs: &[&Job]) -> Option<String> {
     if !matches!(n.state, NodeState::Draining | NodeState::Cordoned) {
         return None;
     }
-    let mut on: Vec<&Job> = s
-        .jobs
-        .iter()
-        .filter(|j| matches!(j.state, JobState::Running | JobState::Completing))
-        .filter(|j| j.nodes.contains(&n.name))
-        .collect();
+    let mut on: Vec<&Job> = jobs.to_vec();
     if on.is_empty() {
         return None;
     }
