@@ -238,9 +238,10 @@ pub enum Command {
         /// cost, cost-teams: only this team (Slurm account, Kubernetes namespace).
         #[arg(long, value_name = "TEAM")]
         team: Option<String>,
-        /// With `incidents`: exit 3 when an open incident (after --filter) is at this severity
-        /// or worse (crit, or warn: WARN and CRIT), for cron and CI checks. The table is
-        /// printed either way.
+        /// With `incidents`: exit 3 when an unhandled incident (state open: not acked, not
+        /// mitigated by a drain or cordon, not resolved; after --filter) is at this severity or
+        /// worse (crit, or warn: WARN and CRIT), for cron and CI checks. The table is printed
+        /// either way; JSON rows carry state, since, acked_by, ticket, mitigation, playbook_step.
         #[arg(long, value_enum, value_name = "SEVERITY")]
         fail_on: Option<FailOn>,
     },

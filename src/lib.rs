@@ -15,6 +15,7 @@ pub mod datafile;
 pub mod fuzzing;
 pub mod model;
 pub mod ops;
+pub mod playbook;
 pub mod sanitize;
 pub mod state;
 pub mod store;

@@ -59,12 +59,15 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     warnings.extend(err.map(|e| e.to_string()));
     let (keymap, err) = Keymap::load(&config.keymap, config.config_dir.as_deref());
     warnings.extend(err.map(|e| e.to_string()));
+    let (playbooks, err) = gpuplane::playbook::Playbooks::load(config.config_dir.as_deref());
+    warnings.extend(err.map(|e| format!("{e} (using the built-in playbooks)")));
     for w in &warnings {
         tracing::warn!("{w}");
     }
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     // One point of the cluster-wide history per refresh interval, however many sources send.
     state.history_step_s = config.refresh.as_secs().max(1) as i64;
+    state.playbooks = std::sync::Arc::new(playbooks);
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
     // `:doctor`: the checks of `gpuplane doctor` (the config's warnings among them).
@@ -166,13 +169,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                         config.acceptance.template.clone(),
                         kube_cfg.acceptance_namespace.clone(),
                     );
-                app.planner = Some(gpuplane::ops::start(
-                    ops(format!("kube:{}", initial.as_deref().unwrap_or("current-context"))),
-                    Box::new(exec),
-                    ops_rx,
-                    ev_tx,
-                    acceptance,
-                ));
+                let label = format!("kube:{}", initial.as_deref().unwrap_or("current-context"));
+                app.audit_cluster = Some(label.clone());
+                app.planner =
+                    Some(gpuplane::ops::start(ops(label), Box::new(exec), ops_rx, ev_tx, acceptance));
                 app.ops_tx = Some(ops_tx);
                 tokio::spawn(gpuplane::backend::kube::run(kube_cfg, shared, tx, ctx_rx, cancel.clone()));
             }
@@ -195,6 +195,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                         // The permission preflight: asked at start and every 5 minutes; the
                         // planner refuses what the identity may not do before a plan is shown.
                         tokio::spawn(exec.preflight().watch(std::time::Duration::from_secs(300)));
+                        app.audit_cluster = Some(slurm_cfg.client.url.clone());
                         app.planner = Some(gpuplane::ops::start(
                             ops(slurm_cfg.client.url.clone()),
                             Box::new(exec),
@@ -219,6 +220,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
                 let exec = gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx, user: config.user.clone() };
                 let cluster = format!("sim-{}x{}", config.sim_nodes, config.sim_gpus);
+                app.audit_cluster = Some(cluster.clone());
                 app.planner =
                     Some(gpuplane::ops::start(ops(cluster), Box::new(exec), ops_rx, ev_tx, acceptance));
                 app.ops_tx = Some(ops_tx);
@@ -254,9 +256,30 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 Err(e) => tracing::warn!("ledger thread: {e}"),
             }
         }
-        let exit =
-            tui::run(app, rx, ev_rx, RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers })
-                .await;
+        // The ack store beside the audit log: its own thread reads and writes it.
+        let mut ack_answers = None;
+        {
+            let (atx, arx) = tokio::sync::mpsc::unbounded_channel();
+            match gpuplane::store::acks::Worker::spawn(
+                gpuplane::commands::ack_store_path(&config),
+                move |a| {
+                    let _ = atx.send(a);
+                },
+            ) {
+                Ok(w) => {
+                    app.acks = Some(gpuplane::tui::app::AckLink::new(w));
+                    ack_answers = Some(arx);
+                }
+                Err(e) => tracing::warn!("ack store thread: {e}"),
+            }
+        }
+        let exit = tui::run(
+            app,
+            rx,
+            ev_rx,
+            RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers, ack_answers },
+        )
+        .await;
         cancel.cancel();
         // The console is gone: its ops task ends an open break-glass session on the record and
         // signs the head before the runtime stops.

@@ -1222,3 +1222,83 @@ fn doctor_runs_off_the_ui_task_and_shows_each_check_with_its_fix() {
     typed(&mut a, ":help\r");
     assert!(!render(&mut a, 80, 24).contains(" doctor "));
 }
+
+/// The incident rows of the Overview, in display order, as (subject, signal, state).
+fn incident_rows(a: &mut gpuplane::tui::app::App) -> Vec<(String, String, &'static str)> {
+    a.prepare();
+    a.ui.tables[views::overview::INCIDENTS]
+        .rows
+        .iter()
+        .map(|&k| {
+            let i = &a.state().incidents[k as usize];
+            (i.subject.to_string(), i.signal.clone(), i.lifecycle.label())
+        })
+        .collect()
+}
+
+/// `a` on the first incident opens `:ack`, the ops task is asked to audit it, and once the
+/// record is written the incident is acked: it says by whom, with which ticket and note, and
+/// sorts below every unhandled one. Read-only mode refuses and says why.
+#[test]
+fn a_acknowledges_the_selected_incident_and_it_sorts_below_unhandled_ones() {
+    use gpuplane::ops::{OpEvent, OpMsg};
+    let mut a = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    let rows = incident_rows(&mut a);
+    assert_eq!(rows[0].2, "open");
+    let first = (rows[0].0.clone(), rows[0].1.clone());
+    typed(&mut a, "a");
+    assert!(render(&mut a, 100, 30).contains(":ack "), "the prompt opens");
+    typed(&mut a, "INC-4242 looking at it\r");
+    let ack = match rx.try_recv() {
+        Ok(OpMsg::Ack(ack)) => ack,
+        other => panic!("the ack goes to the ops task to be audited: {other:?}"),
+    };
+    assert_eq!((ack.key.subject.as_str(), ack.key.signal.as_str()), (first.0.as_str(), first.1.as_str()));
+    assert_eq!(
+        (ack.by.as_str(), ack.ticket.as_deref(), ack.note.as_str()),
+        ("researcher", Some("INC-4242"), "looking at it")
+    );
+    // Not acked until the audit record is written.
+    assert_eq!(incident_rows(&mut a)[0].2, "open");
+    a.update(Msg::Op(OpEvent::Acked(ack)));
+    let rows = incident_rows(&mut a);
+    let at = rows
+        .iter()
+        .position(|r| (r.0.as_str(), r.1.as_str()) == (first.0.as_str(), first.1.as_str()))
+        .unwrap();
+    assert_eq!(rows[at].2, "acked");
+    assert!(at > 0 && rows[..at].iter().any(|r| r.2 == "open"), "{rows:?}");
+    let first_handled = rows.iter().position(|r| r.2 != "open").unwrap();
+    assert!(rows[first_handled..].iter().all(|r| r.2 != "open"), "unhandled above handled: {rows:?}");
+    // The selection followed the incident by identity; the row says how it is handled.
+    let screen = render(&mut a, 160, 48);
+    assert!(screen.contains("acked by researcher INC-4242"), "{screen}");
+    // The same incident's identity survives a refresh of the data.
+    let s = a.state().clone();
+    let mut nodes = s.nodes.clone();
+    nodes.reverse();
+    a.update(Msg::Update(Update::Inventory {
+        at: s.now + 5,
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
+            source: "sim".into(),
+            cluster: Some(s.cluster.clone()),
+            nodes: Some(nodes),
+            ..Default::default()
+        }),
+    }));
+    let rows = incident_rows(&mut a);
+    assert!(
+        rows.iter()
+            .any(|r| (r.0.as_str(), r.1.as_str(), r.2) == (first.0.as_str(), first.1.as_str(), "acked"))
+    );
+
+    // Read-only: refused, with the reason.
+    let mut ro = app();
+    ro.readonly = true;
+    typed(&mut ro, "a");
+    let msg = ro.ui.message.clone().expect("a reason").0;
+    assert!(msg.starts_with("read-only:") && msg.contains("refused"), "{msg}");
+    assert!(!render(&mut ro, 100, 30).contains(":ack "));
+}

@@ -16,18 +16,25 @@ struct Console {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     /// Set to close every master fd (an SSH drop): the reader thread drops them.
     hangup: Arc<AtomicBool>,
-    _home: tempfile::TempDir,
+    _home: Option<tempfile::TempDir>,
 }
 
 fn spawn(cols: u16, rows: u16, env: &[(&str, &str)], args: &[&str]) -> Console {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut c = spawn_in(home.path(), cols, rows, env, args);
+    c._home = Some(home);
+    c
+}
+
+/// A console whose home (config, data: audit log, ack store) is `home`.
+fn spawn_in(home: &std::path::Path, cols: u16, rows: u16, env: &[(&str, &str)], args: &[&str]) -> Console {
     let pty = native_pty_system();
     let pair = pty.openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("openpty");
-    let home = tempfile::tempdir().expect("tempdir");
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.env_clear();
-    cmd.env("HOME", home.path());
-    cmd.env("XDG_CONFIG_HOME", home.path().join("config"));
-    cmd.env("XDG_STATE_HOME", home.path().join("state"));
+    cmd.env("HOME", home);
+    cmd.env("XDG_CONFIG_HOME", home.join("config"));
+    cmd.env("XDG_STATE_HOME", home.join("state"));
     cmd.env("TERM", "xterm-256color");
     cmd.env("LANG", "C.UTF-8");
     cmd.env("PATH", "/usr/bin:/bin");
@@ -67,7 +74,7 @@ fn spawn(cols: u16, rows: u16, env: &[(&str, &str)], args: &[&str]) -> Console {
             }
         }
     });
-    Console { parser, raw, writer, child, hangup, _home: home }
+    Console { parser, raw, writer, child, hangup, _home: None }
 }
 
 impl Console {
@@ -427,4 +434,34 @@ fn a_bad_filter_says_so_in_the_filter_line_and_keeps_the_rows() {
     c.wait_for("</st=R>");
     c.send("q");
     assert!(c.wait_exit().success());
+}
+
+/// `a` on the first incident, a ticket and a note: the ack is audited, the row says who acked
+/// it, and a second console on the same data dir shows the same ack on its next refresh.
+#[test]
+fn a_acks_an_incident_and_another_console_on_the_data_dir_sees_it() {
+    let home = tempfile::tempdir().unwrap();
+    let mut one = spawn_in(home.path(), 160, 40, &[], &[]);
+    one.wait_for("Incidents");
+    one.send("a");
+    one.wait_for(":ack ");
+    one.send("INC-77 on it\r");
+    one.wait_for("(audited)");
+    one.wait_for("acked by researcher INC-77");
+    let mut two = spawn_in(home.path(), 160, 40, &[], &[]);
+    two.wait_for("Incidents");
+    two.wait_for("acked by researcher INC-77");
+    one.send(":audit\r");
+    one.wait_for("incident-ack");
+    for c in [&mut one, &mut two] {
+        c.send("q");
+        assert!(c.wait_exit().success());
+    }
+    // Read-only: refused, with the reason.
+    let mut ro = spawn_in(home.path(), 160, 40, &[], &["--readonly"]);
+    ro.wait_for("Incidents");
+    ro.send("a");
+    ro.wait_for("read-only: acknowledging");
+    ro.send("q");
+    assert!(ro.wait_exit().success());
 }

@@ -231,9 +231,9 @@ fn times_are_local_and_named_and_utc_on_request() {
     assert!(!table.contains(" IST "));
 }
 
-/// `get incidents --fail-on`: exit 3 while incidents at that severity or worse are open (the
-/// table is printed either way), 0 when the filter leaves none; JSON rows carry their state
-/// (`open`), since and action.
+/// `get incidents --fail-on`: exit 3 while unhandled incidents at that severity or worse are
+/// open (the table is printed either way), 0 when the filter leaves none; JSON rows carry their
+/// state (`open`, or `mitigated` on a node the simulator drained), since and action.
 #[test]
 fn incidents_fail_on_a_severity_and_say_their_state() {
     let dir = tempfile::tempdir().unwrap();
@@ -247,11 +247,15 @@ fn incidents_fail_on_a_severity_and_say_their_state() {
     };
     let json: serde_json::Value = serde_json::from_str(&get(&["incidents", "-o", "json"])).unwrap();
     let rows = json.as_array().unwrap();
-    let crit = rows.iter().filter(|r| r["severity"] == "critical").count();
-    let warn = rows.iter().filter(|r| r["severity"] == "warning").count();
+    let open = |r: &&serde_json::Value| r["state"] == "open";
+    let crit = rows.iter().filter(open).filter(|r| r["severity"] == "critical").count();
+    let warn = rows.iter().filter(open).filter(|r| r["severity"] == "warning").count();
     assert!(crit > 0 && warn > 0, "the simulator has CRIT and WARN incidents: {crit} {warn}");
     for r in rows {
-        assert_eq!(r["state"], "open", "{r}");
+        assert!(r["state"] == "open" || r["state"] == "mitigated", "{r}");
+        if r["state"] == "mitigated" {
+            assert!(r["mitigation"].as_str().is_some_and(|m| !m.is_empty()), "{r}");
+        }
         assert!(r.get("since").is_some() && r["action"].as_str().is_some_and(|a| !a.is_empty()), "{r}");
     }
 
@@ -259,7 +263,7 @@ fn incidents_fail_on_a_severity_and_say_their_state() {
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        format!("gpuplane: {crit} open incident(s) at CRIT or worse")
+        format!("gpuplane: {crit} unhandled incident(s) at CRIT or worse")
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).lines().count(),
@@ -270,7 +274,7 @@ fn incidents_fail_on_a_severity_and_say_their_state() {
     assert_eq!(out.status.code(), Some(3));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains(&format!("{} open incident(s) at WARN or worse", crit + warn))
+            .contains(&format!("{} unhandled incident(s) at WARN or worse", crit + warn))
     );
     // Only the incidents the filter keeps count: none CRIT among the WARN ones.
     let out = run(&["--fail-on", "critical", "--filter", "severity==WARN"]);
@@ -281,6 +285,61 @@ fn incidents_fail_on_a_severity_and_say_their_state() {
     let out = common::gpuplane_cmd(dir.path()).args(["get", "nodes", "--fail-on", "crit"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-on applies to `get incidents` only"));
+}
+
+/// An ack in the shared ack store (as another console makes it) shows in `get incidents -o
+/// json` as `acked` with who, ticket and note, and `--fail-on` no longer counts it.
+#[test]
+fn acked_incidents_carry_who_and_ticket_and_do_not_fail_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = |args: &[&str]| -> (Option<i32>, Vec<serde_json::Value>) {
+        let out = common::gpuplane_cmd(dir.path())
+            .args(["get", "incidents", "-o", "json"])
+            .args(args)
+            .output()
+            .expect("run gpuplane");
+        (out.status.code(), serde_json::from_slice(&out.stdout).expect("json"))
+    };
+    let (code, before) = rows(&["--fail-on", "crit"]);
+    assert_eq!(code, Some(3));
+    let crit_open: Vec<&serde_json::Value> =
+        before.iter().filter(|r| r["state"] == "open" && r["severity"] == "critical").collect();
+    let target = crit_open[0].clone();
+    for r in &before {
+        assert!(r["playbook_step"].is_null() || r["playbook_step"]["text"].is_string(), "{r}");
+        assert!(r["signal"].as_str().is_some_and(|s| !s.is_empty()), "{r}");
+    }
+    // Another console acks every open CRIT incident, through the store beside the audit log.
+    let store = gpuplane::store::acks::AckStore::open(&dir.path().join("data/gpuplane/acks.sqlite")).unwrap();
+    let now = jiff::Timestamp::now().as_second();
+    for r in &crit_open {
+        store
+            .put(&gpuplane::model::Ack {
+                cluster: "sim-16x8".into(),
+                key: gpuplane::model::IncidentKey {
+                    subject: r["subject"].as_str().unwrap().into(),
+                    signal: r["signal"].as_str().unwrap().into(),
+                },
+                by: "bob".into(),
+                at: now,
+                note: "looking".into(),
+                ticket: Some("INC-7".into()),
+            })
+            .unwrap();
+    }
+    let (code, after) = rows(&["--fail-on", "crit"]);
+    assert_eq!(code, Some(0), "every CRIT incident is handled now");
+    let acked = after
+        .iter()
+        .find(|r| r["subject"] == target["subject"] && r["signal"] == target["signal"])
+        .expect("still listed");
+    assert_eq!(acked["state"], "acked", "{acked}");
+    assert_eq!(acked["acked_by"], "bob");
+    assert_eq!(acked["ticket"], "INC-7");
+    assert!(acked["handled"].as_str().unwrap().starts_with("acked by bob INC-7"), "{acked}");
+    // Handled ones are listed after every unhandled one.
+    let first_handled = after.iter().position(|r| r["state"] != "open").unwrap();
+    assert!(after[first_handled..].iter().all(|r| r["state"] != "open"));
 }
 
 /// `get cost --window 7d --team X`: one team's jobs over the window, read back from the

@@ -202,7 +202,8 @@ fn snap_with(name: &str, prepare: impl Fn(&mut gpuplane::tui::app::App)) {
     }
 }
 
-/// Jumped from the first incident (an XID on gpu-007's GPU 5): the GPU leads the node's detail.
+/// Jumped from the first incident (an open XID on gpu-004's GPU 3; gpu-007's XID 48 sorts below,
+/// mitigated by the simulator's drain): the GPU leads the node's detail.
 #[test]
 fn nodes_detail_jumped_from_an_incident() {
     snap_with("nodes_detail_incident", |a| {
@@ -290,4 +291,54 @@ fn snap_alerts(name: &str, keys: &str) {
         let screen = render(&mut a, w, h);
         insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen);
     }
+}
+
+/// The Overview after triage: the first incident acked by bob 3 minutes ago, the incidents of a
+/// node the simulator drained mitigated by an audited drain (oncall, INC-4242, 12 minutes ago);
+/// unhandled incidents first, handled ones saying how.
+fn with_handled_incidents(a: &mut gpuplane::tui::app::App) {
+    use gpuplane::model::protocol::Update;
+    use gpuplane::model::{Ack, ActionMark, Handling};
+    use gpuplane::tui::app::Msg;
+    let s = a.state();
+    let first = s.incidents.iter().find(|i| !i.lifecycle.handled()).expect("an open incident");
+    let drained =
+        s.incidents.iter().find(|i| i.lifecycle.label() == "mitigated").and_then(|i| i.node.clone());
+    let h = Handling {
+        acks: vec![Ack {
+            cluster: s.cluster.to_string(),
+            key: first.key(),
+            by: "bob".into(),
+            at: s.now - 180,
+            note: "looking".into(),
+            ticket: None,
+        }],
+        actions: drained
+            .map(|n| ActionMark {
+                target: n.to_string(),
+                action: "drain".into(),
+                by: "oncall".into(),
+                at: s.now - 720,
+                ticket: Some("INC-4242".into()),
+                reason: Some("XID 79 GPU fell off the bus: reboot pending".into()),
+            })
+            .into_iter()
+            .collect(),
+    };
+    a.update(Msg::Update(Update::Handling(Box::new(h))));
+}
+
+#[test]
+fn overview_with_handled_incidents() {
+    snap_with("overview_handled", with_handled_incidents);
+}
+
+/// The mitigated XID 48's detail: how it is handled, its playbook's steps, and the escalation
+/// its repeat count (×2 in 24 h) reached.
+#[test]
+fn overview_incident_playbook_detail() {
+    snap_with("overview_playbook_detail", |a| {
+        with_handled_incidents(a);
+        typed(a, "/Double-bit\r\r");
+    });
 }

@@ -75,13 +75,20 @@ pub fn run(
             return ExitCode::FAILURE;
         }
     };
-    let (state, _, _) = match rt.block_on(target_cluster(config)) {
+    let (state, _, label) = match rt.block_on(target_cluster(config)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gpuplane: cannot read the cluster: {e}");
             return ExitCode::from(2);
         }
     };
+    let mut state = state;
+    if src.id() == views::overview::INCIDENTS {
+        // Acks (the ack store) and audited drains make the incidents' lifecycle.
+        let now = state.now.max(jiff::Timestamp::now().as_second());
+        let h = super::load_handling(config, &state.cluster, &label, now);
+        state.apply(crate::model::protocol::Update::Handling(Box::new(h)));
+    }
     let audit = if src.id() == views::audit::TABLE {
         match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
             Ok(a) => a,
@@ -240,7 +247,8 @@ pub fn run(
             r
         }
     };
-    // The check: open incidents (those the filter kept) at the threshold or worse.
+    // The check: unhandled incidents (open: not acked, mitigated or resolved; those the filter
+    // kept) at the threshold or worse.
     let failing = fail_on.map(|f| {
         let least = match f {
             crate::cli::FailOn::Crit => crate::state::Severity::Critical,
@@ -250,13 +258,13 @@ pub fn run(
             .rows
             .iter()
             .filter_map(|&k| state.incidents.get(k as usize))
-            .filter(|i| i.severity >= least)
+            .filter(|i| i.severity >= least && !i.lifecycle.handled())
             .count();
         (n, least)
     });
     let verdict = match failing {
         Some((n, least)) if n > 0 => {
-            eprintln!("gpuplane: {n} open incident(s) at {} or worse", least.label());
+            eprintln!("gpuplane: {n} unhandled incident(s) at {} or worse", least.label());
             ExitCode::from(FAIL_ON_EXIT)
         }
         _ => ExitCode::SUCCESS,

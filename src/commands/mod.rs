@@ -29,6 +29,42 @@ pub fn audit_log(config: &Config) -> AuditLog {
     .with_checkpoint_every(config.audit_checkpoint_every)
 }
 
+/// The ack store: beside the audit log, in the same data dir (consoles that share one share
+/// both).
+pub fn ack_store_path(config: &Config) -> std::path::PathBuf {
+    let log = config.audit_log.clone().unwrap_or_else(|| {
+        AuditLog::default_path().unwrap_or_else(|| std::path::PathBuf::from("gpuplane-audit.jsonl"))
+    });
+    let dir = log.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    crate::store::acks::path_in(&dir)
+}
+
+/// The acks and audited node actions the incidents' lifecycle comes from, read once (for
+/// `get`); a store or log that cannot be read leaves its part empty, with a warning.
+/// `label` is the cluster name the ops road records for this cluster in the audit log.
+pub fn load_handling(
+    config: &Config,
+    cluster: &str,
+    label: &str,
+    now: crate::model::Epoch,
+) -> crate::model::Handling {
+    let mut h = crate::model::Handling::default();
+    match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
+        Ok(records) => h.actions = crate::state::actions_from_audit(&records, &[cluster, label]),
+        Err(e) => eprintln!("gpuplane: audit log: {e}; mitigations are read from the scheduler only"),
+    }
+    let path = ack_store_path(config);
+    if path.exists() {
+        match crate::store::acks::AckStore::open(&path)
+            .and_then(|s| s.load(cluster, now - crate::store::acks::KEEP_S))
+        {
+            Ok(acks) => h.acks = acks,
+            Err(e) => eprintln!("gpuplane: {e}; acks are not shown"),
+        }
+    }
+    h
+}
+
 pub fn run(cmd: &Command, config: &Config) -> ExitCode {
     run_with_warnings(cmd, config, &[])
 }
@@ -308,6 +344,11 @@ pub(crate) async fn target_cluster(
 /// [`target_cluster`] without the alerts.
 async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    let (playbooks, err) = crate::playbook::Playbooks::load(config.config_dir.as_deref());
+    if let Some(e) = err {
+        eprintln!("gpuplane: {e} (using the built-in playbooks)");
+    }
+    state.playbooks = std::sync::Arc::new(playbooks);
     if let Some(slurm) = &config.slurm {
         let mut poller = crate::backend::slurm::Poller::new(slurm.clone()).map_err(|e| e.to_string())?;
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);

@@ -38,8 +38,8 @@ pub enum ObjKey {
     Quota(Text),
     /// A team (or account) in the cost report.
     Team(Text),
-    /// An incident: its subject and title (an incident has no id of its own; these two
-    /// identify it while it lasts).
+    /// An incident: its subject and signal (`gpu-004/gpu3`, `xid:79`), which identify it while
+    /// it lasts and after it resolves (its title carries counts that change).
     Incident(Text, String),
     /// An audit record, by its sequence number.
     Audit(u64),

@@ -14,6 +14,7 @@ mod node;
 pub mod protocol;
 mod queue;
 mod storage;
+pub mod triage;
 mod xid;
 
 pub use action::{ActionError, ActionErrorKind, FORBIDDEN_FIX};
@@ -25,6 +26,7 @@ pub use key::{GpuKey, JobKey, NodeKey, ObjKey};
 pub use node::{LinkKind, Nic, Node, NodeReason, NodeState, Topology};
 pub use queue::{Queue, QueueKind, Quota};
 pub use storage::{Filesystem, StorageKind};
+pub use triage::{Ack, ActionMark, Handling, IncidentKey};
 pub use xid::{XidInfo, xid_info};
 
 /// Short strings from the cluster (names, users, models) are stored inline when they fit.

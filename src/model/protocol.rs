@@ -133,6 +133,9 @@ pub enum Update {
     History(Box<FocusHistory>),
     /// Every alert and silence an alert manager reports (replaces what it reported before).
     Alerts(Box<super::alert::AlertSnapshot>),
+    /// Acknowledgements (the ack store) and node actions (the audit log) the incidents'
+    /// lifecycle is derived from (replaces what was there).
+    Handling(Box<super::triage::Handling>),
 }
 
 /// What the detail pane is showing, so a history source can fetch just that.

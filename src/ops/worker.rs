@@ -65,6 +65,9 @@ pub enum OpMsg {
     /// stops with one open still ends it on the record, and every session end is followed by
     /// a signed checkpoint.
     BreakGlass(BreakGlassMsg),
+    /// An incident acknowledged in the console: audited first; only when the record is
+    /// written does the console hear [`OpEvent::Acked`] and store the ack.
+    Ack(crate::model::Ack),
     /// A record that is not an action (a dangerous plugin run).
     Event {
         action: String,
@@ -73,6 +76,9 @@ pub enum OpMsg {
         reason: String,
     },
 }
+
+/// The audit log's action name for an incident acknowledgement.
+pub const ACK_ACTION: &str = "incident-ack";
 
 /// What the console hears back.
 #[derive(Debug, Clone)]
@@ -93,6 +99,8 @@ pub enum OpEvent {
     },
     /// The newest audit records (after start-up and after every action).
     Audit(Vec<Record>),
+    /// An ack's audit record is written: the console stores it in the ack store.
+    Acked(crate::model::Ack),
     /// The audit log could not be read.
     AuditError(String),
     /// A submitted acceptance job changed state (`PENDING (Resources)`, `RUNNING`,
@@ -341,6 +349,32 @@ pub async fn worker_with(
                     open = None;
                 }
                 checkpoint(&ops, &events).await;
+                audit_snapshot(&ops, &events).await;
+                continue;
+            }
+            OpMsg::Ack(ack) => {
+                let mut params = BTreeMap::new();
+                params.insert("signal".to_string(), ack.key.signal.clone());
+                let e = crate::audit::Entry {
+                    identity: exec.identity(),
+                    cluster: ops.cluster.clone(),
+                    action: ACK_ACTION.into(),
+                    targets: vec![ack.key.subject.clone()],
+                    reason: Some(ack.note.clone()).filter(|n| !n.is_empty()),
+                    ticket: ack.ticket.clone(),
+                    params,
+                    op_id: uuid::Uuid::new_v4().to_string(),
+                    ..Default::default()
+                };
+                // Fail closed: an ack that could not be audited is not stored.
+                match ops.audit.append_async(crate::audit::Phase::Event, &e).await {
+                    Ok(_) => {
+                        let _ = events.send(OpEvent::Acked(ack));
+                    }
+                    Err(err) => {
+                        let _ = events.send(OpEvent::AuditError(format!("ack not recorded: {err}")));
+                    }
+                }
                 audit_snapshot(&ops, &events).await;
                 continue;
             }

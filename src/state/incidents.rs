@@ -6,6 +6,8 @@ use crate::model::alert::Alert;
 use crate::model::{Epoch, JobId, Node, PortState, Text, xid_info};
 use std::collections::BTreeMap;
 
+pub use super::lifecycle::Lifecycle;
+
 /// NVLink CRC + replay errors in the window that make an incident (a healthy link has none).
 pub const NVLINK_ERRORS_BURST: u32 = 10;
 /// PCIe replays in the window that make an incident.
@@ -22,6 +24,13 @@ pub enum Severity {
     Info,
     Warning,
     Critical,
+}
+
+impl Incident {
+    /// Its identity across refreshes: subject and signal.
+    pub fn key(&self) -> crate::model::IncidentKey {
+        crate::model::IncidentKey { subject: self.subject.to_string(), signal: self.signal.clone() }
+    }
 }
 
 impl Severity {
@@ -69,6 +78,18 @@ pub struct Incident {
     /// The node to jump to, when there is one.
     pub node: Option<Text>,
     pub job: Option<JobId>,
+    /// What raised it (`xid:79`, `ecc-dbe`, `port-down`, `alert:GpuHot`): with the subject, its
+    /// identity across refreshes ([`Incident::key`]) and the playbook it follows.
+    pub signal: String,
+    /// How often the signal repeated in its window (an XID's count, a port's flaps), for the
+    /// playbook's escalation.
+    pub repeats: u32,
+    /// Open, acknowledged, mitigated or resolved (derived each refresh).
+    #[serde(skip)]
+    pub lifecycle: Lifecycle,
+    /// For a node that is draining: what it still waits for.
+    #[serde(skip)]
+    pub waiting: Option<String>,
 }
 
 /// Failed and degraded acceptance results, and drift, of the nodes this cluster has.
@@ -105,6 +126,10 @@ fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
                 cost_per_hour: None,
                 node: Some(n.name.clone()),
                 job: None,
+                signal: "acceptance".into(),
+                repeats: 0,
+                lifecycle: Lifecycle::Open,
+                waiting: None,
             });
         }
         let drift = super::suspects::drift_phrases(a);
@@ -119,6 +144,10 @@ fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
                 cost_per_hour: None,
                 node: Some(n.name.clone()),
                 job: None,
+                signal: "drift".into(),
+                repeats: 0,
+                lifecycle: Lifecycle::Open,
+                waiting: None,
             });
         }
     }
@@ -187,6 +216,10 @@ fn alerts(s: &ClusterState, out: &mut Vec<Incident>) {
             cost_per_hour: None,
             node: node.map(|n| n.name.clone()),
             job,
+            signal: format!("alert:{}", a.name),
+            repeats: 0,
+            lifecycle: Lifecycle::Open,
+            waiting: None,
         });
     }
 }
@@ -195,16 +228,22 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     let th = &s.thresholds;
     let mut out = Vec::new();
     let mut idle_by_job: BTreeMap<JobId, (u32, Epoch, f64, Text)> = BTreeMap::new();
-    let inc = |n: &Node, severity, plane, subject: Text, title: String, action: &str, since| Incident {
-        severity,
-        plane,
-        subject,
-        title,
-        action: action.to_string(),
-        since,
-        cost_per_hour: None,
-        node: Some(n.name.clone()),
-        job: None,
+    let inc = |n: &Node, severity, plane, subject: Text, title: String, action: &str, since, signal: &str| {
+        Incident {
+            severity,
+            plane,
+            subject,
+            title,
+            action: action.to_string(),
+            since,
+            cost_per_hour: None,
+            node: Some(n.name.clone()),
+            job: None,
+            signal: signal.to_string(),
+            repeats: 0,
+            lifecycle: Lifecycle::Open,
+            waiting: None,
+        }
     };
     for &ni in &flags.nodes {
         let Some(n) = s.nodes.get(ni) else { continue };
@@ -217,6 +256,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             format!("node {}{why}", n.state.label()),
             "check the node (BMC, kubelet/slurmd); drain it if it keeps failing",
             n.reason.as_ref().map(|r| r.at),
+            "node-down",
         ));
     }
     for &(ni, k) in &flags.gpus {
@@ -233,7 +273,11 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("XID {} {} (×{})", x.code, info.name, x.count),
                 info.action,
                 Some(x.at),
+                &format!("xid:{}", x.code),
             ));
+            if let Some(i) = out.last_mut() {
+                i.repeats = x.count;
+            }
         }
         if g.ecc.dbe > 0 && g.xid.is_none_or(|x| x.code != 48) {
             out.push(inc(
@@ -244,6 +288,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("{} double-bit ECC errors", g.ecc.dbe),
                 xid_info(48).action,
                 None,
+                "ecc-dbe",
             ));
         }
         let l = &g.links;
@@ -256,6 +301,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("NVLink errors: {} CRC, {} replays in the window", l.nvlink_crc, l.nvlink_replay),
                 "drain the node, run NVLink diagnostics (nvidia-smi nvlink -e, dcgmi diag -r 3); reseat or replace the GPU baseboard/NVSwitch tray if it recurs",
                 None,
+                "nvlink",
             ));
         }
         if l.pcie_replay >= PCIE_REPLAY_STORM {
@@ -267,6 +313,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("PCIe replay storm: {} replays in the window", l.pcie_replay),
                 "check the GPU's PCIe link (nvidia-smi -q: link generation/width), reseat the GPU/riser; drain the node if replays keep climbing",
                 None,
+                "pcie-replay",
             ));
         }
         if let Some(t) = g.temp_c.filter(|&t| t >= th.hot_temp_c) {
@@ -280,6 +327,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("GPU hot: {t}°C"),
                 "check airflow/fans and clocks throttling; drain if it keeps rising",
                 None,
+                "hot",
             ));
         }
         if let (Some(since), Some(job)) = (g.idle_since, g.job)
@@ -303,6 +351,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("{} port {}", p.kind.label(), p.state.label()),
                 "check cable/transceiver and the switch port; drain the node for multi-node jobs",
                 None,
+                "port-down",
             ));
         } else if p.flaps >= th.flap_count {
             out.push(inc(
@@ -313,7 +362,11 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 format!("{} port flapping: {} state changes", p.kind.label(), p.flaps),
                 "reseat or replace the cable/transceiver; rerun the NCCL test on this node",
                 None,
+                "port-flap",
             ));
+            if let Some(i) = out.last_mut() {
+                i.repeats = p.flaps;
+            }
         } else {
             out.push(inc(
                 n,
@@ -328,6 +381,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 ),
                 "watch the error rate; replace the cable if it grows",
                 None,
+                "port-errors",
             ));
         }
     }
@@ -344,6 +398,10 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             cost_per_hour: Some(per_hour),
             node: Some(node),
             job: Some(job),
+            signal: "idle".into(),
+            repeats: 0,
+            lifecycle: Lifecycle::Open,
+            waiting: None,
         });
     }
     for fs in &s.storage {
@@ -360,6 +418,10 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 cost_per_hour: None,
                 node: None,
                 job: None,
+                signal: "fs-full".into(),
+                repeats: 0,
+                lifecycle: Lifecycle::Open,
+                waiting: None,
             });
         }
     }
@@ -378,6 +440,10 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 cost_per_hour: None,
                 node: None,
                 job: None,
+                signal: "over-quota".into(),
+                repeats: 0,
+                lifecycle: Lifecycle::Open,
+                waiting: None,
             });
         }
     }
@@ -394,12 +460,19 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
                 cost_per_hour: None,
                 node: None,
                 job: None,
+                signal: "source-error".into(),
+                repeats: 0,
+                lifecycle: Lifecycle::Open,
+                waiting: None,
             });
         }
     }
+    super::lifecycle::derive(s, &mut out);
     out.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
+        a.lifecycle
+            .rank()
+            .cmp(&b.lifecycle.rank())
+            .then(b.severity.cmp(&a.severity))
             .then(a.plane.cmp(&b.plane))
             .then(a.since.unwrap_or(i64::MAX).cmp(&b.since.unwrap_or(i64::MAX)))
             .then(a.subject.cmp(&b.subject))

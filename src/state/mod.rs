@@ -10,12 +10,14 @@ mod derive;
 mod fleet;
 pub mod history;
 mod incidents;
+mod lifecycle;
 pub mod suspects;
 pub mod why;
 
 pub use derive::{QueueStats, Totals};
 pub use fleet::port_flagged;
 pub use incidents::{Incident, Plane, Severity, alert_severity};
+pub use lifecycle::{Lifecycle, RESOLVED_KEEP_S, actions_from_audit};
 pub use suspects::{Evidence, Suspect, suspects};
 pub use why::{Wait, explain};
 
@@ -86,6 +88,11 @@ pub struct ClusterState {
     /// Alerts and silences from the alert manager (Alertmanager), as last reported.
     pub alerts: Vec<crate::model::alert::Alert>,
     pub silences: Vec<crate::model::alert::Silence>,
+    /// Acks (the ack store) and node actions (the audit log): what the incidents' lifecycle
+    /// is derived from besides the cluster.
+    pub handling: crate::model::Handling,
+    /// The remediation catalogue each incident's next step comes from.
+    pub playbooks: std::sync::Arc<crate::playbook::Playbooks>,
     // derived
     pub totals: Totals,
     pub queue_stats: Vec<QueueStats>,
@@ -106,7 +113,13 @@ pub struct ClusterState {
 
 impl ClusterState {
     pub fn new(prices: PriceCard, thresholds: Thresholds) -> Self {
-        Self { prices, thresholds, history_step_s: DEFAULT_HISTORY_STEP_S, ..Self::default() }
+        Self {
+            prices,
+            thresholds,
+            history_step_s: DEFAULT_HISTORY_STEP_S,
+            playbooks: crate::playbook::Playbooks::shared_builtin(),
+            ..Self::default()
+        }
     }
 
     pub fn node(&self, name: &str) -> Option<&Node> {
@@ -235,6 +248,14 @@ impl ClusterState {
                 let snap = *snap;
                 self.alerts = snap.alerts;
                 self.silences = snap.silences;
+                self.incidents = incidents::detect(self, &self.flag_scan());
+                true
+            }
+            Update::Handling(h) => {
+                if self.handling == *h {
+                    return false;
+                }
+                self.handling = *h;
                 self.incidents = incidents::detect(self, &self.flag_scan());
                 true
             }

@@ -46,6 +46,8 @@ pub enum Msg {
     Op(OpEvent),
     /// A window's figures, or a failure, from the usage ledger's thread.
     Ledger(crate::store::ledger::Answer),
+    /// Acks loaded or stored, or a failure, from the ack store's thread.
+    Acks(crate::store::acks::Answer),
 }
 
 /// The console's side of the usage ledger: what to record (the tracker, on this task; cheap)
@@ -62,6 +64,22 @@ pub struct LedgerLink {
     /// The last write failure, until writes succeed again.
     pub failure: Option<crate::store::LedgerError>,
 }
+
+/// The console's side of the ack store: its thread (file I/O, never on this task) and when it
+/// was last asked for the cluster's acks.
+pub struct AckLink {
+    pub worker: crate::store::acks::Worker,
+    asked: Option<std::time::Instant>,
+}
+
+impl AckLink {
+    pub fn new(worker: crate::store::acks::Worker) -> AckLink {
+        AckLink { worker, asked: None }
+    }
+}
+
+/// How often the console reads the ack store again (acks made in other consoles show within it).
+pub const ACK_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How often the Cost view asks the ledger again for the window it shows.
 const LEDGER_REASK: std::time::Duration = std::time::Duration::from_secs(15);
@@ -263,6 +281,13 @@ pub struct App {
     pub doctor: Option<DoctorRunner>,
     /// The answer of the checks `:doctor` started, until it comes.
     doctor_rx: Option<tokio::sync::oneshot::Receiver<Vec<DoctorLine>>>,
+    /// The ack store shared by the consoles on this data dir, when there is one.
+    pub acks: Option<AckLink>,
+    /// Acks and audited node actions, as last handed to the state.
+    handling: crate::model::Handling,
+    /// The cluster label the ops road writes in the audit log (the slurmrestd URL,
+    /// `kube:CONTEXT`, `sim-NxG`), besides the scheduler's cluster name.
+    pub audit_cluster: Option<String>,
 }
 
 /// The kubeconfig's contexts and where a switch request goes.
@@ -315,6 +340,9 @@ impl App {
             ledger: None,
             doctor: None,
             doctor_rx: None,
+            acks: None,
+            handling: Default::default(),
+            audit_cluster: None,
         }
     }
 
@@ -357,7 +385,106 @@ impl App {
                 true
             }
             Msg::Ledger(a) => self.on_ledger(a),
+            Msg::Acks(a) => self.on_acks(a),
         }
+    }
+
+    fn on_acks(&mut self, a: crate::store::acks::Answer) -> bool {
+        use crate::store::acks::Answer;
+        match a {
+            Answer::Acks { cluster, acks } => {
+                if cluster != self.live.cluster.as_str() || self.handling.acks == acks {
+                    return false;
+                }
+                self.handling.acks = acks;
+                self.push_handling()
+            }
+            Answer::Stored(_) => false,
+            Answer::Failed(e) => {
+                self.ui.message = Some((e.to_string(), true));
+                true
+            }
+        }
+    }
+
+    /// Hands the state the acks and audited actions its incidents' lifecycle comes from.
+    fn push_handling(&mut self) -> bool {
+        self.live.apply(Update::Handling(Box::new(self.handling.clone()))) && !self.ui.paused
+    }
+
+    /// Asks the ack store for this cluster's acks every [`ACK_REFRESH`] (answers come back as
+    /// [`Msg::Acks`]).
+    pub fn acks_tick(&mut self) {
+        let cluster = self.live.cluster.to_string();
+        let now = self.wall_now.max(self.live.now);
+        let Some(l) = self.acks.as_mut() else { return };
+        if l.asked.is_none_or(|t| t.elapsed() >= ACK_REFRESH) {
+            l.asked = Some(std::time::Instant::now());
+            l.worker.send(crate::store::acks::Request::Load { cluster, now });
+        }
+    }
+
+    /// `a` on an incident: opens `:ack [TICKET] NOTE…` for it; refused in read-only mode.
+    pub fn begin_ack(&mut self) {
+        if self.readonly {
+            self.ui.message = Some((ACK_READONLY.into(), true));
+            return;
+        }
+        self.prepare();
+        match self.ack_target() {
+            Ok(_) => self.ui.mode = Mode::Command("ack ".into()),
+            Err(m) => self.ui.message = Some((m, true)),
+        }
+    }
+
+    /// The incident selected in the Overview, by identity, if it is still listed and not resolved.
+    fn ack_target(&self) -> Result<crate::model::IncidentKey, String> {
+        let Some(ObjKey::Incident(subject, signal)) =
+            self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
+        else {
+            return Err("ack: select an incident in the Overview first".into());
+        };
+        let s = self.state();
+        match s.incidents.iter().find(|i| i.subject == subject && i.signal == signal) {
+            Some(i) if matches!(i.lifecycle, crate::state::Lifecycle::Resolved { .. }) => {
+                Err(format!("ack: {} has resolved", crate::sanitize::sanitize(&subject)))
+            }
+            Some(i) => Ok(i.key()),
+            None => Err(format!("ack: {}: this incident has cleared", crate::sanitize::sanitize(&subject))),
+        }
+    }
+
+    /// `:ack [TICKET] NOTE…`: acknowledges the selected incident. The ops task audits it first
+    /// (fail closed), then the console stores it in the ack store ([`OpEvent::Acked`]).
+    fn ack_command(&mut self, args: &str) {
+        if self.readonly {
+            self.ui.message = Some((ACK_READONLY.into(), true));
+            return;
+        }
+        let key = match self.ack_target() {
+            Ok(k) => k,
+            Err(m) => {
+                self.ui.message = Some((m, true));
+                return;
+            }
+        };
+        let (ticket, note) = split_ticket(args);
+        let Some(tx) = &self.ops_tx else {
+            self.ui.message =
+                Some(("ack: acks are audited and no audit log is open here; refused".into(), true));
+            return;
+        };
+        let ack = crate::model::Ack {
+            cluster: self.live.cluster.to_string(),
+            key,
+            by: self.user.clone(),
+            at: self.wall_now.max(self.live.now),
+            note,
+            ticket,
+        };
+        let what = crate::sanitize::sanitize(&ack.key.subject).into_owned();
+        let _ = tx.send(OpMsg::Ack(ack));
+        self.ui.message = Some((format!("ack {what}: recording in the audit log"), false));
     }
 
     fn on_ledger(&mut self, a: crate::store::ledger::Answer) -> bool {
@@ -598,6 +725,7 @@ impl App {
             "ctx" | "context" => self.context_command(&rest),
             "acceptance" | "nccl" => self.acceptance_command(&rest),
             "doctor" => self.doctor_command(),
+            "ack" => self.ack_command(&rest),
             "theme" => {
                 let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
                 self.theme = theme;
@@ -894,13 +1022,14 @@ impl App {
             }
             views::overview::ID if self.ui.detail => {
                 // The incident the operator chose, by what it is, not where it sorted.
-                let Some(ObjKey::Incident(subject, title)) =
+                let Some(ObjKey::Incident(subject, signal)) =
                     self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
                 else {
                     return;
                 };
                 let s = self.state();
-                let Some(inc) = s.incidents.iter().find(|i| i.subject == subject && i.title == title) else {
+                let Some(inc) = s.incidents.iter().find(|i| i.subject == subject && i.signal == signal)
+                else {
                     self.ui.message = Some((format!("{subject}: this incident has cleared"), false));
                     return;
                 };
@@ -1061,7 +1190,31 @@ pub const COMMANDS: &[(&[&str], &str, &str)] = &[
     (&["ctx", "context"], "[NAME]", "list / switch Kubernetes contexts"),
     (&["doctor"], "", "check the configuration, as gpuplane doctor (OK / WARN / FAIL, the fix)"),
     (&["acceptance", "nccl"], "[per-node|pairs|all]", "NCCL test on the marked nodes (confirm, audited)"),
+    (&["ack"], "[TICKET] NOTE", "acknowledge the selected incident (audited; shared with other consoles)"),
 ];
+
+/// Why an ack is refused in read-only mode.
+pub const ACK_READONLY: &str = "read-only: acknowledging writes the audit log and the shared ack store; refused (start without --readonly)";
+
+/// `INC-4242 looking at it` → (Some("INC-4242"), "looking at it"): the first word is a ticket
+/// when it looks like one (`ABC-123`, `#123`).
+pub fn split_ticket(args: &str) -> (Option<String>, String) {
+    let args = args.trim();
+    let (first, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+    let is_ticket = match first.split_once('-') {
+        Some((p, n)) => {
+            !p.is_empty()
+                && p.chars().all(|c| c.is_ascii_alphanumeric())
+                && p.starts_with(|c: char| c.is_ascii_alphabetic())
+                && !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_digit())
+        }
+        None => {
+            first.strip_prefix('#').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        }
+    };
+    if is_ticket { (Some(first.to_string()), rest.trim().to_string()) } else { (None, args.to_string()) }
+}
 
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
@@ -1147,6 +1300,17 @@ impl App {
         let s = self.state();
         match self.selected_obj()? {
             ObjKey::Job(k) => s.job_at(k).map(|_| (true, k.id.to_string())),
+            // An incident stands for its node (or its job).
+            ObjKey::Incident(subject, signal) => {
+                let i = s.incidents.iter().find(|i| i.subject == *subject && i.signal == *signal)?;
+                match (i.node.as_ref().filter(|n| s.node(n).is_some()), i.job.filter(|&j| s.job(j).is_some()))
+                {
+                    (_, Some(j)) if i.subject.starts_with("job ") => Some((true, j.to_string())),
+                    (Some(n), _) => Some((false, n.to_string())),
+                    (None, Some(j)) => Some((true, j.to_string())),
+                    (None, None) => None,
+                }
+            }
             o => o.node().filter(|n| s.node_at(n).is_some()).map(|n| (false, n.name.to_string())),
         }
     }
@@ -1235,6 +1399,24 @@ impl App {
     }
 
     /// Opens the confirmation of `kind` on the marked rows, or on the selected one.
+    /// The reason and ticket an action on the selected incident starts with: the playbook
+    /// step's reason when the step is this action, the ticket its ack or mitigation carries.
+    fn incident_prefill(&self, kind: ActionKind) -> (String, String) {
+        let Some(ObjKey::Incident(subject, signal)) = self.selected_obj() else { return Default::default() };
+        let s = self.state();
+        let Some(i) = s.incidents.iter().find(|i| i.subject == *subject && i.signal == *signal) else {
+            return Default::default();
+        };
+        let reason = s
+            .playbooks
+            .current(&i.signal, i.repeats)
+            .filter(|c| c.action.is_some_and(|a| a.label() == kind.label()))
+            .and_then(|c| c.reason)
+            .unwrap_or_default()
+            .to_string();
+        (reason, i.lifecycle.ticket().unwrap_or_default().to_string())
+    }
+
     pub fn start_action(&mut self, kind: ActionKind) {
         if self.readonly {
             self.ui.message = Some((format!("read-only mode: {} is not available", kind.label()), true));
@@ -1268,14 +1450,17 @@ impl App {
         let (hidden, note) =
             if marked { self.marks_context(kind.on_jobs(), &targets) } else { (Vec::new(), None) };
         let req = OpRequest { kind, targets, reason: String::new(), ticket: None, dry_run: false };
+        // On an incident, its playbook's first step prefills the reason (when it is this
+        // action) and its ack's ticket prefills the ticket.
+        let (reason, ticket) = if marked { Default::default() } else { self.incident_prefill(kind) };
         // A batch runs on the targets the preflight accepts; the refused ones are listed.
         match ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated) {
             Ok(plan) => {
                 self.ui.mode = Mode::Confirm(Box::new(Confirm {
                     req,
                     plan,
-                    reason: String::new(),
-                    ticket: String::new(),
+                    reason,
+                    ticket,
                     typed: String::new(),
                     field: 0,
                     error: None,
@@ -1418,7 +1603,24 @@ impl App {
                     .op_panel
                     .push((format!("{}: {}", kind.label(), crate::sanitize::sanitize(&e.to_string())), true)),
             },
+            OpEvent::Acked(ack) => {
+                let what = crate::sanitize::sanitize(&ack.key.subject).into_owned();
+                self.handling.acks.retain(|a| a.key != ack.key);
+                self.handling.acks.push(ack.clone());
+                if let Some(l) = &self.acks {
+                    l.worker.send(crate::store::acks::Request::Put(ack));
+                }
+                self.push_handling();
+                self.ui.message = Some((format!("acked {what} (audited)"), false));
+            }
             OpEvent::Audit(records) => {
+                let mut clusters = vec![self.live.cluster.as_str()];
+                clusters.extend(self.audit_cluster.as_deref());
+                let actions = crate::state::actions_from_audit(&records, &clusters);
+                if actions != self.handling.actions {
+                    self.handling.actions = actions;
+                    self.push_handling();
+                }
                 self.audit = records;
                 self.ui.tables[views::audit::TABLE].invalidate();
             }

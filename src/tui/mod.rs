@@ -69,6 +69,8 @@ pub struct RunOpts {
     pub exit_after_frames: Option<u64>,
     /// Answers from the usage ledger's thread (`app.ledger`), when there is a ledger.
     pub ledger_answers: Option<mpsc::UnboundedReceiver<crate::store::ledger::Answer>>,
+    /// Answers from the ack store's thread (`app.acks`), when there is one.
+    pub ack_answers: Option<mpsc::UnboundedReceiver<crate::store::acks::Answer>>,
 }
 
 fn wall_now() -> i64 {
@@ -142,6 +144,9 @@ pub async fn run(
     let mut seen_jobs = false;
     let mut ledger_answers = opts.ledger_answers.take();
     let mut ledger_open = ledger_answers.is_some();
+    let mut ack_answers = opts.ack_answers.take();
+    let mut acks_open = ack_answers.is_some();
+    app.acks_tick();
     // Key-to-frame latency: from a key's arrival to the end of the frame that shows its effect
     // (summarised in the log at exit; benchmarks read it there).
     let mut key_at: Option<Instant> = None;
@@ -272,9 +277,20 @@ pub async fn run(
                 Some(a) => dirty |= app.update(Msg::Ledger(a)),
                 None => ledger_open = false,
             },
+            a = async {
+                match ack_answers.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            }, if acks_open => match a {
+                Some(a) => dirty |= app.update(Msg::Acks(a)),
+                None => acks_open = false,
+            },
             _ = tick.tick() => {
                 // The ledger records once a minute of source time, off this task.
                 app.ledger_tick();
+                // Acks made in other consoles on this data dir, read off this task.
+                app.acks_tick();
                 // Only real sources, pause and break-glass have ages that move on the screen.
                 if !app.state().is_simulated() || app.ui.paused || app.break_glass.is_some() {
                     app.wall_now = wall_now();

@@ -428,7 +428,9 @@ fn draining_a_down_node_keeps_it_down_with_its_reason() {
     let node_down = |s: &ClusterState| {
         s.incidents
             .iter()
+            // A cleared one stays listed a while as resolved; it has ended.
             .filter(|i| i.subject == name && i.title.starts_with("node down"))
+            .filter(|i| !matches!(i.lifecycle, crate::state::Lifecycle::Resolved { .. }))
             .map(|i| (i.title.clone(), i.since))
             .next()
     };

@@ -6,7 +6,7 @@ use super::super::widgets::{ago, dur, money, opt, untrusted};
 use super::detail::kv;
 use super::{TableId, ViewId};
 use crate::model::ObjKey;
-use crate::state::{ClusterState, Incident, Severity};
+use crate::state::{ClusterState, Incident, Lifecycle, Severity};
 use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
 use ratatui::Frame;
@@ -21,7 +21,7 @@ pub struct IncidentsTable;
 
 pub const INCIDENTS: TableId = TableId("incidents");
 
-static COLS: [Column; 6] = [
+static COLS: [Column; 7] = [
     col(
         "SEV",
         4,
@@ -32,6 +32,18 @@ static COLS: [Column; 6] = [
         },
     )
     .key("severity")
+    .exact(),
+    col(
+        "STATE",
+        5,
+        |cx, key| SortKey::Int(i64::from(inc(cx.s, key).lifecycle.rank())),
+        |cx, key| {
+            let i = inc(cx.s, key);
+            let t = cx.theme;
+            Span::styled(state_word(i), if i.lifecycle.handled() { t.dim } else { t.text })
+        },
+    )
+    .key("state")
     .exact(),
     col(
         "PLANE",
@@ -100,10 +112,58 @@ static COLS: [Column; 6] = [
         },
         |cx, key| {
             let i = inc(cx.s, key);
-            untrusted(&i.title, sev_style(cx, i.severity))
+            if i.lifecycle.handled() {
+                // Handled rows say how, dimmed: `drained by oncall INC-4242 12m ago`.
+                let how = i.lifecycle.phrase(cx.s.now);
+                Span::styled(
+                    crate::sanitize::sanitize(&format!("{} — {how}", i.title)).into_owned(),
+                    cx.theme.dim,
+                )
+            } else {
+                untrusted(&i.title, sev_style(cx, i.severity))
+            }
         },
     ),
 ];
+
+/// The STATE column's word: `open`, `ack`, `mitig`, `done`.
+fn state_word(i: &Incident) -> &'static str {
+    match i.lifecycle {
+        Lifecycle::Open => "open",
+        Lifecycle::Acked { .. } => "ack",
+        Lifecycle::Mitigated { .. } => "mitig",
+        Lifecycle::Resolved { .. } => "done",
+    }
+}
+
+/// The incident's flat JSON: its fields plus its lifecycle (`state`: open/acked/mitigated/
+/// resolved, `acked_by`, `ticket`, `mitigation`, `handled`), what a draining node waits for,
+/// and the playbook step it is at.
+pub fn incident_json(s: &ClusterState, i: &Incident) -> serde_json::Value {
+    let mut v = to_json(i);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("state".into(), i.lifecycle.label().into());
+        o.insert("acked_by".into(), i.lifecycle.acked_by().into());
+        o.insert("ticket".into(), i.lifecycle.ticket().into());
+        o.insert(
+            "mitigation".into(),
+            match &i.lifecycle {
+                Lifecycle::Mitigated { .. } => i.lifecycle.phrase(s.now).into(),
+                _ => serde_json::Value::Null,
+            },
+        );
+        o.insert("handled".into(), Some(i.lifecycle.phrase(s.now)).filter(|p| !p.is_empty()).into());
+        if let Lifecycle::Resolved { at } = i.lifecycle {
+            o.insert("resolved_at".into(), at.into());
+        }
+        o.insert("waiting".into(), i.waiting.clone().into());
+        o.insert(
+            "playbook_step".into(),
+            s.playbooks.current(&i.signal, i.repeats).map_or(serde_json::Value::Null, |c| to_json(&c)),
+        );
+    }
+    v
+}
 
 fn inc(s: &ClusterState, key: RowKey) -> &Incident {
     &s.incidents[key as usize]
@@ -127,13 +187,7 @@ impl TableSource for IncidentsTable {
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        let mut v = to_json(&cx.s.incidents[key as usize]);
-        // Every incident listed is open (no acknowledged/mitigated lifecycle yet); a state the
-        // incident carries itself wins.
-        if let Some(o) = v.as_object_mut() {
-            o.entry("state").or_insert_with(|| "open".into());
-        }
-        v
+        incident_json(cx.s, inc(cx.s, key))
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -142,7 +196,7 @@ impl TableSource for IncidentsTable {
 
     fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
         let i = cx.s.incidents.get(key as usize)?;
-        Some(ObjKey::Incident(i.subject.clone(), i.title.clone()))
+        Some(ObjKey::Incident(i.subject.clone(), i.signal.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
@@ -161,12 +215,14 @@ impl TableSource for IncidentsTable {
             "plane" => i.plane.label().into(),
             "severity" | "sev" => i.severity.label().into(),
             "node" => i.node.as_deref()?.into(),
+            "state" => i.lifecycle.label().into(),
+            "signal" => i.signal.as_str().into(),
             _ => return None,
         })
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["plane", "severity", "sev", "node"]
+        &["plane", "severity", "sev", "node", "state", "signal"]
     }
 }
 
@@ -190,10 +246,45 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
             Span::styled(format!("{}/hour", money(c, &cx.s.prices.currency)), t.warn),
         ));
     }
+    out.push(kv(
+        cx,
+        "state",
+        Span::styled(i.lifecycle.label(), if i.lifecycle.handled() { t.ok } else { t.warn }),
+    ));
+    if i.lifecycle.handled() {
+        out.push(kv(cx, "handled", untrusted_owned(i.lifecycle.phrase(cx.s.now), t.text)));
+    }
+    if let Some(w) = &i.waiting {
+        out.push(kv(cx, "drain", untrusted_owned(w.clone(), t.text)));
+    }
+    if let Some(p) = cx.s.playbooks.get(&i.signal) {
+        let cur = cx.s.playbooks.current(&i.signal, i.repeats);
+        out.push(kv(cx, "playbook", Span::styled(p.name.clone(), t.accent)));
+        if let Some(c) = cur.as_ref().filter(|c| c.escalated) {
+            out.push(Line::styled(format!("  ! repeated {}×: {}", i.repeats, c.text), t.crit));
+        }
+        for (n, step) in p.steps.iter().enumerate() {
+            let key = match (n, step.action) {
+                (0, Some(a)) => format!(" [{}]", a.label()),
+                _ => String::new(),
+            };
+            out.push(Line::styled(
+                format!("  {}. {}{key}", n + 1, step.text),
+                if n == 0 { t.text } else { t.dim },
+            ));
+        }
+    }
     if i.node.is_some() || i.job.is_some() {
         out.push(Line::styled("enter: jump to it", t.dim));
     }
+    if !matches!(i.lifecycle, Lifecycle::Resolved { .. }) {
+        out.push(Line::styled("a: acknowledge (note, ticket)", t.dim));
+    }
     out
+}
+
+fn untrusted_owned<'a>(s: String, style: Style) -> Span<'a> {
+    Span::styled(crate::sanitize::sanitize(&s).into_owned(), style)
 }
 
 /// The four plane summaries above the incident list.
@@ -362,6 +453,17 @@ impl super::View for View {
 
     fn tables(&self) -> &'static [&'static dyn TableSource] {
         &[&IncidentsTable]
+    }
+
+    fn keys(&self) -> &'static [super::ViewKey] {
+        static KEYS: [super::ViewKey; 1] = [super::ViewKey {
+            name: "ack",
+            help: "acknowledge the selected incident (note, ticket; audited)",
+            hint: Some("ack"),
+            anywhere: false,
+            run: |app, _| app.begin_ack(),
+        }];
+        &KEYS
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
