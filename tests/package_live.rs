@@ -17,9 +17,12 @@ fn run(cmd: &mut Command) -> String {
 
 fn dpkg(admin: &Path, root: &Path) -> Command {
     let mut c = Command::new("dpkg");
-    c.arg(format!("--admindir={}", admin.display()))
-        .arg(format!("--instdir={}", root.display()))
-        .args(["--force-not-root", "--force-depends", "--force-script-chrootless", "--no-triggers"]);
+    c.arg(format!("--admindir={}", admin.display())).arg(format!("--instdir={}", root.display())).args([
+        "--force-not-root",
+        "--force-depends",
+        "--force-script-chrootless",
+        "--no-triggers",
+    ]);
     c
 }
 

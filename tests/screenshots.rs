@@ -49,7 +49,11 @@ fn pictures() -> Vec<(&'static str, &'static str, Box<dyn Fn(&mut App)>)> {
     ];
     for (name, title, k) in [
         ("storage", "Storage: fill, throughput and time to full", ":storage\r\r"),
-        ("jobs", "Jobs with a pending job's reason in plain words", ":jobs user==researcher state=pending\r\r"),
+        (
+            "jobs",
+            "Jobs with a pending job's reason in plain words",
+            ":jobs user==researcher state=pending\r\r",
+        ),
         ("quotas", "Quotas per team", ":quotas\r"),
         ("sources", "Sources: what answers and what does not", ":sources\r"),
         ("help", "The keys", "?"),
@@ -112,7 +116,8 @@ fn ansi(buf: &Buffer) -> String {
                     effects |= e;
                 }
             }
-            let style = anstyle::Style::new().fg_color(colour(cell.fg)).bg_color(colour(cell.bg)).effects(effects);
+            let style =
+                anstyle::Style::new().fg_color(colour(cell.fg)).bg_color(colour(cell.bg)).effects(effects);
             if style != last {
                 out.push_str(&format!("{}{}", last.render_reset(), style.render()));
                 last = style;
