@@ -21,11 +21,13 @@ const WRITE: &str = "GPUPLANE_WRITE_SCREENSHOTS";
 const REGENERATE: &str = "scripts/screenshots";
 
 /// Name, what it shows (the SVG's title) and how to get there from the start screen.
-fn pictures() -> Vec<(&'static str, &'static str, Box<dyn Fn(&mut App)>)> {
+type Picture = (&'static str, &'static str, Box<dyn Fn(&mut App)>);
+
+fn pictures() -> Vec<Picture> {
     fn keys(k: &'static str) -> Box<dyn Fn(&mut App)> {
         Box::new(move |a| typed(a, k))
     }
-    let mut v: Vec<(&'static str, &'static str, Box<dyn Fn(&mut App)>)> = vec![
+    let mut v: Vec<Picture> = vec![
         ("overview", "Overview: every plane's health and the incidents, worst first", keys("")),
         ("nodes-detail", "Nodes with the detail pane of the first node", keys(":nodes\r\r")),
         ("gpu-wall", "The GPU wall: every GPU a cell, by utilisation", keys(":wall\r")),

@@ -227,7 +227,8 @@ impl StorageHistory {
             sxx += dx * dx;
         }
         let slope = sxy / sxx; // bytes per second
-        if !(slope > 0.0) {
+        // Flat, falling, or NaN (no spread in time): no forecast.
+        if slope.is_nan() || slope <= 0.0 {
             return None;
         }
         let secs = (capacity.saturating_sub(last) as f64 / slope).round();
