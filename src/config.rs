@@ -258,8 +258,9 @@ impl Config {
             .user
             .clone()
             .or(file.user)
-            .or_else(|| std::env::var("USER").ok())
-            .or_else(|| std::env::var("LOGNAME").ok())
+            .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+            .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+            .or_else(os_user)
             .unwrap_or_else(|| "unknown".into());
         let env_jwt = std::env::var("SLURM_JWT").ok().filter(|t| !t.trim().is_empty());
         let slurm = slurm_config(cli, &file.slurm, env_jwt, &mut warnings);
@@ -498,6 +499,12 @@ fn slurm_config(
     Some(cfg)
 }
 
+/// The name the OS gives this process's user (the password database entry for its uid), for
+/// when `$USER` and `$LOGNAME` are unset (cron, `env -i`, some containers).
+pub fn os_user() -> Option<String> {
+    whoami::username().ok().filter(|u| !u.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,6 +514,15 @@ mod tests {
         let p = dir.path().join("config.toml");
         std::fs::write(&p, text).unwrap();
         Config::load(&Cli { config: Some(p), ..Cli::default() })
+    }
+
+    /// With `$USER` unset the console names the OS user (as `id -un` does), not "unknown".
+    #[test]
+    fn the_os_user_is_the_password_database_name() {
+        let id = std::process::Command::new("id").arg("-un").output().expect("id -un");
+        let want = String::from_utf8_lossy(&id.stdout).trim().to_string();
+        assert!(!want.is_empty());
+        assert_eq!(os_user().as_deref(), Some(want.as_str()));
     }
 
     #[test]

@@ -28,9 +28,31 @@ fn spawn(cols: u16, rows: u16, env: &[(&str, &str)], args: &[&str]) -> Console {
 
 /// A console whose home (config, data: audit log, ack store) is `home`.
 fn spawn_in(home: &std::path::Path, cols: u16, rows: u16, env: &[(&str, &str)], args: &[&str]) -> Console {
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_gpuplane"));
+    cmd.args(["--user", "researcher", "--refresh", "500ms"]);
+    cmd.args(args);
+    spawn_cmd(cmd, home, cols, rows, env)
+}
+
+/// An interactive bash (job control on) in the terminal, to run gpuplane as a shell job.
+fn spawn_shell(cols: u16, rows: u16) -> Console {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut cmd = CommandBuilder::new("bash");
+    cmd.args(["--norc", "--noprofile", "-i"]);
+    let mut c = spawn_cmd(cmd, home.path(), cols, rows, &[("PS1", "sh$ ")]);
+    c._home = Some(home);
+    c
+}
+
+fn spawn_cmd(
+    mut cmd: CommandBuilder,
+    home: &std::path::Path,
+    cols: u16,
+    rows: u16,
+    env: &[(&str, &str)],
+) -> Console {
     let pty = native_pty_system();
     let pair = pty.openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("openpty");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.env_clear();
     cmd.env("HOME", home);
     cmd.env("XDG_CONFIG_HOME", home.join("config"));
@@ -41,8 +63,6 @@ fn spawn_in(home: &std::path::Path, cols: u16, rows: u16, env: &[(&str, &str)], 
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.args(["--user", "researcher", "--refresh", "500ms"]);
-    cmd.args(args);
     let child = pair.slave.spawn_command(cmd).expect("spawn gpuplane");
     drop(pair.slave);
     let mut reader = pair.master.try_clone_reader().expect("reader");
@@ -229,6 +249,45 @@ fn exits_when_the_terminal_goes_away() {
     assert!(!status.success(), "a hang-up is not a clean quit: {status:?}");
 }
 
+/// Ctrl-Z stops the console as a shell job with the terminal given back (main screen, cursor
+/// shown), and `fg` takes the screen back and redraws it. Run with `$USER` and `$LOGNAME` unset,
+/// the header names the OS user.
+#[test]
+fn ctrl_z_suspends_to_the_shell_and_fg_restores_the_screen() {
+    let mut c = spawn_shell(100, 30);
+    c.wait_for("sh$");
+    let bin = env!("CARGO_BIN_EXE_gpuplane");
+    c.send(&format!("unset USER LOGNAME; '{bin}' --refresh 500ms\r"));
+    c.wait_for("SIMULATED");
+    c.wait_for("Incidents");
+    let id = std::process::Command::new("id").arg("-un").output().expect("id -un");
+    let me = String::from_utf8_lossy(&id.stdout).trim().to_string();
+    let header = c.screen().lines().next().unwrap_or_default().to_string();
+    assert!(header.contains(&format!("user {me}")), "the OS user, not unknown: {header}");
+    c.send(":nodes\r");
+    c.wait_for(" Nodes [");
+    c.send("\x1a"); // ctrl-z
+    c.wait_for("Stopped");
+    assert!(c.restored(), "the terminal is given back while stopped");
+    c.send("fg\r");
+    c.wait_for(" Nodes [");
+    {
+        let p = c.parser.lock().unwrap();
+        assert!(
+            p.screen().alternate_screen() && p.screen().hide_cursor(),
+            "the console took the screen back"
+        );
+    }
+    // The whole screen is drawn again, not only what changed.
+    let screen = c.screen();
+    assert!(screen.contains("SIMULATED") && screen.contains("STATE"), "{screen}");
+    c.send("q");
+    c.wait_for("sh$");
+    assert!(c.restored());
+    c.send("exit\r");
+    c.wait_exit();
+}
+
 #[test]
 fn ascii_fallback_without_a_utf8_locale_and_monochrome_with_no_color() {
     let mut c = spawn(80, 24, &[("LANG", "C"), ("NO_COLOR", "1"), ("TERM", "linux")], &[]);
@@ -240,6 +299,21 @@ fn ascii_fallback_without_a_utf8_locale_and_monochrome_with_no_color() {
     let raw = c.raw.lock().unwrap().clone();
     let text = String::from_utf8_lossy(&raw);
     assert!(!text.contains("\x1b[38;5;") && !text.contains("\x1b[38;2;"), "no colours with NO_COLOR");
+    // Pure ASCII whatever the view shows (no ×, °, …, arrows or dots), and the cursor row is
+    // marked in text, apart from CRIT cells (both are reverse video without colour).
+    for (view, title) in
+        [(":nodes\r", " Nodes ["), (":gpus\r", " GPUs ["), (":topo\r", "Topology"), ("?", "keys")]
+    {
+        c.send(view);
+        c.wait_for(title);
+        c.send("\x1b");
+    }
+    c.send(":nodes\r");
+    c.wait_for(" Nodes [");
+    assert!(c.screen().lines().any(|l| l.starts_with("|>")), "cursor marker:\n{}", c.screen());
+    let raw = c.raw.lock().unwrap().clone();
+    let bad: String = String::from_utf8_lossy(&raw).chars().filter(|c| !c.is_ascii()).collect();
+    assert!(bad.is_empty(), "non-ASCII sent in ASCII mode: {bad:?}");
     c.send("q");
     assert!(c.wait_exit().success());
 }

@@ -342,3 +342,130 @@ fn overview_incident_playbook_detail() {
         typed(a, "/Double-bit\r\r");
     });
 }
+
+/// ASCII mode (`LANG=C`, the Linux console): every view, the help and the confirmation dialog
+/// draw nothing but ASCII (no `×`, `°`, `…`, box drawing, arrows or dots).
+#[test]
+fn ascii_mode_draws_only_ascii() {
+    use gpuplane::tui::widgets::Glyphs;
+    let mut keys: Vec<String> =
+        gpuplane::tui::views::VIEWS.iter().map(|v| format!(":{}\r\r", v.id().0)).collect();
+    keys.extend([
+        "?".into(),
+        ":nodes state=alloc\rr".into(),
+        ":wall\r".into(),
+        ":topo\r\rj\r".into(),
+        "\r\r".into(),
+    ]);
+    for k in keys {
+        let mut a = common::app_sized(16, "dark", Glyphs::ASCII);
+        typed(&mut a, &k);
+        let screen = render(&mut a, 120, 40);
+        let bad: String = screen.chars().filter(|c| !c.is_ascii()).collect();
+        assert!(bad.is_empty(), "{k:?} draws {bad:?}:\n{screen}");
+    }
+}
+
+/// Without colour (NO_COLOR: the monochrome theme) the cursor row and CRIT cells are both
+/// reverse video: the cursor row also starts with `>`, and only that row does.
+#[test]
+fn monochrome_marks_the_cursor_row_in_text() {
+    use gpuplane::tui::widgets::Glyphs;
+    for keys in [":nodes\r", ":jobs\rjj"] {
+        let mut a = common::app_sized(16, "monochrome", Glyphs::UNICODE);
+        typed(&mut a, keys);
+        let screen = render(&mut a, 80, 24);
+        let marked: Vec<&str> = screen.lines().filter(|l| l.starts_with("│>")).collect();
+        assert_eq!(marked.len(), 1, "{keys:?}:\n{screen}");
+        // The colour themes need no marker.
+        let mut a = app();
+        typed(&mut a, keys);
+        assert!(!render(&mut a, 80, 24).lines().any(|l| l.starts_with("│>")));
+    }
+}
+
+/// 2,000 nodes do not fit a GPU a cell: the wall labels its rows and falls back to a node a
+/// cell (160x48), then to a row per pool (80x24); 16 nodes keep a GPU a cell, rows labelled.
+#[test]
+fn wall_labels_rows_and_aggregates_when_the_cluster_does_not_fit() {
+    use gpuplane::tui::widgets::Glyphs;
+    let mut a = app();
+    typed(&mut a, ":wall\r");
+    let small = render(&mut a, 80, 24);
+    assert!(small.lines().nth(3).is_some_and(|l| l.starts_with("│gpu-001 ")), "{small}");
+    assert!(!small.contains("cell=node"), "{small}");
+    let mut big = common::app_sized(2000, "dark", Glyphs::UNICODE);
+    typed(&mut big, ":wall\r");
+    let wide = render(&mut big, 160, 48);
+    assert!(wide.contains("cell=node"), "{wide}");
+    let rows = wide.lines().filter(|l| l.starts_with("│gpu-")).count();
+    assert!((2000usize.div_ceil(160)..=44).contains(&rows), "{rows} labelled rows:\n{wide}");
+    insta::assert_snapshot!("wall_2000_nodes_160x48", wide);
+    let narrow = render(&mut big, 80, 24);
+    assert!(narrow.contains("row=pool"), "{narrow}");
+    let pools: std::collections::BTreeSet<&str> = big.state().nodes.iter().map(|n| n.pool.as_str()).collect();
+    for p in &pools {
+        assert!(narrow.lines().any(|l| l.starts_with(&format!("│{p} "))), "pool {p} labels a row:\n{narrow}");
+    }
+    insta::assert_snapshot!("wall_2000_nodes_80x24", narrow);
+}
+
+/// Figures scale their units: at 2,000 nodes the power reads in MW and throughput in TB/s.
+#[test]
+fn units_scale_at_two_thousand_nodes() {
+    use gpuplane::tui::widgets::Glyphs;
+    let mut a = common::app_sized(2000, "dark", Glyphs::UNICODE);
+    let overview = render(&mut a, 120, 40);
+    assert!(overview.contains("MW") && !overview.contains("00kW"), "{overview}");
+    typed(&mut a, ":storage\r");
+    let storage = render(&mut a, 120, 40);
+    assert!(storage.contains("TB/s"), "{storage}");
+    assert!(
+        !storage
+            .lines()
+            .any(|l| l.contains("GB/s") && l.split_whitespace().any(|w| w.len() > 9 && w.ends_with("GB/s"))),
+        "{storage}"
+    );
+}
+
+/// The Topology tree groups by rack when nodes carry a rack label (the simulator's do), by
+/// pool when none does.
+#[test]
+fn topology_groups_by_rack_else_by_pool() {
+    let mut a = app();
+    typed(&mut a, ":topo\r");
+    let racks = render(&mut a, 120, 40);
+    assert!(racks.contains("rack r001") && racks.contains("4 nodes, 32 GPUs ("), "{racks}");
+    let mut state = gpuplane::testing::state_after(gpuplane::testing::SimConfig::default(), 30);
+    for n in &mut state.nodes {
+        n.labels.retain(|k, _| !k.contains("rack"));
+    }
+    let pools: std::collections::BTreeSet<String> = state.nodes.iter().map(|n| n.pool.to_string()).collect();
+    let mut a = gpuplane::tui::app::App::new(
+        state,
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "researcher".into(),
+    );
+    typed(&mut a, ":topo\r");
+    let by_pool = render(&mut a, 120, 40);
+    assert!(!by_pool.contains("rack "), "{by_pool}");
+    for p in pools {
+        assert!(by_pool.contains(&p), "{p}: {by_pool}");
+    }
+}
+
+/// A filesystem filling up says when it will be full, from its recorded fill.
+#[test]
+fn storage_forecasts_time_to_full() {
+    let mut a = app();
+    typed(&mut a, ":storage\r");
+    let screen = render(&mut a, 120, 40);
+    assert!(screen.contains("FULL IN"), "{screen}");
+    let ckpt = screen.lines().find(|l| l.contains("weka-ckpt")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(ckpt.contains(" ~"), "the checkpoint store fills during a checkpoint burst: {ckpt}");
+    typed(&mut a, "/weka\r\r");
+    let detail = render(&mut a, 120, 40);
+    assert!(detail.contains("full in") && detail.contains("at the fill rate of the last"), "{detail}");
+}

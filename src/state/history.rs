@@ -196,11 +196,87 @@ impl FleetHistory {
 pub struct StorageHistory {
     pub read_mbps: Ring<u32>,
     pub write_mbps: Ring<u32>,
+    /// (when, bytes used) at each refresh: the trend the time-to-full forecast reads.
+    pub used: Ring<(crate::model::Epoch, u64)>,
+}
+
+/// The longest forecast worth showing; beyond it a filesystem is "not filling".
+pub const FULL_HORIZON_S: i64 = 90 * 86_400;
+
+impl StorageHistory {
+    /// Seconds until `capacity` is reached at the fill rate of the recorded history: the slope
+    /// of the least-squares line through the samples, from the last sample. `None` with too
+    /// little history (under 5 samples or 30 s), when the fill is flat or falling, or when it
+    /// is further off than [`FULL_HORIZON_S`] or than 100 times the history it is drawn from
+    /// (a minute of history says nothing about next month).
+    pub fn time_to_full(&self, capacity: u64) -> Option<i64> {
+        let n = self.used.len();
+        let (t0, _) = self.used.tail(n).next()?;
+        let (t1, last) = self.used.last()?;
+        if n < 5 || t1 - t0 < 30 {
+            return None;
+        }
+        let mean =
+            |f: &dyn Fn((crate::model::Epoch, u64)) -> f64| self.used.tail(n).map(f).sum::<f64>() / n as f64;
+        let mx = mean(&|(t, _)| (t - t0) as f64);
+        let my = mean(&|(_, u)| u as f64);
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for (t, u) in self.used.tail(n) {
+            let dx = (t - t0) as f64 - mx;
+            sxy += dx * (u as f64 - my);
+            sxx += dx * dx;
+        }
+        let slope = sxy / sxx; // bytes per second
+        // Flat, falling, or NaN (no spread in time): no forecast.
+        if slope.is_nan() || slope <= 0.0 {
+            return None;
+        }
+        let secs = (capacity.saturating_sub(last) as f64 / slope).round();
+        (secs <= FULL_HORIZON_S.min(100 * (t1 - t0)) as f64).then_some(secs as i64)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn filling(points: &[(i64, u64)]) -> StorageHistory {
+        let mut h = StorageHistory::default();
+        for &p in points {
+            h.used.push(p);
+        }
+        h
+    }
+
+    #[test]
+    fn time_to_full_follows_the_trend() {
+        // 1 GB a minute with noise, 60 GB left: about an hour.
+        let pts: Vec<(i64, u64)> = (0..20)
+            .map(|k| (k * 60, 900_000_000_000 + k as u64 * 1_000_000_000 + (k as u64 % 3) * 50_000_000))
+            .collect();
+        let left = 1_000_000_000_000 - pts.last().unwrap().1;
+        let secs = filling(&pts).time_to_full(1_000_000_000_000).expect("filling");
+        let want = left as f64 / 1e9 * 60.0;
+        assert!((secs as f64 - want).abs() < want * 0.05, "{secs} vs {want}");
+        // Falling, flat, too little history, or too far off: no forecast.
+        let falling: Vec<_> = pts.iter().rev().enumerate().map(|(i, &(_, u))| (i as i64 * 60, u)).collect();
+        assert_eq!(filling(&falling).time_to_full(1_000_000_000_000), None);
+        assert_eq!(filling(&[(0, 5), (60, 5), (120, 5), (180, 5), (240, 5)]).time_to_full(10), None);
+        assert_eq!(filling(&pts[..4]).time_to_full(1_000_000_000_000), None);
+        assert_eq!(
+            filling(&[(0, 0), (2, 1), (4, 2), (6, 3), (8, 4)]).time_to_full(100),
+            None,
+            "8 s of history"
+        );
+        assert_eq!(filling(&pts).time_to_full(u64::MAX), None, "beyond the horizon");
+        let slow: Vec<_> = (0..20).map(|k| (k * 60, 1_000 + k as u64)).collect();
+        // A byte a minute: 3,000 bytes left is 50 hours, over 100 times the 19 minutes seen.
+        assert_eq!(filling(&slow).time_to_full(1_019 + 3_000), None, "19 minutes say little of next week");
+        assert_eq!(filling(&slow).time_to_full(1_019 + 1_000), Some(60_000));
+        // Already full: now.
+        let full: Vec<_> = (0..6).map(|k| (k * 60, 90 + k as u64 * 2)).collect();
+        assert_eq!(filling(&full).time_to_full(100), Some(0));
+    }
 
     #[test]
     fn ring_keeps_only_the_newest_points() {

@@ -417,6 +417,7 @@ impl ClusterState {
         for (fs, h) in storage.iter().zip(&mut self.storage_history) {
             h.read_mbps.push((fs.read_bps / 1e6) as u32);
             h.write_mbps.push((fs.write_bps / 1e6) as u32);
+            h.used.push((self.now, fs.used_bytes));
         }
         self.storage = storage;
     }

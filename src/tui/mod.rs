@@ -33,6 +33,35 @@ pub fn restore_terminal() {
     let _ = out.flush();
 }
 
+/// Takes the terminal: raw mode, the alternate screen, cleared, cursor hidden. (Cleared through
+/// crossterm, not Terminal::clear, which asks the terminal for the cursor position and fails on
+/// terminals that do not answer.)
+fn enter_terminal() -> io::Result<()> {
+    terminal::enable_raw_mode()?;
+    execute!(
+        io::stdout(),
+        terminal::EnterAlternateScreen,
+        cursor::Hide,
+        terminal::Clear(terminal::ClearType::All)
+    )
+}
+
+/// Ctrl-Z. Raw mode turns off the terminal's own suspend character, so the console does what it
+/// would have done: give the terminal back, stop (SIGTSTP, so the shell's job control sees a
+/// stopped job), and, once `fg` continues it, take the terminal back. The caller redraws.
+fn suspend() -> io::Result<()> {
+    restore_terminal();
+    signal_hook::low_level::raise(signal_hook::consts::SIGTSTP)?;
+    enter_terminal()
+}
+
+fn is_suspend(k: &ratatui::crossterm::event::KeyEvent) -> bool {
+    use ratatui::crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
+    k.kind == KeyEventKind::Press
+        && k.modifiers.contains(KeyModifiers::CONTROL)
+        && matches!(k.code, KeyCode::Char('z' | 'Z'))
+}
+
 /// Installs color-eyre's hooks wrapped so the terminal is restored before anything is printed.
 pub fn install_hooks() -> color_eyre::Result<()> {
     let (panic, eyre) = color_eyre::config::HookBuilder::default().into_hooks();
@@ -118,16 +147,8 @@ pub async fn run(
     mut opts: RunOpts,
 ) -> color_eyre::Result<Exit> {
     let started = Instant::now();
-    terminal::enable_raw_mode()?;
     let _guard = Guard;
-    // Clearing through crossterm, not Terminal::clear, which asks the terminal for the cursor
-    // position and fails on terminals that do not answer.
-    execute!(
-        io::stdout(),
-        terminal::EnterAlternateScreen,
-        cursor::Hide,
-        terminal::Clear(terminal::ClearType::All)
-    )?;
+    enter_terminal()?;
     let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -166,13 +187,7 @@ pub async fn run(
                 // it is not polled while the plugin runs.)
                 restore_terminal();
                 let status = std::process::Command::new(&run.program).args(&run.args).status();
-                terminal::enable_raw_mode()?;
-                execute!(
-                    io::stdout(),
-                    terminal::EnterAlternateScreen,
-                    cursor::Hide,
-                    terminal::Clear(terminal::ClearType::All)
-                )?;
+                enter_terminal()?;
                 term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
                 app.ui.message = Some(match status {
                     Ok(s) if s.success() => (format!("plugin {} finished", run.name), false),
@@ -221,6 +236,13 @@ pub async fn run(
                 let mut next = ev;
                 let gone = loop {
                     match next {
+                        Some(Ok(Event::Key(k))) if is_suspend(&k) => {
+                            suspend()?;
+                            // The terminal may have been resized or scribbled on meanwhile: a
+                            // new terminal (empty previous buffer) redraws every cell.
+                            term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+                            dirty = true;
+                        }
                         Some(Ok(Event::Key(k))) => {
                             key_at.get_or_insert_with(Instant::now);
                             dirty |= app.update(Msg::Key(k));

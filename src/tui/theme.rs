@@ -63,6 +63,10 @@ struct Heat {
 #[serde(deny_unknown_fields)]
 struct ThemeFile {
     name: String,
+    /// Text drawn in front of the cursor row, for themes whose `selected` style alone could be
+    /// mistaken for another (monochrome: the cursor and CRIT cells are both reverse video).
+    #[serde(default)]
+    cursor: String,
     styles: Styles,
     heat: Heat,
 }
@@ -90,6 +94,9 @@ pub struct Theme {
     pub prompt: Style,
     /// Colours from cold to hot; empty for monochrome.
     pub heat: Vec<Color>,
+    /// Drawn in front of the cursor row (`>` in monochrome, so the cursor survives NO_COLOR);
+    /// empty when the `selected` style says it alone.
+    pub cursor: String,
 }
 
 impl Theme {
@@ -135,6 +142,7 @@ impl Theme {
             key: style(&s.key)?,
             prompt: style(&s.prompt)?,
             heat,
+            cursor: crate::sanitize::sanitize(&f.cursor).chars().take(2).collect(),
         })
     }
 
@@ -208,6 +216,7 @@ mod tests {
         assert_eq!(t.name, "monochrome");
         assert!(t.heat.is_empty());
         assert_eq!(t.ok.fg, None);
+        assert_eq!(t.cursor, ">", "the cursor row is marked in text, not only in reverse video");
     }
 
     #[test]

@@ -33,6 +33,16 @@ pub fn app() -> App {
     a
 }
 
+/// An app on a simulated cluster of `nodes` nodes (seed 42, 30 ticks in), with a theme and glyphs.
+pub fn app_sized(nodes: usize, theme: &str, glyphs: Glyphs) -> App {
+    pin_utc();
+    let state = gpuplane::testing::state_after(SimConfig { nodes, ..SimConfig::default() }, 30);
+    let mut a =
+        App::new(state, Keymap::builtin("default"), Theme::builtin(theme), glyphs, "researcher".into());
+    a.planner = Some(std::sync::Arc::new(gpuplane::ops::SimPlanner::new("researcher")));
+    a
+}
+
 /// The same app and the simulator that made it, to keep it ticking.
 pub fn app_with_sim() -> (App, sim::Sim) {
     pin_utc();

@@ -77,7 +77,7 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, wid
             _ => (100, "%"),
         };
         let last = s.values.iter().rev().find_map(|v| *v).map(|v| match unit {
-            "W" if v >= 1000.0 => format!(" {:.1}kW", v / 1000.0),
+            "W" => format!(" {}", crate::tui::widgets::power(f64::from(v))),
             "GB/s" if v >= 1000.0 => format!(" {:.1}TB/s", v / 1000.0),
             "GB/s" if v >= 10.0 => format!(" {v:.0}GB/s"),
             "GB/s" => format!(" {v:.1}GB/s"),

@@ -2,7 +2,7 @@
 //! temperature.
 
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, to_json, unpack};
-use super::super::widgets::{ago, opt, untrusted};
+use super::super::widgets::{ago, opt, safe, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, ViewId, ViewKey};
 use crate::model::{Gpu, GpuLocal, Node, throttle_names, xid_info};
@@ -16,6 +16,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use std::borrow::Cow;
+use unicode_width::UnicodeWidthStr;
 
 pub struct GpusTable;
 
@@ -441,6 +442,8 @@ pub struct WallState {
     pub offset_rows: usize,
     /// Nodes per row at the last draw (for moving up/down by rows).
     pub per_row: usize,
+    /// What a cell stood for at the last draw.
+    pub level: WallLevel,
 }
 
 impl WallState {
@@ -451,8 +454,66 @@ impl WallState {
     }
 }
 
-/// Draws every GPU as one cell, nodes as groups separated by a space, with a legend and the
-/// cluster utilisation strip.
+/// How much one cell of the wall stands for: the wall falls back a level when the cluster does
+/// not fit the screen (2,000 nodes of 8 GPUs at 80x24).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WallLevel {
+    /// One cell per GPU, nodes separated by a space.
+    #[default]
+    Gpu,
+    /// One cell per node (the mean of its GPUs; `X` when one has failed).
+    Node,
+    /// One row per pool, each cell a run of its nodes.
+    Pool,
+}
+
+/// A cell's level (0-100) for the metric, or `None` when unknown.
+fn gpu_level(gpu: &Gpu, metric: WallMetric) -> Option<u8> {
+    match metric {
+        WallMetric::Util => gpu.util,
+        // 30 C ... 95 C onto 0-100
+        WallMetric::Temp => gpu.temp_c.map(|c| ((u32::from(c).saturating_sub(30)) * 100 / 65).min(100) as u8),
+    }
+}
+
+/// What a group of GPUs shows: failed when one is, else the mean of the known levels.
+fn group_cell(gpus: impl Iterator<Item = (bool, Option<u8>)>) -> (bool, Option<u8>) {
+    let (mut failed, mut sum, mut n) = (false, 0u32, 0u32);
+    for (f, v) in gpus {
+        failed |= f;
+        if let Some(v) = v {
+            sum += u32::from(v);
+            n += 1;
+        }
+    }
+    (failed, (n > 0).then(|| ((sum + n / 2) / n) as u8))
+}
+
+fn wall_cell(cx: &Cx<'_>, failed: bool, v: Option<u8>, selected: bool) -> Span<'static> {
+    let t = cx.theme;
+    let (glyph, style) = match (failed, v) {
+        (true, _) => ("X", t.crit),
+        (false, None) => ("?", t.dim),
+        (false, Some(v)) => match t.heat(v) {
+            Some(c) => (cx.glyphs.full(), Style::default().fg(c)),
+            None => (cx.glyphs.level(v), t.text),
+        },
+    };
+    Span::styled(glyph, if selected { style.add_modifier(Modifier::REVERSED) } else { style })
+}
+
+/// Scrolls `offset` so `row` is within `body_h` rows.
+fn follow(offset: &mut usize, row: usize, body_h: usize) {
+    if row < *offset {
+        *offset = row;
+    } else if row >= *offset + body_h {
+        *offset = row + 1 - body_h;
+    }
+}
+
+/// Draws every GPU as one cell, nodes as groups separated by a space, each row labelled with
+/// its first node; when that does not fit, one cell per node, then one row per pool. A legend
+/// and the cluster utilisation strip below.
 pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &mut WallState) {
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -462,52 +523,95 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
     let s = cx.s;
     let t = cx.theme;
     let g = cx.glyphs;
-    let gpn = s.nodes.iter().map(|n| n.gpus.len().max(n.gpu_slots as usize)).max().unwrap_or(1).max(1);
-    let per_row = (inner.width as usize / (gpn + 1)).max(1);
-    ws.per_row = per_row;
-    let rows_total = s.nodes.len().div_ceil(per_row);
+    let width = inner.width as usize;
     let body_h = inner.height as usize - 2;
+    let gpn = s.nodes.iter().map(|n| n.gpus.len().max(n.gpu_slots as usize)).max().unwrap_or(1).max(1);
     ws.selected = ws.selected.min(s.nodes.len().saturating_sub(1));
-    let sel_row = ws.selected / per_row;
-    if sel_row < ws.offset_rows {
-        ws.offset_rows = sel_row;
-    } else if sel_row >= ws.offset_rows + body_h {
-        ws.offset_rows = sel_row + 1 - body_h;
-    }
-    let mut lines = Vec::with_capacity(inner.height as usize);
     let metric = ws.metric;
-    for row in ws.offset_rows..(ws.offset_rows + body_h).min(rows_total) {
-        let mut spans = Vec::with_capacity(per_row * (gpn + 1));
-        for ni in row * per_row..((row + 1) * per_row).min(s.nodes.len()) {
-            let n = &s.nodes[ni];
-            let selected = ni == ws.selected;
-            for k in 0..gpn {
-                let (glyph, style) = match n.gpus.get(k) {
-                    None => (" ", t.dim),
-                    Some(gpu) if gpu.is_failed() => ("X", t.crit),
-                    Some(gpu) => {
-                        let v = match metric {
-                            WallMetric::Util => gpu.util,
-                            // 30 °C … 95 °C onto 0–100
-                            WallMetric::Temp => gpu
-                                .temp_c
-                                .map(|c| ((u32::from(c).saturating_sub(30)) * 100 / 65).min(100) as u8),
-                        };
-                        match v {
-                            None => ("?", t.dim),
-                            Some(v) => match t.heat(v) {
-                                Some(c) => (g.full(), Style::default().fg(c)),
-                                None => (g.level(v), t.text),
-                            },
-                        }
+    // Row labels when there is room for them beside at least a few cells.
+    let label_w = |names: &mut dyn Iterator<Item = usize>| {
+        let w = names.max().unwrap_or(0).min(14);
+        if w > 0 && width >= w + 1 + 24 { w + 1 } else { 0 }
+    };
+    let node_lw = label_w(&mut s.nodes.iter().map(|n| safe(&n.name).width()));
+    let per_row_gpu = (width.saturating_sub(node_lw) / (gpn + 1)).max(1);
+    let per_row_node = width.saturating_sub(node_lw).max(1);
+    let level = if s.nodes.len().div_ceil(per_row_gpu) <= body_h {
+        WallLevel::Gpu
+    } else if s.nodes.len().div_ceil(per_row_node) <= body_h {
+        WallLevel::Node
+    } else {
+        WallLevel::Pool
+    };
+    ws.level = level;
+    let label = |text: &str, w: usize| -> Span<'static> {
+        let text = safe(text);
+        let cut: String = text.chars().take(w.saturating_sub(1)).collect();
+        Span::styled(format!("{cut:<w$}", w = w), t.dim)
+    };
+    let node_cell = |ni: usize| {
+        let n = &s.nodes[ni];
+        let (failed, v) = group_cell(n.gpus.iter().map(|gpu| (gpu.is_failed(), gpu_level(gpu, metric))));
+        (failed || (n.gpus.is_empty() && n.gpu_slots > 0), v)
+    };
+    let mut lines = Vec::with_capacity(inner.height as usize);
+    match level {
+        WallLevel::Gpu | WallLevel::Node => {
+            let per_row = if level == WallLevel::Gpu { per_row_gpu } else { per_row_node };
+            ws.per_row = per_row;
+            let rows_total = s.nodes.len().div_ceil(per_row);
+            follow(&mut ws.offset_rows, ws.selected / per_row, body_h);
+            for row in ws.offset_rows..(ws.offset_rows + body_h).min(rows_total) {
+                let first = row * per_row;
+                let mut spans = Vec::with_capacity(per_row * (gpn + 1) + 1);
+                if node_lw > 0 {
+                    spans.push(label(&s.nodes[first].name, node_lw));
+                }
+                for ni in first..(first + per_row).min(s.nodes.len()) {
+                    let selected = ni == ws.selected;
+                    if level == WallLevel::Node {
+                        let (failed, v) = node_cell(ni);
+                        spans.push(wall_cell(cx, failed, v, selected));
+                        continue;
                     }
-                };
-                let style = if selected { style.add_modifier(Modifier::REVERSED) } else { style };
-                spans.push(Span::styled(glyph, style));
+                    let n = &s.nodes[ni];
+                    for k in 0..gpn {
+                        spans.push(match n.gpus.get(k) {
+                            None => Span::styled(" ", t.dim),
+                            Some(gpu) => wall_cell(cx, gpu.is_failed(), gpu_level(gpu, metric), selected),
+                        });
+                    }
+                    spans.push(Span::raw(" "));
+                }
+                lines.push(Line::from(spans));
             }
-            spans.push(Span::raw(" "));
         }
-        lines.push(Line::from(spans));
+        WallLevel::Pool => {
+            let mut pools: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+            for (i, n) in s.nodes.iter().enumerate() {
+                pools.entry(n.pool.as_str()).or_default().push(i);
+            }
+            let pool_lw = label_w(&mut pools.keys().map(|p| safe(p).width())).max(1);
+            // Each row ends with its node count.
+            let count_w = pools.values().map(|v| v.len().to_string().len() + 1).max().unwrap_or(2);
+            let cells = width.saturating_sub(pool_lw + count_w).max(1);
+            let sel_pool = s.nodes.get(ws.selected).map(|n| n.pool.as_str());
+            let sel_row = pools.keys().position(|p| Some(*p) == sel_pool).unwrap_or(0);
+            follow(&mut ws.offset_rows, sel_row, body_h);
+            ws.per_row = 1;
+            for (pool, nodes) in pools.iter().skip(ws.offset_rows).take(body_h) {
+                let chunk = nodes.len().div_ceil(cells).max(1);
+                ws.per_row = ws.per_row.max(chunk);
+                let mut spans = vec![label(pool, pool_lw)];
+                for run in nodes.chunks(chunk) {
+                    let (failed, v) = group_cell(run.iter().map(|&ni| node_cell(ni)));
+                    spans.push(wall_cell(cx, failed, v, run.contains(&ws.selected)));
+                }
+                let nodes_n = nodes.len();
+                spans.push(Span::styled(format!(" {nodes_n}"), t.dim));
+                lines.push(Line::from(spans));
+            }
+        }
     }
     while lines.len() < body_h {
         lines.push(Line::raw(""));
@@ -524,7 +628,12 @@ pub fn draw_wall(f: &mut Frame, area: Rect, block: Block<'_>, cx: &Cx<'_>, ws: &
             None => legend.push(Span::styled(g.level(v), t.text)),
         }
     }
-    legend.push(Span::styled(" low-high  X failed  ", t.dim));
+    let cell = match ws.level {
+        WallLevel::Gpu => "",
+        WallLevel::Node => "cell=node  ",
+        WallLevel::Pool => "row=pool, cell=nodes  ",
+    };
+    legend.push(Span::styled(format!(" low-high  X failed  {cell}"), t.dim));
     if let Some(n) = sel {
         legend.push(untrusted(&n.name, t.accent));
         legend.push(Span::styled(

@@ -2,7 +2,7 @@
 
 use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
-use super::super::widgets::{ago, bytes, opt, untrusted};
+use super::super::widgets::{ago, bytes, opt, power, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
@@ -80,7 +80,12 @@ static COLS: [Column; 11] = [
         "POWER",
         6,
         |cx, k| SortKey::Int(i64::from(node(cx.s, k).power_w())),
-        |cx, k| Span::styled(format!("{:.1}kW", node(cx.s, k).power_w() as f64 / 1000.0), cx.theme.text),
+        |cx, k| {
+            let n = node(cx.s, k);
+            // No GPU reported its power (a down node): unknown, not 0 W.
+            let known = n.gpus.iter().any(|g| g.power_w.is_some());
+            Span::styled(if known { power(f64::from(n.power_w())) } else { "-".into() }, cx.theme.text)
+        },
     )
     .right()
     .drop(2),
@@ -273,7 +278,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         out.push(spark_line(cx, width, "util", g.spark(util.into_iter().map(u32::from), 100), last));
         let power = s.node_power_history(i, w);
         let maxp = power.iter().copied().max().unwrap_or(1);
-        let last = power.last().map(|v| format!(" {:.1}kW", *v as f64 / 1000.0));
+        let last = power.last().map(|v| format!(" {}", super::super::widgets::power(*v as f64)));
         out.push(spark_line(cx, width, "power", g.spark(power.into_iter(), maxp), last));
     }
     out.extend(super::detail::focus_history(cx, &crate::model::protocol::Focus::Node(n.name.clone()), width));
@@ -285,6 +290,9 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     out.push(section(cx, if faulty { "GPUs (with an incident first)" } else { "GPUs" }));
     for gpu in gpus {
         let util = gpu.util.unwrap_or(0);
+        // Unknown readings show as `-`, never as 0 or a bare unit.
+        let util_s = opt(gpu.util.map(|u| format!("{u}%")));
+        let temp_s = opt(gpu.temp_c.map(|c| format!("{c}C")));
         let index = match fault_of(&Part::Gpu(gpu.index)) {
             Some(st) => Span::styled(format!("!{:>2} ", gpu.index), st.add_modifier(Modifier::BOLD)),
             None => Span::styled(format!("{:>3} ", gpu.index), t.dim),
@@ -293,7 +301,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             index,
             Span::styled(g.bar(u32::from(util), 10), t.accent),
             Span::styled(
-                format!(" {:>3}% {:>3}C ", util, opt(gpu.temp_c)),
+                format!(" {util_s:>4} {temp_s:>4} "),
                 t.level(u32::from(gpu.temp_c.unwrap_or(0)), 80, 88),
             ),
             Span::styled(opt(gpu.job.map(|j| format!("job {j}"))), t.text),

@@ -333,7 +333,7 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
         line(vec![
             ("util  ", "", Span::styled(opt(tt.mean_util.map(|u| format!("{u:.0}%"))), t.text)),
             (" hot ", " hot ", num(tt.gpus_hot, if tt.gpus_hot > 0 { t.warn } else { t.text })),
-            (" ", " ", Span::styled(format!("{:.0}kW", tt.power_w as f64 / 1000.0), t.dim)),
+            (" ", " ", Span::styled(super::super::widgets::power(tt.power_w as f64), t.dim)),
         ]),
         Line::from(Span::styled(g.spark(s.history.util.tail(spark_w).map(u32::from), 100), t.accent)),
     ];

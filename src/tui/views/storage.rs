@@ -15,7 +15,7 @@ pub struct StorageTable;
 
 pub const TABLE: TableId = TableId("storage");
 
-static COLS: [Column; 10] = [
+static COLS: [Column; 11] = [
     col(
         "NAME",
         12,
@@ -74,6 +74,22 @@ static COLS: [Column; 10] = [
         },
     )
     .right(),
+    col(
+        "FULL IN",
+        7,
+        |cx, key| SortKey::Int(full_in(cx.s, key).unwrap_or(i64::MAX)),
+        |cx, key| {
+            let t = cx.theme;
+            match full_in(cx.s, key) {
+                Some(secs) => {
+                    Span::styled(format!("~{}", about(secs)), if secs < 86_400 { t.warn } else { t.text })
+                }
+                None => Span::styled("-", t.dim),
+            }
+        },
+    )
+    .right()
+    .drop(2),
     col(
         "SIZE",
         6,
@@ -218,6 +234,32 @@ impl TableSource for StorageTable {
     }
 }
 
+/// Seconds until the filesystem is full at the trend of its recorded fill, if it is filling.
+fn full_in(s: &ClusterState, key: RowKey) -> Option<i64> {
+    let f = s.storage.get(key as usize)?;
+    s.storage_history.get(key as usize)?.time_to_full(f.capacity_bytes)
+}
+
+/// How much fill history the forecast had.
+fn history_span(s: &ClusterState, key: RowKey) -> String {
+    let Some(h) = s.storage_history.get(key as usize) else { return "-".into() };
+    match (h.used.tail(h.used.len()).next(), h.used.last()) {
+        (Some((t0, _)), Some((t1, _))) => super::super::widgets::dur(t1 - t0),
+        _ => "-".into(),
+    }
+}
+
+/// A forecast's duration to one unit, as precise as a trend is: `45s`, `16m`, `6h`, `3d`.
+pub fn about(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3_600 => format!("{}m", (s + 30) / 60),
+        3_600..172_800 => format!("{}h", (s + 1_800) / 3_600),
+        _ => format!("{}d", (s + 43_200) / 86_400),
+    }
+}
+
 pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     let s = cx.s;
     let Some(f) = s.storage.get(key as usize) else { return vec![] };
@@ -241,6 +283,17 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
                 ),
                 t.level(u32::from(pct), 90, 97),
             ),
+        ),
+        kv(
+            cx,
+            "full in",
+            match full_in(s, key) {
+                Some(secs) => Span::styled(
+                    format!("~{} at the fill rate of the last {}", about(secs), history_span(s, key)),
+                    if secs < 86_400 { t.warn } else { t.text },
+                ),
+                None => Span::styled("- (not filling, or too little history)", t.dim),
+            },
         ),
         kv(
             cx,

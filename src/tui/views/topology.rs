@@ -1,5 +1,5 @@
-//! Topology: a tree cluster → pool → node → GPU, and the selected node's GPU link matrix as
-//! `nvidia-smi topo -m` prints it, with NIC and CPU/NUMA affinity.
+//! Topology: a tree cluster → rack or switch (pool when nodes have no such label) → node → GPU,
+//! and the selected node's GPU link matrix as `nvidia-smi topo -m` prints it, with NIC and CPU/NUMA affinity.
 
 use super::super::widgets::safe;
 use super::super::widgets::table::Cx;
@@ -16,28 +16,64 @@ use ratatui::widgets::{Block, Paragraph};
 use std::collections::BTreeMap;
 use tui_tree_widget::{Tree, TreeItem, TreeState};
 
-/// Tree identifiers: `p:<pool>`, `n:<node index>`, `g:<node index>:<gpu>`.
+/// Tree identifiers: `p:<group>`, `n:<node name>`, `g:<node name>:<gpu>`.
 pub type TreeId = String;
 
-/// Builds the tree: every pool, the nodes of open pools, the GPUs of open nodes (so a 10,000
-/// node cluster costs only what is open).
+/// Node labels that name where a node sits in the network, most specific first: the leaf
+/// switch, then the rack. The tree groups by the first one any node has.
+pub const PLACEMENT_LABELS: &[(&str, &str)] = &[
+    ("network.topology.kubernetes.io/switch", "switch"),
+    ("topology.gpuplane.io/switch", "switch"),
+    ("topology.kubernetes.io/rack", "rack"),
+    ("topology.gpuplane.io/rack", "rack"),
+    ("rack", "rack"),
+];
+
+/// What the tree groups nodes by: a placement label when nodes carry one (`("rack", key)`),
+/// else their pool (`("pool", "")`).
+pub fn grouping(s: &crate::state::ClusterState) -> (&'static str, &'static str) {
+    PLACEMENT_LABELS
+        .iter()
+        .find(|(key, _)| s.nodes.iter().any(|n| n.labels.contains_key(*key)))
+        .map_or(("pool", ""), |&(key, what)| (what, key))
+}
+
+/// The group a node belongs to under [`grouping`] (`-` when it lacks the label).
+fn group_of<'a>(n: &'a Node, key: &str) -> &'a str {
+    if key.is_empty() { n.pool.as_str() } else { n.labels.get(key).map_or("-", |v| v.as_str()) }
+}
+
+/// Builds the tree: every rack or switch (by pool when nodes have no such label), the nodes of
+/// open groups, the GPUs of open nodes (so a 10,000 node cluster costs only what is open).
 pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'static, TreeId>> {
     let s = cx.s;
     let t = cx.theme;
     let opened = state.opened();
+    let (what, key) = grouping(s);
     let mut pools: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, n) in s.nodes.iter().enumerate() {
-        pools.entry(n.pool.as_str()).or_default().push(i);
+        pools.entry(group_of(n, key)).or_default().push(i);
     }
     let mut items = Vec::with_capacity(pools.len());
     for (pool, nodes) in pools {
         let pid = format!("p:{pool}");
         let open = opened.contains(&vec![pid.clone()]);
         let gpus: u32 = nodes.iter().map(|&i| s.nodes[i].gpu_slots).sum();
+        // A rack or switch says which pools it holds; a pool is its own name.
+        let mut holds: Vec<&str> = nodes.iter().map(|&i| s.nodes[i].pool.as_str()).collect();
+        holds.sort_unstable();
+        holds.dedup();
+        let holds = if key.is_empty() { String::new() } else { format!(" ({})", safe(&holds.join(", "))) };
+        let prefix = if key.is_empty() { String::new() } else { format!("{what} ") };
         let label = Line::from(vec![
-            Span::styled(safe(pool).into_owned(), t.title),
+            Span::styled(format!("{prefix}{}", safe(pool)), t.title),
             Span::styled(
-                format!("  {} node{}, {} GPUs", nodes.len(), if nodes.len() == 1 { "" } else { "s" }, gpus),
+                format!(
+                    "  {} node{}, {} GPUs{holds}",
+                    nodes.len(),
+                    if nodes.len() == 1 { "" } else { "s" },
+                    gpus
+                ),
                 t.dim,
             ),
         ]);
@@ -96,9 +132,10 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
     items
 }
 
-/// The id of the first pool, where the selection starts.
+/// The id of the first group (rack, switch or pool), where the selection starts.
 pub fn first_pool(s: &crate::state::ClusterState) -> Option<TreeId> {
-    s.nodes.iter().map(|n| n.pool.as_str()).min().map(|p| format!("p:{p}"))
+    let (_, key) = grouping(s);
+    s.nodes.iter().map(|n| group_of(n, key)).min().map(|p| format!("p:{p}"))
 }
 
 /// The name of the node the tree selection points at (a node or one of its GPUs).
@@ -128,7 +165,8 @@ pub fn draw_tree(
                 .highlight_style(if focused { cx.theme.selected } else { cx.theme.accent })
                 .node_closed_symbol(if cx.glyphs.unicode { "▶ " } else { "+ " })
                 .node_open_symbol(if cx.glyphs.unicode { "▼ " } else { "- " })
-                .node_no_children_symbol("  ");
+                .node_no_children_symbol("  ")
+                .highlight_symbol(&cx.theme.cursor);
             f.render_stateful_widget(tree, area, state);
         }
         Err(e) => f.render_widget(Paragraph::new(format!("tree error: {e}")).block(block), area),

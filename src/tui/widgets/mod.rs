@@ -163,11 +163,15 @@ pub fn bytes(b: u64) -> String {
     if v >= 100.0 || i == 0 { format!("{v:.0}{}", U[i]) } else { format!("{v:.1}{}", U[i]) }
 }
 
-/// Bytes per second in decimal units, `2.3GB/s`.
+/// Bytes per second in decimal units, `2.3GB/s`, `19.1TB/s`.
 pub fn rate(bps: f64) -> String {
     // An empty f64 sum is -0.0, and `max` may keep it: anything not above zero (NaN too) is 0.
     let bps = if bps > 0.0 { bps } else { 0.0 };
-    let (v, u) = if bps >= 1e9 {
+    let (v, u) = if bps >= 1e15 {
+        (bps / 1e15, "PB/s")
+    } else if bps >= 1e12 {
+        (bps / 1e12, "TB/s")
+    } else if bps >= 1e9 {
         (bps / 1e9, "GB/s")
     } else if bps >= 1e6 {
         (bps / 1e6, "MB/s")
@@ -177,6 +181,19 @@ pub fn rate(bps: f64) -> String {
         (bps, "B/s")
     };
     format!("{v:.1}{u}")
+}
+
+/// Power with the unit that keeps it short: `700W`, `5.6kW`, `857kW`, `8.6MW`.
+pub fn power(watts: f64) -> String {
+    let w = if watts > 0.0 { watts } else { 0.0 };
+    let (v, u) = if w >= 1e6 {
+        (w / 1e6, "MW")
+    } else if w >= 1e3 {
+        (w / 1e3, "kW")
+    } else {
+        return format!("{w:.0}W");
+    };
+    if v >= 100.0 { format!("{v:.0}{u}") } else { format!("{v:.1}{u}") }
 }
 
 /// Money with thousands separators, `$12,345`.
@@ -192,6 +209,59 @@ pub fn money(v: f64, currency: &str) -> String {
         out.push(c);
     }
     if sym.is_empty() { format!("{out} {currency}") } else { format!("{sym}{out}") }
+}
+
+/// The ASCII stand-in for one non-ASCII character a frame may hold: box drawing, blocks,
+/// arrows, the typographic marks in messages (`…`, `—`, `×`, `°`) and anything from a cluster.
+fn ascii_of(c: char) -> char {
+    match c {
+        '─' | '━' | '═' | '╌' | '┄' | '—' | '–' | '‐' | '−' => '-',
+        '│' | '┃' | '║' | '╎' | '┆' => '|',
+        '\u{2500}'..='\u{257f}' => '+',
+        '█' | '▇' | '▓' | '▆' => '#',
+        '▅' | '▄' | '▒' => '=',
+        '▃' | '▂' => '-',
+        '▁' | '░' | '·' | '•' => '.',
+        '●' | '◆' | '★' => '*',
+        '▲' | '↑' => '^',
+        '▼' | '↓' => 'v',
+        '▶' | '→' | '›' | '»' => '>',
+        '◀' | '←' | '‹' | '«' => '<',
+        '…' => '~',
+        '×' => 'x',
+        '°' => ' ',
+        '\u{a0}' | '\u{2009}' | '\u{202f}' => ' ',
+        '‘' | '’' => '\'',
+        '“' | '”' => '"',
+        _ => '?',
+    }
+}
+
+/// Makes every cell of a drawn frame ASCII (ASCII mode: `LANG=C`, the Linux console), whatever
+/// drew it: borders and bars come from [`Glyphs`] already, this catches the rest (messages,
+/// key names, cluster text). A wide character becomes `?` and its hidden neighbour a space.
+pub fn asciify(buf: &mut ratatui::buffer::Buffer) {
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            let sym = cell.symbol();
+            if sym.is_ascii() {
+                continue;
+            }
+            let mut out = String::with_capacity(sym.len());
+            for c in sym.chars() {
+                if c.is_ascii() {
+                    out.push(c);
+                } else if unicode_width::UnicodeWidthChar::width(c).unwrap_or(0) > 0 {
+                    out.push(ascii_of(c));
+                }
+                // zero-width marks (combining accents, joiners) are dropped
+            }
+            // A wide character took two cells: the second was blank, and now shows.
+            cell.set_symbol(if out.is_empty() { " " } else { &out[..1] });
+        }
+    }
 }
 
 pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -211,6 +281,14 @@ mod tests {
         assert_eq!(rate(2.3e9), "2.3GB/s");
         assert_eq!(rate(-0.0), "0.0B/s", "an empty sum is not negative");
         assert_eq!(rate(f64::NAN), "0.0B/s");
+        // Units scale: a 2,000-node cluster's figures stay short.
+        assert_eq!(rate(19_113.4e9), "19.1TB/s");
+        assert_eq!(rate(2.5e15), "2.5PB/s");
+        assert_eq!(power(8_571_000.0), "8.6MW");
+        assert_eq!(power(857_000.0), "857kW");
+        assert_eq!(power(5_600.0), "5.6kW");
+        assert_eq!(power(700.0), "700W");
+        assert_eq!(bytes(3 * 1024u64.pow(5)), "3.0P");
     }
 
     #[test]
@@ -219,6 +297,17 @@ mod tests {
         let s = format!("{}{}{}", g.bar(50, 10), g.spark([0, 5, 10].into_iter(), 10), g.level(100));
         assert!(s.is_ascii(), "{s}");
         assert_eq!(g.bar(50, 4), "##..");
+    }
+
+    #[test]
+    fn asciify_leaves_only_ascii_and_keeps_the_layout() {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        let mut b = Buffer::empty(Rect::new(0, 0, 24, 1));
+        b.set_string(0, 0, "┌─ 8×H100 91°C ● 日x…", Style::default());
+        asciify(&mut b);
+        let s: String = (0..24).map(|x| b[(x, 0)].symbol().to_string()).collect();
+        assert_eq!(s, "+- 8xH100 91 C * ? x~   ");
     }
 }
 pub mod filter;

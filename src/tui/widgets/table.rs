@@ -733,6 +733,14 @@ pub fn render<S: TableSource + ?Sized>(
                 // The mark shows as text too, so it survives NO_COLOR and monochrome terminals.
                 first.content = format!("*{}", first.content).into();
             }
+            if n == st.selected
+                && focused
+                && !t.cursor.is_empty()
+                && let Some(first) = cells.first_mut()
+            {
+                // So does the cursor, where the theme asks (monochrome: reverse video is CRIT too).
+                first.content = format!("{}{}", t.cursor, first.content).into();
+            }
             (n, key, marked, cells)
         })
         .collect();
