@@ -6,8 +6,23 @@ use crate::sanitize::sanitize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub mod audit;
+pub mod filter;
+pub mod kube;
+pub mod slurm;
+
 /// The fuzz targets, by the name of their folder under `fuzz/corpus/`.
-pub const TARGETS: &[&str] = &["slurm_jobs", "prom_answer", "nccl_output", "sanitize", "toml_files"];
+pub const TARGETS: &[&str] = &[
+    "slurm_jobs",
+    "prom_answer",
+    "nccl_output",
+    "sanitize",
+    "toml_files",
+    "slurm_responses",
+    "kube_objects",
+    "filter",
+    "audit_verify",
+];
 
 /// Runs the check of `target` on `data`; `dir` is a scratch folder for the loaders that read
 /// files (`toml_files`). Unknown names panic.
@@ -18,6 +33,10 @@ pub fn check(target: &str, data: &[u8], dir: &Path) {
         "nccl_output" => nccl_output(data),
         "sanitize" => sanitize_bytes(data),
         "toml_files" => toml_files(dir, data),
+        "slurm_responses" => slurm::check(data),
+        "kube_objects" => kube::check(data),
+        "filter" => filter::check(data),
+        "audit_verify" => audit::check(dir, data),
         other => panic!("no fuzz target {other:?}"),
     }
 }

@@ -76,3 +76,48 @@ fn sanitize() {
 fn toml_files() {
     replay("toml_files");
 }
+
+#[test]
+fn slurm_responses() {
+    replay("slurm_responses");
+}
+
+#[test]
+fn kube_objects() {
+    replay("kube_objects");
+}
+
+#[test]
+fn filter() {
+    replay("filter");
+}
+
+#[test]
+fn audit_verify() {
+    replay("audit_verify");
+}
+
+/// The `audit_verify` target mutates this log, so it must be what the writer writes: intact
+/// under the full check (witness and key), with every record witnessed (a cut at a line end is
+/// then caught) and its checkpoints verified.
+#[test]
+fn the_audit_targets_log_is_intact_and_fully_witnessed() {
+    use gpuplane::audit::{VerifyOptions as Options, verify_full};
+    use gpuplane::audit::{sign, witness};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/audit");
+    let heads = witness::parse_heads(&std::fs::read_to_string(dir.join("base.jsonl.witness")).unwrap());
+    let key = sign::parse_public(std::fs::read_to_string(dir.join("base.pub")).unwrap().trim()).unwrap();
+    let lines =
+        gpuplane::fuzzing::audit::base().split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64;
+    let r =
+        verify_full(&dir.join("base.jsonl"), &Options { heads: heads.clone(), pubkey: Some(key), now: 0 })
+            .unwrap();
+    assert!(r.intact(), "{r:?}");
+    assert_eq!(r.records, lines);
+    assert_eq!(r.witness.last, Some(lines - 1), "the last record is witnessed");
+    let (checkpoints, through) = r.signed.unwrap();
+    assert!(checkpoints >= 2 && through.is_some(), "{r:?}");
+    // A mutation with no effect (XOR with 0) leaves it as it is.
+    let base = gpuplane::fuzzing::audit::base();
+    assert_eq!(gpuplane::fuzzing::audit::mutate(base, &[0, 0, 0, 0]), base);
+}

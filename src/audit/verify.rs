@@ -167,15 +167,16 @@ fn read(path: &Path) -> std::io::Result<Lines> {
     let file = std::fs::File::open(path)?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut lines: Vec<Option<Line>> = Vec::new();
-    let mut buf = String::new();
+    let mut buf = Vec::new();
     let mut ends_with_newline = true;
     loop {
         buf.clear();
-        if reader.read_line(&mut buf)? == 0 {
+        if reader.read_until(b'\n', &mut buf)? == 0 {
             break;
         }
-        ends_with_newline = buf.ends_with('\n');
-        let text = buf.trim_end_matches('\n');
+        ends_with_newline = buf.ends_with(b"\n");
+        // A line that is not UTF-8 is not a record (read as text, it would fail the whole read).
+        let text = std::str::from_utf8(&buf).unwrap_or("").trim_end_matches('\n');
         lines.push(serde_json::from_str::<Chain>(text).ok().map(|r| Line {
             seq: r.seq,
             hash_ok: line_hash(text, &r.hash).is_some_and(|h| h == r.hash),
