@@ -423,6 +423,9 @@ pub(crate) struct Prepared {
     pub exec: Box<dyn Executor>,
     pub req: OpRequest,
     pub plan: ops::Plan,
+    /// This operator's open break-glass session from the audit log (started in a console),
+    /// which the action runs under.
+    pub break_glass: Option<crate::audit::BreakGlass>,
 }
 
 pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prepared, ExitCode> {
@@ -444,13 +447,38 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
     };
     // The command plans with the executor's planning side, then runs the plan through the
     // same executor: one per command, as one per console.
-    let plan = ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    let mut plan = ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    // Blast radius: the limits, the drains of the last hour and this operator's break-glass
+    // session, all from the audit log every console writes.
+    let records = if ops::guard::takes_out(req.kind) {
+        audit_log(config)
+            .tail(ops::guard::RATE_RECORDS)
+            .map_err(|e| fail(&format!("cannot read the audit log to check the limits: {e}"), 2))?
+    } else {
+        Vec::new()
+    };
+    let now = jiff::Timestamp::now().as_second();
+    let me = crate::audit::os_user();
+    let break_glass = crate::audit::open_sessions(&records)
+        .into_iter()
+        .rev()
+        .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
+        .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
+    let recent = ops::guard::drains_in_window(&records, &state.cluster, now);
+    let limits = config.limits.for_cluster(&state.cluster);
+    let guarded = ops::guard_plan(&mut plan, &state, &limits, &recent, break_glass.is_some());
     println!("cluster {label}");
     for l in plan.lines() {
         println!("  {l}");
     }
+    if let Err(e) = guarded {
+        return Err(fail(&e, 2));
+    }
+    if let Some(bg) = &break_glass {
+        println!("  under break-glass session {} ({})", bg.session, bg.ticket);
+    }
     confirm(&plan, req.kind, yes, req.dry_run)?;
-    Ok(Prepared { rt, state, exec, req, plan })
+    Ok(Prepared { rt, state, exec, req, plan, break_glass })
 }
 
 impl Prepared {
@@ -460,7 +488,7 @@ impl Prepared {
             audit: audit_log(config),
             readonly: config.readonly,
             cluster: self.state.cluster.to_string(),
-            break_glass: None,
+            break_glass: self.break_glass.clone(),
         };
         let out = self.rt.block_on(ops.run(&self.req, &self.plan, self.exec.as_mut(), |t| {
             println!(
