@@ -80,12 +80,13 @@ async fn slurm24_a_drain_past_the_limit_sends_nothing_without_break_glass() {
     let log = dir.path().join("audit.jsonl");
     // As many out of service as there are now: one more is one over.
     let cfg = dir.path().join("config.toml");
-    std::fs::write(&cfg, format!("[limits]\nmax_out_nodes = {out_now}\nkeep_last_healthy = false\n")).unwrap();
+    std::fs::write(&cfg, format!("[limits]\nmax_out_nodes = {out_now}\nkeep_last_healthy = false\n"))
+        .unwrap();
     let run = |args: &[&str]| {
         let out = common::gpuplane_cmd(dir.path())
             .args(args)
-            .args(["--slurm", &proxy, "--audit-log", log.to_str().unwrap(), "--config", cfg.to_str().unwrap()])
-            .args(["--yes"])
+            .args(["--slurm", &proxy, "--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_CONFIG", &cfg)
             .env("SLURM_JWT", &c.admin_jwt)
             .output()
             .unwrap();
@@ -131,7 +132,10 @@ async fn slurm24_a_drain_past_the_limit_sends_nothing_without_break_glass() {
         .unwrap();
     let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
     assert_eq!(rc, Some(0), "{out}{err}");
-    assert!(out.contains("PAST 1 BLAST-RADIUS LIMIT") && out.contains("under break-glass session bg-guard"), "{out}");
+    assert!(
+        out.contains("PAST 1 BLAST-RADIUS LIMIT") && out.contains("under break-glass session bg-guard"),
+        "{out}"
+    );
     let w = writes(&seen);
     assert!(w.iter().any(|l| l.starts_with("POST ") && l.contains(&format!("/node/{node}"))), "{w:?}");
     assert!(c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));

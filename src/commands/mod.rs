@@ -447,7 +447,8 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
     };
     // The command plans with the executor's planning side, then runs the plan through the
     // same executor: one per command, as one per console.
-    let mut plan = ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    let mut plan =
+        ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
     // Blast radius: the limits, the drains of the last hour and this operator's break-glass
     // session, all from the audit log every console writes.
     let records = if ops::guard::takes_out(req.kind) {

@@ -28,7 +28,8 @@ pub struct Limits {
     pub max_out_percent: Option<f64>,
     /// At most this many nodes drained in any hour (from the audit log).
     pub max_drains_per_hour: Option<u32>,
-    /// Never take the last healthy node of a pool out of service (default: on).
+    /// Never take the last healthy node of a pool out of service (default: off; no `[limits]`
+    /// section, no limits).
     pub keep_last_healthy: Option<bool>,
 }
 
@@ -106,11 +107,7 @@ impl Guard {
     }
 
     fn keep_last_healthy(&self, pool: &str) -> bool {
-        self.pools
-            .get(pool)
-            .and_then(|l| l.keep_last_healthy)
-            .or(self.keep_last_healthy)
-            .unwrap_or(true)
+        self.pools.get(pool).and_then(|l| l.keep_last_healthy).or(self.keep_last_healthy).unwrap_or(false)
     }
 }
 
@@ -227,7 +224,13 @@ pub fn rate(
     pool_of: impl Fn(&str) -> Option<String>,
 ) -> Vec<Exceeded> {
     let mut out = Vec::new();
-    drain_rate(&mut out, &format!("cluster {cluster}"), guard.max_drains_per_hour, draining.len(), recent.len());
+    drain_rate(
+        &mut out,
+        &format!("cluster {cluster}"),
+        guard.max_drains_per_hour,
+        draining.len(),
+        recent.len(),
+    );
     for (pool, l) in &guard.pools {
         let in_pool = |t: &&String| pool_of(t).is_some_and(|p| p == *pool);
         let now = draining.iter().filter(in_pool).count();

@@ -670,10 +670,7 @@ pub fn guard_plan(
 ) -> Result<(), OpError> {
     let targets: Vec<String> = plan.steps.iter().map(|st| st.target.clone()).collect();
     let exceeded = guard::check(plan.kind, &targets, s, limits, recent_drains);
-    let pools = targets
-        .iter()
-        .filter_map(|t| Some((t.clone(), s.node(t)?.pool.to_string())))
-        .collect();
+    let pools = targets.iter().filter_map(|t| Some((t.clone(), s.node(t)?.pool.to_string()))).collect();
     plan.guard = Some(Box::new(Guarded { guard: limits.clone(), pools, exceeded }));
     match plan.exceeded() {
         ex if !ex.is_empty() && !elevated => Err(OpError::Limits(ex.iter().map(|e| e.to_string()).collect())),
@@ -769,7 +766,8 @@ impl Ops {
         if !plan.exceeded().is_empty() {
             // Gone past under break-glass: the record names every limit.
             let ex: Vec<String> = plan.exceeded().iter().map(|e| e.to_string()).collect();
-            let names: Vec<String> = plan.exceeded().iter().map(|e| format!("{} {}", e.scope, e.limit)).collect();
+            let names: Vec<String> =
+                plan.exceeded().iter().map(|e| format!("{} {}", e.scope, e.limit)).collect();
             entry.params.insert("limits_exceeded".to_string(), names.join(", "));
             entry.params.insert("limits_detail".to_string(), ex.join("; "));
         }

@@ -421,7 +421,11 @@ async fn a_plan_past_a_limit_needs_break_glass_and_the_record_names_it() {
     assert!(ops.audit.read_all().unwrap().is_empty(), "nothing recorded, nothing sent");
     // The job on the node is listed with what the simulator does to it.
     assert!(p.lines().iter().any(|l| l.contains("PAST 1 BLAST-RADIUS LIMIT")), "{:?}", p.lines());
-    assert!(p.lines().iter().any(|l| l.starts_with("    job ") && l.ends_with("— stopped")), "{:?}", p.lines());
+    assert!(
+        p.lines().iter().any(|l| l.starts_with("    job ") && l.ends_with("— stopped")),
+        "{:?}",
+        p.lines()
+    );
 
     // Under break-glass.
     let mut p = plan(&r, &s, &*exec.planner(), false).unwrap();
@@ -448,7 +452,8 @@ async fn drains_per_hour_are_counted_again_from_the_log_at_run_time() {
     let (_d, ops, mut exec, s) = setup();
     let mut idle = s.nodes.iter().filter(|n| n.state.schedulable()).map(|n| n.name.to_string());
     let (a, b) = (idle.next().unwrap(), idle.next().unwrap());
-    let g = guard::Guard { max_drains_per_hour: Some(1), keep_last_healthy: Some(false), ..Default::default() };
+    let g =
+        guard::Guard { max_drains_per_hour: Some(1), keep_last_healthy: Some(false), ..Default::default() };
     let ra = req(ActionKind::Drain, &[&a]);
     let rb = req(ActionKind::Drain, &[&b]);
     let mut pa = plan(&ra, &s, &*exec.planner(), false).unwrap();

@@ -57,7 +57,8 @@ fn max_out_percent_per_pool() {
 fn never_the_last_healthy_node_of_a_pool() {
     let mut s = cluster();
     let small = names(&s, "small", 4);
-    let g = Guard::default();
+    assert!(check(ActionKind::Drain, &small, &s, &Guard::default(), &[]).is_empty(), "off by default");
+    let g = Guard { keep_last_healthy: Some(true), ..Guard::default() };
     // All four at once: none would be left.
     let e = check(ActionKind::Drain, &small, &s, &g, &[]);
     assert_eq!(limits(&e), [("pool small", "keep_last_healthy")]);
@@ -70,7 +71,7 @@ fn never_the_last_healthy_node_of_a_pool() {
     assert_eq!(limits(&e), [("pool small", "keep_last_healthy")]);
     assert!(e[0].message.contains("1 of its 1 healthy"), "{}", e[0].message);
     // Turned off for the pool.
-    let mut off = Guard::default();
+    let mut off = g.clone();
     off.pools.insert("small".into(), Limits { keep_last_healthy: Some(false), ..Limits::default() });
     assert!(check(ActionKind::Cordon, &small[3..], &s, &off, &[]).is_empty());
 }
