@@ -646,14 +646,14 @@ fn plan_target(
 
 /// What a drain does to a running job, per scheduler: Slurm waits for it (until its end, as
 /// far as it is known), Kubernetes evicts its pods (PodDisruptionBudgets may hold them).
-fn fate(backend: &str, j: &crate::model::Job, now: crate::model::Epoch) -> String {
+pub(crate) fn fate(backend: &str, j: &crate::model::Job, now: crate::model::Epoch) -> String {
     match backend {
         "slurm" => match j.end.filter(|e| *e > 0) {
             Some(e) => format!("waited for, ends ~{}", crate::clock::clock_rel(now, e)),
             None => "waited for (no end time known)".into(),
         },
         "kube" => "its pods evicted (a PodDisruptionBudget may hold an eviction; retried)".into(),
-        _ => "stopped".into(),
+        _ => String::new(),
     }
 }
 
