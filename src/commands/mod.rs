@@ -451,12 +451,18 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
         ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
     // Blast radius: the limits, the drains of the last hour and this operator's break-glass
     // session, all from the audit log every console writes.
-    let records = if ops::guard::takes_out(req.kind) {
-        audit_log(config)
-            .tail(ops::guard::RATE_RECORDS)
-            .map_err(|e| fail(&format!("cannot read the audit log to check the limits: {e}"), 2))?
-    } else {
-        Vec::new()
+    let limits = config.limits.for_cluster(&state.cluster);
+    let records = match ops::guard::takes_out(req.kind)
+        .then(|| audit_log(config).tail(ops::guard::RATE_RECORDS))
+    {
+        None => Vec::new(),
+        Some(Ok(r)) => r,
+        // Fail closed when the count of drains needs the log; otherwise the intent record,
+        // which cannot be written either, refuses the action.
+        Some(Err(e)) if limits.has_rate() => {
+            return Err(fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2));
+        }
+        Some(Err(_)) => Vec::new(),
     };
     let now = jiff::Timestamp::now().as_second();
     let me = crate::audit::os_user();
@@ -466,7 +472,6 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
         .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
         .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
     let recent = ops::guard::drains_in_window(&records, &state.cluster, now);
-    let limits = config.limits.for_cluster(&state.cluster);
     let guarded = ops::guard_plan(&mut plan, &state, &limits, &recent, break_glass.is_some());
     println!("cluster {label}");
     for l in plan.lines() {
