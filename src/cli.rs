@@ -16,6 +16,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, Parser, Default)]
 #[command(name = "gpuplane", version, about, long_about)]
 pub struct Cli {
+    // Flags under `help_heading = BACKENDS` choose and configure where data comes from; the
+    // subcommands that read no cluster ([`NO_BACKEND`]) hide them.
     /// Config file to read instead of the default one.
     #[arg(long, env = "GPUPLANE_CONFIG", value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -50,79 +52,79 @@ pub struct Cli {
 
     /// Prometheus (or Thanos/Mimir/Cortex) query URL for GPU, fabric and storage telemetry.
     /// Alone, nodes and GPUs are discovered from its series; more in [prometheus] of the config.
-    #[arg(long, env = "PROMETHEUS_URL", value_name = "URL", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "PROMETHEUS_URL", value_name = "URL", global = true)]
     pub prometheus: Option<String>,
 
     /// Alertmanager URL (API v2): what is firing and silenced, in the Alerts view and the
     /// incident list; `gpuplane silence` creates and expires silences there. More in
     /// [alertmanager] of the config.
-    #[arg(long, env = "ALERTMANAGER_URL", value_name = "URL", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "ALERTMANAGER_URL", value_name = "URL", global = true)]
     pub alertmanager: Option<String>,
 
     /// This host's GPUs through NVML (libnvidia-ml.so.1), instead of the simulator; with --slurm
     /// or --prometheus they join that cluster's node of this host's name (done anyway when NVML loads).
-    #[arg(long, env = "GPUPLANE_LOCAL")]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_LOCAL")]
     pub local: bool,
 
     /// Kubernetes: use the kubeconfig's current context ($KUBECONFIG, else ~/.kube/config, else
     /// the in-cluster service account) instead of the simulator. Implied by --context,
     /// --kubeconfig, $KUBECONFIG or a [kube] section in the config.
-    #[arg(long, env = "GPUPLANE_KUBE", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_KUBE", global = true)]
     pub kube: bool,
 
     /// Kubernetes: the kubeconfig file to read.
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(help_heading = BACKENDS, long, value_name = "PATH", global = true)]
     pub kubeconfig: Option<PathBuf>,
 
     /// Kubernetes: the kubeconfig context to open (switch inside the console with :ctx NAME).
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(help_heading = BACKENDS, long, value_name = "NAME", global = true)]
     pub context: Option<String>,
 
     /// Kubernetes: watch pods, quotas and Kueue workloads of this namespace only (default: all).
-    #[arg(long, value_name = "NS", global = true)]
+    #[arg(help_heading = BACKENDS, long, value_name = "NS", global = true)]
     pub namespace: Option<String>,
 
     /// Simulator: number of nodes.
-    #[arg(long, env = "GPUPLANE_SIM_NODES", value_name = "N")]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SIM_NODES", value_name = "N")]
     pub sim_nodes: Option<usize>,
 
     /// Simulator: GPUs per node (1-16).
-    #[arg(long, env = "GPUPLANE_SIM_GPUS", value_name = "N", value_parser = clap::value_parser!(u8).range(1..=16))]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SIM_GPUS", value_name = "N", value_parser = clap::value_parser!(u8).range(1..=16))]
     pub sim_gpus: Option<u8>,
 
     /// Simulator: number of jobs kept (running, pending and history); 0 = automatic.
-    #[arg(long, env = "GPUPLANE_SIM_JOBS", value_name = "N")]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SIM_JOBS", value_name = "N")]
     pub sim_jobs: Option<usize>,
 
     /// Simulator: random seed (the same seed gives the same cluster).
-    #[arg(long, env = "GPUPLANE_SEED", value_name = "N")]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SEED", value_name = "N")]
     pub seed: Option<u64>,
 
     /// Slurm: slurmrestd URL (e.g. http://127.0.0.1:6820). gpuplane then opens on that cluster
     /// instead of the simulator. The token comes from --slurm-token-cmd, --slurm-token-file or
     /// $SLURM_JWT (in that order), or the config file's [slurm] section.
-    #[arg(long = "slurm", env = "SLURMRESTD_URL", value_name = "URL", global = true)]
+    #[arg(help_heading = BACKENDS, long = "slurm", env = "SLURMRESTD_URL", value_name = "URL", global = true)]
     pub slurm: Option<String>,
 
     /// Slurm: user name sent as X-SLURM-USER-NAME (optional with tokens that name the user).
-    #[arg(long, env = "SLURM_USER_NAME", value_name = "NAME", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "SLURM_USER_NAME", value_name = "NAME", global = true)]
     pub slurm_user: Option<String>,
 
     /// Slurm: file holding the JWT (re-read at every refresh, so a cron job can renew it).
-    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_FILE", value_name = "PATH", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SLURM_TOKEN_FILE", value_name = "PATH", global = true)]
     pub slurm_token_file: Option<PathBuf>,
 
     /// Slurm: command printing a JWT, re-run when the token nears expiry or is refused,
     /// e.g. "scontrol token lifespan=3600".
-    #[arg(long, env = "GPUPLANE_SLURM_TOKEN_CMD", value_name = "COMMAND", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SLURM_TOKEN_CMD", value_name = "COMMAND", global = true)]
     pub slurm_token_cmd: Option<String>,
 
     /// Slurm: PEM CA file to trust for an https:// URL (a TLS proxy in front of slurmrestd).
-    #[arg(long, env = "GPUPLANE_SLURM_CA", value_name = "PATH", global = true)]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SLURM_CA", value_name = "PATH", global = true)]
     pub slurm_ca: Option<PathBuf>,
 
     /// Slurm: time between refreshes (default 10s; jittered).
-    #[arg(long, env = "GPUPLANE_SLURM_REFRESH", value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SLURM_REFRESH", value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub slurm_refresh: Option<Duration>,
 
     /// Exit after drawing this many frames (for measuring time to first frame and memory).
@@ -139,6 +141,50 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// The help heading of the flags that choose and configure the backends.
+pub const BACKENDS: &str = "Backends";
+
+/// Subcommands (by path) that read no cluster: their help and man page leave out the backend
+/// flags (nested subcommands inherit it).
+pub const NO_BACKEND: &[&[&str]] = &[&["completions"], &["man"], &["audit"], &["acceptance", "parse"]];
+
+/// The command line's definition, built, with the backend flags hidden where they do nothing:
+/// what parsing, help, man pages and completions all use.
+pub fn command() -> clap::Command {
+    command_with(|c| c)
+}
+
+/// [`command`], with `edit` applied to the root before clap propagates global flags (what
+/// completions use to give flags their possible values without restricting parsing).
+pub fn command_with(edit: impl FnOnce(clap::Command) -> clap::Command) -> clap::Command {
+    let mut cmd = edit(<Cli as clap::CommandFactory>::command());
+    // A subcommand that already has a global flag keeps its own copy when clap propagates
+    // them: a hidden copy hides it there (and below it).
+    let backend: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set() && a.get_help_heading() == Some(BACKENDS))
+        .map(|a| a.clone().hide(true))
+        .collect();
+    for path in NO_BACKEND {
+        cmd = hide_in(cmd, path, &backend);
+    }
+    cmd.build();
+    cmd
+}
+
+fn hide_in(cmd: clap::Command, path: &[&str], hidden: &[clap::Arg]) -> clap::Command {
+    match path {
+        [] => cmd.args(hidden.iter().cloned()),
+        [first, rest @ ..] => cmd.mut_subcommand(*first, |s| hide_in(s, rest, hidden)),
+    }
+}
+
+/// Parses the process's arguments with [`command`].
+pub fn parse() -> Cli {
+    use clap::FromArgMatches;
+    Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit())
 }
 
 /// Targets, reason and confirmation of an action run from a script or runbook.
@@ -227,9 +273,30 @@ pub enum Command {
         timeout: Duration,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions { shell: clap_complete::Shell },
-    /// Print the man page (roff), generated from this command line's definition.
-    Man,
+    ///
+    /// --view, --theme, --keymap and --context complete to their names: views, the built-in
+    /// themes and keymaps and those in the config directory, the kubeconfig's contexts (bash
+    /// asks `gpuplane completions --list contexts` at each completion; other shells get the
+    /// names known when the script is printed).
+    Completions {
+        #[arg(required_unless_present = "list")]
+        shell: Option<clap_complete::Shell>,
+        /// Print the names one kind of value completes to, one a line (what the bash script
+        /// runs for contexts).
+        #[arg(long, value_enum, value_name = "KIND", conflicts_with = "shell")]
+        list: Option<Names>,
+    },
+    /// Print a man page (roff), generated from this command line's definition: gpuplane(1), or
+    /// a subcommand's (`gpuplane man drain` is gpuplane-drain(1), `gpuplane man audit verify`
+    /// gpuplane-audit-verify(1)); with --dir, write every page into DIR (for packages).
+    Man {
+        /// The subcommand whose page to print (words, or joined with `-`).
+        #[arg(value_name = "SUBCOMMAND")]
+        page: Vec<String>,
+        /// Write every page (gpuplane.1, gpuplane-drain.1, …) into this directory.
+        #[arg(long, value_name = "DIR", conflicts_with = "page")]
+        dir: Option<PathBuf>,
+    },
     /// The audit log.
     Audit {
         #[command(subcommand)]
@@ -357,6 +424,15 @@ pub enum Output {
     Wide,
     Json,
     Csv,
+}
+
+/// `completions --list`: values that complete to names known only at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Names {
+    Views,
+    Themes,
+    Keymaps,
+    Contexts,
 }
 
 /// `doctor -o`.

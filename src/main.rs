@@ -1,4 +1,3 @@
-use clap::Parser;
 use gpuplane::backend::sim::{self, SimConfig};
 use gpuplane::cli::Cli;
 use gpuplane::config::Config;
@@ -15,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    let cli = gpuplane::cli::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -68,6 +67,12 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     state.history_step_s = config.refresh.as_secs().max(1) as i64;
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
+    // `:doctor`: the checks of `gpuplane doctor` (the config's warnings among them).
+    app.doctor = Some(gpuplane::commands::doctor::console_runner(
+        config.clone(),
+        warnings.clone(),
+        std::time::Duration::from_secs(10),
+    ));
     let (user_commands, errs) =
         gpuplane::tui::usercmd::UserCommands::load(config.config_dir.as_deref(), &app.keymap);
     app.user_commands = user_commands;

@@ -1185,3 +1185,72 @@ fn an_action_past_a_blast_radius_limit_needs_break_glass() {
         other => panic!("expected the cordon: {other:?}"),
     }
 }
+
+/// `:doctor` starts the checks through its runner (off the UI task: the console keeps
+/// answering while they run), then shows each check with its status and fix in a pager that
+/// scrolls and searches like the help.
+#[test]
+fn doctor_runs_off_the_ui_task_and_shows_each_check_with_its_fix() {
+    use gpuplane::tui::app::{DoctorLine, DoctorRunner};
+    use std::sync::{Arc, Mutex};
+    let mut a = app();
+    typed(&mut a, ":doctor\r");
+    assert!(a.ui.message.as_ref().is_some_and(|(m, err)| *err && m.contains("not available")));
+    let pending: Arc<Mutex<Vec<tokio::sync::oneshot::Sender<Vec<DoctorLine>>>>> = Default::default();
+    let p = pending.clone();
+    let runner: DoctorRunner = Arc::new(move || {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        p.lock().unwrap().push(tx);
+        rx
+    });
+    a.doctor = Some(runner);
+    typed(&mut a, ":doctor\r");
+    assert_eq!(a.ui.mode, Mode::Help);
+    assert!(render(&mut a, 80, 24).contains("running the checks"));
+    // The console still answers while the checks run.
+    key(&mut a, KeyCode::Char('j'));
+    a.update(Msg::Tick);
+    assert!(render(&mut a, 80, 24).contains("running the checks"));
+    let mut lines = vec![
+        DoctorLine {
+            status: "FAIL",
+            what: "slurm tcp 10.0.0.5:6820".into(),
+            detail: "connection refused".into(),
+            fix: Some("start slurmrestd or correct --slurm".into()),
+        },
+        DoctorLine {
+            status: "WARN",
+            what: "prometheus series DCGM_FI_PROF_PIPE_TENSOR_ACTIVE".into(),
+            detail: "missing: TENS is empty".into(),
+            fix: Some("enable the profiling fields in dcgm-exporter".into()),
+        },
+    ];
+    lines.extend((0..28).map(|i| DoctorLine {
+        status: "OK",
+        what: format!("audit check-{i:02}"),
+        detail: "fine".into(),
+        fix: None,
+    }));
+    let senders = std::mem::take(&mut *pending.lock().unwrap());
+    assert_eq!(senders.len(), 1, "one run of the checks");
+    senders.into_iter().next().unwrap().send(lines).unwrap();
+    a.update(Msg::Tick);
+    let screen = render(&mut a, 80, 24);
+    for want in [" doctor ", "28 OK · 1 WARN · 1 FAIL", "FAIL", "connection refused", "fix: start slurmrestd"]
+    {
+        assert!(screen.contains(want), "{want} in\n{screen}");
+    }
+    assert!(!screen.contains("check-27"), "the last line is below the page");
+    key(&mut a, KeyCode::Char('G'));
+    assert!(render(&mut a, 80, 24).contains("check-27"), "scrolled to the end");
+    // Searched like the help.
+    typed(&mut a, "/tensor\r");
+    let screen = render(&mut a, 80, 24);
+    assert!(screen.contains("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") && !screen.contains("check-00"), "{screen}");
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Char('q'));
+    assert_eq!(a.ui.mode, Mode::Normal);
+    // The help is the help again.
+    typed(&mut a, ":help\r");
+    assert!(!render(&mut a, 80, 24).contains(" doctor "));
+}

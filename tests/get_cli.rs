@@ -49,7 +49,7 @@ fn every_resource_in_every_format_parses_back() {
 fn filters_and_stable_json_fields() {
     let csv_text = get(&["jobs", "--filter", "user==researcher", "-o", "csv"]);
     let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
-    let user = rd.headers().unwrap().iter().position(|h| h == "USER").unwrap();
+    let user = rd.headers().unwrap().iter().position(|h| h == "user").unwrap();
     let rows: Vec<_> = rd.records().map(|x| x.unwrap()).collect();
     assert!(!rows.is_empty());
     assert!(rows.iter().all(|x| &x[user] == "researcher"));
@@ -59,7 +59,7 @@ fn filters_and_stable_json_fields() {
     assert_eq!(jobs.len(), rows.len());
     for j in jobs {
         for field in
-            ["id", "name", "user", "account", "queue", "state", "gpus", "nodes", "rank", "pending_reason"]
+            ["id", "name", "user", "account", "queue", "state", "gpus", "nodes", "position", "pending_reason"]
         {
             assert!(j.get(field).is_some(), "job field {field} in {j}");
         }
@@ -187,14 +187,15 @@ fn get_in(home: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> String
 }
 
 /// Times are shown in the local zone from TZ, named, at its offset; `--utc`, GPUPLANE_UTC and
-/// `utc = true` in the config force UTC. JSON keeps epoch seconds.
+/// `utc = true` in the config force UTC. JSON has RFC 3339 and epoch seconds (`_unix`).
 #[test]
 fn times_are_local_and_named_and_utc_on_request() {
     use jiff::tz::TimeZone;
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let json: serde_json::Value = serde_json::from_str(&get_in(home, &[], &["jobs", "-o", "json"])).unwrap();
-    let ests: Vec<i64> = json.as_array().unwrap().iter().filter_map(|j| j["est_start"].as_i64()).collect();
+    let ests: Vec<i64> =
+        json.as_array().unwrap().iter().filter_map(|j| j["est_start_unix"].as_i64()).collect();
     assert!(!ests.is_empty(), "some pending jobs have an estimate");
     let shown = |tz: &TimeZone, at: i64| {
         jiff::Timestamp::from_second(at).unwrap().to_zoned(tz.clone()).strftime("%H:%M %Z").to_string()
@@ -302,7 +303,7 @@ fn cost_window_and_team_with_numbers_for_machines() {
     let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
     let h = rd.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|x| x == name).unwrap_or_else(|| panic!("{name} in {h:?}"));
-    let (team, cost, useful) = (col("TEAM"), col("COST"), col("USEFUL"));
+    let (team, cost, useful) = (col("account"), col("cost"), col("useful_pct"));
     let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
     assert!(!rows.is_empty());
     let mut total = 0.0;
@@ -328,4 +329,169 @@ fn cost_window_and_team_with_numbers_for_machines() {
     // --window is the cost tables' only.
     let out = common::gpuplane_cmd(dir.path()).args(["get", "nodes", "--window", "7d"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// The field names of each row of `get -o json` in the order printed (the pretty printer puts
+/// a row's fields at an indent of 4).
+fn key_order(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        if line == "  {" {
+            rows.push(Vec::new());
+        } else if let Some(rest) = line.strip_prefix("    \"")
+            && let Some(row) = rows.last_mut()
+        {
+            row.push(rest.split('"').next().unwrap().to_string());
+        }
+    }
+    rows
+}
+
+fn get_json(args: &[&str]) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let v: serde_json::Value = serde_json::from_str(&get(args)).unwrap();
+    v.as_array().unwrap().iter().map(|r| r.as_object().expect("an object").clone()).collect()
+}
+
+/// JSON and CSV lead with identity, then the console's columns under their field names; enums
+/// are the console's strings, times RFC 3339 with `_unix`, numbers plain; `wide` shows every
+/// plain field JSON has.
+#[test]
+fn machine_output_leads_with_identity_in_the_consoles_names() {
+    let jobs = get_json(&["jobs", "-o", "json"]);
+    let order = key_order(&get(&["jobs", "-o", "json"]));
+    assert_eq!(order.len(), jobs.len());
+    let keys: Vec<&str> = order[0].iter().map(String::as_str).collect();
+    assert_eq!(
+        keys[..12],
+        [
+            "id",
+            "name",
+            "state",
+            "user",
+            "account",
+            "queue",
+            "gpus",
+            "nodes",
+            "wait_s",
+            "run_s",
+            "position",
+            "est_start"
+        ],
+        "{keys:?}"
+    );
+    assert!(jobs.iter().all(|j| !j.contains_key("rank")), "POS is position, once");
+    assert!(jobs.iter().any(|j| j["position"].as_u64().is_some()), "pending jobs have a position");
+    for j in &jobs {
+        let at = j["submit"].as_str().expect("a time as text");
+        let t: jiff::Timestamp = at.parse().unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert!(at.ends_with('Z'), "TZ=UTC: {at}");
+        assert_eq!(j["submit_unix"].as_i64(), Some(t.as_second()));
+    }
+    let nodes = get(&["nodes", "-o", "json"]);
+    let head: Vec<&str> = nodes.lines().take(4).map(str::trim).collect();
+    assert!(head[2].starts_with("\"name\": \"gpu-") && head[3].starts_with("\"state\""), "{head:?}");
+    assert!(nodes.contains("\"NV18\"") && nodes.contains("\"PIX\""), "link kinds as nvidia-smi prints them");
+    assert!(!nodes.contains("\"Nv\"") && !nodes.contains("\"Pix\""));
+    let storage = get_json(&["storage", "-o", "json"]);
+    assert!(
+        storage
+            .iter()
+            .all(|f| ["lustre", "nfs", "weka", "nvme", "s3", "pvc"].contains(&f["kind"].as_str().unwrap()))
+    );
+    let gpus = key_order(&get(&["gpus", "-o", "json"]));
+    let keys: Vec<&str> = gpus[0].iter().map(String::as_str).take(3).collect();
+    assert_eq!(keys, ["node", "index", "uuid"]);
+    // CSV: the same fields in the same order, plain numbers.
+    for r in ["jobs", "cost", "cost-teams", "storage", "quotas", "queues", "fabric"] {
+        let json = get_json(&[r, "-o", "json"]);
+        let first = &key_order(&get(&[r, "-o", "json"]))[0];
+        let text = get(&[r, "-o", "csv"]);
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        let n = first.len().min(5);
+        assert_eq!(h[..n], first[..n], "{r}");
+        for rec in rd.records().map(|x| x.unwrap()) {
+            for (name, f) in h.iter().zip(rec.iter()) {
+                let is_num = json[0].get(name).is_some_and(|v| v.is_number());
+                if is_num && !f.is_empty() {
+                    assert!(f.parse::<f64>().is_ok(), "{r}.{name}: {f:?} is a number");
+                }
+            }
+        }
+    }
+    // wide: every console column, then every plain JSON field the columns do not show.
+    let wide = get(&["jobs", "-o", "wide"]);
+    let header = wide.lines().next().unwrap();
+    for f in ["EST START", "POS", "SUBMIT", "GPU_MODEL", "RETRIES", "USEFUL_GPU_SECONDS"] {
+        assert!(header.contains(f), "{f} in {header}");
+    }
+}
+
+/// Every field the binary prints for every resource is documented in docs/get.md.
+#[test]
+fn every_field_printed_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/get.md")).unwrap();
+    // `## `jobs` and `my-jobs``: the backticked names in each table's first cell.
+    let mut documented: std::collections::HashMap<String, std::collections::HashSet<String>> =
+        Default::default();
+    let mut current: Vec<String> = Vec::new();
+    for line in doc.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            current = h.split('`').skip(1).step_by(2).map(String::from).collect();
+        } else if line.starts_with("| `") {
+            let cell = line.split('|').nth(1).unwrap();
+            for name in cell.split('`').skip(1).step_by(2) {
+                for r in &current {
+                    documented.entry(r.clone()).or_default().insert(name.to_string());
+                }
+            }
+        }
+    }
+    fn walk(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(o) if path.ends_with("labels") => {
+                let _ = o;
+                out.insert(format!("{path}.*"));
+            }
+            serde_json::Value::Object(o) => {
+                out.insert(path.to_string());
+                for (k, x) in o {
+                    walk(x, &if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, out);
+                }
+            }
+            serde_json::Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => {
+                out.insert(path.to_string());
+                for x in a {
+                    walk(x, &format!("{path}[]"), out);
+                }
+            }
+            _ => {
+                out.insert(path.to_string());
+            }
+        }
+    }
+    let mut checked = 0;
+    for r in resources() {
+        let rows = get_json(&[r, "-o", "json"]);
+        let mut paths = std::collections::BTreeSet::new();
+        for row in &rows {
+            walk(&serde_json::Value::Object(row.clone()), "", &mut paths);
+        }
+        paths.remove("");
+        let doc = documented.get(r);
+        let missing: Vec<&String> = paths
+            .iter()
+            // An object or array documented by its members is documented.
+            .filter(|p| {
+                !doc.is_some_and(|d| {
+                    d.contains(*p)
+                        || d.iter()
+                            .any(|x| x.starts_with(&format!("{p}.")) || x.starts_with(&format!("{p}[]")))
+                })
+            })
+            .collect();
+        assert!(missing.is_empty(), "{r}: not in docs/get.md: {missing:?}");
+        checked += paths.len();
+    }
+    assert!(checked > 150, "the simulator prints many fields: {checked}");
 }

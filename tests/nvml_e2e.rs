@@ -128,8 +128,8 @@ fn local_get_reads_this_hosts_gpus_not_the_simulator() {
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(rows.len(), 8, "the scripted node's eight GPUs");
     for (i, r) in rows.iter().enumerate() {
-        assert_eq!(r["gpu"]["uuid"], format!("GPU-{i:08}-0000-0000-0000-000000000000"));
-        assert_eq!(r["gpu"]["model"], "NVIDIA H100 80GB HBM3");
+        assert_eq!(r["uuid"], format!("GPU-{i:08}-0000-0000-0000-000000000000"));
+        assert_eq!(r["model"], "NVIDIA H100 80GB HBM3");
     }
     let host = rows[0]["node"].as_str().unwrap().to_string();
     assert!(rows.iter().all(|r| r["node"] == host.as_str()), "one host");

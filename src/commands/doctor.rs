@@ -383,6 +383,36 @@ pub async fn checks(config: &Config, warnings: &[String], t: Duration) -> Vec<Ch
     all
 }
 
+/// What `:doctor` runs in the console: [`checks`] on the console's runtime (off its UI task),
+/// each as a [`crate::tui::app::DoctorLine`].
+pub fn console_runner(config: Config, warnings: Vec<String>, t: Duration) -> crate::tui::app::DoctorRunner {
+    let config = std::sync::Arc::new(config);
+    let warnings = std::sync::Arc::new(warnings);
+    std::sync::Arc::new(move || {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (config, warnings) = (config.clone(), warnings.clone());
+        tokio::spawn(async move {
+            let lines = checks(&config, &warnings, t)
+                .await
+                .into_iter()
+                .map(|c| crate::tui::app::DoctorLine {
+                    status: c.status.label(),
+                    what: [c.source, c.check.as_str(), c.target.as_str()]
+                        .iter()
+                        .filter(|w| !w.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    detail: c.detail,
+                    fix: c.fix,
+                })
+                .collect();
+            let _ = tx.send(lines);
+        });
+        rx
+    })
+}
+
 /// `gpuplane doctor`.
 pub fn run(output: DoctorOutput, timeout: Duration, config: &Config, warnings: &[String]) -> ExitCode {
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {

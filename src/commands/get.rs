@@ -1,7 +1,9 @@
 //! `gpuplane get RESOURCE -o table|wide|json|csv [--filter F]`: the console's tables, read
-//! once from the same backends, for scripts and tickets. Tables and CSV use the console's
-//! columns (text already sanitised); JSON uses the model's field names.
+//! once from the same backends, for scripts and tickets. Tables use the console's columns (text
+//! already sanitised); JSON and CSV print machine records (`machine.rs`: identity first, the
+//! console's field names, RFC 3339 times, plain numbers); `wide` adds their plain fields.
 
+use super::machine::{self, Record};
 use super::{audit_log, target_cluster};
 use crate::cli::Output;
 use crate::config::Config;
@@ -9,7 +11,6 @@ use crate::tui::theme::Theme;
 use crate::tui::views;
 use crate::tui::widgets::Glyphs;
 use crate::tui::widgets::table::{Cx, Marks, TableExt, TableState};
-use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -125,34 +126,78 @@ pub fn run(
     let shown: Vec<usize> = (0..cols.len())
         .filter(|&i| !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2))
         .collect();
+    // Machine records (identity, the console's columns, the rest; times in RFC 3339): what
+    // JSON and CSV print and what `wide` adds after the columns.
+    let zone = crate::clock::zone();
+    let records: Vec<Record> = if output == Output::Table {
+        Vec::new()
+    } else {
+        st.rows
+            .iter()
+            .map(|&k| {
+                // A column's plain number (`num`) stands in for a field the row's JSON lacks.
+                let mut v = src.json(&cx, k);
+                if let Some(o) = v.as_object_mut() {
+                    for c in cols {
+                        if let Some(num) = c.num {
+                            o.entry(machine::field_of(resource, c)).or_insert_with(|| num(&cx, k).into());
+                        }
+                    }
+                }
+                machine::record(resource, cols, v, &zone)
+            })
+            .collect()
+    };
+    let fields = machine::header(&records);
+    // `wide`: every plain field the columns do not show, after them.
+    let shown_fields: Vec<String> = shown.iter().map(|&i| machine::field_of(resource, &cols[i])).collect();
+    let extra: Vec<&String> = if output == Output::Wide {
+        fields
+            .iter()
+            .filter(|f| !shown_fields.contains(f) && !f.ends_with("_unix"))
+            .filter(|f| {
+                records.iter().all(|r| {
+                    r.0.iter().find(|(k, _)| k == *f).is_none_or(|(_, v)| !v.is_array() && !v.is_object())
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let rows: Vec<Vec<String>> = st
         .rows
         .iter()
-        .map(|&k| {
+        .enumerate()
+        .map(|(n, &k)| {
             let cells = src.cells(&cx, k);
-            shown
+            let mut row: Vec<String> = shown
                 .iter()
-                .map(|&i| match cols[i].num {
-                    // Machine output: the number itself (no currency, %, separators).
-                    Some(num) if output == Output::Csv => num(&cx, k).map(plain).unwrap_or_default(),
-                    _ => cells.get(i).map(|c| c.content.to_string()).unwrap_or_default(),
-                })
-                .collect()
+                .map(|&i| cells.get(i).map(|c| c.content.to_string()).unwrap_or_default())
+                .collect();
+            if let Some(r) = records.get(n) {
+                row.extend(extra.iter().map(|f| {
+                    r.0.iter()
+                        .find(|(k, _)| k == *f)
+                        .map(|(_, v)| crate::sanitize::sanitize(&machine::csv_field(v)).into_owned())
+                        .unwrap_or_default()
+                }));
+            }
+            row
         })
         .collect();
+    let mut names: Vec<String> = shown.iter().map(|&i| cols[i].name.to_string()).collect();
+    names.extend(extra.iter().map(|f| f.to_ascii_uppercase()));
+    let right: Vec<bool> = shown.iter().map(|&i| cols[i].right).chain(extra.iter().map(|_| false)).collect();
     let mut out = std::io::stdout().lock();
     let written = match output {
-        Output::Json => {
-            let v: Vec<Value> = st.rows.iter().map(|&k| src.json(&cx, k)).collect();
-            serde_json::to_writer_pretty(&mut out, &v)
-                .map_err(|e| std::io::Error::new(e.io_error_kind().unwrap_or(std::io::ErrorKind::Other), e))
-                .and_then(|_| writeln!(out))
-        }
+        Output::Json => serde_json::to_writer_pretty(&mut out, &records)
+            .map_err(|e| std::io::Error::new(e.io_error_kind().unwrap_or(std::io::ErrorKind::Other), e))
+            .and_then(|_| writeln!(out)),
         Output::Csv => {
             let mut w = csv::Writer::from_writer(out);
             let r = w
-                .write_record(shown.iter().map(|&i| cols[i].name))
-                .and_then(|_| rows.iter().try_for_each(|r| w.write_record(r)))
+                .write_record(&fields)
+                .and_then(|_| records.iter().try_for_each(|r| w.write_record(machine::csv_row(&fields, r))))
                 .and_then(|_| w.flush().map_err(csv::Error::from));
             r.map_err(|e| match e.into_kind() {
                 csv::ErrorKind::Io(io) => io,
@@ -160,22 +205,22 @@ pub fn run(
             })
         }
         Output::Table | Output::Wide => {
-            let widths: Vec<usize> = shown
+            let widths: Vec<usize> = names
                 .iter()
                 .enumerate()
-                .map(|(n, &i)| {
+                .map(|(n, _)| {
                     rows.iter()
                         .map(|r| unicode_width::UnicodeWidthStr::width(r[n].as_str()))
                         .max()
                         .unwrap_or(0)
-                        .max(cols[i].name.len())
+                        .max(names[n].len())
                 })
                 .collect();
             let line = |cells: Vec<&str>| {
                 let mut l = String::new();
                 for (n, c) in cells.iter().enumerate() {
                     let pad = widths[n].saturating_sub(unicode_width::UnicodeWidthStr::width(*c));
-                    if cols[shown[n]].right {
+                    if right[n] {
                         l.push_str(&" ".repeat(pad));
                         l.push_str(c);
                     } else {
@@ -186,7 +231,7 @@ pub fn run(
                 }
                 l.trim_end().to_string()
             };
-            let mut r = writeln!(out, "{}", line(shown.iter().map(|&i| cols[i].name).collect()));
+            let mut r = writeln!(out, "{}", line(names.iter().map(String::as_str).collect()));
             for row in &rows {
                 if r.is_ok() {
                     r = writeln!(out, "{}", line(row.iter().map(String::as_str).collect()));
@@ -227,16 +272,6 @@ pub fn run(
     }
 }
 
-/// A number for CSV: at most 4 decimals, no trailing zeros, no exponent.
-fn plain(v: f64) -> String {
-    if !v.is_finite() {
-        return String::new();
-    }
-    let s = format!("{:.4}", (v * 1e4).round() / 1e4);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.to_string() }
-}
-
 /// The cost report `get` prints: the current look recorded into the ledger first (so a
 /// scheduler's accounting history is kept), then the window read back from it. Without a
 /// ledger, or when it fails (said on stderr), what was read now.
@@ -255,17 +290,5 @@ fn cost_report(state: &crate::state::ClusterState, window: i64, config: &Config)
             eprintln!("gpuplane: {e}; cost from what was read now");
             crate::cost::report_unavailable(state, window, e.to_string())
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn plain_numbers() {
-        assert_eq!(super::plain(2296.13333), "2296.1333");
-        assert_eq!(super::plain(95.0), "95");
-        assert_eq!(super::plain(0.5), "0.5");
-        assert_eq!(super::plain(-0.00001), "0");
-        assert_eq!(super::plain(f64::NAN), "");
     }
 }

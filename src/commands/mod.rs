@@ -2,8 +2,11 @@
 //! the console, and the audit log's verify/tail.
 
 pub mod acceptance;
+pub mod complete;
 pub mod doctor;
 pub mod get;
+pub mod machine;
+pub mod man;
 pub mod silence;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
@@ -50,22 +53,8 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
             config,
         ),
         Command::Silence { command } => silence::run(command, config),
-        Command::Completions { shell } => {
-            let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "gpuplane", &mut std::io::stdout());
-            ExitCode::SUCCESS
-        }
-        Command::Man => {
-            let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
-            match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("gpuplane: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Command::Completions { shell, list } => complete::run(*shell, *list, config),
+        Command::Man { page, dir } => man::run(page, dir.as_deref()),
     }
 }
 
@@ -426,13 +415,25 @@ pub(crate) struct Prepared {
     /// This operator's open break-glass session from the audit log (started in a console),
     /// which the action runs under.
     pub break_glass: Option<crate::audit::BreakGlass>,
+    /// Acting on a freshly generated simulated cluster: nothing it does persists.
+    pub simulated: bool,
 }
+
+/// What every command-line action on the simulator says after its results.
+pub const SIMULATED_NOTE: &str = "(simulated cluster; nothing persists)";
 
 pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prepared, ExitCode> {
     let fail = |e: &dyn std::fmt::Display, code: u8| {
         eprintln!("gpuplane: {e}");
         ExitCode::from(code)
     };
+    // Refused before the cluster is read or a plan is shown: the audit log needs a reason.
+    if req.reason.trim().is_empty() {
+        return Err(fail(
+            &format!("a reason is required to {} (--reason TEXT); nothing was planned", req.kind.label()),
+            2,
+        ));
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail(&e, 1))?;
     let (state, exec, label) =
         rt.block_on(target_cluster(config)).map_err(|e| fail(&format!("cannot read the cluster: {e}"), 2))?;
@@ -484,7 +485,8 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
         println!("  under break-glass session {} ({})", bg.session, bg.ticket);
     }
     confirm(&plan, req.kind, yes, req.dry_run)?;
-    Ok(Prepared { rt, state, exec, req, plan, break_glass })
+    let simulated = state.is_simulated();
+    Ok(Prepared { rt, state, exec, req, plan, break_glass, simulated })
 }
 
 impl Prepared {
@@ -504,6 +506,9 @@ impl Prepared {
                 crate::sanitize::sanitize(&t.message)
             );
         }));
+        if self.simulated {
+            println!("{SIMULATED_NOTE}");
+        }
         (ops, out)
     }
 }
@@ -526,6 +531,7 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
             if o.dry_run {
                 println!("dry run: nothing was executed (recorded in {})", ops.audit.path.display());
             }
+
             if let Some(w) = o.audit_warning {
                 eprintln!("gpuplane: {w}");
                 return ExitCode::from(3);

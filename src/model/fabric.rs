@@ -1,6 +1,7 @@
 use super::Text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+/// Serialised as its label (`IB`, `RoCE`, `EFA`), as the console shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FabricKind {
     InfiniBand,
     RoCE,
@@ -14,6 +15,12 @@ impl FabricKind {
             Self::RoCE => "RoCE",
             Self::Efa => "EFA",
         }
+    }
+}
+
+impl serde::Serialize for FabricKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
     }
 }
 

@@ -60,8 +60,9 @@ pub struct NodeReason {
     pub at: Epoch,
 }
 
-/// How two devices inside a node are connected, as `nvidia-smi topo -m` prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+/// How two devices inside a node are connected, as `nvidia-smi topo -m` prints it (and
+/// serialised so: `"NV18"`, `"PIX"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LinkKind {
     /// The device itself.
     X,
@@ -77,6 +78,12 @@ pub enum LinkKind {
     Node,
     /// Across the SMP interconnect between NUMA nodes.
     Sys,
+}
+
+impl serde::Serialize for LinkKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.label())
+    }
 }
 
 impl LinkKind {

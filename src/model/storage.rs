@@ -1,6 +1,7 @@
 use super::Text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+/// Serialised as its label (`lustre`, `nvme`, `s3`), as the console shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum StorageKind {
     Lustre,
     Nfs,
@@ -20,6 +21,12 @@ impl StorageKind {
             Self::ObjectStore => "s3",
             Self::Volume => "pvc",
         }
+    }
+}
+
+impl serde::Serialize for StorageKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
     }
 }
 

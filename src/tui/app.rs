@@ -116,6 +116,28 @@ impl BreakGlass {
     }
 }
 
+/// One line of `:doctor`: a check of `gpuplane doctor`, as the console shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DoctorLine {
+    /// `OK`, `WARN` or `FAIL`.
+    pub status: &'static str,
+    /// The source, the check and what was checked (`slurm tcp 10.0.0.5:6820`).
+    pub what: String,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+/// `:doctor`'s report: the checks while they run (none yet), then their lines.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorReport {
+    pub running: bool,
+    pub lines: Vec<DoctorLine>,
+}
+
+/// Starts the checks of `gpuplane doctor` off the UI task; the answer comes on the receiver.
+pub type DoctorRunner =
+    std::sync::Arc<dyn Fn() -> tokio::sync::oneshot::Receiver<Vec<DoctorLine>> + Send + Sync>;
+
 /// UI state: which view, selections, filters, modes. Owned by the UI task only.
 #[derive(Debug)]
 pub struct Ui {
@@ -145,6 +167,8 @@ pub struct Ui {
     /// PgUp/PgDn, and the clamp).
     pub shown: Shown,
     pub quit: bool,
+    /// `:doctor`'s report, shown in the help's pager while it is open (`None`: the help).
+    pub doctor: Option<DoctorReport>,
 }
 
 /// Rows the last frame had for scrollable text, and how many lines it held.
@@ -186,6 +210,7 @@ impl Default for Ui {
             completions: Vec::new(),
             shown: Shown::default(),
             quit: false,
+            doctor: None,
         }
     }
 }
@@ -236,6 +261,10 @@ pub struct App {
     pub kube_ctx: Option<KubeContexts>,
     /// The usage ledger, when one is configured.
     pub ledger: Option<LedgerLink>,
+    /// What `:doctor` runs (set by main with the configuration); `None`: not offered.
+    pub doctor: Option<DoctorRunner>,
+    /// The answer of the checks `:doctor` started, until it comes.
+    doctor_rx: Option<tokio::sync::oneshot::Receiver<Vec<DoctorLine>>>,
 }
 
 /// The kubeconfig's contexts and where a switch request goes.
@@ -287,6 +316,8 @@ impl App {
             armed_plugin: None,
             kube_ctx: None,
             ledger: None,
+            doctor: None,
+            doctor_rx: None,
         }
     }
 
@@ -314,6 +345,7 @@ impl App {
             }
             Msg::Tick => {
                 self.expire_break_glass();
+                self.poll_doctor();
                 true
             }
             Msg::Resize => true,
@@ -419,6 +451,7 @@ impl App {
 
     /// Opens the help at its top, without a search.
     pub fn open_help(&mut self) {
+        self.ui.doctor = None;
         self.ui.help_scroll = 0;
         self.ui.help_query.clear();
         self.ui.help_searching = false;
@@ -567,6 +600,7 @@ impl App {
             "breakglass" | "bg" => self.break_glass_command(&rest),
             "ctx" | "context" => self.context_command(&rest),
             "acceptance" | "nccl" => self.acceptance_command(&rest),
+            "doctor" => self.doctor_command(),
             "theme" => {
                 let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
                 self.theme = theme;
@@ -587,6 +621,42 @@ impl App {
                         Some((format!("unknown command {name:?} (tab completes; :help lists views)"), true))
                 }
             },
+        }
+    }
+
+    /// `:doctor`: the checks of `gpuplane doctor`, run off the UI task; the report opens at
+    /// once (saying they run) and fills in when they answer (polled each second).
+    fn doctor_command(&mut self) {
+        let Some(run) = &self.doctor else {
+            self.ui.message = Some(("doctor is not available here (run `gpuplane doctor`)".into(), true));
+            return;
+        };
+        if self.doctor_rx.is_none() {
+            self.doctor_rx = Some(run());
+        }
+        self.open_help();
+        self.ui.doctor = Some(DoctorReport { running: true, lines: Vec::new() });
+        self.poll_doctor();
+    }
+
+    /// Takes the checks' answer when it has come.
+    fn poll_doctor(&mut self) {
+        let Some(rx) = &mut self.doctor_rx else { return };
+        let lines = match rx.try_recv() {
+            Ok(lines) => lines,
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return,
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => vec![DoctorLine {
+                status: "FAIL",
+                what: "doctor".into(),
+                detail: "the checks stopped without an answer".into(),
+                fix: Some("run `gpuplane doctor` in a shell".into()),
+            }],
+        };
+        self.doctor_rx = None;
+        // Shown if the report is still open (a new `:doctor` runs the checks again).
+        if let Some(d) = &mut self.ui.doctor {
+            d.running = false;
+            d.lines = lines;
         }
     }
 
@@ -992,6 +1062,7 @@ pub const COMMANDS: &[(&[&str], &str, &str)] = &[
     (&["theme"], "NAME", "dark, light, high-contrast, monochrome"),
     (&["breakglass", "bg"], "TICKET [MIN] REASON", "time-boxed elevation, audited (:breakglass end)"),
     (&["ctx", "context"], "[NAME]", "list / switch Kubernetes contexts"),
+    (&["doctor"], "", "check the configuration, as gpuplane doctor (OK / WARN / FAIL, the fix)"),
     (&["acceptance", "nccl"], "[per-node|pairs|all]", "NCCL test on the marked nodes (confirm, audited)"),
 ];
 

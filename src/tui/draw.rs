@@ -499,7 +499,8 @@ fn draw_help(f: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'static>>) {
     f.render_widget(Clear, r);
     let rows = app.ui.shown.help_rows as usize;
     let first = app.ui.help_scroll as usize;
-    let mut title = vec![Span::styled(" help ", t.title)];
+    let name = if app.ui.doctor.is_some() { " doctor " } else { " help " };
+    let mut title = vec![Span::styled(name, t.title)];
     if lines.len() > rows {
         title.push(Span::styled(
             format!("{}-{} of {} ", first + 1, (first + rows).min(lines.len()), lines.len()),

@@ -176,6 +176,9 @@ pub fn search(entries: Vec<Entry>, query: &str) -> Vec<Entry> {
 /// The help's lines as shown: searched with the current query.
 pub fn lines(app: &App) -> Vec<Line<'static>> {
     let t = &app.theme;
+    if let Some(d) = &app.ui.doctor {
+        return doctor_lines(app, d);
+    }
     let shown = search(entries(app), &app.ui.help_query);
     if shown.is_empty() {
         return vec![Line::styled(format!("nothing matches {:?}", safe(&app.ui.help_query)), t.dim)];
@@ -190,6 +193,50 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             }
         })
         .collect()
+}
+
+/// `:doctor`'s report in the pager: one line per check (OK, WARN, FAIL), its fix under it;
+/// the search keeps the checks whose text matches.
+fn doctor_lines(app: &App, d: &crate::tui::app::DoctorReport) -> Vec<Line<'static>> {
+    use crate::sanitize::sanitize;
+    let t = &app.theme;
+    if d.running {
+        return vec![Line::styled("running the checks of gpuplane doctor…", t.dim)];
+    }
+    let q = app.ui.help_query.to_lowercase();
+    let (mut ok, mut warn, mut fail) = (0, 0, 0);
+    let mut out = Vec::new();
+    for c in &d.lines {
+        match c.status {
+            "OK" => ok += 1,
+            "WARN" => warn += 1,
+            _ => fail += 1,
+        }
+        let text = format!("{} {} {}", c.what, c.detail, c.fix.as_deref().unwrap_or("")).to_lowercase();
+        if !q.is_empty() && !text.contains(&q) {
+            continue;
+        }
+        let style = match c.status {
+            "OK" => t.ok,
+            "WARN" => t.warn,
+            _ => t.crit,
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<5}", c.status), style),
+            Span::styled(format!("{} ", sanitize(&c.what)), t.key),
+            Span::styled(sanitize(&c.detail).into_owned(), t.text),
+        ]));
+        if let Some(fix) = &c.fix {
+            out.push(Line::styled(format!("      fix: {}", sanitize(fix)), t.dim));
+        }
+    }
+    let mut head =
+        vec![Line::styled(format!("{ok} OK · {warn} WARN · {fail} FAIL (as `gpuplane doctor`)"), t.title)];
+    if out.is_empty() {
+        head.push(Line::styled(format!("nothing matches {:?}", sanitize(&app.ui.help_query)), t.dim));
+    }
+    head.extend(out);
+    head
 }
 
 #[cfg(test)]

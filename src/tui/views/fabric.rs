@@ -2,7 +2,7 @@
 //! with its busbw trend and drift badges; the suspect nodes ranked by evidence; and every
 //! InfiniBand/RoCE/EFA port with its state, rate, errors and flaps.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, to_json, unpack};
 use super::super::widgets::{safe, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, ViewId};
@@ -206,7 +206,14 @@ impl TableSource for PortsTable {
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
         let (n, p) = unpack(key);
         let node = &cx.s.nodes[n];
-        serde_json::json!({"node": node.name, "port": node.ports[p]})
+        // One flat object per port: its node, then the port's fields (`name` is the port).
+        let mut v = to_json(&node.ports[p]);
+        if let Some(o) = v.as_object_mut()
+            && let Some(name) = o.remove("name")
+        {
+            o.insert("port".into(), name);
+        }
+        crate::tui::widgets::table::with_field("node", node.name.as_str(), v)
     }
 
     fn columns(&self) -> &'static [Column] {

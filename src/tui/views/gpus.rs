@@ -1,7 +1,7 @@
 //! GPUs: a table of every GPU, and the "wall" heatmap of every GPU coloured by utilisation or
 //! temperature.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, to_json, unpack};
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, ViewId, ViewKey};
@@ -209,7 +209,8 @@ impl TableSource for GpusTable {
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
         let (n, g) = unpack(key);
         let node = &cx.s.nodes[n];
-        serde_json::json!({"node": node.name, "gpu": node.gpus[g]})
+        // One flat object per GPU: its node, then the GPU's own fields.
+        crate::tui::widgets::table::with_field("node", node.name.as_str(), to_json(&node.gpus[g]))
     }
 
     fn columns(&self) -> &'static [Column] {

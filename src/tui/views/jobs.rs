@@ -388,6 +388,9 @@ pub fn job_json(cx: &Cx<'_>, j: &Job) -> serde_json::Value {
     if let Some(o) = v.as_object_mut() {
         o.insert("wait_s".into(), wait_s(j, cx.s.now).into());
         o.insert("run_s".into(), j.elapsed(cx.s.now).into());
+        // The console's POS: the final queue position (the backend's, else derived).
+        o.remove("rank");
+        o.insert("position".into(), j.rank.into());
         if let Some(w) = crate::state::explain(cx.s, j, cx.user) {
             o.insert("why".into(), to_json(&w));
         }

@@ -1,7 +1,7 @@
 //! Queues: Slurm partitions and Kueue queues with pending/running counts and wait times, and
 //! "my jobs": where each of the current user's jobs stands and why it waits.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
 use super::super::widgets::{dur, opt, safe, untrusted};
 use super::jobs::{
     est_cell, est_sort, job_field, job_json, job_state_style, job_text, pending_in_queue, wait_s,
@@ -202,7 +202,14 @@ impl TableSource for QueuesTable {
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
         let q = &cx.s.queues[key as usize];
         let stats = cx.s.queue_stats.iter().find(|x| x.name == q.name);
-        serde_json::json!({"queue": q, "stats": stats})
+        // One flat object per queue: its definition, then its statistics (of the same name).
+        let mut v = to_json(q);
+        if let (Some(o), Some(serde_json::Value::Object(st))) = (v.as_object_mut(), stats.map(to_json)) {
+            for (k, x) in st {
+                o.entry(k).or_insert(x);
+            }
+        }
+        v
     }
 
     fn columns(&self) -> &'static [Column] {

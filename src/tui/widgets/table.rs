@@ -227,6 +227,17 @@ pub fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
+/// `v` (an object) with `key: value` added; machine output orders the fields anyway.
+pub fn with_field(key: &str, value: &str, v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(mut o) => {
+            o.insert(key.into(), value.into());
+            serde_json::Value::Object(o)
+        }
+        other => serde_json::json!({ key: value, "value": other }),
+    }
+}
+
 /// What a table view supplies: its columns, its rows and how to show, search and sort them.
 pub trait TableSource: Sync {
     /// Its name in `gpuplane get` (`nodes`, `fabric-nodes`).

@@ -1,0 +1,90 @@
+//! `gpuplane completions SHELL`: shell completion scripts from the command line's definition
+//! (clap_complete), in which --view, --theme, --keymap and --context complete to names, not
+//! file names. The flags accept any value when parsing (a theme file of one's own); the names
+//! are possible values of the command the script is generated from only.
+
+use crate::cli::Names;
+use crate::config::Config;
+use clap_complete::Shell;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// The names of one kind, sorted, without duplicates.
+pub fn names(kind: Names, config: &Config) -> Vec<String> {
+    let mut v: Vec<String> = match kind {
+        // Canonical names (`:nodes`); the aliases are accepted but not offered.
+        Names::Views => crate::tui::views::VIEWS.iter().map(|v| v.id().0.to_string()).collect(),
+        Names::Themes => data_names(crate::tui::theme::EMBEDDED, "themes", config),
+        Names::Keymaps => data_names(crate::tui::keymap::EMBEDDED, "keymaps", config),
+        Names::Contexts => crate::backend::kube::contexts(&config.kube.clone().unwrap_or_default()),
+    };
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The built-in data files' names and the `.toml` files in `<config>/<dir>/`.
+fn data_names(embedded: &[(&str, &str)], dir: &str, config: &Config) -> Vec<String> {
+    let mut v: Vec<String> = embedded.iter().map(|(n, _)| n.to_string()).collect();
+    if let Some(d) = &config.config_dir
+        && let Ok(rd) = std::fs::read_dir(d.join(dir))
+    {
+        v.extend(rd.flatten().filter_map(|e| {
+            let p = e.path();
+            (p.extension()? == "toml").then(|| p.file_stem()?.to_str().map(String::from))?
+        }));
+    }
+    v
+}
+
+/// The flags that complete to names, and their kind.
+const NAMED: &[(&str, Names)] = &[
+    ("view", Names::Views),
+    ("theme", Names::Themes),
+    ("keymap", Names::Keymaps),
+    ("context", Names::Contexts),
+];
+
+/// The command the script for `shell` is generated from: the flags of [`NAMED`] with their
+/// names as possible values. For bash, contexts are one word, a command substitution that its
+/// `compgen -W` expands at each completion, so a new kubeconfig context completes at once.
+pub fn completion_command(shell: Shell, config: &Config) -> clap::Command {
+    crate::cli::command_with(|mut cmd| {
+        for &(id, kind) in NAMED {
+            if !cmd.get_arguments().any(|a| a.get_id() == id) {
+                continue;
+            }
+            let values: Vec<String> = match (shell, kind) {
+                (Shell::Bash, Names::Contexts) => {
+                    vec!["$(gpuplane completions --list contexts 2>/dev/null)".into()]
+                }
+                _ => names(kind, config),
+            };
+            if values.is_empty() {
+                continue;
+            }
+            cmd = cmd.mut_arg(id, |a| a.value_parser(clap::builder::PossibleValuesParser::new(values)));
+        }
+        cmd
+    })
+}
+
+pub fn run(shell: Option<Shell>, list: Option<Names>, config: &Config) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let written = match (shell, list) {
+        (_, Some(kind)) => names(kind, config).iter().try_for_each(|n| writeln!(out, "{n}")),
+        (Some(shell), None) => {
+            let mut cmd = completion_command(shell, config);
+            clap_complete::generate(shell, &mut cmd, "gpuplane", &mut out);
+            Ok(())
+        }
+        (None, None) => Ok(()),
+    };
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
