@@ -124,6 +124,7 @@ struct FileConfig {
     acceptance: crate::acceptance::config::AcceptanceSection,
     ledger: LedgerSection,
     efficiency: crate::cost::eff::Rules,
+    limits: crate::ops::guard::GuardConfig,
 }
 
 /// `[ledger]`: the usage ledger (cost windows from what was recorded).
@@ -189,6 +190,9 @@ pub struct Config {
     pub ledger_dir: Option<PathBuf>,
     /// Days the ledger keeps (0: everything).
     pub ledger_retention_days: u32,
+    /// Blast-radius limits (`[limits]`): nodes out of service, drains an hour, per cluster and
+    /// pool.
+    pub limits: crate::ops::guard::GuardConfig,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -289,6 +293,7 @@ impl Config {
         );
         let kube = if slurm.is_some() { None } else { kube_config(cli, file.kube.as_ref(), &mut warnings) };
         let acceptance = crate::acceptance::AcceptanceConfig::resolve(&file.acceptance, &mut warnings);
+        warnings.extend(file.limits.problems());
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -335,6 +340,7 @@ impl Config {
                 None
             },
             ledger_retention_days: file.ledger.retention_days.unwrap_or(400),
+            limits: file.limits,
         };
         (config, warnings)
     }

@@ -105,6 +105,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
         app.readonly = config.readonly;
         app.break_glass_limits = (config.break_glass_default_min, config.break_glass_max_min);
+        app.limits = config.limits.clone();
         // Acceptance runs the console launches are followed, judged and recorded by the ops task.
         let acceptance = Some(gpuplane::ops::AcceptanceSetup::new(
             gpuplane::commands::acceptance::store(&config),

@@ -1154,6 +1154,38 @@ fn job_times_carry_the_zone() {
     assert!(submitted.contains(" UTC ("), "{submitted}");
 }
 
+/// Past a blast-radius limit the console refuses the action and names the limit; under
+/// break-glass the confirmation shows the limit it goes past and the action is sent.
+#[test]
+fn an_action_past_a_blast_radius_limit_needs_break_glass() {
+    use gpuplane::ops::OpMsg;
+    let mut a = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    a.wall_now = 1_000_000;
+    a.limits = toml::from_str("max_out_nodes = 0").unwrap();
+    typed(&mut a, ":nodes state=alloc\rc");
+    assert!(matches!(a.ui.mode, Mode::Normal), "no confirmation past the limit");
+    let (m, err) = a.ui.message.clone().expect("a refusal");
+    assert!(err && m.contains("at most 0 node(s) out of service") && m.contains("start break-glass"), "{m}");
+    assert!(rx.try_recv().is_err(), "nothing sent");
+
+    typed(&mut a, "\x1b:breakglass INC-42 30 GPU node on fire\r");
+    let _ = rx.try_recv();
+    typed(&mut a, ":nodes state=alloc\rc");
+    let Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    assert_eq!(c.plan.exceeded().len(), 1);
+    assert!(render(&mut a, 120, 30).contains("PAST 1 BLAST-RADIUS LIMIT"));
+    typed(&mut a, "reason\r");
+    match rx.try_recv() {
+        Ok(OpMsg::Run(job)) => {
+            assert!(job.break_glass.is_some());
+            assert_eq!(job.plan.exceeded()[0].limit, "max_out_nodes");
+        }
+        other => panic!("expected the cordon: {other:?}"),
+    }
+}
+
 /// `:doctor` starts the checks through its runner (off the UI task: the console keeps
 /// answering while they run), then shows each check with its status and fix in a pager that
 /// scrolls and searches like the help.

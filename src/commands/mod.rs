@@ -455,6 +455,9 @@ pub(crate) struct Prepared {
     pub exec: Box<dyn Executor>,
     pub req: OpRequest,
     pub plan: ops::Plan,
+    /// This operator's open break-glass session from the audit log (started in a console),
+    /// which the action runs under.
+    pub break_glass: Option<crate::audit::BreakGlass>,
     /// Acting on a freshly generated simulated cluster: nothing it does persists.
     pub simulated: bool,
 }
@@ -488,14 +491,45 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
     };
     // The command plans with the executor's planning side, then runs the plan through the
     // same executor: one per command, as one per console.
-    let plan = ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    let mut plan =
+        ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
+    // Blast radius: the limits, the drains of the last hour and this operator's break-glass
+    // session, all from the audit log every console writes.
+    let limits = config.limits.for_cluster(&state.cluster);
+    let records = match ops::guard::takes_out(req.kind)
+        .then(|| audit_log(config).tail(ops::guard::RATE_RECORDS))
+    {
+        None => Vec::new(),
+        Some(Ok(r)) => r,
+        // Fail closed when the count of drains needs the log; otherwise the intent record,
+        // which cannot be written either, refuses the action.
+        Some(Err(e)) if limits.has_rate() => {
+            return Err(fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2));
+        }
+        Some(Err(_)) => Vec::new(),
+    };
+    let now = jiff::Timestamp::now().as_second();
+    let me = crate::audit::os_user();
+    let break_glass = crate::audit::open_sessions(&records)
+        .into_iter()
+        .rev()
+        .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
+        .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
+    let recent = ops::guard::drains_in_window(&records, &state.cluster, now);
+    let guarded = ops::guard_plan(&mut plan, &state, &limits, &recent, break_glass.is_some());
     println!("cluster {label}");
     for l in plan.lines() {
         println!("  {l}");
     }
+    if let Err(e) = guarded {
+        return Err(fail(&e, 2));
+    }
+    if let Some(bg) = &break_glass {
+        println!("  under break-glass session {} ({})", bg.session, bg.ticket);
+    }
     confirm(&plan, req.kind, yes, req.dry_run)?;
     let simulated = state.is_simulated();
-    Ok(Prepared { rt, state, exec, req, plan, simulated })
+    Ok(Prepared { rt, state, exec, req, plan, break_glass, simulated })
 }
 
 impl Prepared {
@@ -505,7 +539,7 @@ impl Prepared {
             audit: audit_log(config),
             readonly: config.readonly,
             cluster: self.state.cluster.to_string(),
-            break_glass: None,
+            break_glass: self.break_glass.clone(),
         };
         let out = self.rt.block_on(ops.run(&self.req, &self.plan, self.exec.as_mut(), |t| {
             println!(

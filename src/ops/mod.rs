@@ -2,6 +2,7 @@
 //! plan shown for confirmation → audit intent (fail closed) → execute through the owning
 //! backend → audit outcome → result. The TUI and the subcommands both take this road.
 
+pub mod guard;
 mod kube;
 mod sim;
 mod slurm;
@@ -80,6 +81,9 @@ pub struct Affected {
     /// The job's own size: all its GPUs and nodes, wherever they are.
     pub job_gpus: u32,
     pub job_nodes: u32,
+    /// What the action does to it, as the backend does it (`waited for, ends ~Dec 03 04:00
+    /// UTC`; `its pods evicted …`); empty when there is nothing to add.
+    pub fate: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +121,18 @@ pub struct Plan {
     /// What the operator must type to confirm (the target's name, or the count); `None` when
     /// a plain yes is enough.
     pub confirm_word: Option<String>,
+    /// The blast-radius limits it was checked against, and those it goes past (see
+    /// [`guard_plan`]); `None` when it was not checked.
+    pub guard: Option<Box<Guarded>>,
+}
+
+/// A plan's blast-radius check: the limits, each target's pool, and the limits it goes past.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guarded {
+    pub guard: guard::Guard,
+    /// Target → pool, to count drains per pool again when the plan runs.
+    pub pools: BTreeMap<String, String>,
+    pub exceeded: Vec<guard::Exceeded>,
 }
 
 /// A job the plan touches, counted once however many of its nodes are targets.
@@ -134,6 +150,11 @@ pub struct JobTouched {
 }
 
 impl Plan {
+    /// The blast-radius limits the plan goes past (it runs only under break-glass).
+    pub fn exceeded(&self) -> &[guard::Exceeded] {
+        self.guard.as_deref().map_or(&[], |g| g.exceeded.as_slice())
+    }
+
     pub fn affected_gpus(&self) -> u32 {
         self.steps.iter().flat_map(|s| &s.affected).map(|a| a.gpus).sum()
     }
@@ -170,6 +191,18 @@ impl Plan {
                 many.len()
             )),
         }
+    }
+
+    /// The blast-radius limits the plan goes past, one line each, first the one saying what
+    /// that means.
+    pub fn limit_lines(&self) -> Vec<String> {
+        let ex = self.exceeded();
+        if ex.is_empty() {
+            return Vec::new();
+        }
+        let mut out = vec![format!("PAST {} BLAST-RADIUS LIMIT(S): runs only under break-glass", ex.len())];
+        out.extend(ex.iter().map(|e| format!("    {e}")));
+        out
     }
 
     /// The last line: how many targets, and the jobs and GPUs they touch, each job once.
@@ -216,7 +249,8 @@ impl Plan {
                 s.call
             ));
             for a in &s.affected {
-                out.push(format!("    job {} {} ({}), {} GPUs", a.job, a.name, a.user, a.gpus));
+                let fate = if a.fate.is_empty() { String::new() } else { format!(" — {}", a.fate) };
+                out.push(format!("    job {} {} ({}), {} GPUs{fate}", a.job, a.name, a.user, a.gpus));
             }
         }
         if self.steps.len() > 1 {
@@ -243,6 +277,7 @@ impl Plan {
     /// summary last.
     pub fn lines(&self) -> Vec<String> {
         let mut out: Vec<String> = self.refused_line().into_iter().collect();
+        out.extend(self.limit_lines());
         out.extend(self.body());
         out.push(self.summary());
         out
@@ -265,6 +300,9 @@ pub enum OpError {
     Preflight { backend: String, action: &'static str, error: ActionError },
     #[error("refused: the audit record could not be written ({0}); nothing was sent")]
     AuditFailed(String),
+    /// Past the blast-radius limits without break-glass: nothing was sent.
+    #[error("refused: past the blast-radius limits: {}; start break-glass to go past them (nothing was sent)", .0.join("; "))]
+    Limits(Vec<String>),
     #[error("confirmation does not match: type {0:?}")]
     NotConfirmed(String),
 }
@@ -444,7 +482,7 @@ fn plan_acceptance(
         });
     }
     let confirm_word = (steps.len() > 1).then(|| steps.len().to_string());
-    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word })
+    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word, guard: None })
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
@@ -531,7 +569,7 @@ pub fn plan_batch_as(
     } else {
         None
     };
-    Ok(Plan { kind: req.kind, steps, refused, confirm_word })
+    Ok(Plan { kind: req.kind, steps, refused, confirm_word, guard: None })
 }
 
 /// One target's preflight: the jobs it affects, or why it is refused.
@@ -563,6 +601,7 @@ fn plan_target(
             gpus: j.gpus,
             job_gpus: j.gpus,
             job_nodes: j.nodes.len() as u32,
+            fate: String::new(),
         }]);
     }
     let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
@@ -599,9 +638,44 @@ fn plan_target(
                 gpus,
                 job_gpus: j.gpus.max(gpus),
                 job_nodes: (j.nodes.len() as u32).max(1),
+                fate: fate(planner.backend(), j, s.now),
             })
         })
         .collect())
+}
+
+/// What a drain does to a running job, per scheduler: Slurm waits for it (until its end, as
+/// far as it is known), Kubernetes evicts its pods (PodDisruptionBudgets may hold them).
+pub(crate) fn fate(backend: &str, j: &crate::model::Job, now: crate::model::Epoch) -> String {
+    match backend {
+        "slurm" => match j.end.filter(|e| *e > 0) {
+            Some(e) => format!("waited for, ends ~{}", crate::clock::clock_rel(now, e)),
+            None => "waited for (no end time known)".into(),
+        },
+        "kube" => "its pods evicted (a PodDisruptionBudget may hold an eviction; retried)".into(),
+        _ => String::new(),
+    }
+}
+
+/// Checks the plan against the blast-radius limits (`recent_drains`: the nodes drained in the
+/// last hour, from the audit log, see [`guard::drains_in_window`]) and records what it goes
+/// past in it. Past a limit, it is refused unless `elevated` (break-glass), and then the plan
+/// still shows the limits and the audit record names them.
+pub fn guard_plan(
+    plan: &mut Plan,
+    s: &ClusterState,
+    limits: &guard::Guard,
+    recent_drains: &[String],
+    elevated: bool,
+) -> Result<(), OpError> {
+    let targets: Vec<String> = plan.steps.iter().map(|st| st.target.clone()).collect();
+    let exceeded = guard::check(plan.kind, &targets, s, limits, recent_drains);
+    let pools = targets.iter().filter_map(|t| Some((t.clone(), s.node(t)?.pool.to_string()))).collect();
+    plan.guard = Some(Box::new(Guarded { guard: limits.clone(), pools, exceeded }));
+    match plan.exceeded() {
+        ex if !ex.is_empty() && !elevated => Err(OpError::Limits(ex.iter().map(|e| e.to_string()).collect())),
+        _ => Ok(()),
+    }
 }
 
 /// The audit side of the road.
@@ -616,6 +690,29 @@ pub struct Ops {
 }
 
 impl Ops {
+    /// The blast-radius check again as the plan runs (fail closed): a plan past a limit runs
+    /// only under break-glass, and the drains of the last hour are counted again from the audit
+    /// log, so a drain another console sent since the plan was shown counts too.
+    async fn guard_at_run(&self, req: &OpRequest, plan: &Plan) -> Result<(), OpError> {
+        let Some(g) = plan.guard.as_deref() else { return Ok(()) };
+        if self.break_glass.is_some() {
+            return Ok(());
+        }
+        let mut ex: Vec<String> = g.exceeded.iter().map(|e| e.to_string()).collect();
+        if ex.is_empty() && req.kind == ActionKind::Drain && !req.dry_run && g.guard.has_rate() {
+            let records = self
+                .audit
+                .tail_async(guard::RATE_RECORDS)
+                .await
+                .map_err(|e| OpError::AuditFailed(format!("cannot count the last hour's drains: {e}")))?;
+            let recent = guard::drains_in_window(&records, &self.cluster, jiff::Timestamp::now().as_second());
+            let targets: Vec<String> = plan.steps.iter().map(|s| s.target.clone()).collect();
+            let rate = guard::rate(&g.guard, &self.cluster, &targets, &recent, |t| g.pools.get(t).cloned());
+            ex.extend(rate.iter().map(|e| e.to_string()));
+        }
+        if ex.is_empty() { Ok(()) } else { Err(OpError::Limits(ex)) }
+    }
+
     /// Runs a confirmed plan: audit intent, execute each step, audit outcome. `progress` is
     /// told about each target as it finishes.
     pub async fn run(
@@ -631,6 +728,7 @@ impl Ops {
         if req.reason.trim().is_empty() {
             return Err(OpError::NoReason);
         }
+        self.guard_at_run(req, plan).await?;
         let op_id = uuid::Uuid::new_v4().to_string();
         let mut params = BTreeMap::new();
         params.insert("backend".to_string(), exec.backend().to_string());
@@ -664,6 +762,14 @@ impl Ops {
                 }
                 Some(_) => {}
             }
+        }
+        if !plan.exceeded().is_empty() {
+            // Gone past under break-glass: the record names every limit.
+            let ex: Vec<String> = plan.exceeded().iter().map(|e| e.to_string()).collect();
+            let names: Vec<String> =
+                plan.exceeded().iter().map(|e| format!("{} {}", e.scope, e.limit)).collect();
+            entry.params.insert("limits_exceeded".to_string(), names.join(", "));
+            entry.params.insert("limits_detail".to_string(), ex.join("; "));
         }
         if let ActionKind::Acceptance(mode) = req.kind {
             entry.params.insert("mode".to_string(), mode.label().to_string());

@@ -87,7 +87,7 @@ async fn read_only_mode_blocks_every_action() {
         let r = req(kind, &[target]);
         assert!(matches!(plan(&r, &s, &*exec.planner(), true), Err(OpError::ReadOnly(_))));
         // even a plan made elsewhere does not run
-        let p = Plan { kind, steps: vec![], refused: vec![], confirm_word: None };
+        let p = Plan { kind, steps: vec![], refused: vec![], confirm_word: None, guard: None };
         assert!(matches!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::ReadOnly(_))));
     }
     assert!(ops.audit.read_all().unwrap().is_empty());
@@ -401,4 +401,80 @@ async fn a_partial_batch_runs_only_what_was_planned_and_the_audit_names_the_refu
     let recs = ops.audit.read_all().unwrap();
     assert_eq!(recs[0].targets, vec![fine.clone()]);
     assert_eq!(recs[0].params.get("refused").map(String::as_str), Some("node no-such-node does not exist"));
+}
+
+/// Past a blast-radius limit: refused at preflight and again when run, nothing sent and
+/// nothing recorded; under break-glass it runs, and the plan and the record name the limit.
+#[tokio::test]
+async fn a_plan_past_a_limit_needs_break_glass_and_the_record_names_it() {
+    let (_d, ops, mut exec, s) = setup();
+    let node = busy_node(&s);
+    let r = req(ActionKind::Drain, &[&node]);
+    let g = guard::Guard { max_out_nodes: Some(0), ..guard::Guard::default() };
+    let mut p = plan(&r, &s, &*exec.planner(), false).unwrap();
+    let e = guard_plan(&mut p, &s, &g, &[], false).unwrap_err();
+    assert!(matches!(&e, OpError::Limits(l) if l[0].contains("max") || l[0].contains("at most")), "{e}");
+    assert!(e.to_string().contains("start break-glass"), "{e}");
+    // A plan carrying the exceeded limit does not run without break-glass.
+    let e = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap_err();
+    assert!(matches!(e, OpError::Limits(_)), "{e}");
+    assert!(ops.audit.read_all().unwrap().is_empty(), "nothing recorded, nothing sent");
+    assert!(p.lines().iter().any(|l| l.contains("PAST 1 BLAST-RADIUS LIMIT")), "{:?}", p.lines());
+
+    // Under break-glass.
+    let mut p = plan(&r, &s, &*exec.planner(), false).unwrap();
+    guard_plan(&mut p, &s, &g, &[], true).unwrap();
+    assert_eq!(p.exceeded().len(), 1);
+    let bg = Ops {
+        break_glass: Some(crate::audit::BreakGlass { session: "bg-1".into(), ticket: "INC-9".into() }),
+        ..ops.clone()
+    };
+    let out = bg.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    assert!(out.results[0].ok, "{out:?}");
+    let recs = ops.audit.read_all().unwrap();
+    assert_eq!(recs.len(), 2);
+    for rec in &recs {
+        assert!(rec.params["limits_exceeded"].ends_with("max_out_nodes"), "{:?}", rec.params);
+        assert_eq!(rec.break_glass.as_deref(), Some("bg-1"));
+    }
+}
+
+/// The drains of the last hour are counted again from the audit log when the plan runs: a
+/// drain sent by another console after the plan was shown counts.
+#[tokio::test]
+async fn drains_per_hour_are_counted_again_from_the_log_at_run_time() {
+    let (_d, ops, mut exec, s) = setup();
+    let mut idle = s.nodes.iter().filter(|n| n.state.schedulable()).map(|n| n.name.to_string());
+    let (a, b) = (idle.next().unwrap(), idle.next().unwrap());
+    let g =
+        guard::Guard { max_drains_per_hour: Some(1), keep_last_healthy: Some(false), ..Default::default() };
+    let ra = req(ActionKind::Drain, &[&a]);
+    let rb = req(ActionKind::Drain, &[&b]);
+    let mut pa = plan(&ra, &s, &*exec.planner(), false).unwrap();
+    guard_plan(&mut pa, &s, &g, &[], false).unwrap();
+    let mut pb = plan(&rb, &s, &*exec.planner(), false).unwrap();
+    guard_plan(&mut pb, &s, &g, &[], false).unwrap();
+    // Both were within the limit when planned; the first runs, the second is refused.
+    ops.run(&ra, &pa, &mut exec, |_| {}).await.unwrap();
+    let e = ops.run(&rb, &pb, &mut exec, |_| {}).await.unwrap_err();
+    assert!(e.to_string().contains("1 in the last hour + 1 now = 2 (1 over)"), "{e}");
+    assert_eq!(ops.audit.read_all().unwrap().len(), 2, "only the first drain is recorded");
+}
+
+/// What a drain does to a running job, as each scheduler does it.
+#[test]
+fn a_drain_says_what_happens_to_each_job_per_scheduler() {
+    crate::clock::pin_zone(Some(jiff::tz::TimeZone::UTC));
+    let s = state_after(crate::backend::sim::SimConfig::default(), 5);
+    let mut j = s.jobs.iter().find(|j| j.state == JobState::Running).unwrap().clone();
+    let now = 1_000_000_000;
+    j.end = Some(now + 5 * 3600);
+    let f = fate("slurm", &j, now);
+    assert!(f.starts_with("waited for, ends ~") && f.contains("UTC") && f.ends_with("(in 5h00m)"), "{f}");
+    j.end = None;
+    assert_eq!(fate("slurm", &j, now), "waited for (no end time known)");
+    assert!(
+        fate("kube", &j, now).contains("evicted") && fate("kube", &j, now).contains("PodDisruptionBudget")
+    );
+    assert_eq!(fate("sim", &j, now), "");
 }

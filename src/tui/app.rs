@@ -266,6 +266,8 @@ pub struct App {
     pub focus_tx: Option<tokio::sync::watch::Sender<Option<crate::model::protocol::Focus>>>,
     /// Break-glass session length when none is given, and the longest allowed (minutes).
     pub break_glass_limits: (i64, i64),
+    /// Blast-radius limits checked at preflight (`[limits]`).
+    pub limits: crate::ops::guard::GuardConfig,
     /// User aliases and hotkeys.
     pub user_commands: super::usercmd::UserCommands,
     pub plugins: Vec<crate::tui::plugins::Plugin>,
@@ -332,6 +334,7 @@ impl App {
             refresh_now: Vec::new(),
             focus_tx: None,
             break_glass_limits: (30, BREAK_GLASS_MAX_MIN),
+            limits: Default::default(),
             user_commands: Default::default(),
             plugins: Vec::new(),
             pending_plugin: None,
@@ -1454,7 +1457,13 @@ impl App {
         // action) and its ack's ticket prefills the ticket.
         let (reason, ticket) = if marked { Default::default() } else { self.incident_prefill(kind) };
         // A batch runs on the targets the preflight accepts; the refused ones are listed.
-        match ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated) {
+        // Blast radius: the drains of the last hour from the audit records the ops task last
+        // read (the ops task counts again from the log itself before it sends).
+        let recent = ops::guard::drains_in_window(&self.audit, &self.state().cluster, self.wall_now);
+        let limits = self.limits.for_cluster(&self.state().cluster);
+        let planned = ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated)
+            .and_then(|mut p| ops::guard_plan(&mut p, self.state(), &limits, &recent, elevated).map(|()| p));
+        match planned {
             Ok(plan) => {
                 self.ui.mode = Mode::Confirm(Box::new(Confirm {
                     req,

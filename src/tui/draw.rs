@@ -85,6 +85,10 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
     if let Some(l) = c.plan.refused_line() {
         top.push(Line::styled(safe(&l).into_owned(), t.warn));
     }
+    // Past a blast-radius limit under break-glass: every limit, in the alarm colour.
+    for l in c.plan.limit_lines() {
+        top.push(Line::styled(safe(&l).into_owned(), t.crit));
+    }
     if let Some(n) = &c.note {
         top.push(Line::styled(safe(n).into_owned(), t.info));
     }

@@ -1,0 +1,160 @@
+//! Blast-radius limits against the real Slurm 24.11: a drain past a limit is refused without
+//! break-glass and no write reaches slurmrestd — every request the command sends goes through a
+//! counting proxy in front of slurmrestd, which sees reads only, and the node stays as it was.
+//! Under break-glass the same drain is sent, and its audit records name the limit.
+//!
+//! Behind the `live` feature: it needs GPUPLANE_TEST_SLURM24_* (scripts/test) and fails
+//! without them.
+#![cfg(feature = "live")]
+
+mod common;
+mod slurm_support;
+
+use gpuplane::audit::{AuditLog, BREAK_GLASS_START, Entry, Phase};
+use gpuplane::model::NodeState;
+use slurm_support::{read, slurm24};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A TCP proxy in front of `upstream` (`host:port`) that records the request line
+/// (`POST /slurm/v0.0.42/node/n1 HTTP/1.1`) of every HTTP/1 request passing through it.
+async fn counting_proxy(upstream: String) -> (String, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = l.accept().await {
+            let up = TcpStream::connect(&upstream).await.unwrap();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let (mut cr, mut cw) = client.into_split();
+                let (mut ur, mut uw) = up.into_split();
+                let down = tokio::spawn(async move { tokio::io::copy(&mut ur, &mut cw).await });
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut carry = String::new();
+                loop {
+                    let n = match cr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    carry.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    while let Some(i) = carry.find("\r\n") {
+                        let line: String = carry.drain(..i + 2).collect();
+                        let first = line.split(' ').next().unwrap_or("");
+                        if ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"].contains(&first)
+                            && line.trim_end().ends_with("HTTP/1.1")
+                        {
+                            log.lock().unwrap().push(line.trim_end().to_string());
+                        }
+                    }
+                    if uw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = uw.shutdown().await;
+                let _ = down.await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn writes(seen: &Mutex<Vec<String>>) -> Vec<String> {
+    seen.lock().unwrap().iter().filter(|l| !l.starts_with("GET ")).cloned().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_a_drain_past_the_limit_sends_nothing_without_break_glass() {
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node = s.nodes.iter().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let out_now = s.nodes.iter().filter(|n| !n.state.schedulable()).count();
+    let upstream = c.url.trim_start_matches("http://").trim_end_matches('/').to_string();
+    let (proxy, seen) = counting_proxy(upstream).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    // As many out of service as there are now: one more is one over.
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, format!("[limits]\nmax_out_nodes = {out_now}\nkeep_last_healthy = false\n"))
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--slurm", &proxy, "--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_CONFIG", &cfg)
+            .env("SLURM_JWT", &c.admin_jwt)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let drain = ["drain", node.as_str(), "--reason", "gpuplane guard test", "--ticket", "GUARD-1"];
+    let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
+    assert_eq!(rc, Some(2), "{out}{err}");
+    assert!(err.contains("blast-radius limits") && err.contains("(1 over)"), "{err}");
+    assert!(err.contains("start break-glass"), "{err}");
+    let sent = seen.lock().unwrap().clone();
+    assert!(!sent.is_empty(), "the command read the cluster through the proxy");
+    assert_eq!(writes(&seen), Vec::<String>::new(), "no write reached slurmrestd");
+    let sc = c.cli(&["scontrol", "-o", "show", "node", &node]);
+    assert!(!sc.contains("DRAIN"), "the node is unchanged: {sc}");
+    assert!(AuditLog::new(log.clone()).read_all().unwrap_or_default().is_empty(), "nothing recorded");
+
+    // Under this operator's break-glass session (started in a console: a start record in the
+    // same log), the drain is sent and both records name the limit.
+    let audit = AuditLog::new(log.clone());
+    let until = jiff::Timestamp::now().as_second() + 600;
+    let mut params = BTreeMap::new();
+    params.insert("until".to_string(), until.to_string());
+    params.insert("minutes".to_string(), "10".to_string());
+    audit
+        .append(
+            Phase::Event,
+            &Entry {
+                cluster: s.cluster.to_string(),
+                action: BREAK_GLASS_START.into(),
+                reason: Some("guard test".into()),
+                ticket: Some("INC-77".into()),
+                params,
+                break_glass: Some("bg-guard".into()),
+                op_id: "bg-guard".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert!(
+        out.contains("PAST 1 BLAST-RADIUS LIMIT") && out.contains("under break-glass session bg-guard"),
+        "{out}"
+    );
+    let w = writes(&seen);
+    assert!(w.iter().any(|l| l.starts_with("POST ") && l.contains(&format!("/node/{node}"))), "{w:?}");
+    assert!(c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
+    let recs = audit.read_all().unwrap();
+    let drains: Vec<_> = recs.iter().filter(|r| r.action == "drain").collect();
+    assert_eq!(drains.len(), 2, "{recs:?}");
+    for r in drains {
+        assert!(r.params["limits_exceeded"].contains("max_out_nodes"), "{:?}", r.params);
+        assert_eq!(r.break_glass.as_deref(), Some("bg-guard"));
+    }
+
+    // Back in service (resume is never limited), and wait until Slurm has applied it.
+    let (rc, out, err) = tokio::task::block_in_place(|| run(&["resume", &node, "--reason", "done"]));
+    assert_eq!(rc, Some(0), "{out}{err}");
+    for _ in 0..40 {
+        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} still drained after resume");
+}
