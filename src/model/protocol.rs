@@ -13,6 +13,9 @@ pub const HISTORY_LEN: usize = 120;
 /// How a data source is doing, shown in the header.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SourceStatus {
+    /// The configured cluster the source serves; empty in a single-cluster console.
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     /// Short name shown in the header: `sim`, `slurm`, `prom`, `kube`, `nvml`.
     pub name: Text,
     /// The data is made up (the built-in simulator).
@@ -133,6 +136,9 @@ pub enum Update {
     History(Box<FocusHistory>),
     /// Every alert and silence an alert manager reports (replaces what it reported before).
     Alerts(Box<super::alert::AlertSnapshot>),
+    /// An update from one configured cluster's source (a fleet console): what it carries
+    /// belongs to `cluster` and replaces only that cluster's objects.
+    Cluster { cluster: Text, update: Box<Update> },
 }
 
 /// What the detail pane is showing, so a history source can fetch just that.

@@ -100,6 +100,7 @@ fn a_source_error_keeps_the_last_success_and_becomes_an_incident() {
     let mut s = crate::testing::state_after(SimConfig::default(), 2);
     let ok_at = s.sources[0].ok_at;
     s.apply(Update::Status(SourceStatus {
+cluster: Default::default(),
         name: s.sources[0].name.clone(),
         simulated: true,
         ok_at: None,
@@ -141,6 +142,7 @@ fn a_scheduler_listing_keeps_telemetry_from_other_sources() {
 fn quiet_state() -> ClusterState {
     let mut s = crate::testing::state_after(SimConfig::default(), 3);
     s.apply(Update::Status(SourceStatus {
+cluster: Default::default(),
         name: "slurm".into(),
         simulated: false,
         ok_at: Some(s.now),
@@ -160,6 +162,7 @@ fn a_poll_that_found_nothing_new_changes_nothing() {
     let delta = Delta { source: "slurm".into(), at: at + 1, ..Delta::default() };
     assert!(!s.apply(Update::Delta(Box::new(delta))), "empty delta");
     let again = SourceStatus {
+cluster: Default::default(),
         name: "slurm".into(),
         simulated: false,
         ok_at: Some(at + 1),

@@ -92,7 +92,8 @@ fn ahead<'a>(s: &'a ClusterState, j: &Job) -> Vec<&'a Job> {
     let mut v: Vec<&Job> = s
         .active
         .keys()
-        .filter_map(|&id| s.job(id))
+        .filter(|(c, _)| *c == j.cluster)
+        .filter_map(|(c, id)| s.job_in(c, *id))
         .filter(|o| o.state == JobState::Pending && o.queue == j.queue && o.rank.is_some_and(|r| r < rank))
         .collect();
     v.sort_by_key(|o| (o.rank, o.id));
@@ -117,7 +118,7 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
     let gpn = queue.and_then(gpus_per_node);
     let team = crate::sanitize::sanitize(&j.account);
     let whose = if j.user == viewer { "your team".to_string() } else { format!("team {team}") };
-    let quota = s.quotas.iter().find(|q| q.team == j.account);
+    let quota = s.quotas.iter().find(|q| q.team == j.account && q.cluster == j.cluster);
     let (down, total) = queue_out_of_service(s, &j.queue);
     let qname = crate::sanitize::sanitize(&j.queue);
     let mut w = Wait::default();
@@ -125,7 +126,7 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
     // The causes.
     if matches!(reason, "ReqNodeNotAvail" | "NodeDown") {
         let needed: Vec<&Node> =
-            j.nodes.iter().filter_map(|n| s.node(n)).filter(|n| out_of_service(n.state)).collect();
+            j.nodes.iter().filter_map(|n| s.node_in(&j.cluster, n)).filter(|n| out_of_service(n.state)).collect();
         for n in &needed {
             let why = n
                 .reason
@@ -154,9 +155,9 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
             let mut lenders: Vec<(String, u32)> =
                 s.quotas
                     .iter()
-                    .filter(|o| o.team != j.account && o.borrowed > 0)
+                    .filter(|o| o.cluster == j.cluster && o.team != j.account && o.borrowed > 0)
                     .filter(|o| {
-                        s.active.keys().filter_map(|&id| s.job(id)).any(|r| {
+                        s.active.keys().filter_map(|(c, id)| s.job_in(c, *id)).any(|r| {
                             r.account == o.team && r.queue == j.queue && r.state == JobState::Running
                         })
                     })
