@@ -511,6 +511,30 @@ fn cluster_config(
     }
 }
 
+impl Config {
+    /// The single-cluster configuration of one fleet cluster: its sources in place of the
+    /// flags' (what a command that reads or acts on one cluster takes).
+    pub fn for_cluster(&self, c: &ClusterConfig) -> Config {
+        let sim = c.sim.clone().unwrap_or(SimSize { nodes: self.sim_nodes, gpus: self.sim_gpus, jobs: self.sim_jobs, seed: self.seed });
+        Config {
+            slurm: c.slurm.clone(),
+            slurm_break_glass: c.slurm_break_glass.clone(),
+            kube: c.kube.clone(),
+            prometheus: c.prometheus.clone(),
+            alertmanager: c.alertmanager.clone(),
+            readonly: c.readonly,
+            prices: c.prices.clone(),
+            sim_nodes: sim.nodes,
+            sim_gpus: sim.gpus,
+            sim_jobs: sim.jobs,
+            seed: sim.seed,
+            local: false,
+            clusters: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
 impl ClusterConfig {
     fn empty(readonly: bool, prices: &PriceCard) -> Self {
         ClusterConfig {
