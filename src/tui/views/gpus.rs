@@ -1,7 +1,7 @@
 //! GPUs: a table of every GPU, and the "wall" heatmap of every GPU coloured by utilisation or
 //! temperature.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
+use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, ViewId, ViewKey};
@@ -21,7 +21,7 @@ pub struct GpusTable;
 
 pub const TABLE: TableId = TableId("gpus");
 
-static COLS: [Column; 11] = [
+static COLS: [Column; 12] = [
     col(
         "NODE",
         12,
@@ -190,6 +190,14 @@ static COLS: [Column; 11] = [
             Span::styled(opt(g.job), t.text)
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&get(cx.s, k).0.cluster)),
+        |cx, k| cluster_cell(cx, &get(cx.s, k).0.cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 fn get(s: &ClusterState, key: RowKey) -> (&Node, &Gpu) {
@@ -244,6 +252,7 @@ impl TableSource for GpusTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let (n, g) = get(cx.s, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&n.cluster).as_str().into(),
             "node" => n.name.as_str().into(),
             "uuid" => g.uuid.as_str().into(),
             "model" => g.model.as_str().into(),
@@ -255,7 +264,7 @@ impl TableSource for GpusTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["node", "uuid", "model", "job", "xid", "pool"]
+        &["cluster", "node", "uuid", "model", "job", "xid", "pool"]
     }
 
     fn default_sort(&self) -> (usize, bool) {

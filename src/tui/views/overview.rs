@@ -1,7 +1,7 @@
 //! Overview: the health of each plane at a glance and the current incidents, worst first.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col};
 use super::super::widgets::{ago, dur, money, opt, untrusted};
 use super::detail::kv;
 use super::{TableId, ViewId};
@@ -21,7 +21,7 @@ pub struct IncidentsTable;
 
 pub const INCIDENTS: TableId = TableId("incidents");
 
-static COLS: [Column; 6] = [
+static COLS: [Column; 7] = [
     col(
         "SEV",
         4,
@@ -103,6 +103,14 @@ static COLS: [Column; 6] = [
             untrusted(&i.title, sev_style(cx, i.severity))
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&inc(cx.s, k).cluster)),
+        |cx, k| cluster_cell(cx, &inc(cx.s, k).cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 fn inc(s: &ClusterState, key: RowKey) -> &Incident {
@@ -158,6 +166,7 @@ impl TableSource for IncidentsTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let i = inc(cx.s, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&i.cluster).as_str().into(),
             "plane" => i.plane.label().into(),
             "severity" | "sev" => i.severity.label().into(),
             "node" => i.node.as_deref()?.into(),
@@ -166,7 +175,7 @@ impl TableSource for IncidentsTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["plane", "severity", "sev", "node"]
+        &["cluster", "plane", "severity", "sev", "node"]
     }
 }
 
