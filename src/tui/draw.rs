@@ -159,31 +159,6 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
 fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     let s = app.state();
     let t = &app.theme;
-    let mut left = vec![
-        Span::styled("gpuplane ", t.title),
-        Span::styled(safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned(), t.accent),
-        Span::raw(" "),
-    ];
-    if s.is_simulated() {
-        left.push(Span::styled(" SIMULATED ", t.badge_sim));
-        left.push(Span::raw(" "));
-    }
-    for src in &s.sources {
-        let (text, style) = match (&src.error, src.ok_at) {
-            (Some(_), Some(ok)) => (format!("{} stale {}", src.name, dur(wall_now - ok)), t.crit),
-            (Some(_), None) => (format!("{} down", src.name), t.crit),
-            (None, Some(ok)) if wall_now - ok > 30 => {
-                (format!("{} {} ago", src.name, dur(wall_now - ok)), t.warn)
-            }
-            (None, Some(_)) => (format!("{} {}", src.name, app.glyphs.dot()), t.ok),
-            (None, None) => (format!("{} connecting", src.name), t.dim),
-        };
-        left.push(Span::styled(safe(&text).into_owned(), style));
-        left.push(Span::raw(" "));
-    }
-    if s.sources.is_empty() {
-        left.push(Span::styled("no source yet", t.dim));
-    }
     let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
     // Read-only wins: break-glass cannot lift it, so the header never shows both.
     if let Some(b) = app.break_glass.as_ref().filter(|_| !app.readonly) {
@@ -203,6 +178,65 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     }
     if app.ui.paused {
         right.push(Span::styled(" PAUSED ", t.badge_paused));
+    }
+    let fleet = s.is_fleet();
+    let title = if fleet {
+        format!("fleet of {}", s.clusters().len())
+    } else {
+        safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned()
+    };
+    let mut left = vec![Span::styled("gpuplane ", t.title), Span::styled(title, t.accent), Span::raw(" ")];
+    if s.is_simulated() {
+        left.push(Span::styled(" SIMULATED ", t.badge_sim));
+        left.push(Span::raw(" "));
+    }
+    // A source's freshness: `slurm ●`, `prom 2m ago`, `kube stale 2m`; and whether it is live.
+    let fresh = |src: &crate::model::protocol::SourceStatus| match (&src.error, src.ok_at) {
+        (Some(_), Some(ok)) => (format!("{} stale {}", src.name, dur(wall_now - ok)), t.crit, false),
+        (Some(_), None) => (format!("{} down", src.name), t.crit, false),
+        (None, Some(ok)) if wall_now - ok > 30 => {
+            (format!("{} {} ago", src.name, dur(wall_now - ok)), t.warn, false)
+        }
+        (None, Some(_)) => (format!("{} {}", src.name, app.glyphs.dot()), t.ok, true),
+        (None, None) => (format!("{} connecting", src.name), t.dim, false),
+    };
+    if fleet {
+        // Each cluster with its sources (`prod-a slurm ● prom ●  prod-b kube stale 2m`); when
+        // that is too wide, a cluster whose sources are all live is its name and one dot.
+        let spans = |short: bool| {
+            let mut v = Vec::new();
+            for c in s.clusters() {
+                let srcs: Vec<_> = s.sources.iter().filter(|x| x.cluster == *c).map(fresh).collect();
+                v.push(Span::styled(safe(c).into_owned(), t.accent));
+                v.push(Span::raw(" "));
+                if short && srcs.iter().all(|x| x.2) {
+                    v.push(Span::styled(app.glyphs.dot().to_string(), t.ok));
+                    v.push(Span::raw(" "));
+                } else {
+                    for (text, style, live) in srcs {
+                        if !(short && live) {
+                            v.push(Span::styled(safe(&text).into_owned(), style));
+                            v.push(Span::raw(" "));
+                        }
+                    }
+                }
+                v.push(Span::raw(" "));
+            }
+            v
+        };
+        let full = spans(false);
+        let used: usize = left.iter().chain(&right).map(|x| x.width()).sum();
+        let fits = full.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
+        left.extend(if fits { full } else { spans(true) });
+    } else {
+        for src in &s.sources {
+            let (text, style, _) = fresh(src);
+            left.push(Span::styled(safe(&text).into_owned(), style));
+            left.push(Span::raw(" "));
+        }
+    }
+    if s.sources.is_empty() {
+        left.push(Span::styled("no source yet", t.dim));
     }
     let rw: usize = right.iter().map(|s| s.width()).sum();
     let [l, r] = Layout::horizontal([Constraint::Min(10), Constraint::Length(rw as u16)]).areas(area);
