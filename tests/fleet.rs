@@ -129,6 +129,7 @@ fn get_all_clusters_json_equals_the_console_rows() {
         let out = common::gpuplane_cmd(dir.path())
             .args(["get", resource, "--sim-clusters", "3", "-o", "json"])
             .env("GPUPLANE_SIM_START", START.to_string())
+            .env("USER", "researcher")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -148,10 +149,24 @@ fn get_all_clusters_json_equals_the_console_rows() {
             audit: &[],
             marked: &marks,
         };
-        let from_console: Vec<serde_json::Value> =
-            a.ui.tables[table].rows.iter().map(|&k| src.json(&cx, k)).collect();
+        // Through text, as `get` prints it (serde_json reads a float back to the nearest it
+        // parses, not always the value written).
+        let from_console: Vec<serde_json::Value> = a.ui.tables[table]
+            .rows
+            .iter()
+            .map(|&k| serde_json::from_str(&src.json(&cx, k).to_string()).unwrap())
+            .collect();
         assert!(from_get.len() > 40, "{resource}: {}", from_get.len());
         assert!(from_get.iter().all(|r| r["cluster"].as_str().is_some_and(|c| c.starts_with("sim-"))));
-        assert_eq!(from_get, from_console, "{resource}");
+        assert_eq!(from_get.len(), from_console.len(), "{resource}");
+        let id = |r: &serde_json::Value| (r["cluster"].to_string(), r["name"].to_string(), r["id"].to_string());
+        let (g, c): (Vec<_>, Vec<_>) = (from_get.iter().map(id).collect(), from_console.iter().map(id).collect());
+        assert_eq!(g, c, "{resource}: the same rows in the same order");
+        for (x, y) in from_get.iter().zip(&from_console) {
+            if x != y {
+                let diff: Vec<&String> = x.as_object().unwrap().iter().filter(|(k, v)| y.get(*k) != Some(v)).map(|(k, _)| k).collect();
+                panic!("{resource} {:?}: fields differ: {diff:?}\n{}\n{}", id(x), x[diff[0].as_str()], y[diff[0].as_str()]);
+            }
+        }
     }
 }

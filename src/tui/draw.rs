@@ -201,20 +201,32 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         (None, None) => (format!("{} connecting", src.name), t.dim, false),
     };
     if fleet {
-        // Each cluster with its sources (`prod-a slurm ● prom ●  prod-b kube stale 2m`); when
-        // that is too wide, a cluster whose sources are all live is its name and one dot.
-        let spans = |short: bool| {
+        // Each cluster with its sources (`prod-a slurm ● prom ●  prod-b kube stale 2m`). When
+        // that is too wide: clusters with a source not live first, a live cluster as its name
+        // and a dot; then the live ones only counted (`+2 ●`).
+        let state = |c: &crate::model::Text| -> Vec<(String, ratatui::style::Style, bool)> {
+            s.sources.iter().filter(|x| x.cluster == *c).map(fresh).collect()
+        };
+        let level = |short: u8| {
             let mut v = Vec::new();
-            for c in s.clusters() {
-                let srcs: Vec<_> = s.sources.iter().filter(|x| x.cluster == *c).map(fresh).collect();
+            let mut order: Vec<(&crate::model::Text, Vec<_>)> = s.clusters().iter().map(|c| (c, state(c))).collect();
+            if short > 0 {
+                order.sort_by_key(|(_, srcs)| srcs.iter().all(|x| x.2));
+            }
+            let live = order.iter().filter(|(_, srcs)| srcs.iter().all(|x| x.2)).count();
+            for (c, srcs) in order {
+                let all_live = srcs.iter().all(|x| x.2);
+                if short > 1 && all_live {
+                    continue;
+                }
                 v.push(Span::styled(safe(c).into_owned(), t.accent));
                 v.push(Span::raw(" "));
-                if short && srcs.iter().all(|x| x.2) {
+                if short > 0 && all_live {
                     v.push(Span::styled(app.glyphs.dot().to_string(), t.ok));
                     v.push(Span::raw(" "));
                 } else {
-                    for (text, style, live) in srcs {
-                        if !(short && live) {
+                    for (text, style, ok) in srcs {
+                        if !(short > 0 && ok) {
                             v.push(Span::styled(safe(&text).into_owned(), style));
                             v.push(Span::raw(" "));
                         }
@@ -222,12 +234,15 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
                 }
                 v.push(Span::raw(" "));
             }
+            if short > 1 && live > 0 {
+                v.push(Span::styled(format!("+{live} {}", app.glyphs.dot()), t.ok));
+            }
             v
         };
-        let full = spans(false);
         let used: usize = left.iter().chain(&right).map(|x| x.width()).sum();
-        let fits = full.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
-        left.extend(if fits { full } else { spans(true) });
+        let fits = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
+        let chosen = [level(0), level(1)].into_iter().find(|v| fits(v)).unwrap_or_else(|| level(2));
+        left.extend(chosen);
     } else {
         for src in &s.sources {
             let (text, style, _) = fresh(src);

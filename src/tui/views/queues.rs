@@ -554,7 +554,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::L
 
 /// `12 nodes, 96 GPUs; 3 out of service: gpu-004 down, gpu-009 drained, gpu-014 maint`.
 fn capacity(s: &ClusterState, q: &Queue) -> String {
-    let (out, _) = crate::state::why::queue_out_of_service(s, &q.name);
+    let (out, _) = crate::state::why::queue_out_of_service_in(s, Some(&q.cluster), &q.name);
     let mut text = format!("{} nodes, {} GPUs", q.nodes, q.gpus);
     if !out.is_empty() {
         let names: Vec<String> = out
