@@ -440,7 +440,10 @@ fn fleet(
         for want in &cli.clusters {
             if !sections.iter().any(|c| c.name == *want) {
                 let known: Vec<&str> = sections.iter().map(|c| c.name.as_str()).collect();
-                warnings.push(format!("--cluster {want}: no [[cluster]] of that name (known: {})", known.join(", ")));
+                warnings.push(format!(
+                    "--cluster {want}: no [[cluster]] of that name (known: {})",
+                    known.join(", ")
+                ));
             }
         }
         sections.iter().filter(|c| cli.clusters.contains(&c.name)).collect()
@@ -515,7 +518,12 @@ impl Config {
     /// The single-cluster configuration of one fleet cluster: its sources in place of the
     /// flags' (what a command that reads or acts on one cluster takes).
     pub fn for_cluster(&self, c: &ClusterConfig) -> Config {
-        let sim = c.sim.clone().unwrap_or(SimSize { nodes: self.sim_nodes, gpus: self.sim_gpus, jobs: self.sim_jobs, seed: self.seed });
+        let sim = c.sim.clone().unwrap_or(SimSize {
+            nodes: self.sim_nodes,
+            gpus: self.sim_gpus,
+            jobs: self.sim_jobs,
+            seed: self.seed,
+        });
         Config {
             slurm: c.slurm.clone(),
             slurm_break_glass: c.slurm_break_glass.clone(),
@@ -768,15 +776,24 @@ mod tests {
         let (c, _) = load(Cli { slurm: Some("http://h:1".into()), all_clusters: true, ..Cli::default() });
         assert_eq!(c.clusters.len(), 3);
         // --sim-clusters: own names, sizes and seeds.
-        let (c, _) = Config::load(&Cli { sim_clusters: Some(3), sim_nodes: Some(80), seed: Some(1), ..Cli::default() });
-        let got: Vec<(String, usize, u64)> =
-            c.clusters.iter().map(|c| (c.name.clone(), c.sim.as_ref().unwrap().nodes, c.sim.as_ref().unwrap().seed)).collect();
+        let (c, _) = Config::load(&Cli {
+            sim_clusters: Some(3),
+            sim_nodes: Some(80),
+            seed: Some(1),
+            ..Cli::default()
+        });
+        let got: Vec<(String, usize, u64)> = c
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), c.sim.as_ref().unwrap().nodes, c.sim.as_ref().unwrap().seed))
+            .collect();
         assert_eq!(got, [("sim-1".into(), 80, 1), ("sim-2".into(), 70, 2), ("sim-3".into(), 60, 3)]);
     }
 
     #[test]
     fn a_cluster_without_a_usable_name_is_refused() {
-        let (c, w) = with_file("[[cluster]]\nname = \"a/b\"\n[[cluster]]\nname = \"x\"\n[[cluster]]\nname = \"x\"\n");
+        let (c, w) =
+            with_file("[[cluster]]\nname = \"a/b\"\n[[cluster]]\nname = \"x\"\n[[cluster]]\nname = \"x\"\n");
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("\"a/b\""), "{w:?}");
         assert_eq!(c.clusters.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["x"]);

@@ -118,7 +118,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             let (name, out) = (gpuplane::model::Text::from(c.name.as_str()), tx.clone());
             tokio::spawn(async move {
                 while let Some(u) = crx.recv().await {
-                    let u = gpuplane::model::protocol::Update::Cluster { cluster: name.clone(), update: Box::new(u) };
+                    let u = gpuplane::model::protocol::Update::Cluster {
+                        cluster: name.clone(),
+                        update: Box::new(u),
+                    };
                     if out.send(u).await.is_err() {
                         break;
                     }

@@ -124,7 +124,8 @@ fn the_cluster_filter_keeps_one_cluster_or_leaves_one_out() {
 #[test]
 fn get_all_clusters_json_equals_the_console_rows() {
     let dir = tempfile::tempdir().unwrap();
-    for (resource, table) in [("nodes", gpuplane::tui::views::nodes::TABLE), ("jobs", gpuplane::tui::views::jobs::TABLE)]
+    for (resource, table) in
+        [("nodes", gpuplane::tui::views::nodes::TABLE), ("jobs", gpuplane::tui::views::jobs::TABLE)]
     {
         let out = common::gpuplane_cmd(dir.path())
             .args(["get", resource, "--sim-clusters", "3", "-o", "json"])
@@ -159,13 +160,26 @@ fn get_all_clusters_json_equals_the_console_rows() {
         assert!(from_get.len() > 40, "{resource}: {}", from_get.len());
         assert!(from_get.iter().all(|r| r["cluster"].as_str().is_some_and(|c| c.starts_with("sim-"))));
         assert_eq!(from_get.len(), from_console.len(), "{resource}");
-        let id = |r: &serde_json::Value| (r["cluster"].to_string(), r["name"].to_string(), r["id"].to_string());
-        let (g, c): (Vec<_>, Vec<_>) = (from_get.iter().map(id).collect(), from_console.iter().map(id).collect());
+        let id =
+            |r: &serde_json::Value| (r["cluster"].to_string(), r["name"].to_string(), r["id"].to_string());
+        let (g, c): (Vec<_>, Vec<_>) =
+            (from_get.iter().map(id).collect(), from_console.iter().map(id).collect());
         assert_eq!(g, c, "{resource}: the same rows in the same order");
         for (x, y) in from_get.iter().zip(&from_console) {
             if x != y {
-                let diff: Vec<&String> = x.as_object().unwrap().iter().filter(|(k, v)| y.get(*k) != Some(v)).map(|(k, _)| k).collect();
-                panic!("{resource} {:?}: fields differ: {diff:?}\n{}\n{}", id(x), x[diff[0].as_str()], y[diff[0].as_str()]);
+                let diff: Vec<&String> = x
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .filter(|(k, v)| y.get(*k) != Some(v))
+                    .map(|(k, _)| k)
+                    .collect();
+                panic!(
+                    "{resource} {:?}: fields differ: {diff:?}\n{}\n{}",
+                    id(x),
+                    x[diff[0].as_str()],
+                    y[diff[0].as_str()]
+                );
             }
         }
     }

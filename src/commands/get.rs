@@ -126,7 +126,9 @@ pub fn run(
     let shown: Vec<usize> = (0..cols.len())
         .filter(|&i| cols[i].fleet && state.is_fleet())
         .chain((0..cols.len()).filter(|&i| !cols[i].fleet))
-        .filter(|&i| !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2 || cols[i].fleet))
+        .filter(|&i| {
+            !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2 || cols[i].fleet)
+        })
         .collect();
     let rows: Vec<Vec<String>> = st
         .rows

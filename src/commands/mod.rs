@@ -254,7 +254,7 @@ async fn am_once(config: &Config, state: &mut ClusterState) -> Result<(), String
         crate::backend::alertmanager::snapshot(&client).await.map_err(|e| format!("alertmanager: {e}"))?;
     let at = snap.at;
     state.apply(crate::model::protocol::Update::Status(crate::model::protocol::SourceStatus {
-cluster: Default::default(),
+        cluster: Default::default(),
         name: crate::backend::alertmanager::SOURCE.into(),
         simulated: false,
         ok_at: Some(at),

@@ -138,7 +138,10 @@ pub enum Update {
     Alerts(Box<super::alert::AlertSnapshot>),
     /// An update from one configured cluster's source (a fleet console): what it carries
     /// belongs to `cluster` and replaces only that cluster's objects.
-    Cluster { cluster: Text, update: Box<Update> },
+    Cluster {
+        cluster: Text,
+        update: Box<Update>,
+    },
 }
 
 /// What the detail pane is showing, so a history source can fetch just that.

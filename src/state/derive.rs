@@ -123,7 +123,14 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
                     pending += 1;
                     let next = groups.len();
                     let g = *groups.entry((cluster.as_str(), j.queue.as_str())).or_insert(next);
-                    waiting.push((g, j.position.unwrap_or(u32::MAX), -i64::from(j.priority), j.submit, id, cluster));
+                    waiting.push((
+                        g,
+                        j.position.unwrap_or(u32::MAX),
+                        -i64::from(j.priority),
+                        j.submit,
+                        id,
+                        cluster,
+                    ));
                     if let Some(qs) = q.map(|q| &mut out[q]) {
                         qs.pending += 1;
                         qs.pending_gpus += j.gpus;

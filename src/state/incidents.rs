@@ -340,7 +340,8 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     }
     acceptance(s, &mut out);
     for ((cluster, job), (count, since, per_hour, node)) in idle_by_job {
-        let who = s.job_in(&cluster, job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
+        let who =
+            s.job_in(&cluster, job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
         out.push(Incident {
             cluster: cluster,
             severity: Severity::Warning,

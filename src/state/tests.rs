@@ -100,7 +100,7 @@ fn a_source_error_keeps_the_last_success_and_becomes_an_incident() {
     let mut s = crate::testing::state_after(SimConfig::default(), 2);
     let ok_at = s.sources[0].ok_at;
     s.apply(Update::Status(SourceStatus {
-cluster: Default::default(),
+        cluster: Default::default(),
         name: s.sources[0].name.clone(),
         simulated: true,
         ok_at: None,
@@ -142,7 +142,7 @@ fn a_scheduler_listing_keeps_telemetry_from_other_sources() {
 fn quiet_state() -> ClusterState {
     let mut s = crate::testing::state_after(SimConfig::default(), 3);
     s.apply(Update::Status(SourceStatus {
-cluster: Default::default(),
+        cluster: Default::default(),
         name: "slurm".into(),
         simulated: false,
         ok_at: Some(s.now),
@@ -162,7 +162,7 @@ fn a_poll_that_found_nothing_new_changes_nothing() {
     let delta = Delta { source: "slurm".into(), at: at + 1, ..Delta::default() };
     assert!(!s.apply(Update::Delta(Box::new(delta))), "empty delta");
     let again = SourceStatus {
-cluster: Default::default(),
+        cluster: Default::default(),
         name: "slurm".into(),
         simulated: false,
         ok_at: Some(at + 1),
@@ -264,7 +264,10 @@ fn two_clusters_keep_same_named_nodes_and_jobs_apart() {
         .collect();
     assert!(!shared.is_empty(), "the simulators number jobs alike");
     for id in shared {
-        assert_ne!(s.job_in(&"prod-a".into(), id).unwrap().cluster, s.job_in(&"lab".into(), id).unwrap().cluster);
+        assert_ne!(
+            s.job_in(&"prod-a".into(), id).unwrap().cluster,
+            s.job_in(&"lab".into(), id).unwrap().cluster
+        );
     }
     // Sources are per cluster; every object carries its cluster.
     let srcs: Vec<(&str, &str)> = s.sources.iter().map(|x| (x.cluster.as_str(), x.name.as_str())).collect();

@@ -135,8 +135,12 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
 
     // The causes.
     if matches!(reason, "ReqNodeNotAvail" | "NodeDown") {
-        let needed: Vec<&Node> =
-            j.nodes.iter().filter_map(|n| s.node_in(&j.cluster, n)).filter(|n| out_of_service(n.state)).collect();
+        let needed: Vec<&Node> = j
+            .nodes
+            .iter()
+            .filter_map(|n| s.node_in(&j.cluster, n))
+            .filter(|n| out_of_service(n.state))
+            .collect();
         for n in &needed {
             let why = n
                 .reason
@@ -297,7 +301,13 @@ fn other_queue(s: &ClusterState, j: &Job, here: Option<&Queue>) -> Option<String
     let best = s
         .queues
         .iter()
-        .filter(|q| q.cluster == j.cluster && q.name != j.queue && q.up && q.gpus >= j.gpus && model_of(&q.name) == Some(model))
+        .filter(|q| {
+            q.cluster == j.cluster
+                && q.name != j.queue
+                && q.up
+                && q.gpus >= j.gpus
+                && model_of(&q.name) == Some(model)
+        })
         .filter_map(|q| Some((q, wait(&q.name)?)))
         .filter(|&(_, w)| w < here_wait)
         .min_by_key(|&(q, w)| (w, q.name.clone()))?;

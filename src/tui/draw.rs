@@ -209,7 +209,8 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         };
         let level = |short: u8| {
             let mut v = Vec::new();
-            let mut order: Vec<(&crate::model::Text, Vec<_>)> = s.clusters().iter().map(|c| (c, state(c))).collect();
+            let mut order: Vec<(&crate::model::Text, Vec<_>)> =
+                s.clusters().iter().map(|c| (c, state(c))).collect();
             if short > 0 {
                 order.sort_by_key(|(_, srcs)| srcs.iter().all(|x| x.2));
             }

@@ -573,7 +573,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
         .cluster_queues
         .values()
         .map(|c| Queue {
-        cluster: Default::default(),
+            cluster: Default::default(),
             name: text(&c.name),
             kind: QueueKind::ClusterQueue,
             parent: c.cohort.as_deref().map(text),
@@ -583,7 +583,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
             max_time_s: None,
         })
         .chain(store.local_queues.values().map(|l| Queue {
-        cluster: Default::default(),
+            cluster: Default::default(),
             name: text(&key(Some(&l.namespace), Some(&l.name))),
             kind: QueueKind::LocalQueue,
             parent: Some(text(&l.cluster_queue)),
@@ -598,7 +598,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
         .cluster_queues
         .values()
         .map(|c| Quota {
-        cluster: Default::default(),
+            cluster: Default::default(),
             team: text(&c.name),
             gpu_quota: c.nominal,
             gpu_used: c.used,
@@ -621,7 +621,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
             continue;
         }
         quotas.push(Quota {
-        cluster: Default::default(),
+            cluster: Default::default(),
             team,
             gpu_quota: hard,
             gpu_used: used,

@@ -723,7 +723,7 @@ impl Sim {
     /// The source status and a full inventory of the cluster as it is now.
     pub fn initial(&self) -> Vec<Update> {
         let status = SourceStatus {
-cluster: Default::default(),
+            cluster: Default::default(),
             name: Text::const_new(SOURCE),
             simulated: true,
             ok_at: Some(self.now),
@@ -760,7 +760,7 @@ cluster: Default::default(),
             .map(|p| {
                 let count = self.cluster.pools[p].nodes.len() as u32;
                 Queue {
-        cluster: Default::default(),
+                    cluster: Default::default(),
                     name: Text::const_new(POOLS[p].name),
                     kind: QueueKind::Partition,
                     parent: None,
@@ -778,7 +778,7 @@ cluster: Default::default(),
             .iter()
             .zip(&self.book.teams)
             .map(|(spec, t)| Quota {
-        cluster: Default::default(),
+                cluster: Default::default(),
                 team: Text::const_new(spec.name),
                 gpu_quota: t.quota,
                 gpu_used: t.used,

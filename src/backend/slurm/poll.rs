@@ -199,7 +199,7 @@ impl Poller {
             let _ = tx.send(Update::Inventory { at: t0, inventory: Box::new(inv) }).await;
         }
         let status = SourceStatus {
-cluster: Default::default(),
+            cluster: Default::default(),
             name: SOURCE.into(),
             simulated: false,
             ok_at: Some(now()),
@@ -376,7 +376,7 @@ pub async fn run(
 ) {
     let status = |error: String, detail: Option<Text>| {
         Update::Status(SourceStatus {
-cluster: Default::default(),
+            cluster: Default::default(),
             name: SOURCE.into(),
             simulated: false,
             ok_at: None,
@@ -386,7 +386,7 @@ cluster: Default::default(),
     };
     let _ = tx
         .send(Update::Status(SourceStatus {
-cluster: Default::default(),
+            cluster: Default::default(),
             name: SOURCE.into(),
             simulated: false,
             ok_at: None,

@@ -1,7 +1,9 @@
 //! GPUs: a table of every GPU, and the "wall" heatmap of every GPU coloured by utilisation or
 //! temperature.
 
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col, pack, unpack};
+use super::super::widgets::table::{
+    Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, pack, unpack,
+};
 use super::super::widgets::{ago, opt, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, ViewId, ViewKey};

@@ -1,7 +1,9 @@
 //! Jobs: every job with its state, queue position and pending reason.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
+use super::super::widgets::table::{
+    Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, contains_ci,
+};
 use super::super::widgets::{clock_rel, dur, money, opt, safe, stamp, stamp_rel, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};

@@ -1,7 +1,7 @@
 //! Nodes: one row per node with its scheduling state, GPU allocation and health.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::{ago, bytes, opt, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};

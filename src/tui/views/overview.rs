@@ -1,7 +1,7 @@
 //! Overview: the health of each plane at a glance and the current incidents, worst first.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::{ago, dur, money, opt, untrusted};
 use super::detail::kv;
 use super::{TableId, ViewId};

@@ -1,7 +1,7 @@
 //! Queues: Slurm partitions and Kueue queues with pending/running counts and wait times, and
 //! "my jobs": where each of the current user's jobs stands and why it waits.
 
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::{dur, opt, safe, untrusted};
 use super::jobs::{
     est_cell, est_sort, job_field, job_json, job_state_style, job_text, pending_in_queue, wait_s,

@@ -1,7 +1,7 @@
 //! Quotas: each team's GPU quota, use, borrowing and lending.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
 use super::{TableId, TableView, ViewId};

@@ -2,7 +2,7 @@
 //! simulator), whether it answers, since when, and what is wrong with it and how to fix it.
 //! Added as one file plus one registry line, as every view is.
 
-use super::super::widgets::table::{cluster_cell, Column, Cx, RowKey, SortKey, TableSource, col, to_json};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, to_json};
 use super::super::widgets::{ago, opt, stamp, stamp_rel, untrusted};
 use super::detail::kv;
 use super::{TableId, TableView, ViewId};

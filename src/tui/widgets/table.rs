@@ -331,15 +331,18 @@ impl Marks {
     /// Whether the node `n` is marked.
     pub fn node(&self, cx: &Cx<'_>, n: &crate::model::Node) -> bool {
         !self.nodes.is_empty()
-            && self
-                .nodes
-                .contains(&crate::model::NodeKey { cluster: cx.s.cluster_of(&n.cluster).clone(), name: n.name.clone() })
+            && self.nodes.contains(&crate::model::NodeKey {
+                cluster: cx.s.cluster_of(&n.cluster).clone(),
+                name: n.name.clone(),
+            })
     }
 
     /// Whether the job `j` is marked.
     pub fn job(&self, cx: &Cx<'_>, j: &crate::model::Job) -> bool {
         !self.jobs.is_empty()
-            && self.jobs.contains(&crate::model::JobKey { cluster: cx.s.cluster_of(&j.cluster).clone(), id: j.id })
+            && self
+                .jobs
+                .contains(&crate::model::JobKey { cluster: cx.s.cluster_of(&j.cluster).clone(), id: j.id })
     }
 }
 
