@@ -343,7 +343,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
         let who =
             s.job_in(&cluster, job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
         out.push(Incident {
-            cluster: cluster,
+            cluster,
             severity: Severity::Warning,
             plane: Plane::Compute,
             subject: Text::from(format!("job {job}")),
