@@ -100,6 +100,19 @@ pub struct Cli {
     #[arg(help_heading = BACKENDS, long, env = "GPUPLANE_SEED", value_name = "N")]
     pub seed: Option<u64>,
 
+    /// Fleet: open these clusters of the config's [[cluster]] entries (comma-separated names),
+    /// all in one console.
+    #[arg(long = "cluster", value_name = "NAMES", value_delimiter = ',', global = true)]
+    pub clusters: Vec<String>,
+
+    /// Fleet: open every [[cluster]] of the config.
+    #[arg(long, global = true)]
+    pub all_clusters: bool,
+
+    /// Fleet: N simulated clusters (sim-1 … sim-N), each with its own size and seed.
+    #[arg(long, env = "GPUPLANE_SIM_CLUSTERS", value_name = "N", global = true)]
+    pub sim_clusters: Option<usize>,
+
     /// Slurm: slurmrestd URL (e.g. http://127.0.0.1:6820). gpuplane then opens on that cluster
     /// instead of the simulator. The token comes from --slurm-token-cmd, --slurm-token-file or
     /// $SLURM_JWT (in that order), or the config file's [slurm] section.

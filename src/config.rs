@@ -98,6 +98,24 @@ struct AuditSection {
     checkpoint_every: Option<u64>,
 }
 
+/// `[[cluster]]`: one cluster of a fleet, with any of its sources.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ClusterSection {
+    name: String,
+    slurm: Option<SlurmSection>,
+    kube: Option<KubeSection>,
+    prometheus: Option<crate::backend::prom::PromSection>,
+    alertmanager: Option<crate::backend::alertmanager::client::AmSection>,
+    /// A simulated cluster (`[cluster.sim]`), when it has no other source.
+    sim: Option<SimSection>,
+    readonly: Option<bool>,
+    /// This cluster's price card (else the top-level `[prices]`).
+    prices: Option<PriceCard>,
+    /// Slurm account or Kubernetes namespace → team.
+    teams: std::collections::BTreeMap<String, String>,
+}
+
 /// The config file as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -125,6 +143,8 @@ struct FileConfig {
     ledger: LedgerSection,
     efficiency: crate::cost::eff::Rules,
     limits: crate::ops::guard::GuardConfig,
+    /// `[[cluster]]` entries: the fleet (`--cluster a,b`, `--all-clusters`).
+    cluster: Vec<ClusterSection>,
 }
 
 /// `[ledger]`: the usage ledger (cost windows from what was recorded).
@@ -137,6 +157,34 @@ struct LedgerSection {
     dir: Option<PathBuf>,
     /// Records older than this are forgotten (default 400 days; 0 keeps everything).
     retention_days: Option<u32>,
+}
+
+/// A simulated cluster's size and seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSize {
+    pub nodes: usize,
+    pub gpus: u8,
+    pub jobs: usize,
+    pub seed: u64,
+}
+
+/// One cluster of the fleet, resolved: its name and the sources it has.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub name: String,
+    pub slurm: Option<SlurmConfig>,
+    /// The Slurm client configuration writes use during break-glass (a privileged token).
+    pub slurm_break_glass: Option<ClientConfig>,
+    pub kube: Option<crate::backend::kube::KubeConfig>,
+    pub prometheus: Option<crate::backend::prom::PromConfig>,
+    pub alertmanager: Option<crate::backend::alertmanager::AmConfig>,
+    /// Simulated (`--sim-clusters`, `[cluster.sim]`, or a cluster with no source at all).
+    pub sim: Option<SimSize>,
+    /// Every write to this cluster is refused (or the whole console is read-only).
+    pub readonly: bool,
+    pub prices: PriceCard,
+    /// Slurm account or Kubernetes namespace → team.
+    pub teams: std::collections::BTreeMap<String, String>,
 }
 
 /// The resolved configuration.
@@ -193,6 +241,11 @@ pub struct Config {
     /// Blast-radius limits (`[limits]`): nodes out of service, drains an hour, per cluster and
     /// pool.
     pub limits: crate::ops::guard::GuardConfig,
+    /// The clusters opened together (`--cluster`, `--all-clusters`, `--sim-clusters`); empty:
+    /// one cluster from the flags and the single-cluster sections, as before.
+    pub clusters: Vec<ClusterConfig>,
+    /// Every `[[cluster]]` name of the config (for completion and `--cluster` errors).
+    pub cluster_names: Vec<String>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -294,6 +347,16 @@ impl Config {
         let kube = if slurm.is_some() { None } else { kube_config(cli, file.kube.as_ref(), &mut warnings) };
         let acceptance = crate::acceptance::AcceptanceConfig::resolve(&file.acceptance, &mut warnings);
         warnings.extend(file.limits.problems());
+        let readonly = cli.readonly || file.readonly.unwrap_or(false);
+        let prices = file.prices.clone().map(|p| price_card(p, &mut warnings)).unwrap_or_default();
+        let sim_size = SimSize {
+            nodes: cli.sim_nodes.or(file.sim.nodes).unwrap_or(16).max(1),
+            gpus: cli.sim_gpus.or(file.sim.gpus_per_node).unwrap_or(8).clamp(1, 16),
+            jobs: cli.sim_jobs.or(file.sim.jobs).unwrap_or(0),
+            seed: cli.seed.or(file.sim.seed).unwrap_or(42),
+        };
+        let clusters = fleet(cli, &file.cluster, &sim_size, readonly, &prices, &mut warnings);
+        let cluster_names = file.cluster.iter().map(|c| c.name.clone()).collect();
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -306,14 +369,14 @@ impl Config {
             sim_gpus: cli.sim_gpus.or(file.sim.gpus_per_node).unwrap_or(8).clamp(1, 16),
             sim_jobs: cli.sim_jobs.or(file.sim.jobs).unwrap_or(0),
             seed: cli.seed.or(file.sim.seed).unwrap_or(42),
-            prices: file.prices.map(|p| price_card(p, &mut warnings)).unwrap_or_default(),
+            prices,
             efficiency: file.efficiency.clone(),
             thresholds,
             config_dir,
             state_dir,
             exit_after_frames: cli.exit_after_frames,
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-            readonly: cli.readonly || file.readonly.unwrap_or(false),
+            readonly,
             audit_log: cli.audit_log.clone().or(file.audit_log),
             audit_witness: crate::audit::Witness {
                 journal: true,
@@ -341,8 +404,191 @@ impl Config {
             },
             ledger_retention_days: file.ledger.retention_days.unwrap_or(400),
             limits: file.limits,
+            clusters,
+            cluster_names,
         };
         (config, warnings)
+    }
+}
+
+/// The clusters opened together. `--sim-clusters N` makes N simulated clusters (sizes from
+/// the full `--sim-nodes` down to five eighths of it, seeds counting up); `--cluster a,b` and
+/// `--all-clusters` pick `[[cluster]]` entries; with neither, a config whose only sources are
+/// `[[cluster]]` entries opens them all. Empty: a single cluster from the flags, as before.
+fn fleet(
+    cli: &Cli,
+    sections: &[ClusterSection],
+    sim: &SimSize,
+    readonly: bool,
+    prices: &PriceCard,
+    warnings: &mut Vec<String>,
+) -> Vec<ClusterConfig> {
+    if let Some(n) = cli.sim_clusters.filter(|&n| n > 0) {
+        return (0..n)
+            .map(|i| ClusterConfig {
+                name: format!("sim-{}", i + 1),
+                sim: Some(SimSize {
+                    nodes: (sim.nodes * (8 - i % 4) / 8).max(1),
+                    seed: sim.seed.wrapping_add(i as u64),
+                    ..sim.clone()
+                }),
+                ..ClusterConfig::empty(readonly, prices)
+            })
+            .collect();
+    }
+    let mut seen = std::collections::HashSet::new();
+    for c in sections {
+        if c.name.trim().is_empty() || c.name.contains(['/', ',']) || !seen.insert(c.name.as_str()) {
+            warnings.push(format!(
+                "config: [[cluster]] name = {:?}: each cluster needs its own name, without '/' or ','",
+                c.name
+            ));
+        }
+    }
+    let chosen: Vec<&ClusterSection> = if cli.all_clusters {
+        sections.iter().collect()
+    } else if !cli.clusters.is_empty() {
+        for want in &cli.clusters {
+            if !sections.iter().any(|c| c.name == *want) {
+                let known: Vec<&str> = sections.iter().map(|c| c.name.as_str()).collect();
+                warnings.push(format!(
+                    "--cluster {want}: no [[cluster]] of that name (known: {})",
+                    known.join(", ")
+                ));
+            }
+        }
+        sections.iter().filter(|c| cli.clusters.contains(&c.name)).collect()
+    } else if cli.slurm.is_none() && cli.prometheus.is_none() && !cli.kube && cli.context.is_none() {
+        sections.iter().collect()
+    } else {
+        Vec::new()
+    };
+    // The first of two entries of one name is the one opened.
+    let mut kept = std::collections::HashSet::new();
+    chosen
+        .into_iter()
+        .filter(|c| !c.name.trim().is_empty() && !c.name.contains(['/', ',']))
+        .filter(|c| kept.insert(c.name.as_str()))
+        .map(|c| cluster_config(c, sim, readonly, prices, warnings))
+        .collect()
+}
+
+/// One `[[cluster]]` entry resolved with the same rules as the single-cluster sections
+/// (flags do not apply: they describe the single cluster).
+fn cluster_config(
+    c: &ClusterSection,
+    sim: &SimSize,
+    readonly: bool,
+    prices: &PriceCard,
+    warnings: &mut Vec<String>,
+) -> ClusterConfig {
+    let mut w = Vec::new();
+    let none = Cli::default();
+    let slurm = c.slurm.as_ref().and_then(|s| slurm_config(&none, s, None, &mut w));
+    let bg_token = c.slurm.as_ref().and_then(|s| {
+        s.break_glass_token_cmd
+            .clone()
+            .map(TokenSource::Command)
+            .or_else(|| s.break_glass_token_file.clone().map(TokenSource::File))
+    });
+    let slurm_break_glass = slurm.as_ref().zip(bg_token).map(|(s, token)| ClientConfig {
+        token,
+        user: c.slurm.as_ref().and_then(|f| f.break_glass_user.clone()).or_else(|| s.client.user.clone()),
+        ..s.client.clone()
+    });
+    let kube = c.kube.as_ref().and_then(|k| kube_config(&none, Some(k), &mut w));
+    let prometheus = crate::backend::prom::PromConfig::resolve(None, c.prometheus.as_ref(), &mut w);
+    let alertmanager = crate::backend::alertmanager::AmConfig::resolve(None, c.alertmanager.as_ref(), &mut w);
+    let sim = match &c.sim {
+        Some(s) => Some(SimSize {
+            nodes: s.nodes.unwrap_or(sim.nodes).max(1),
+            gpus: s.gpus_per_node.unwrap_or(sim.gpus).clamp(1, 16),
+            jobs: s.jobs.unwrap_or(sim.jobs),
+            seed: s.seed.unwrap_or(sim.seed),
+        }),
+        None if slurm.is_none() && kube.is_none() && prometheus.is_none() => Some(sim.clone()),
+        None => None,
+    };
+    // The cluster's warnings name it: `config: [[cluster]] prod-a: slurm.max_body = …`.
+    warnings.extend(w.into_iter().map(|m| format!("[[cluster]] {}: {m}", c.name)));
+    ClusterConfig {
+        name: c.name.clone(),
+        slurm,
+        slurm_break_glass,
+        kube,
+        prometheus,
+        alertmanager,
+        sim,
+        readonly: readonly || c.readonly.unwrap_or(false),
+        prices: c.prices.clone().map(|p| price_card(p, warnings)).unwrap_or_else(|| prices.clone()),
+        teams: c.teams.clone(),
+    }
+}
+
+impl Config {
+    /// The single-cluster configuration of one fleet cluster: its sources in place of the
+    /// flags' (what a command that reads or acts on one cluster takes).
+    pub fn for_cluster(&self, c: &ClusterConfig) -> Config {
+        let sim = c.sim.clone().unwrap_or(SimSize {
+            nodes: self.sim_nodes,
+            gpus: self.sim_gpus,
+            jobs: self.sim_jobs,
+            seed: self.seed,
+        });
+        Config {
+            slurm: c.slurm.clone(),
+            slurm_break_glass: c.slurm_break_glass.clone(),
+            kube: c.kube.clone(),
+            prometheus: c.prometheus.clone(),
+            alertmanager: c.alertmanager.clone(),
+            readonly: c.readonly,
+            prices: c.prices.clone(),
+            sim_nodes: sim.nodes,
+            sim_gpus: sim.gpus,
+            sim_jobs: sim.jobs,
+            seed: sim.seed,
+            local: false,
+            clusters: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
+impl ClusterConfig {
+    fn empty(readonly: bool, prices: &PriceCard) -> Self {
+        ClusterConfig {
+            name: String::new(),
+            slurm: None,
+            slurm_break_glass: None,
+            kube: None,
+            prometheus: None,
+            alertmanager: None,
+            sim: None,
+            readonly,
+            prices: prices.clone(),
+            teams: Default::default(),
+        }
+    }
+
+    /// The sources this cluster has, as the header names them.
+    pub fn sources(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.sim.is_some() {
+            v.push("sim");
+        }
+        if self.slurm.is_some() {
+            v.push("slurm");
+        }
+        if self.kube.is_some() {
+            v.push("kube");
+        }
+        if self.prometheus.is_some() {
+            v.push("prom");
+        }
+        if self.alertmanager.is_some() {
+            v.push("alerts");
+        }
+        v
     }
 }
 
@@ -546,6 +792,65 @@ mod tests {
             ..Cli::default()
         });
         assert_eq!((c.theme.as_str(), c.sim_nodes), ("monochrome", 8));
+    }
+
+    #[test]
+    fn cluster_entries_are_picked_by_name_and_sim_clusters_differ() {
+        let text = "[[cluster]]\nname = \"prod-a\"\nreadonly = true\n[cluster.slurm]\nurl = \"http://a:6820\"\n\
+                    token_file = \"/t/a\"\nbreak_glass_token_file = \"/t/a-bg\"\n[cluster.prometheus]\nurl = \"http://p:9090\"\n\
+                    [cluster.teams]\nphys = \"physics\"\n\
+                    [[cluster]]\nname = \"prod-b\"\n[cluster.kube]\ncontext = \"b\"\nnamespace = \"ml\"\n\
+                    [[cluster]]\nname = \"lab\"\n[cluster.sim]\nnodes = 4\nseed = 7\n";
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        let load = |cli: Cli| Config::load(&Cli { config: Some(p.clone()), ..cli });
+        // No single-cluster flag: the whole fleet.
+        let (c, w) = load(Cli::default());
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.cluster_names, ["prod-a", "prod-b", "lab"]);
+        let names: Vec<&str> = c.clusters.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["prod-a", "prod-b", "lab"]);
+        let a = &c.clusters[0];
+        assert_eq!(a.slurm.as_ref().unwrap().client.url, "http://a:6820");
+        assert_eq!(a.slurm_break_glass.as_ref().unwrap().token, TokenSource::File("/t/a-bg".into()));
+        assert!(a.readonly && !c.clusters[1].readonly);
+        assert_eq!(a.teams.get("phys").map(String::as_str), Some("physics"));
+        assert_eq!(a.sources(), ["slurm", "prom"]);
+        assert_eq!(c.clusters[1].kube.as_ref().unwrap().context.as_deref(), Some("b"));
+        assert_eq!(c.clusters[2].sim, Some(SimSize { nodes: 4, gpus: 8, jobs: 0, seed: 7 }));
+        // --cluster picks, and an unknown name is a warning naming the known ones.
+        let (c, w) = load(Cli { clusters: vec!["lab".into(), "prod-z".into()], ..Cli::default() });
+        assert_eq!(c.clusters.len(), 1);
+        assert_eq!(c.clusters[0].name, "lab");
+        assert_eq!(w, ["--cluster prod-z: no [[cluster]] of that name (known: prod-a, prod-b, lab)"]);
+        // A single-cluster flag keeps the single cluster.
+        let (c, _) = load(Cli { slurm: Some("http://h:1".into()), ..Cli::default() });
+        assert!(c.clusters.is_empty() && c.slurm.is_some());
+        let (c, _) = load(Cli { slurm: Some("http://h:1".into()), all_clusters: true, ..Cli::default() });
+        assert_eq!(c.clusters.len(), 3);
+        // --sim-clusters: own names, sizes and seeds.
+        let (c, _) = Config::load(&Cli {
+            sim_clusters: Some(3),
+            sim_nodes: Some(80),
+            seed: Some(1),
+            ..Cli::default()
+        });
+        let got: Vec<(String, usize, u64)> = c
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), c.sim.as_ref().unwrap().nodes, c.sim.as_ref().unwrap().seed))
+            .collect();
+        assert_eq!(got, [("sim-1".into(), 80, 1), ("sim-2".into(), 70, 2), ("sim-3".into(), 60, 3)]);
+    }
+
+    #[test]
+    fn a_cluster_without_a_usable_name_is_refused() {
+        let (c, w) =
+            with_file("[[cluster]]\nname = \"a/b\"\n[[cluster]]\nname = \"x\"\n[[cluster]]\nname = \"x\"\n");
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("\"a/b\""), "{w:?}");
+        assert_eq!(c.clusters.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["x"]);
     }
 
     #[test]

@@ -117,8 +117,29 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             cluster,
             break_glass: None,
         };
+        // A fleet: each cluster's sources run as their own tasks, their updates wrapped in
+        // the cluster's name on the way to the one state. Actions are not routed yet.
+        let fleet = !config.clusters.is_empty();
+        let mut keep_alive = Vec::new();
+        for c in &config.clusters {
+            let one = config.for_cluster(c);
+            let (ctx, mut crx) = tokio::sync::mpsc::channel(64);
+            let (name, out) = (gpuplane::model::Text::from(c.name.as_str()), tx.clone());
+            tokio::spawn(async move {
+                while let Some(u) = crx.recv().await {
+                    let u = gpuplane::model::protocol::Update::Cluster {
+                        cluster: name.clone(),
+                        update: Box::new(u),
+                    };
+                    if out.send(u).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            keep_alive.push(spawn_cluster(&one, ctx, &cancel, &mut app));
+        }
         // Prometheus telemetry; alone, it discovers the nodes; with a scheduler it joins its nodes.
-        if let Some(mut p) = config.prometheus.clone() {
+        if let Some(mut p) = config.prometheus.clone().filter(|_| !fleet) {
             p.discover_nodes = config.slurm.is_none() && config.kube.is_none();
             // The detail pane's last hour is range-queried for what it shows, nothing else.
             let (focus_tx, focus_rx) = tokio::sync::watch::channel(None);
@@ -131,14 +152,14 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             ));
         }
         // Alertmanager: alerts and silences, beside whatever else is configured.
-        if let Some(am) = config.alertmanager.clone() {
+        if let Some(am) = config.alertmanager.clone().filter(|_| !fleet) {
             tokio::spawn(gpuplane::backend::alertmanager::run(am, tx.clone(), cancel.clone()));
         }
         // This host's GPUs through NVML: asked for with --local, or joined to a configured
         // cluster when NVML loads (silently nothing on hosts without the driver).
         let cluster_configured =
             config.slurm.is_some() || config.prometheus.is_some() || config.kube.is_some();
-        if cli.local || cluster_configured {
+        if !fleet && (cli.local || cluster_configured) {
             let nvml = gpuplane::backend::nvml::NvmlConfig {
                 explicit: cli.local,
                 join: cluster_configured,
@@ -147,6 +168,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             tokio::spawn(gpuplane::backend::nvml::run(nvml, tx.clone(), cancel.clone()));
         }
         match config.slurm.clone() {
+            // The fleet's clusters are running already.
+            _ if fleet => drop((tx, ops_rx, ev_tx)),
             // A Kubernetes context: watched, and written through the same connection.
             None if config.kube.is_some() => {
                 let kube_cfg = config.kube.clone().unwrap_or_default();
@@ -282,6 +305,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         )
         .await;
         cancel.cancel();
+        drop(keep_alive);
         // The console is gone: its ops task ends an open break-glass session on the record and
         // signs the head before the runtime stops.
         gpuplane::ops::finish(std::time::Duration::from_secs(3)).await;
@@ -293,4 +317,45 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         Exit::HungUp => ExitCode::from(129),
         Exit::Terminated => ExitCode::from(143),
     })
+}
+
+/// Starts one fleet cluster's sources (its single-cluster configuration), sending on `tx`.
+/// Returns what must live as long as the console (a Kubernetes watch's context channel).
+fn spawn_cluster(
+    c: &Config,
+    tx: tokio::sync::mpsc::Sender<gpuplane::model::protocol::Update>,
+    cancel: &CancellationToken,
+    app: &mut App,
+) -> Option<tokio::sync::mpsc::UnboundedSender<String>> {
+    if let Some(mut p) = c.prometheus.clone() {
+        p.discover_nodes = c.slurm.is_none() && c.kube.is_none();
+        tokio::spawn(gpuplane::backend::prom::run_with_focus(p, tx.clone(), cancel.clone(), None));
+    }
+    if let Some(am) = c.alertmanager.clone() {
+        tokio::spawn(gpuplane::backend::alertmanager::run(am, tx.clone(), cancel.clone()));
+    }
+    if let Some(slurm) = c.slurm.clone() {
+        let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
+        app.refresh_now.push(refresh_now.clone());
+        tokio::spawn(gpuplane::backend::slurm::run(slurm, tx, refresh_now, cancel.clone()));
+        return None;
+    }
+    if let Some(k) = c.kube.clone() {
+        let (ctx_tx, ctx_rx) = tokio::sync::mpsc::unbounded_channel();
+        let shared = gpuplane::backend::kube::Shared::default();
+        tokio::spawn(gpuplane::backend::kube::run(k, shared, tx, ctx_rx, cancel.clone()));
+        return Some(ctx_tx);
+    }
+    if c.prometheus.is_none() {
+        let sim_cfg = SimConfig {
+            seed: c.seed,
+            nodes: c.sim_nodes,
+            gpus_per_node: c.sim_gpus,
+            jobs: c.sim_jobs,
+            start: jiff::Timestamp::now().as_second(),
+            tick_s: c.refresh.as_secs().max(1) as i64,
+        };
+        tokio::spawn(sim::run(sim_cfg, tx, c.refresh, cancel.clone()));
+    }
+    None
 }

@@ -123,6 +123,7 @@ fn every_table_keeps_its_selection_through_a_reordering_relist() {
         let mut a = common::app_with_alerts();
         // A second source, so that the Sources table has rows to move between.
         a.update(Msg::Update(Update::Status(gpuplane::model::protocol::SourceStatus {
+            cluster: Default::default(),
             name: "prom".into(),
             simulated: false,
             ok_at: None,

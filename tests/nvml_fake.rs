@@ -314,6 +314,7 @@ async fn the_task_announces_the_node_then_streams_deltas_and_reports_a_lost_gpu(
             Update::History(_) => panic!("nvml sends no range history"),
             Update::Alerts(_) => panic!("nvml sends no alerts"),
             Update::Handling(_) => panic!("nvml sends no acks or actions"),
+            Update::Cluster { .. } => panic!("a backend sends its own updates unwrapped"),
             Update::Inventory { inventory, .. } => {
                 assert_eq!(inventory.source, "nvml");
                 let nodes = inventory.nodes.expect("nodes");
@@ -353,6 +354,7 @@ async fn joined_to_a_scheduler_it_sends_only_deltas_for_this_host() {
             Update::History(_) => panic!("nvml sends no range history"),
             Update::Alerts(_) => panic!("nvml sends no alerts"),
             Update::Handling(_) => panic!("nvml sends no acks or actions"),
+            Update::Cluster { .. } => panic!("a backend sends its own updates unwrapped"),
             Update::Delta(d) => {
                 assert_eq!(d.source, "nvml");
                 assert_eq!(d.nodes[0].node, "gpu-node-07");

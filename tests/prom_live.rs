@@ -325,6 +325,7 @@ async fn the_rotating_schedule_keeps_every_view_complete() {
 fn scheduler_nodes() -> Vec<Node> {
     (1..=17u64)
         .map(|i| Node {
+            cluster: Default::default(),
             name: if i == 17 { "login-1".into() } else { format!("node-{i:03}").into() },
             state: NodeState::Allocated,
             reason: None,

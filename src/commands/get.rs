@@ -130,8 +130,13 @@ pub fn run(
         return ExitCode::from(2);
     }
     let cols = src.columns();
+    // CLUSTER (a fleet's) first; otherwise not at all.
     let shown: Vec<usize> = (0..cols.len())
-        .filter(|&i| !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2))
+        .filter(|&i| cols[i].fleet && state.is_fleet())
+        .chain((0..cols.len()).filter(|&i| !cols[i].fleet))
+        .filter(|&i| {
+            !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2 || cols[i].fleet)
+        })
         .collect();
     // Machine records (identity, the console's columns, the rest; times in RFC 3339): what
     // JSON and CSV print and what `wide` adds after the columns.

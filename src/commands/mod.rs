@@ -281,6 +281,7 @@ async fn am_once(config: &Config, state: &mut ClusterState) -> Result<(), String
         crate::backend::alertmanager::snapshot(&client).await.map_err(|e| format!("alertmanager: {e}"))?;
     let at = snap.at;
     state.apply(crate::model::protocol::Update::Status(crate::model::protocol::SourceStatus {
+        cluster: Default::default(),
         name: crate::backend::alertmanager::SOURCE.into(),
         simulated: false,
         ok_at: Some(at),
@@ -336,9 +337,49 @@ async fn kube_once(
 pub(crate) async fn target_cluster(
     config: &Config,
 ) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
+    if !config.clusters.is_empty() {
+        return Ok((fleet_state(config).await?, None, "the fleet".into()));
+    }
     let (mut state, exec, label) = cluster_only(config).await?;
     am_once(config, &mut state).await?;
     Ok((state, exec, label))
+}
+
+/// Every selected cluster read once, side by side (each as [`target_cluster`] reads one),
+/// merged into one state where each object carries its cluster: what the console shows with
+/// the same clusters. Fails when any cluster cannot be read, naming it.
+async fn fleet_state(config: &Config) -> Result<ClusterState, String> {
+    use crate::model::protocol::{Inventory, Update};
+    let reads = config.clusters.iter().map(|c| async move {
+        let one = config.for_cluster(c);
+        let r = async {
+            let (mut s, ..) = cluster_only(&one).await?;
+            am_once(&one, &mut s).await?;
+            Ok::<_, String>(s)
+        };
+        (c.name.clone(), r.await)
+    });
+    let mut fleet = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    for (name, read) in futures::future::join_all(reads).await {
+        let s = read.map_err(|e| format!("cluster {name}: {e}"))?;
+        let wrap = |u| Update::Cluster { cluster: name.as_str().into(), update: Box::new(u) };
+        for st in s.sources.iter().cloned() {
+            fleet.apply(wrap(Update::Status(st)));
+        }
+        fleet.apply(wrap(Update::Inventory {
+            at: s.now,
+            inventory: Box::new(Inventory {
+                source: s.sources.first().map(|x| x.name.clone()).unwrap_or_default(),
+                cluster: None,
+                nodes: Some(s.nodes),
+                jobs: Some(s.jobs),
+                queues: Some(s.queues),
+                quotas: Some(s.quotas),
+                storage: Some(s.storage),
+            }),
+        }));
+    }
+    Ok(fleet)
 }
 
 /// [`target_cluster`] without the alerts.

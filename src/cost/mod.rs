@@ -339,6 +339,7 @@ mod tests {
 
     fn job(start: i64, end: Option<i64>, gpus: u32, gs: f64) -> Job {
         Job {
+            cluster: Default::default(),
             id: 1,
             name: "j".into(),
             user: "u".into(),

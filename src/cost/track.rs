@@ -87,6 +87,7 @@ pub fn job_record(j: &Job, at: Epoch) -> JobRecord {
 /// The model's job for a ledger record (state unknown to this build: completed).
 pub fn job_of(r: &JobRecord) -> Job {
     Job {
+        cluster: Default::default(),
         id: r.id,
         name: r.name.as_str().into(),
         user: r.user.as_str().into(),

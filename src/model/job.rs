@@ -75,6 +75,9 @@ impl JobState {
 /// A job (Slurm job, Kubernetes workload grouped by owner).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Job {
+    /// The configured cluster this job belongs to; empty in a single-cluster console.
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     pub id: JobId,
     pub name: Text,
     pub user: Text,

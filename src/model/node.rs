@@ -163,6 +163,10 @@ impl Topology {
 /// A compute node with its GPUs and fabric ports.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Node {
+    /// The configured cluster this node belongs to; empty in a single-cluster console (the
+    /// state then names it by the cluster its scheduler reports).
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     pub name: Text,
     pub state: NodeState,
     pub reason: Option<NodeReason>,

@@ -13,6 +13,9 @@ pub const HISTORY_LEN: usize = 120;
 /// How a data source is doing, shown in the header.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SourceStatus {
+    /// The configured cluster the source serves; empty in a single-cluster console.
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     /// Short name shown in the header: `sim`, `slurm`, `prom`, `kube`, `nvml`.
     pub name: Text,
     /// The data is made up (the built-in simulator).
@@ -136,6 +139,12 @@ pub enum Update {
     /// Acknowledgements (the ack store) and node actions (the audit log) the incidents'
     /// lifecycle is derived from (replaces what was there).
     Handling(Box<super::triage::Handling>),
+    /// An update from one configured cluster's source (a fleet console): what it carries
+    /// belongs to `cluster` and replaces only that cluster's objects.
+    Cluster {
+        cluster: Text,
+        update: Box<Update>,
+    },
 }
 
 /// What the detail pane is showing, so a history source can fetch just that.

@@ -25,6 +25,9 @@ impl QueueKind {
 /// derived by the state from the jobs, so every backend gets them the same way.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Queue {
+    /// The configured cluster it belongs to; empty in a single-cluster console.
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     pub name: Text,
     pub kind: QueueKind,
     /// For a LocalQueue: its ClusterQueue.
@@ -39,6 +42,9 @@ pub struct Queue {
 /// A team's GPU quota (Kueue ClusterQueue nominal quota, ResourceQuota, Slurm GrpTRES).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Quota {
+    /// The configured cluster it belongs to; empty in a single-cluster console.
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     pub team: Text,
     pub gpu_quota: u32,
     pub gpu_used: u32,

@@ -47,6 +47,7 @@ pub struct QueueStats {
 /// What queue figures and ranks need of an active job.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct ActiveJob {
+    cluster: Text,
     queue: Text,
     state: JobState,
     gpus: u32,
@@ -58,6 +59,7 @@ pub(super) struct ActiveJob {
 impl ActiveJob {
     pub(super) fn of(j: &crate::model::Job) -> Self {
         ActiveJob {
+            cluster: j.cluster.clone(),
             queue: j.queue.clone(),
             state: j.state,
             gpus: j.gpus,
@@ -109,17 +111,26 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
     let (mut running, mut pending) = (0, 0);
     // Plain tuples sort without chasing pointers: (queue group, position, -priority, submit,
     // id). Groups number the queues of pending jobs, known to `queues` or not.
-    let mut waiting: Vec<(usize, u32, i64, i64, u64)> = Vec::new();
+    // A queue is one cluster's: the same name in two clusters is two groups.
+    let mut waiting: Vec<(usize, u32, i64, i64, u64, &Text)> = Vec::new();
     {
-        let mut groups: HashMap<&str, usize> = HashMap::new();
-        for (&id, j) in &s.active {
+        let mut groups: HashMap<(&str, &str), usize> = HashMap::new();
+        for ((cluster, id), j) in &s.active {
+            let id = *id;
             let q = out.binary_search_by(|q| q.name.as_str().cmp(j.queue.as_str())).ok();
             match j.state {
                 JobState::Pending => {
                     pending += 1;
                     let next = groups.len();
-                    let g = *groups.entry(j.queue.as_str()).or_insert(next);
-                    waiting.push((g, j.position.unwrap_or(u32::MAX), -i64::from(j.priority), j.submit, id));
+                    let g = *groups.entry((cluster.as_str(), j.queue.as_str())).or_insert(next);
+                    waiting.push((
+                        g,
+                        j.position.unwrap_or(u32::MAX),
+                        -i64::from(j.priority),
+                        j.submit,
+                        id,
+                        cluster,
+                    ));
                     if let Some(qs) = q.map(|q| &mut out[q]) {
                         qs.pending += 1;
                         qs.pending_gpus += j.gpus;
@@ -138,15 +149,20 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
         }
     }
     waiting.sort_unstable();
+    let mut ranks = Vec::with_capacity(waiting.len());
     let (mut prev, mut rank) = (usize::MAX, 0u32);
-    for &(g, pos, _, _, id) in &waiting {
+    for &(g, pos, _, _, id, cluster) in &waiting {
         if g != prev {
             (prev, rank) = (g, 0);
         }
         rank += 1;
-        if let Some(i) = s.job_index(id) {
-            s.jobs[i].rank = Some(if pos == u32::MAX { rank } else { pos });
+        if let Some(&i) = s.job_ix.get(&(cluster.clone(), id)) {
+            ranks.push((i, if pos == u32::MAX { rank } else { pos }));
         }
+    }
+    drop(waiting);
+    for (i, r) in ranks {
+        s.jobs[i].rank = Some(r);
     }
     (out, running, pending)
 }

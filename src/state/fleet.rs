@@ -118,7 +118,7 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: 
                 {
                     let ix = match last {
                         Some((lid, ix)) if lid == id => Some(ix),
-                        _ => job_ix.get(&id).copied(),
+                        _ => job_ix.get(&(node.cluster.clone(), id)).copied(),
                     };
                     if let Some(ix) = ix {
                         last = Some((id, ix));

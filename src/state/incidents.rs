@@ -65,6 +65,9 @@ impl Plane {
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Incident {
+    /// The configured cluster it belongs to; empty for a single cluster's or the fleet's own.
+    #[serde(skip_serializing_if = "Text::is_empty")]
+    pub cluster: Text,
     pub severity: Severity,
     pub plane: Plane,
     /// What it is about: `node007`, `node007/gpu3`, `job 4242`, `team vision`.
@@ -117,6 +120,7 @@ fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
         };
         if let Some(v) = a.last_verdict.filter(|v| *v != Verdict::Pass) {
             out.push(Incident {
+                cluster: n.cluster.clone(),
                 severity,
                 plane: Plane::Network,
                 subject: n.name.clone(),
@@ -135,6 +139,7 @@ fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
         let drift = super::suspects::drift_phrases(a);
         if !drift.is_empty() {
             out.push(Incident {
+                cluster: n.cluster.clone(),
                 severity: Severity::Warning,
                 plane: Plane::Network,
                 subject: n.name.clone(),
@@ -207,6 +212,7 @@ fn alerts(s: &ClusterState, out: &mut Vec<Incident>) {
             .map(|r| format!("runbook: {r}"))
             .unwrap_or_else(|| "see the alert in the Alerts view; silence it with `gpuplane silence create` while you work on it".into());
         out.push(Incident {
+            cluster: Default::default(),
             severity: alert_severity(a),
             plane: alert_plane(a),
             subject,
@@ -227,9 +233,10 @@ fn alerts(s: &ClusterState, out: &mut Vec<Incident>) {
 pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     let th = &s.thresholds;
     let mut out = Vec::new();
-    let mut idle_by_job: BTreeMap<JobId, (u32, Epoch, f64, Text)> = BTreeMap::new();
+    let mut idle_by_job: BTreeMap<(Text, JobId), (u32, Epoch, f64, Text)> = BTreeMap::new();
     let inc = |n: &Node, severity, plane, subject: Text, title: String, action: &str, since, signal: &str| {
         Incident {
+            cluster: n.cluster.clone(),
             severity,
             plane,
             subject,
@@ -333,7 +340,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
         if let (Some(since), Some(job)) = (g.idle_since, g.job)
             && s.now - since >= th.idle_after_s
         {
-            let e = idle_by_job.entry(job).or_insert((0, since, 0.0, n.name.clone()));
+            let e = idle_by_job.entry((n.cluster.clone(), job)).or_insert((0, since, 0.0, n.name.clone()));
             e.0 += 1;
             e.1 = e.1.min(since);
             e.2 += s.prices.price(&g.model);
@@ -386,9 +393,11 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
         }
     }
     acceptance(s, &mut out);
-    for (job, (count, since, per_hour, node)) in idle_by_job {
-        let who = s.job(job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
+    for ((cluster, job), (count, since, per_hour, node)) in idle_by_job {
+        let who =
+            s.job_in(&cluster, job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();
         out.push(Incident {
+            cluster,
             severity: Severity::Warning,
             plane: Plane::Compute,
             subject: Text::from(format!("job {job}")),
@@ -409,6 +418,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
         if pct >= th.storage_full_pct {
             let sev = if pct >= 97 { Severity::Critical } else { Severity::Warning };
             out.push(Incident {
+                cluster: Default::default(),
                 severity: sev,
                 plane: Plane::Storage,
                 subject: fs.name.clone(),
@@ -428,6 +438,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     for q in &s.quotas {
         if q.over_quota() {
             out.push(Incident {
+                cluster: q.cluster.clone(),
                 severity: Severity::Warning,
                 plane: Plane::Control,
                 subject: Text::from(format!("team {}", q.team)),
@@ -451,6 +462,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     for src in &s.sources {
         if let Some(err) = &src.error {
             out.push(Incident {
+                cluster: src.cluster.clone(),
                 severity: Severity::Critical,
                 plane: Plane::Control,
                 subject: src.name.clone(),

@@ -64,14 +64,15 @@ pub struct ClusterState {
     /// The clock of the newest update (source time).
     pub now: Epoch,
     pub nodes: Vec<Node>,
-    node_ix: Map<Text, usize>,
+    /// Node position by (cluster, name): two clusters may have a node of the same name.
+    node_ix: Map<(Text, Text), usize>,
     /// Flat index of each node's first GPU (for the per-GPU history).
     gpu_base: Vec<usize>,
     pub jobs: Vec<Job>,
-    job_ix: Map<JobId, usize>,
+    job_ix: Map<(Text, JobId), usize>,
     /// Pending, running and completing jobs, in compact form: what ranks and queue counts are
     /// made of, without touching the (large) job records.
-    active: Map<JobId, derive::ActiveJob>,
+    active: Map<(Text, JobId), derive::ActiveJob>,
     jobs_failed: u32,
     pub queues: Vec<Queue>,
     pub quotas: Vec<Quota>,
@@ -104,7 +105,13 @@ pub struct ClusterState {
     pub history: ClusterHistory,
     pub fleet: FleetHistory,
     pub storage_history: Vec<StorageHistory>,
-    last_telemetry_at: Option<Epoch>,
+    /// Per cluster: each cluster's telemetry accounts its own intervals.
+    last_telemetry_at: Map<Text, Epoch>,
+    /// The configured clusters whose objects the state holds, in the order first heard of
+    /// (objects are grouped in this order); `[""]` in a single-cluster console.
+    clusters: Vec<Text>,
+    /// The cluster of the update being applied (empty outside [`Update::Cluster`]).
+    scope: Text,
     /// Seconds of source time per point of the cluster-wide history (default 2 s).
     pub history_step_s: i64,
     /// The step of the newest history point.
@@ -122,42 +129,86 @@ impl ClusterState {
         }
     }
 
+    /// The node of this name: in the first cluster (in [`Self::clusters`] order) that has
+    /// one. Where the cluster is known, [`Self::node_in`] is exact.
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.node_ix.get(name).map(|&i| &self.nodes[i])
+        self.node_index(name).map(|i| &self.nodes[i])
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
-        self.node_ix.get(name).copied()
+        let name = Text::from(name);
+        self.clusters.iter().find_map(|c| self.node_ix.get(&(c.clone(), name.clone())).copied())
     }
 
+    /// The node `name` of the cluster `cluster` (as objects carry it: empty in a
+    /// single-cluster console).
+    pub fn node_in(&self, cluster: &Text, name: &str) -> Option<&Node> {
+        self.node_ix.get(&(cluster.clone(), Text::from(name))).map(|&i| &self.nodes[i])
+    }
+
+    /// The job of this id: in the first cluster that has one ([`Self::job_in`] is exact).
     pub fn job(&self, id: JobId) -> Option<&Job> {
-        self.job_ix.get(&id).map(|&i| &self.jobs[i])
+        self.job_index(id).map(|i| &self.jobs[i])
     }
 
     pub fn job_index(&self, id: JobId) -> Option<usize> {
-        self.job_ix.get(&id).copied()
+        self.clusters.iter().find_map(|c| self.job_ix.get(&(c.clone(), id)).copied())
+    }
+
+    /// The job `id` of the cluster `cluster` (as objects carry it).
+    pub fn job_in(&self, cluster: &Text, id: JobId) -> Option<&Job> {
+        self.job_ix.get(&(cluster.clone(), id)).map(|&i| &self.jobs[i])
+    }
+
+    /// The name of the cluster an object carrying `cluster` belongs to: its configured
+    /// cluster, or (single-cluster console) the cluster its scheduler reports.
+    pub fn cluster_of<'a>(&'a self, cluster: &'a Text) -> &'a Text {
+        if cluster.is_empty() { &self.cluster } else { cluster }
+    }
+
+    /// The configured clusters the state holds objects of, in order (empty names: the one
+    /// cluster of a single-cluster console).
+    pub fn clusters(&self) -> &[Text] {
+        &self.clusters
+    }
+
+    /// More than one configured cluster: tables show a CLUSTER column.
+    pub fn is_fleet(&self) -> bool {
+        self.clusters.iter().filter(|c| !c.is_empty()).count() > 1
+    }
+
+    /// The cluster as objects carry it, for a key's cluster name.
+    fn raw_cluster(&self, name: &Text) -> Text {
+        if *name == self.cluster && !self.clusters.contains(name) { Text::default() } else { name.clone() }
     }
 
     /// The identity of the node at position `i`.
     pub fn node_key(&self, i: usize) -> Option<NodeKey> {
         let n = self.nodes.get(i)?;
-        Some(NodeKey { cluster: self.cluster.clone(), name: n.name.clone() })
+        Some(NodeKey { cluster: self.cluster_of(&n.cluster).clone(), name: n.name.clone() })
     }
 
-    /// The position of the node `k` names, if it is this cluster's.
+    /// The position of the node `k` names, if the state holds it.
     pub fn node_at(&self, k: &NodeKey) -> Option<usize> {
-        (k.cluster == self.cluster).then(|| self.node_index(&k.name))?
+        self.node_ix.get(&(self.raw_cluster(&k.cluster), k.name.clone())).copied()
     }
 
     /// The identity of the job at position `i`.
     pub fn job_key(&self, i: usize) -> Option<JobKey> {
         let j = self.jobs.get(i)?;
-        Some(JobKey { cluster: self.cluster.clone(), id: j.id })
+        Some(JobKey { cluster: self.cluster_of(&j.cluster).clone(), id: j.id })
     }
 
-    /// The position of the job `k` names, if it is this cluster's.
+    /// The position of the job `k` names, if the state holds it.
     pub fn job_at(&self, k: &JobKey) -> Option<usize> {
-        (k.cluster == self.cluster).then(|| self.job_index(k.id))?
+        self.job_ix.get(&(self.raw_cluster(&k.cluster), k.id)).copied()
+    }
+
+    /// Registers the cluster of the update being applied.
+    fn note_scope(&mut self) {
+        if !self.clusters.contains(&self.scope) {
+            self.clusters.push(self.scope.clone());
+        }
     }
 
     /// The node an alert names (its `node`/`Hostname`/`instance` label), matched by name,
@@ -211,7 +262,15 @@ impl ClusterState {
     /// history or acceptance again) marks its source fresh and returns `false` without
     /// re-deriving, so views neither re-sort nor redraw for it.
     pub fn apply(&mut self, update: Update) -> bool {
+        if let Update::Cluster { cluster, update } = update {
+            let outer = std::mem::replace(&mut self.scope, cluster);
+            let changed = self.apply(*update);
+            self.scope = outer;
+            return changed;
+        }
+        self.note_scope();
         let changed = match update {
+            Update::Cluster { .. } => unreachable!("unwrapped above"),
             Update::Status(status) => {
                 if !self.set_status(status) {
                     return false;
@@ -281,12 +340,12 @@ impl ClusterState {
                 }
                 let telemetry = !delta.nodes.is_empty();
                 let jobs_changed = !delta.jobs_upsert.is_empty() || !delta.jobs_remove.is_empty();
-                let dt = match (telemetry, self.last_telemetry_at) {
-                    (true, Some(t)) => (delta.at - t).clamp(0, 300) as f64,
+                let dt = match (telemetry, self.last_telemetry_at.get(&self.scope)) {
+                    (true, Some(&t)) => (delta.at - t).clamp(0, 300) as f64,
                     _ => 0.0,
                 };
                 if telemetry {
-                    self.last_telemetry_at = Some(delta.at);
+                    self.last_telemetry_at.insert(self.scope.clone(), delta.at);
                 }
                 let samples = self.apply_delta(*delta);
                 self.rederive_with(jobs_changed, dt, telemetry, samples);
@@ -300,7 +359,8 @@ impl ClusterState {
     /// Data from a source is proof of life: its last success moves to `at`. Returns whether
     /// the source had succeeded before (so the header already showed it as live).
     fn mark_fresh(&mut self, source: &str, at: Epoch) -> bool {
-        match self.sources.iter_mut().find(|s| s.name == source) {
+        let scope = &self.scope;
+        match self.sources.iter_mut().find(|s| s.name == source && s.cluster == *scope) {
             Some(s) => {
                 let was = s.ok_at.is_some();
                 s.ok_at = Some(s.ok_at.map_or(at, |t| t.max(at)));
@@ -313,8 +373,9 @@ impl ClusterState {
     /// Returns whether anything shown changed: an error, the detail, or the last success of a
     /// failing source (its age is the incident's `since`). A healthy source's last success
     /// moving on is not a change: the header's age is drawn from the clock.
-    fn set_status(&mut self, status: SourceStatus) -> bool {
-        match self.sources.iter_mut().find(|s| s.name == status.name) {
+    fn set_status(&mut self, mut status: SourceStatus) -> bool {
+        status.cluster = self.scope.clone();
+        match self.sources.iter_mut().find(|s| s.name == status.name && s.cluster == status.cluster) {
             Some(s) => {
                 // Keep the last success when an error arrives, so the header can say how stale.
                 let ok_at = status.ok_at.or(s.ok_at);
@@ -335,30 +396,41 @@ impl ClusterState {
     }
 
     fn apply_inventory(&mut self, inv: Inventory) {
-        if let Some(cluster) = inv.cluster {
+        // A configured cluster keeps its configured name whatever its scheduler calls itself.
+        if let Some(cluster) = inv.cluster
+            && self.scope.is_empty()
+        {
             self.cluster = cluster;
         }
         if let Some(nodes) = inv.nodes {
             self.set_nodes(nodes);
         }
+        let scope = self.scope.clone();
         if let Some(mut jobs) = inv.jobs {
-            jobs.iter_mut().for_each(|j| j.rank = None);
-            self.jobs = jobs;
-            self.job_ix = self.jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect();
+            jobs.iter_mut().for_each(|j| {
+                j.rank = None;
+                j.cluster = scope.clone();
+            });
+            // Only this cluster's jobs are replaced.
+            self.jobs.retain(|j| j.cluster != scope);
+            self.jobs.extend(jobs);
+            self.job_ix = self.jobs.iter().enumerate().map(|(i, j)| ((j.cluster.clone(), j.id), i)).collect();
             self.active = self
                 .jobs
                 .iter()
                 .filter(|j| j.state.is_active())
-                .map(|j| (j.id, derive::ActiveJob::of(j)))
+                .map(|j| ((j.cluster.clone(), j.id), derive::ActiveJob::of(j)))
                 .collect();
             self.jobs_failed = self.jobs.iter().filter(|j| j.state.is_failure()).count() as u32;
             self.waits_at = None;
         }
-        if let Some(queues) = inv.queues {
-            self.queues = queues;
+        if let Some(mut queues) = inv.queues {
+            queues.iter_mut().for_each(|q| q.cluster = scope.clone());
+            self.queues.retain(|q| q.cluster != scope);
+            self.queues.extend(queues);
         }
         if let Some(quotas) = inv.quotas {
-            self.quotas = quotas;
+            self.set_quotas(quotas);
         }
         if let Some(storage) = inv.storage {
             self.set_storage(storage);
@@ -368,13 +440,30 @@ impl ClusterState {
     /// Replaces the nodes, keeping each node's and GPU's history by name, and keeping what
     /// other sources reported that the new listing leaves empty (see [`merge_node`]).
     fn set_nodes(&mut self, mut nodes: Vec<Node>) {
+        let scope = self.scope.clone();
         for n in &mut nodes {
-            if let Some(&o) = self.node_ix.get(&n.name) {
+            n.cluster = scope.clone();
+            if let Some(&o) = self.node_ix.get(&(scope.clone(), n.name.clone())) {
                 merge_node(n, &self.nodes[o]);
             }
         }
+        // Other clusters' nodes stay, grouped in the order the clusters were first heard of.
+        if self.nodes.iter().any(|n| n.cluster != scope) {
+            let mut all = Vec::with_capacity(self.nodes.len() + nodes.len());
+            for c in &self.clusters {
+                if *c == scope {
+                    all.append(&mut nodes);
+                } else {
+                    all.extend(self.nodes.iter().filter(|n| n.cluster == *c).cloned());
+                }
+            }
+            nodes = all;
+        }
         let same_layout = nodes.len() == self.nodes.len()
-            && nodes.iter().zip(&self.nodes).all(|(a, b)| a.name == b.name && a.gpus.len() == b.gpus.len());
+            && nodes
+                .iter()
+                .zip(&self.nodes)
+                .all(|(a, b)| a.name == b.name && a.cluster == b.cluster && a.gpus.len() == b.gpus.len());
         let old_ix = std::mem::take(&mut self.node_ix);
         let old_base = std::mem::take(&mut self.gpu_base);
         let mut base = 0;
@@ -389,7 +478,7 @@ impl ClusterState {
         if !same_layout {
             let old = std::mem::replace(&mut self.fleet, FleetHistory::new(nodes.len(), base));
             for (i, n) in nodes.iter().enumerate() {
-                let Some(&o) = old_ix.get(&n.name) else { continue };
+                let Some(&o) = old_ix.get(&(n.cluster.clone(), n.name.clone())) else { continue };
                 self.fleet.node_util.copy_column(i, &old.node_util, o);
                 self.fleet.node_power_w.copy_column(i, &old.node_power_w, o);
                 self.fleet.node_port_errors.copy_column(i, &old.node_port_errors, o);
@@ -407,7 +496,16 @@ impl ClusterState {
             f.node_port_errors.align_with(&old.node_port_errors);
         }
         self.nodes = nodes;
-        self.node_ix = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect();
+        self.node_ix =
+            self.nodes.iter().enumerate().map(|(i, n)| ((n.cluster.clone(), n.name.clone()), i)).collect();
+    }
+
+    /// Replaces the quotas of the cluster being applied.
+    fn set_quotas(&mut self, mut quotas: Vec<Quota>) {
+        let scope = &self.scope;
+        quotas.iter_mut().for_each(|q| q.cluster = scope.clone());
+        self.quotas.retain(|q| q.cluster != *scope);
+        self.quotas.extend(quotas);
     }
 
     fn set_storage(&mut self, storage: Vec<Filesystem>) {
@@ -428,13 +526,14 @@ impl ClusterState {
     fn apply_delta(&mut self, mut d: Delta) -> Samples {
         self.now = self.now.max(d.at);
         for id in &d.jobs_remove {
-            self.remove_job(*id);
+            self.remove_job((self.scope.clone(), *id));
         }
-        for job in std::mem::take(&mut d.jobs_upsert) {
+        for mut job in std::mem::take(&mut d.jobs_upsert) {
+            job.cluster = self.scope.clone();
             self.upsert_job(job);
         }
         if let Some(q) = d.quotas.take() {
-            self.quotas = q;
+            self.set_quotas(q);
         }
         if let Some(s) = d.storage.take() {
             self.set_storage(s);
@@ -443,8 +542,8 @@ impl ClusterState {
         let (mut hint, mut last) = (0, None);
         for sample in &mut d.nodes {
             let i = match self.nodes.get(hint) {
-                Some(n) if n.name == sample.node => Some(hint),
-                _ => self.node_ix.get(&sample.node).copied(),
+                Some(n) if n.name == sample.node && n.cluster == self.scope => Some(hint),
+                _ => self.node_ix.get(&(self.scope.clone(), sample.node.clone())).copied(),
             };
             let Some(i) = i else {
                 tracing::debug!(node = %sample.node, "telemetry for an unknown node dropped");
@@ -465,7 +564,7 @@ impl ClusterState {
     }
 
     /// Keeps the active set and the failed-job count in step with a job leaving the state.
-    fn uncount_job(&mut self, id: JobId, state: JobState) {
+    fn uncount_job(&mut self, id: (Text, JobId), state: JobState) {
         if state.is_failure() {
             self.jobs_failed = self.jobs_failed.saturating_sub(1);
         }
@@ -480,15 +579,16 @@ impl ClusterState {
             self.jobs_failed += 1;
         }
         if job.state.is_active() {
-            self.active.insert(job.id, derive::ActiveJob::of(job));
+            self.active.insert((job.cluster.clone(), job.id), derive::ActiveJob::of(job));
         }
     }
 
     fn upsert_job(&mut self, mut job: Job) {
         job.rank = None;
-        match self.job_ix.get(&job.id).copied() {
+        let key = (job.cluster.clone(), job.id);
+        match self.job_ix.get(&key).copied() {
             Some(i) => {
-                self.uncount_job(self.jobs[i].id, self.jobs[i].state);
+                self.uncount_job(key, self.jobs[i].state);
                 self.count_job(&job);
                 let old = std::mem::replace(&mut self.jobs[i], job);
                 // Usage accumulates here; a backend that knows better (accounting) sends it.
@@ -500,18 +600,18 @@ impl ClusterState {
             }
             None => {
                 self.count_job(&job);
-                self.job_ix.insert(job.id, self.jobs.len());
+                self.job_ix.insert(key, self.jobs.len());
                 self.jobs.push(job);
             }
         }
     }
 
-    fn remove_job(&mut self, id: JobId) {
-        if let Some(i) = self.job_ix.remove(&id) {
+    fn remove_job(&mut self, key: (Text, JobId)) {
+        if let Some(i) = self.job_ix.remove(&key) {
             let old = self.jobs.swap_remove(i);
-            self.uncount_job(old.id, old.state);
+            self.uncount_job(key, old.state);
             if let Some(moved) = self.jobs.get(i) {
-                self.job_ix.insert(moved.id, i);
+                self.job_ix.insert((moved.cluster.clone(), moved.id), i);
             }
         }
     }

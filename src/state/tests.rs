@@ -103,6 +103,7 @@ fn a_source_error_keeps_the_last_success_and_becomes_an_incident() {
     let mut s = crate::testing::state_after(SimConfig::default(), 2);
     let ok_at = s.sources[0].ok_at;
     s.apply(Update::Status(SourceStatus {
+        cluster: Default::default(),
         name: s.sources[0].name.clone(),
         simulated: true,
         ok_at: None,
@@ -144,6 +145,7 @@ fn a_scheduler_listing_keeps_telemetry_from_other_sources() {
 fn quiet_state() -> ClusterState {
     let mut s = crate::testing::state_after(SimConfig::default(), 3);
     s.apply(Update::Status(SourceStatus {
+        cluster: Default::default(),
         name: "slurm".into(),
         simulated: false,
         ok_at: Some(s.now),
@@ -163,6 +165,7 @@ fn a_poll_that_found_nothing_new_changes_nothing() {
     let delta = Delta { source: "slurm".into(), at: at + 1, ..Delta::default() };
     assert!(!s.apply(Update::Delta(Box::new(delta))), "empty delta");
     let again = SourceStatus {
+        cluster: Default::default(),
         name: "slurm".into(),
         simulated: false,
         ok_at: Some(at + 1),
@@ -215,4 +218,109 @@ fn the_cluster_history_holds_one_point_per_step_of_time() {
     assert_eq!(s.history.running.len(), len + 6, "5 held steps and the new one");
     let tail: Vec<u32> = s.history.running.tail(6).collect();
     assert!(tail[..5].iter().all(|&v| v == before), "{tail:?}");
+}
+
+/// Two simulated clusters fed through one state: each update wrapped in its cluster.
+fn two_clusters(ticks: usize) -> (ClusterState, Sim, Sim) {
+    let (mut a, mut b) = (
+        Sim::new(SimConfig { nodes: 12, seed: 1, ..SimConfig::default() }),
+        Sim::new(SimConfig { nodes: 8, seed: 2, ..SimConfig::default() }),
+    );
+    let mut s = ClusterState::new(PriceCard::default(), Thresholds::default());
+    let wrap = |c: &str, u| Update::Cluster { cluster: c.into(), update: Box::new(u) };
+    for u in a.initial() {
+        s.apply(wrap("prod-a", u));
+    }
+    for u in b.initial() {
+        s.apply(wrap("lab", u));
+    }
+    for _ in 0..ticks {
+        s.apply(wrap("prod-a", a.tick()));
+        s.apply(wrap("lab", b.tick()));
+    }
+    (s, a, b)
+}
+
+#[test]
+fn two_clusters_keep_same_named_nodes_and_jobs_apart() {
+    let (s, ..) = two_clusters(30);
+    assert!(s.is_fleet());
+    assert_eq!(s.clusters(), ["prod-a", "lab"]);
+    assert_eq!(s.nodes.len(), 20);
+    // The simulator names nodes the same way in both: both are there, each with its cluster.
+    let name = s.nodes.iter().find(|n| n.cluster == "lab").unwrap().name.clone();
+    let a = s.node_in(&"prod-a".into(), &name).expect("prod-a has it too");
+    let b = s.node_in(&"lab".into(), &name).expect("lab has it");
+    assert!(!std::ptr::eq(a, b));
+    let (ka, kb) = (
+        s.node_key(s.node_at(&NodeKey { cluster: "prod-a".into(), name: name.clone() }).unwrap()).unwrap(),
+        s.node_key(s.node_at(&NodeKey { cluster: "lab".into(), name: name.clone() }).unwrap()).unwrap(),
+    );
+    assert_eq!((ka.cluster.as_str(), kb.cluster.as_str()), ("prod-a", "lab"));
+    // Jobs of the same id in both clusters are two jobs.
+    let shared: Vec<JobId> = s
+        .jobs
+        .iter()
+        .filter(|j| j.cluster == "lab")
+        .map(|j| j.id)
+        .filter(|id| s.job_in(&"prod-a".into(), *id).is_some())
+        .collect();
+    assert!(!shared.is_empty(), "the simulators number jobs alike");
+    for id in shared {
+        assert_ne!(
+            s.job_in(&"prod-a".into(), id).unwrap().cluster,
+            s.job_in(&"lab".into(), id).unwrap().cluster
+        );
+    }
+    // Sources are per cluster; every object carries its cluster.
+    let srcs: Vec<(&str, &str)> = s.sources.iter().map(|x| (x.cluster.as_str(), x.name.as_str())).collect();
+    assert_eq!(srcs, [("prod-a", "sim"), ("lab", "sim")]);
+    assert!(s.jobs.iter().all(|j| j.cluster == "prod-a" || j.cluster == "lab"));
+    assert!(s.queues.iter().all(|q| !q.cluster.is_empty()) && !s.queues.is_empty());
+    assert!(s.quotas.iter().all(|q| !q.cluster.is_empty()));
+}
+
+#[test]
+fn one_cluster_s_inventory_and_error_touch_only_that_cluster() {
+    let (mut s, ..) = two_clusters(5);
+    let lab_nodes: Vec<Node> = s.nodes.iter().filter(|n| n.cluster == "lab").cloned().collect();
+    let lab_jobs = s.jobs.iter().filter(|j| j.cluster == "lab").count();
+    // prod-a relists with two nodes and no jobs: lab keeps everything.
+    let mut two: Vec<Node> = s.nodes.iter().filter(|n| n.cluster == "prod-a").take(2).cloned().collect();
+    two.iter_mut().for_each(|n| n.cluster = Text::default());
+    s.apply(Update::Cluster {
+        cluster: "prod-a".into(),
+        update: Box::new(Update::Inventory {
+            at: s.now,
+            inventory: Box::new(Inventory {
+                source: "sim".into(),
+                cluster: Some("whatever-slurm-calls-it".into()),
+                nodes: Some(two),
+                jobs: Some(Vec::new()),
+                ..Inventory::default()
+            }),
+        }),
+    });
+    assert_eq!(s.nodes.iter().filter(|n| n.cluster == "prod-a").count(), 2);
+    let now_lab: Vec<&Text> = s.nodes.iter().filter(|n| n.cluster == "lab").map(|n| &n.name).collect();
+    assert_eq!(now_lab, lab_nodes.iter().map(|n| &n.name).collect::<Vec<_>>());
+    assert_eq!(s.jobs.iter().filter(|j| j.cluster == "lab").count(), lab_jobs);
+    assert_eq!(s.jobs.iter().filter(|j| j.cluster == "prod-a").count(), 0);
+    assert_eq!(s.clusters(), ["prod-a", "lab"], "a configured name is kept");
+    // lab's source fails: only lab's source carries the error, and the incident names lab.
+    s.apply(Update::Cluster {
+        cluster: "lab".into(),
+        update: Box::new(Update::Status(SourceStatus {
+            cluster: Default::default(),
+            name: "sim".into(),
+            simulated: true,
+            ok_at: None,
+            error: Some("connection refused".into()),
+            detail: None,
+        })),
+    });
+    let errs: Vec<(&str, bool)> = s.sources.iter().map(|x| (x.cluster.as_str(), x.error.is_some())).collect();
+    assert_eq!(errs, [("prod-a", false), ("lab", true)]);
+    let inc = s.incidents.iter().find(|i| i.title == "connection refused").unwrap();
+    assert_eq!(inc.cluster, "lab");
 }

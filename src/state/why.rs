@@ -6,7 +6,7 @@
 
 use super::ClusterState;
 use crate::clock::dur;
-use crate::model::{Job, JobState, Node, NodeState, Queue, pending_reason_text};
+use crate::model::{Job, JobState, Node, NodeState, Queue, Text, pending_reason_text};
 
 /// The explanation of one pending job.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -66,9 +66,19 @@ fn name_nodes(nodes: &[&Node], max: usize) -> String {
 /// The nodes of `queue` that are out of service (down, drained, draining, cordoned, in
 /// maintenance), and how many nodes the queue has in all (as the state sees them).
 pub fn queue_out_of_service<'a>(s: &'a ClusterState, queue: &str) -> (Vec<&'a Node>, usize) {
+    queue_out_of_service_in(s, None, queue)
+}
+
+/// [`queue_out_of_service`] of one cluster's queue (`cluster` as objects carry it), or of
+/// every cluster's queue of that name (`None`).
+pub fn queue_out_of_service_in<'a>(
+    s: &'a ClusterState,
+    cluster: Option<&Text>,
+    queue: &str,
+) -> (Vec<&'a Node>, usize) {
     let mut total = 0;
     let mut out = Vec::new();
-    for n in s.nodes.iter().filter(|n| in_queue(n, queue)) {
+    for n in s.nodes.iter().filter(|n| in_queue(n, queue) && cluster.is_none_or(|c| n.cluster == *c)) {
         total += 1;
         if out_of_service(n.state) {
             out.push(n);
@@ -78,10 +88,10 @@ pub fn queue_out_of_service<'a>(s: &'a ClusterState, queue: &str) -> (Vec<&'a No
 }
 
 /// GPUs free right now on the in-service nodes of `queue`.
-fn free_gpus(s: &ClusterState, queue: &str) -> u32 {
+fn free_gpus(s: &ClusterState, cluster: &Text, queue: &str) -> u32 {
     s.nodes
         .iter()
-        .filter(|n| in_queue(n, queue) && n.state.schedulable())
+        .filter(|n| n.cluster == *cluster && in_queue(n, queue) && n.state.schedulable())
         .map(|n| n.gpu_slots.saturating_sub(n.gpu_alloc))
         .sum()
 }
@@ -92,7 +102,8 @@ fn ahead<'a>(s: &'a ClusterState, j: &Job) -> Vec<&'a Job> {
     let mut v: Vec<&Job> = s
         .active
         .keys()
-        .filter_map(|&id| s.job(id))
+        .filter(|(c, _)| *c == j.cluster)
+        .filter_map(|(c, id)| s.job_in(c, *id))
         .filter(|o| o.state == JobState::Pending && o.queue == j.queue && o.rank.is_some_and(|r| r < rank))
         .collect();
     v.sort_by_key(|o| (o.rank, o.id));
@@ -117,15 +128,19 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
     let gpn = queue.and_then(gpus_per_node);
     let team = crate::sanitize::sanitize(&j.account);
     let whose = if j.user == viewer { "your team".to_string() } else { format!("team {team}") };
-    let quota = s.quotas.iter().find(|q| q.team == j.account);
-    let (down, total) = queue_out_of_service(s, &j.queue);
+    let quota = s.quotas.iter().find(|q| q.team == j.account && q.cluster == j.cluster);
+    let (down, total) = queue_out_of_service_in(s, Some(&j.cluster), &j.queue);
     let qname = crate::sanitize::sanitize(&j.queue);
     let mut w = Wait::default();
 
     // The causes.
     if matches!(reason, "ReqNodeNotAvail" | "NodeDown") {
-        let needed: Vec<&Node> =
-            j.nodes.iter().filter_map(|n| s.node(n)).filter(|n| out_of_service(n.state)).collect();
+        let needed: Vec<&Node> = j
+            .nodes
+            .iter()
+            .filter_map(|n| s.node_in(&j.cluster, n))
+            .filter(|n| out_of_service(n.state))
+            .collect();
         for n in &needed {
             let why = n
                 .reason
@@ -154,9 +169,9 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
             let mut lenders: Vec<(String, u32)> =
                 s.quotas
                     .iter()
-                    .filter(|o| o.team != j.account && o.borrowed > 0)
+                    .filter(|o| o.cluster == j.cluster && o.team != j.account && o.borrowed > 0)
                     .filter(|o| {
-                        s.active.keys().filter_map(|&id| s.job(id)).any(|r| {
+                        s.active.keys().filter_map(|(c, id)| s.job_in(c, *id)).any(|r| {
                             r.account == o.team && r.queue == j.queue && r.state == JobState::Running
                         })
                     })
@@ -192,7 +207,7 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
             w.causes.push(format!(
                 "it waits for {} to free up in {qname} ({} free now)",
                 nodes_needed(j.gpus, gpn),
-                free_gpus(s, &j.queue)
+                free_gpus(s, &j.cluster, &j.queue)
             ));
         }
     }
@@ -208,7 +223,7 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
     // What could help.
     if waits_for_capacity(reason) {
         w.hints.extend(other_queue(s, j, queue));
-        let free = free_gpus(s, &j.queue);
+        let free = free_gpus(s, &j.cluster, &j.queue);
         if free > 0 && free < j.gpus {
             let are = if free == 1 { "GPU is" } else { "GPUs are" };
             w.hints.push(format!(
@@ -276,7 +291,8 @@ fn no_estimate(
 fn other_queue(s: &ClusterState, j: &Job, here: Option<&Queue>) -> Option<String> {
     let model = j.gpu_model.as_deref()?;
     let model_of = |q: &str| {
-        let mut models = s.nodes.iter().filter(|n| in_queue(n, q)).map(|n| n.gpu_model());
+        let mut models =
+            s.nodes.iter().filter(|n| n.cluster == j.cluster && in_queue(n, q)).map(|n| n.gpu_model());
         let first = models.next()?;
         models.all(|m| m == first).then_some(first)
     };
@@ -285,7 +301,13 @@ fn other_queue(s: &ClusterState, j: &Job, here: Option<&Queue>) -> Option<String
     let best = s
         .queues
         .iter()
-        .filter(|q| q.name != j.queue && q.up && q.gpus >= j.gpus && model_of(&q.name) == Some(model))
+        .filter(|q| {
+            q.cluster == j.cluster
+                && q.name != j.queue
+                && q.up
+                && q.gpus >= j.gpus
+                && model_of(&q.name) == Some(model)
+        })
         .filter_map(|q| Some((q, wait(&q.name)?)))
         .filter(|&(_, w)| w < here_wait)
         .min_by_key(|&(q, w)| (w, q.name.clone()))?;
@@ -538,7 +560,7 @@ mod tests {
         let s = sim_state();
         for j in s.jobs.iter().filter(|j| j.state == JobState::Pending) {
             let w = explain(&s, j, "researcher").unwrap();
-            let free = free_gpus(&s, &j.queue);
+            let free = free_gpus(&s, &j.cluster, &j.queue);
             let hole = w.hints.iter().any(|h| h.contains("(backfill)"));
             let capacity = matches!(j.pending_reason.as_deref(), Some("Priority" | "Resources"));
             assert_eq!(

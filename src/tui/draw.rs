@@ -166,31 +166,6 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
 fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     let s = app.state();
     let t = &app.theme;
-    let mut left = vec![
-        Span::styled("gpuplane ", t.title),
-        Span::styled(safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned(), t.accent),
-        Span::raw(" "),
-    ];
-    if s.is_simulated() {
-        left.push(Span::styled(" SIMULATED ", t.badge_sim));
-        left.push(Span::raw(" "));
-    }
-    for src in &s.sources {
-        let (text, style) = match (&src.error, src.ok_at) {
-            (Some(_), Some(ok)) => (format!("{} stale {}", src.name, dur(wall_now - ok)), t.crit),
-            (Some(_), None) => (format!("{} down", src.name), t.crit),
-            (None, Some(ok)) if wall_now - ok > 30 => {
-                (format!("{} {} ago", src.name, dur(wall_now - ok)), t.warn)
-            }
-            (None, Some(_)) => (format!("{} {}", src.name, app.glyphs.dot()), t.ok),
-            (None, None) => (format!("{} connecting", src.name), t.dim),
-        };
-        left.push(Span::styled(safe(&text).into_owned(), style));
-        left.push(Span::raw(" "));
-    }
-    if s.sources.is_empty() {
-        left.push(Span::styled("no source yet", t.dim));
-    }
     let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
     // Read-only wins: break-glass cannot lift it, so the header never shows both.
     if let Some(b) = app.break_glass.as_ref().filter(|_| !app.readonly) {
@@ -210,6 +185,81 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     }
     if app.ui.paused {
         right.push(Span::styled(" PAUSED ", t.badge_paused));
+    }
+    let fleet = s.is_fleet();
+    let title = if fleet {
+        format!("fleet of {}", s.clusters().len())
+    } else {
+        safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned()
+    };
+    let mut left = vec![Span::styled("gpuplane ", t.title), Span::styled(title, t.accent), Span::raw(" ")];
+    if s.is_simulated() {
+        left.push(Span::styled(" SIMULATED ", t.badge_sim));
+        left.push(Span::raw(" "));
+    }
+    // A source's freshness: `slurm ●`, `prom 2m ago`, `kube stale 2m`; and whether it is live.
+    let fresh = |src: &crate::model::protocol::SourceStatus| match (&src.error, src.ok_at) {
+        (Some(_), Some(ok)) => (format!("{} stale {}", src.name, dur(wall_now - ok)), t.crit, false),
+        (Some(_), None) => (format!("{} down", src.name), t.crit, false),
+        (None, Some(ok)) if wall_now - ok > 30 => {
+            (format!("{} {} ago", src.name, dur(wall_now - ok)), t.warn, false)
+        }
+        (None, Some(_)) => (format!("{} {}", src.name, app.glyphs.dot()), t.ok, true),
+        (None, None) => (format!("{} connecting", src.name), t.dim, false),
+    };
+    if fleet {
+        // Each cluster with its sources (`prod-a slurm ● prom ●  prod-b kube stale 2m`). When
+        // that is too wide: clusters with a source not live first, a live cluster as its name
+        // and a dot; then the live ones only counted (`+2 ●`).
+        let state = |c: &crate::model::Text| -> Vec<(String, ratatui::style::Style, bool)> {
+            s.sources.iter().filter(|x| x.cluster == *c).map(fresh).collect()
+        };
+        let level = |short: u8| {
+            let mut v = Vec::new();
+            let mut order: Vec<(&crate::model::Text, Vec<_>)> =
+                s.clusters().iter().map(|c| (c, state(c))).collect();
+            if short > 0 {
+                order.sort_by_key(|(_, srcs)| srcs.iter().all(|x| x.2));
+            }
+            let live = order.iter().filter(|(_, srcs)| srcs.iter().all(|x| x.2)).count();
+            for (c, srcs) in order {
+                let all_live = srcs.iter().all(|x| x.2);
+                if short > 1 && all_live {
+                    continue;
+                }
+                v.push(Span::styled(safe(c).into_owned(), t.accent));
+                v.push(Span::raw(" "));
+                if short > 0 && all_live {
+                    v.push(Span::styled(app.glyphs.dot().to_string(), t.ok));
+                    v.push(Span::raw(" "));
+                } else {
+                    for (text, style, ok) in srcs {
+                        if !(short > 0 && ok) {
+                            v.push(Span::styled(safe(&text).into_owned(), style));
+                            v.push(Span::raw(" "));
+                        }
+                    }
+                }
+                v.push(Span::raw(" "));
+            }
+            if short > 1 && live > 0 {
+                v.push(Span::styled(format!("+{live} {}", app.glyphs.dot()), t.ok));
+            }
+            v
+        };
+        let used: usize = left.iter().chain(&right).map(|x| x.width()).sum();
+        let fits = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
+        let chosen = [level(0), level(1)].into_iter().find(|v| fits(v)).unwrap_or_else(|| level(2));
+        left.extend(chosen);
+    } else {
+        for src in &s.sources {
+            let (text, style, _) = fresh(src);
+            left.push(Span::styled(safe(&text).into_owned(), style));
+            left.push(Span::raw(" "));
+        }
+    }
+    if s.sources.is_empty() {
+        left.push(Span::styled("no source yet", t.dim));
     }
     let rw: usize = right.iter().map(|s| s.width()).sum();
     let [l, r] = Layout::horizontal([Constraint::Min(10), Constraint::Length(rw as u16)]).areas(area);

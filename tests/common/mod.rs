@@ -205,6 +205,7 @@ pub fn app_with_alerts() -> App {
     let now = a.state().now;
     a.update(Msg::Update(gpuplane::model::protocol::Update::Status(
         gpuplane::model::protocol::SourceStatus {
+            cluster: Default::default(),
             name: "am".into(),
             simulated: false,
             ok_at: Some(now),

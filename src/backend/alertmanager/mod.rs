@@ -41,7 +41,14 @@ pub async fn snapshot(client: &AmClient) -> Result<AlertSnapshot, AmError> {
 }
 
 fn status(error: Option<String>, ok_at: Option<Epoch>, detail: Option<Text>) -> Update {
-    Update::Status(SourceStatus { name: Text::const_new(SOURCE), simulated: false, ok_at, error, detail })
+    Update::Status(SourceStatus {
+        cluster: Default::default(),
+        name: Text::const_new(SOURCE),
+        simulated: false,
+        ok_at,
+        error,
+        detail,
+    })
 }
 
 /// The error as the header and the Sources view show it.

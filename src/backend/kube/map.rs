@@ -308,6 +308,7 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
         }
     });
     Node {
+        cluster: Default::default(),
         name: text(&name),
         state,
         reason,
@@ -572,6 +573,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
         .cluster_queues
         .values()
         .map(|c| Queue {
+            cluster: Default::default(),
             name: text(&c.name),
             kind: QueueKind::ClusterQueue,
             parent: c.cohort.as_deref().map(text),
@@ -581,6 +583,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
             max_time_s: None,
         })
         .chain(store.local_queues.values().map(|l| Queue {
+            cluster: Default::default(),
             name: text(&key(Some(&l.namespace), Some(&l.name))),
             kind: QueueKind::LocalQueue,
             parent: Some(text(&l.cluster_queue)),
@@ -595,6 +598,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
         .cluster_queues
         .values()
         .map(|c| Quota {
+            cluster: Default::default(),
             team: text(&c.name),
             gpu_quota: c.nominal,
             gpu_used: c.used,
@@ -617,6 +621,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
             continue;
         }
         quotas.push(Quota {
+            cluster: Default::default(),
             team,
             gpu_quota: hard,
             gpu_used: used,
@@ -746,6 +751,7 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
         g.pods.iter().filter_map(|p| p.spec.priority).chain(w.map(|w| w.priority)).max().unwrap_or(0).max(0)
             as u32;
     Job {
+        cluster: Default::default(),
         id,
         name: text(&g.name),
         user,

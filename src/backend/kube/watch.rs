@@ -390,6 +390,7 @@ pub async fn run(
 
 fn status(context: &str, error: Option<String>, detail: Option<String>) -> SourceStatus {
     SourceStatus {
+        cluster: Default::default(),
         name: SOURCE.into(),
         simulated: false,
         ok_at: error.is_none().then(|| jiff::Timestamp::now().as_second()),

@@ -121,7 +121,7 @@ pub fn short_hostname() -> Text {
 }
 
 fn status(detail: Option<Text>, error: Option<String>, ok_at: Option<i64>) -> SourceStatus {
-    SourceStatus { name: SOURCE.into(), simulated: false, ok_at, error, detail }
+    SourceStatus { cluster: Default::default(), name: SOURCE.into(), simulated: false, ok_at, error, detail }
 }
 
 /// The model's node for a snapshot (the standalone inventory).
@@ -158,6 +158,7 @@ pub fn node_of(s: &LocalSnapshot) -> Node {
         _ => NodeState::Mixed,
     };
     Node {
+        cluster: Default::default(),
         name: s.host.clone(),
         state,
         reason: None,

@@ -1101,6 +1101,7 @@ fn jobs_of(
             Alloc::Pod { namespace, pod } => (pod.clone(), namespace.clone()),
         };
         let job = Job {
+            cluster: Default::default(),
             id,
             name,
             user: Text::default(),
@@ -1154,6 +1155,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
         let Some(idx) = s.label(&l.gpu).and_then(|g| g.parse::<u8>().ok()) else { continue };
         let name = text(&cfg.host_map.map(host));
         let node = nodes.entry(name.clone()).or_insert_with(|| Node {
+            cluster: Default::default(),
             name,
             state: NodeState::Idle,
             reason: None,

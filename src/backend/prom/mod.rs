@@ -272,6 +272,7 @@ impl Backend {
 
     async fn status(&self, error: Option<String>, ok_at: Option<Epoch>) -> bool {
         self.send(Update::Status(SourceStatus {
+            cluster: Default::default(),
             name: Text::const_new(SOURCE),
             simulated: false,
             ok_at,

@@ -501,6 +501,7 @@ impl Cluster {
             .collect();
         let alloc = n.alloc();
         Node {
+            cluster: Default::default(),
             name: n.name.clone(),
             state: n.state,
             reason: n.reason.clone(),

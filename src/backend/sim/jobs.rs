@@ -536,6 +536,7 @@ impl JobBook {
             Exit::DepNever => Some(Text::const_new("dependency never satisfied")),
         };
         Job {
+            cluster: Default::default(),
             id: j.id,
             name: Text::const_new(name),
             user: Text::const_new(user),

@@ -723,6 +723,7 @@ impl Sim {
     /// The source status and a full inventory of the cluster as it is now.
     pub fn initial(&self) -> Vec<Update> {
         let status = SourceStatus {
+            cluster: Default::default(),
             name: Text::const_new(SOURCE),
             simulated: true,
             ok_at: Some(self.now),
@@ -759,6 +760,7 @@ impl Sim {
             .map(|p| {
                 let count = self.cluster.pools[p].nodes.len() as u32;
                 Queue {
+                    cluster: Default::default(),
                     name: Text::const_new(POOLS[p].name),
                     kind: QueueKind::Partition,
                     parent: None,
@@ -776,6 +778,7 @@ impl Sim {
             .iter()
             .zip(&self.book.teams)
             .map(|(spec, t)| Quota {
+                cluster: Default::default(),
                 team: Text::const_new(spec.name),
                 gpu_quota: t.quota,
                 gpu_used: t.used,

@@ -180,6 +180,7 @@ pub fn node(n: NodeIn) -> Node {
         labels.insert(Text::from("slurm.gpu.type"), m.clone());
     }
     Node {
+        cluster: Default::default(),
         pool: join(&n.partitions),
         name: n.name,
         state,
@@ -235,6 +236,7 @@ fn join(words: &[Text]) -> Text {
 
 pub fn queue(p: PartitionIn) -> Queue {
     Queue {
+        cluster: Default::default(),
         name: p.name,
         kind: QueueKind::Partition,
         parent: None,
@@ -321,6 +323,7 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
         _ => 0.0,
     };
     Job {
+        cluster: Default::default(),
         id: j.id,
         name: j.name,
         user: j.user,

@@ -281,8 +281,15 @@ pub fn quotas(limits: &[Limit], jobs: &[Job], qos: &[Text]) -> Vec<Quota> {
             }
         };
         for (team, user) in teams {
-            let mut q =
-                Quota { team, gpu_quota: l.gpus, gpu_used: 0, borrowed: 0, lendable: 0, gpu_pending: 0 };
+            let mut q = Quota {
+                cluster: Default::default(),
+                team,
+                gpu_quota: l.gpus,
+                gpu_used: 0,
+                borrowed: 0,
+                lendable: 0,
+                gpu_pending: 0,
+            };
             for (i, j) in jobs.iter().enumerate() {
                 let hit = match l.scope {
                     LimitScope::Account => j.account == l.name,

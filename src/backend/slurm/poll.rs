@@ -199,6 +199,7 @@ impl Poller {
             let _ = tx.send(Update::Inventory { at: t0, inventory: Box::new(inv) }).await;
         }
         let status = SourceStatus {
+            cluster: Default::default(),
             name: SOURCE.into(),
             simulated: false,
             ok_at: Some(now()),
@@ -375,6 +376,7 @@ pub async fn run(
 ) {
     let status = |error: String, detail: Option<Text>| {
         Update::Status(SourceStatus {
+            cluster: Default::default(),
             name: SOURCE.into(),
             simulated: false,
             ok_at: None,
@@ -384,6 +386,7 @@ pub async fn run(
     };
     let _ = tx
         .send(Update::Status(SourceStatus {
+            cluster: Default::default(),
             name: SOURCE.into(),
             simulated: false,
             ok_at: None,

@@ -598,7 +598,7 @@ impl TableSource for NodesTable {
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
-        cx.s.nodes.get(key as usize).is_some_and(|n| cx.marked.node(cx, &n.name))
+        cx.s.nodes.get(key as usize).is_some_and(|n| cx.marked.node(cx, n))
     }
 }
 

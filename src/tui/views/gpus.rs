@@ -1,7 +1,9 @@
 //! GPUs: a table of every GPU, and the "wall" heatmap of every GPU coloured by utilisation or
 //! temperature.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, pack, to_json, unpack};
+use super::super::widgets::table::{
+    Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, pack, to_json, unpack,
+};
 use super::super::widgets::{ago, opt, safe, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, ViewId, ViewKey};
@@ -22,7 +24,7 @@ pub struct GpusTable;
 
 pub const TABLE: TableId = TableId("gpus");
 
-static COLS: [Column; 11] = [
+static COLS: [Column; 12] = [
     col(
         "NODE",
         12,
@@ -191,6 +193,14 @@ static COLS: [Column; 11] = [
             Span::styled(opt(g.job), t.text)
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&get(cx.s, k).0.cluster)),
+        |cx, k| cluster_cell(cx, &get(cx.s, k).0.cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 fn get(s: &ClusterState, key: RowKey) -> (&Node, &Gpu) {
@@ -246,6 +256,7 @@ impl TableSource for GpusTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let (n, g) = get(cx.s, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&n.cluster).as_str().into(),
             "node" => n.name.as_str().into(),
             "uuid" => g.uuid.as_str().into(),
             "model" => g.model.as_str().into(),
@@ -257,7 +268,7 @@ impl TableSource for GpusTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["node", "uuid", "model", "job", "xid", "pool"]
+        &["cluster", "node", "uuid", "model", "job", "xid", "pool"]
     }
 
     fn default_sort(&self) -> (usize, bool) {

@@ -1,7 +1,9 @@
 //! Jobs: every job with its state, queue position and pending reason.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, contains_ci};
+use super::super::widgets::table::{
+    Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, contains_ci,
+};
 use super::super::widgets::{clock_rel, dur, money, opt, safe, stamp, stamp_rel, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};
@@ -16,7 +18,7 @@ pub struct JobsTable;
 
 pub const TABLE: TableId = TableId("jobs");
 
-static COLS: [Column; 14] = [
+static COLS: [Column; 15] = [
     col(
         "ID",
         7,
@@ -224,6 +226,14 @@ static COLS: [Column; 14] = [
             }
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&job(cx.s, k).cluster)),
+        |cx, k| cluster_cell(cx, &job(cx.s, k).cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 pub fn job_state_style(cx: &Cx<'_>, st: JobState) -> Style {
@@ -351,11 +361,16 @@ impl TableSource for JobsTable {
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let s = cx.s;
-        job_field(job(s, key), name)
+        let j = job(s, key);
+        if name == "cluster" {
+            return Some(s.cluster_of(&j.cluster).as_str().into());
+        }
+        job_field(j, name)
     }
 
     fn fields(&self) -> &'static [&'static str] {
         &[
+            "cluster",
             "id",
             "name",
             "user",
@@ -373,7 +388,7 @@ impl TableSource for JobsTable {
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
-        cx.marked.job(cx, job(cx.s, key).id)
+        cx.marked.job(cx, job(cx.s, key))
     }
 
     fn default_sort(&self) -> (usize, bool) {

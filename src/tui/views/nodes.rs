@@ -1,7 +1,7 @@
 //! Nodes: one row per node with its scheduling state, GPU allocation and health.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::{ago, bytes, opt, power, untrusted};
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};
@@ -16,7 +16,7 @@ pub struct NodesTable;
 
 pub const TABLE: TableId = TableId("nodes");
 
-static COLS: [Column; 11] = [
+static COLS: [Column; 12] = [
     col(
         "NAME",
         12,
@@ -130,6 +130,14 @@ static COLS: [Column; 11] = [
             None => Span::raw(""),
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&node(cx.s, k).cluster)),
+        |cx, k| cluster_cell(cx, &node(cx.s, k).cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 pub fn state_style(cx: &Cx<'_>, st: NodeState) -> Style {
@@ -191,6 +199,7 @@ impl TableSource for NodesTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let n = node(cx.s, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&n.cluster).as_str().into(),
             "name" => n.name.as_str().into(),
             "state" => n.state.label().into(),
             "pool" | "partition" => n.pool.as_str().into(),
@@ -202,11 +211,11 @@ impl TableSource for NodesTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["name", "state", "pool", "partition", "model", "reason", "driver"]
+        &["cluster", "name", "state", "pool", "partition", "model", "reason", "driver"]
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
-        cx.marked.node(cx, &node(cx.s, key).name)
+        cx.marked.node(cx, node(cx.s, key))
     }
 }
 

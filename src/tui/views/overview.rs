@@ -1,7 +1,7 @@
 //! Overview: the health of each plane at a glance and the current incidents, worst first.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::{ago, dur, money, opt, untrusted};
 use super::detail::kv;
 use super::{TableId, ViewId};
@@ -21,7 +21,7 @@ pub struct IncidentsTable;
 
 pub const INCIDENTS: TableId = TableId("incidents");
 
-static COLS: [Column; 7] = [
+static COLS: [Column; 8] = [
     col(
         "SEV",
         4,
@@ -124,6 +124,14 @@ static COLS: [Column; 7] = [
             }
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&inc(cx.s, k).cluster)),
+        |cx, k| cluster_cell(cx, &inc(cx.s, k).cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 /// The STATE column's word: `open`, `ack`, `mitig`, `done`.
@@ -212,6 +220,7 @@ impl TableSource for IncidentsTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let i = inc(cx.s, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&i.cluster).as_str().into(),
             "plane" => i.plane.label().into(),
             "severity" | "sev" => i.severity.label().into(),
             "node" => i.node.as_deref()?.into(),
@@ -222,7 +231,7 @@ impl TableSource for IncidentsTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["plane", "severity", "sev", "node", "state", "signal"]
+        &["cluster", "plane", "severity", "sev", "node", "state", "signal"]
     }
 }
 

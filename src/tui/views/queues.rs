@@ -1,7 +1,7 @@
 //! Queues: Slurm partitions and Kueue queues with pending/running counts and wait times, and
 //! "my jobs": where each of the current user's jobs stands and why it waits.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, to_json};
 use super::super::widgets::{dur, opt, safe, untrusted};
 use super::jobs::{
     est_cell, est_sort, job_field, job_json, job_state_style, job_text, pending_in_queue, wait_s,
@@ -23,7 +23,7 @@ pub struct MyJobsTable;
 pub const QUEUES: TableId = TableId("queues");
 pub const MY_JOBS: TableId = TableId("my-jobs");
 
-static QCOLS: [Column; 10] = [
+static QCOLS: [Column; 11] = [
     col(
         "QUEUE",
         10,
@@ -182,6 +182,14 @@ static QCOLS: [Column; 10] = [
         },
     )
     .right(),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&queue(cx.s, k).0.cluster)),
+        |cx, k| cluster_cell(cx, &queue(cx.s, k).0.cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 fn queue(s: &ClusterState, key: RowKey) -> (&Queue, Option<&QueueStats>) {
@@ -232,6 +240,7 @@ impl TableSource for QueuesTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let (q, _) = queue(cx.s, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&q.cluster).as_str().into(),
             "name" | "queue" => q.name.as_str().into(),
             "kind" => q.kind.label().into(),
             _ => return None,
@@ -239,7 +248,7 @@ impl TableSource for QueuesTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["name", "queue", "kind"]
+        &["cluster", "name", "queue", "kind"]
     }
 }
 
@@ -552,7 +561,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<ratatui::text::L
 
 /// `12 nodes, 96 GPUs; 3 out of service: gpu-004 down, gpu-009 drained, gpu-014 maint`.
 fn capacity(s: &ClusterState, q: &Queue) -> String {
-    let (out, _) = crate::state::why::queue_out_of_service(s, &q.name);
+    let (out, _) = crate::state::why::queue_out_of_service_in(s, Some(&q.cluster), &q.name);
     let mut text = format!("{} nodes, {} GPUs", q.nodes, q.gpus);
     if !out.is_empty() {
         let names: Vec<String> = out

@@ -1,7 +1,7 @@
 //! Quotas: each team's GPU quota, use, borrowing and lending.
 
 use super::super::widgets::table::to_json;
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
 use super::{TableId, TableView, ViewId};
@@ -15,7 +15,7 @@ pub struct QuotasTable;
 
 pub const TABLE: TableId = TableId("quotas");
 
-static COLS: [Column; 8] = [
+static COLS: [Column; 9] = [
     col(
         "TEAM",
         14,
@@ -134,6 +134,14 @@ static COLS: [Column; 8] = [
             Span::styled(cx.glyphs.bar(pct.min(100), 10), style)
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&quota(cx.s, k).cluster)),
+        |cx, k| cluster_cell(cx, &quota(cx.s, k).cluster),
+    )
+    .drop(9)
+    .fleet(),
 ];
 
 fn quota(s: &ClusterState, key: RowKey) -> &Quota {
@@ -173,6 +181,7 @@ impl TableSource for QuotasTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let q = quota(cx.s, key);
         match name {
+            "cluster" => Some(cx.s.cluster_of(&q.cluster).as_str().into()),
             "team" => Some(q.team.as_str().into()),
             "over" => Some(q.over_quota().to_string().into()),
             _ => None,
@@ -180,7 +189,7 @@ impl TableSource for QuotasTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["team", "over"]
+        &["cluster", "team", "over"]
     }
 }
 

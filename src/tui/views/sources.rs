@@ -2,7 +2,7 @@
 //! simulator), whether it answers, since when, and what is wrong with it and how to fix it.
 //! Added as one file plus one registry line, as every view is.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
+use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, to_json};
 use super::super::widgets::{ago, opt, stamp, stamp_rel, untrusted};
 use super::detail::kv;
 use super::{TableId, TableView, ViewId};
@@ -15,7 +15,7 @@ pub struct SourcesTable;
 
 pub const TABLE: TableId = TableId("sources");
 
-static COLS: [Column; 6] = [
+static COLS: [Column; 7] = [
     col(
         "SOURCE",
         8,
@@ -98,6 +98,14 @@ static COLS: [Column; 6] = [
             untrusted(s.error.as_deref().unwrap_or(""), t.crit)
         },
     ),
+    col(
+        "CLUSTER",
+        8,
+        |cx, k| SortKey::Str(cx.s.cluster_of(&src(cx, k).cluster)),
+        |cx, k| cluster_cell(cx, &src(cx, k).cluster),
+    )
+    // Which cluster a failing source serves is the point of this view: never dropped.
+    .fleet(),
 ];
 
 fn src<'a>(cx: &Cx<'a>, key: RowKey) -> &'a SourceStatus {
@@ -137,6 +145,7 @@ impl TableSource for SourcesTable {
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
         let s = src(cx, key);
         Some(match name {
+            "cluster" => cx.s.cluster_of(&s.cluster).as_str().into(),
             "source" | "name" => s.name.as_str().into(),
             "state" => state(s).into(),
             "error" => s.error.as_deref()?.into(),
@@ -146,7 +155,7 @@ impl TableSource for SourcesTable {
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["source", "name", "state", "error", "detail"]
+        &["cluster", "source", "name", "state", "error", "detail"]
     }
 
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {

@@ -54,6 +54,8 @@ pub struct Column {
     /// Its value as a plain number, for machine output (`get -o csv`): no `$`, `%` or
     /// thousands separators; `None` in a row is an empty field.
     pub num: Option<NumFn>,
+    /// Shown only when the state holds more than one cluster (CLUSTER), and then first.
+    pub fleet: bool,
 }
 
 /// A column's value as a plain number.
@@ -73,6 +75,7 @@ pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> 
         exact: false,
         whole: false,
         num: None,
+        fleet: false,
     }
 }
 
@@ -112,6 +115,12 @@ impl Column {
     }
 
     /// Lets the column grow up to `max` cells for long values when there is room.
+    /// Only with more than one cluster, and then first (the CLUSTER column).
+    pub const fn fleet(mut self) -> Self {
+        self.fleet = true;
+        self
+    }
+
     pub const fn grow(mut self, max: u16) -> Self {
         self.max = max;
         self
@@ -303,6 +312,11 @@ impl<T: TableSource + ?Sized> TableExt for T {
     }
 }
 
+/// The CLUSTER cell of an object carrying `cluster` (its configured cluster's name).
+pub fn cluster_cell<'a>(cx: &Cx<'a>, cluster: &'a crate::model::Text) -> Span<'a> {
+    super::untrusted(cx.s.cluster_of(cluster), cx.theme.dim)
+}
+
 /// What cells may draw with.
 pub struct Cx<'a> {
     pub s: &'a ClusterState,
@@ -325,18 +339,21 @@ pub struct Marks {
 }
 
 impl Marks {
-    /// Whether the node named `name` of `cx`'s cluster is marked.
-    pub fn node(&self, cx: &Cx<'_>, name: &crate::model::Text) -> bool {
+    /// Whether the node `n` is marked.
+    pub fn node(&self, cx: &Cx<'_>, n: &crate::model::Node) -> bool {
         !self.nodes.is_empty()
-            && self
-                .nodes
-                .contains(&crate::model::NodeKey { cluster: cx.s.cluster.clone(), name: name.clone() })
+            && self.nodes.contains(&crate::model::NodeKey {
+                cluster: cx.s.cluster_of(&n.cluster).clone(),
+                name: n.name.clone(),
+            })
     }
 
-    /// Whether job `id` of `cx`'s cluster is marked.
-    pub fn job(&self, cx: &Cx<'_>, id: crate::model::JobId) -> bool {
+    /// Whether the job `j` is marked.
+    pub fn job(&self, cx: &Cx<'_>, j: &crate::model::Job) -> bool {
         !self.jobs.is_empty()
-            && self.jobs.contains(&crate::model::JobKey { cluster: cx.s.cluster.clone(), id })
+            && self
+                .jobs
+                .contains(&crate::model::JobKey { cluster: cx.s.cluster_of(&j.cluster).clone(), id: j.id })
     }
 }
 
@@ -569,6 +586,12 @@ impl TableState {
 /// whose values are cut, up to their content (names first get the room, not a gap), and a
 /// left-aligned last column takes what is left. Nothing is laid out past `width`.
 pub fn layout(cols: &[Column], content: &[usize], width: u16) -> Vec<(usize, usize)> {
+    layout_for(cols, content, width, false)
+}
+
+/// [`layout`] for a state of one cluster or (`fleet`) several: the CLUSTER column (declared
+/// with [`Column::fleet`]) is shown first in a fleet and not at all otherwise.
+pub fn layout_for(cols: &[Column], content: &[usize], width: u16, fleet: bool) -> Vec<(usize, usize)> {
     let width = width as usize;
     let content = |i: usize| content.get(i).copied().unwrap_or(0);
     // What a column needs: a number or a whole value all of it; text its declared width, or
@@ -584,7 +607,8 @@ pub fn layout(cols: &[Column], content: &[usize], width: u16) -> Vec<(usize, usi
     let total = |keep: &[usize], w: &dyn Fn(usize) -> usize| -> usize {
         keep.iter().map(|&i| w(i)).sum::<usize>() + keep.len().saturating_sub(1)
     };
-    let mut keep: Vec<usize> = (0..cols.len()).collect();
+    let mut keep: Vec<usize> = (0..cols.len()).filter(|&i| fleet && cols[i].fleet).collect();
+    keep.extend((0..cols.len()).filter(|&i| !cols[i].fleet));
     while total(&keep, &need) > width {
         let Some((pos, _)) = keep
             .iter()
@@ -750,7 +774,7 @@ pub fn render<S: TableSource + ?Sized>(
             visible.iter().map(|(_, _, _, c)| c[i].content.width()).fold(head, usize::max)
         })
         .collect();
-    let shown = layout(cols, &content, inner.width);
+    let shown = layout_for(cols, &content, inner.width, cx.s.is_fleet());
     let mut lines = Vec::with_capacity(body_h + 1);
     let header: Vec<Span> = shown
         .iter()
