@@ -504,6 +504,8 @@ pub enum Names {
     Themes,
     Keymaps,
     Contexts,
+    /// The config's `[[cluster]]` names.
+    Clusters,
 }
 
 /// `doctor -o`.

@@ -92,14 +92,20 @@ fn an_empty_reason_is_refused_before_anything_is_planned() {
     assert!(out.contains("(simulated cluster; nothing persists)"), "{out}");
 }
 
-/// The bash script completes --view, --theme, --keymap and --context to names (contexts read
-/// from the kubeconfig at each completion), run in bash as a shell would.
+/// The bash script completes --view, --theme, --keymap, --context and --cluster to names
+/// (contexts read from the kubeconfig and clusters from the config at each completion), run in
+/// bash as a shell would.
 #[test]
-fn completions_offer_views_themes_keymaps_and_contexts() {
+fn completions_offer_views_themes_keymaps_contexts_and_clusters() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     std::fs::create_dir_all(home.join("config/gpuplane/themes")).unwrap();
     std::fs::write(home.join("config/gpuplane/themes/solarized.toml"), "# a theme of one's own\n").unwrap();
+    let clusters = |names: &[&str]| {
+        let text: String = names.iter().map(|n| format!("[[cluster]]\nname = \"{n}\"\n\n")).collect();
+        std::fs::write(home.join("config/gpuplane/config.toml"), text).unwrap();
+    };
+    clusters(&["prod-a", "prod-b", "lab"]);
     let kc = home.join("kubeconfig");
     let kubeconfig = |contexts: &[&str]| {
         let ctx: String = contexts
@@ -160,6 +166,10 @@ fn completions_offer_views_themes_keymaps_and_contexts() {
     // A subcommand's --context too; and a context added later completes without a new script.
     kubeconfig(&["prod-east", "lab-west", "lab-north"]);
     assert_eq!(complete("drain --context lab-"), ["lab-north", "lab-west"]);
+    // Clusters: the config's [[cluster]] names, read again at each completion.
+    assert_eq!(complete("--cluster "), ["lab", "prod-a", "prod-b"]);
+    clusters(&["prod-a", "prod-b", "lab", "prod-c"]);
+    assert_eq!(complete("get nodes --cluster prod-"), ["prod-a", "prod-b", "prod-c"]);
     // zsh and fish name them as well (those known when the script was printed).
     for shell in ["zsh", "fish"] {
         let out =

@@ -1,5 +1,5 @@
 //! `gpuplane completions SHELL`: shell completion scripts from the command line's definition
-//! (clap_complete), in which --view, --theme, --keymap and --context complete to names, not
+//! (clap_complete), in which --view, --theme, --keymap, --context and --cluster complete to names, not
 //! file names. The flags accept any value when parsing (a theme file of one's own); the names
 //! are possible values of the command the script is generated from only.
 
@@ -17,6 +17,7 @@ pub fn names(kind: Names, config: &Config) -> Vec<String> {
         Names::Themes => data_names(crate::tui::theme::EMBEDDED, "themes", config),
         Names::Keymaps => data_names(crate::tui::keymap::EMBEDDED, "keymaps", config),
         Names::Contexts => crate::backend::kube::contexts(&config.kube.clone().unwrap_or_default()),
+        Names::Clusters => config.cluster_names.clone(),
     };
     v.sort();
     v.dedup();
@@ -43,11 +44,14 @@ const NAMED: &[(&str, Names)] = &[
     ("theme", Names::Themes),
     ("keymap", Names::Keymaps),
     ("context", Names::Contexts),
+    // `--cluster` (the field `clusters`).
+    ("clusters", Names::Clusters),
 ];
 
 /// The command the script for `shell` is generated from: the flags of [`NAMED`] with their
-/// names as possible values. For bash, contexts are one word, a command substitution that its
-/// `compgen -W` expands at each completion, so a new kubeconfig context completes at once.
+/// names as possible values. For bash, contexts and clusters are one word, a command
+/// substitution that its `compgen -W` expands at each completion, so a new kubeconfig context or
+/// `[[cluster]]` entry completes at once.
 pub fn completion_command(shell: Shell, config: &Config) -> clap::Command {
     crate::cli::command_with(|mut cmd| {
         for &(id, kind) in NAMED {
@@ -57,6 +61,9 @@ pub fn completion_command(shell: Shell, config: &Config) -> clap::Command {
             let values: Vec<String> = match (shell, kind) {
                 (Shell::Bash, Names::Contexts) => {
                     vec!["$(gpuplane completions --list contexts 2>/dev/null)".into()]
+                }
+                (Shell::Bash, Names::Clusters) => {
+                    vec!["$(gpuplane completions --list clusters 2>/dev/null)".into()]
                 }
                 _ => names(kind, config),
             };
