@@ -16,6 +16,82 @@ fn is_unsafe(c: char) -> bool {
     c.is_control() || is_bidi(c)
 }
 
+/// A serde_json pretty printer that writes every character [`sanitize`] would remove as a
+/// `\uXXXX` escape: the values read back unchanged, but no control or bidi character reaches the
+/// terminal that shows the output (serde_json itself escapes only C0 controls; C1 such as 8-bit
+/// CSI and bidi overrides would pass through raw). It streams like `to_writer_pretty`.
+struct TerminalSafe(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for TerminalSafe {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        s: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in s.char_indices().filter(|&(_, c)| is_unsafe(c)) {
+            w.write_all(&s.as_bytes()[start..i])?;
+            // Every control and bidi character is in the Basic Multilingual Plane: one escape.
+            write!(w, "\\u{:04x}", c as u32)?;
+            start = i + c.len_utf8();
+        }
+        w.write_all(&s.as_bytes()[start..])
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// `serde_json::to_writer_pretty` with cluster text made terminal-safe (see [`TerminalSafe`]).
+pub fn json_pretty_to<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    w: W,
+    v: &T,
+) -> serde_json::Result<()> {
+    let mut ser =
+        serde_json::Serializer::with_formatter(w, TerminalSafe(serde_json::ser::PrettyFormatter::new()));
+    v.serialize(&mut ser)
+}
+
+/// `serde_json::to_string_pretty` with cluster text made terminal-safe (see [`TerminalSafe`]).
+pub fn json_pretty<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(128);
+    json_pretty_to(&mut out, v)?;
+    // The formatter writes only what it was given (UTF-8) and ASCII escapes.
+    Ok(String::from_utf8(out).unwrap_or_default())
+}
+
 /// Returns `s` with control characters, escape sequences and bidi overrides removed.
 /// Tabs and newlines become a single space, so a value always stays on its own line.
 pub fn sanitize(s: &str) -> Cow<'_, str> {
@@ -112,6 +188,19 @@ mod tests {
         assert_eq!(sanitize("ok\u{1b}"), "ok");
         assert_eq!(sanitize("ok\u{1b}[12"), "ok");
         assert_eq!(sanitize("ok\u{1b}]0;title"), "ok");
+    }
+
+    #[test]
+    fn json_escapes_what_a_terminal_must_not_see_and_reads_back_the_same() {
+        let name = "a\u{9b}31mb\u{202e}c\u{85}d\u{7f}e\u{1b}[2J训练";
+        let v = serde_json::json!([{ "name": name, "n": 1, name: [true, null] }]);
+        let text = json_pretty(&v).unwrap();
+        assert!(!text.chars().any(|c| c != '\n' && is_unsafe(c)), "{text:?}");
+        assert!(text.contains("\\u009b") && text.contains("\\u202e") && text.contains("训练"), "{text}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
+        // Everything else is serde_json's own pretty printing.
+        let plain = serde_json::json!({"a": ["b", 1.5, {"c": null}], "d": {}});
+        assert_eq!(json_pretty(&plain).unwrap(), serde_json::to_string_pretty(&plain).unwrap());
     }
 
     #[test]

@@ -111,11 +111,11 @@ fn parse(file: &std::path::Path, output: Output) -> ExitCode {
     let mut out = std::io::stdout().lock();
     let json = output == Output::Json;
     let (text, code) = match &parsed {
-        Ok(r) if json => (serde_json::to_string_pretty(r).unwrap_or_default(), u8::from(r.failed())),
+        Ok(r) if json => (crate::sanitize::json_pretty(r).unwrap_or_default(), u8::from(r.failed())),
         Ok(r) => (report::parse_text(r), u8::from(r.failed())),
         Err(e) if json => {
             let v = serde_json::json!({"error": e.to_string(), "kind": e.kind, "line": e.line, "partial": e.partial});
-            (serde_json::to_string_pretty(&v).unwrap_or_default(), 2)
+            (crate::sanitize::json_pretty(&v).unwrap_or_default(), 2)
         }
         Err(e) => {
             eprintln!("gpuplane: {}: {e}", file.display());
@@ -161,7 +161,7 @@ pub fn get(output: Output, filter: &str, config: &Config) -> ExitCode {
     let written = match output {
         Output::Json => {
             let v: Vec<_> = runs.iter().map(|(r, _)| *r).collect();
-            serde_json::to_writer_pretty(&mut out, &v)
+            crate::sanitize::json_pretty_to(&mut out, &v)
                 .map_err(std::io::Error::other)
                 .and_then(|_| writeln!(out))
         }

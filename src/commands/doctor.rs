@@ -426,7 +426,7 @@ pub fn run(output: DoctorOutput, timeout: Duration, config: &Config, warnings: &
     rt.shutdown_timeout(Duration::from_millis(100));
     match output {
         DoctorOutput::Table => print!("{}", report.table()),
-        DoctorOutput::Json => match serde_json::to_string_pretty(&report) {
+        DoctorOutput::Json => match crate::sanitize::json_pretty(&report) {
             Ok(s) => println!("{s}"),
             Err(e) => {
                 eprintln!("gpuplane: {e}");

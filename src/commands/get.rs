@@ -202,7 +202,8 @@ pub fn run(
     let right: Vec<bool> = shown.iter().map(|&i| cols[i].right).chain(extra.iter().map(|_| false)).collect();
     let mut out = std::io::stdout().lock();
     let written = match output {
-        Output::Json => serde_json::to_writer_pretty(&mut out, &records)
+        // Cluster text is untrusted: C1 and bidi characters leave as escapes, not raw.
+        Output::Json => crate::sanitize::json_pretty_to(&mut out, &records)
             .map_err(|e| std::io::Error::new(e.io_error_kind().unwrap_or(std::io::ErrorKind::Other), e))
             .and_then(|_| writeln!(out)),
         Output::Csv => {

@@ -57,7 +57,7 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
     };
     let e = crate::cost::eff::job(&rec, &intervals, &config.efficiency);
     let text = match output {
-        ReportOutput::Json => serde_json::to_string_pretty(&e).map(|s| s + "\n").map_err(|e| e.to_string()),
+        ReportOutput::Json => crate::sanitize::json_pretty(&e).map(|s| s + "\n").map_err(|e| e.to_string()),
         ReportOutput::Markdown | ReportOutput::Csv => Ok(job_markdown(&e)),
     };
     match text {
@@ -317,7 +317,7 @@ pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
             "runs_out": u.runs_out.map(ts),
         })).collect::<Vec<_>>(),
     });
-    serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string())
+    crate::sanitize::json_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string())
 }
 
 pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
