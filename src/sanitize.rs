@@ -149,7 +149,7 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 
 #[cfg(test)]
 mod tests {
-    use super::sanitize;
+    use super::{is_unsafe, json_pretty, sanitize};
 
     #[test]
     fn clean_text_is_borrowed() {
