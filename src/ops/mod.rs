@@ -6,6 +6,7 @@ pub mod guard;
 mod kube;
 mod sim;
 mod slurm;
+pub mod silence;
 mod worker;
 
 pub use crate::backend::sim::SimOp;
