@@ -530,6 +530,21 @@ impl App {
         Ok((am, tx))
     }
 
+    /// What the command being typed would act on, for the prompt: the matchers of `:silence`
+    /// and the silence `:unsilence` expires (read from the selection as it is now).
+    pub fn command_hint(&self, buf: &str) -> Option<String> {
+        let head = buf.split_whitespace().next()?;
+        if head == "silence" && self.ui.view == views::alerts::ID {
+            let m = self.silence_target().ok()?;
+            let text = m.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            return Some(format!("silence {{{text}}}: DURATION [TICKET] REASON"));
+        }
+        if head == "unsilence" && self.ui.view == views::alerts::ID {
+            return Some(format!("expire silence {}: [TICKET] REASON", self.unsilence_target().ok()?));
+        }
+        None
+    }
+
     /// The silence key in the Alerts view: opens `:silence DURATION [TICKET] REASON` for the
     /// selected alert (its name and node); refused in read-only mode.
     pub fn begin_silence(&mut self) {
@@ -539,14 +554,7 @@ impl App {
         }
         self.prepare();
         match self.silence_target() {
-            Ok(m) => {
-                let text = m.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
-                self.ui.message = Some((
-                    format!("silence {{{}}}: DURATION [TICKET] REASON", crate::sanitize::sanitize(&text)),
-                    false,
-                ));
-                self.ui.mode = Mode::Command("silence ".into());
-            }
+            Ok(_) => self.ui.mode = Mode::Command("silence ".into()),
             Err(m) => self.ui.message = Some((m, true)),
         }
     }
@@ -560,11 +568,7 @@ impl App {
         }
         self.prepare();
         match self.unsilence_target() {
-            Ok(id) => {
-                self.ui.message =
-                    Some((format!("expire silence {}: [TICKET] REASON", crate::sanitize::sanitize(&id)), false));
-                self.ui.mode = Mode::Command("unsilence ".into());
-            }
+            Ok(_) => self.ui.mode = Mode::Command("unsilence ".into()),
             Err(m) => self.ui.message = Some((m, true)),
         }
     }
