@@ -1369,11 +1369,11 @@ fn with_alerts(a: &mut gpuplane::tui::app::App) {
     }))));
 }
 
-/// `S` in the Alerts view opens `:silence` for the selected alert; the confirmed command goes
+/// `z` in the Alerts view opens `:silence` for the selected alert; the confirmed command goes
 /// to the ops task with the alert's name and node as matchers, the duration, ticket and
 /// reason; `X` on a silence sends its expiry the same way; read-only refuses both and says why.
 #[test]
-fn s_silences_the_selected_alert_through_the_ops_task() {
+fn z_silences_the_selected_alert_through_the_ops_task() {
     use gpuplane::ops::silence::SilenceOp;
     use gpuplane::ops::{OpEvent, OpMsg};
     let mut a = app();
@@ -1382,7 +1382,7 @@ fn s_silences_the_selected_alert_through_the_ops_task() {
     a.alertmanager = Some(gpuplane::backend::alertmanager::AmConfig::new("http://127.0.0.1:9"));
     with_alerts(&mut a);
     typed(&mut a, ":alerts\r");
-    typed(&mut a, "S");
+    typed(&mut a, "z");
     let screen = render(&mut a, 120, 30);
     assert!(screen.contains(":silence "), "the prompt opens: {screen}");
     assert!(screen.contains("Hostname=\"gpu-004\""), "the prompt names the matchers: {screen}");
@@ -1396,13 +1396,16 @@ fn s_silences_the_selected_alert_through_the_ops_task() {
     assert_eq!(m, ["alertname=\"GpuXid79\"", "Hostname=\"gpu-004\""]);
     assert_eq!(duration.as_secs(), 7200);
     assert_eq!((req.why.ticket.as_deref(), req.why.reason.as_str()), (Some("INC-42"), "swapping the GPU"));
-    assert_eq!((req.user.as_str(), req.am.url.as_str(), req.why.dry_run), ("researcher", "http://127.0.0.1:9", false));
+    assert_eq!(
+        (req.user.as_str(), req.am.url.as_str(), req.why.dry_run),
+        ("researcher", "http://127.0.0.1:9", false)
+    );
     // The ops task's answer is shown.
     a.update(Msg::Op(OpEvent::Silence(Ok("silence abc created".into()))));
     assert_eq!(a.ui.message.clone().unwrap(), ("silence abc created".to_string(), false));
 
     // No reason: refused here, nothing sent.
-    typed(&mut a, "S");
+    typed(&mut a, "z");
     typed(&mut a, "2h\r");
     assert!(rx.try_recv().is_err());
     assert!(a.ui.message.clone().unwrap().0.contains("reason"), "{:?}", a.ui.message);
@@ -1427,7 +1430,7 @@ fn s_silences_the_selected_alert_through_the_ops_task() {
     ro.readonly = true;
     with_alerts(&mut ro);
     typed(&mut ro, ":alerts\r");
-    typed(&mut ro, "S");
+    typed(&mut ro, "z");
     let msg = ro.ui.message.clone().expect("a reason").0;
     assert!(msg.starts_with("read-only:") && msg.contains("refused"), "{msg}");
     assert!(!render(&mut ro, 120, 30).contains(":silence "));

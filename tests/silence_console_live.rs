@@ -18,7 +18,9 @@ use std::time::Duration;
 fn am_url() -> String {
     match std::env::var("GPUPLANE_TEST_AM_URL") {
         Ok(u) if !u.is_empty() => u,
-        _ => panic!("GPUPLANE_TEST_AM_URL is not set: this test needs the Alertmanager that scripts/test starts"),
+        _ => panic!(
+            "GPUPLANE_TEST_AM_URL is not set: this test needs the Alertmanager that scripts/test starts"
+        ),
     }
 }
 
@@ -28,7 +30,11 @@ fn silences(url: &str) -> Vec<serde_json::Value> {
         .output()
         .expect("curl");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json").as_array().cloned().unwrap_or_default()
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .expect("json")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// An ops task as the console starts it (its executor does not matter to silences).
@@ -38,7 +44,8 @@ fn ops_task(
 ) -> (tokio::sync::mpsc::UnboundedSender<OpMsg>, tokio::sync::mpsc::UnboundedReceiver<OpEvent>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
-    let ops = Ops { audit: AuditLog::new(audit.to_path_buf()), readonly, cluster: "sim".into(), break_glass: None };
+    let ops =
+        Ops { audit: AuditLog::new(audit.to_path_buf()), readonly, cluster: "sim".into(), break_glass: None };
     let exec = SimExecutor::Direct { sim: Box::new(Sim::new(SimConfig::default())), user: "alice".into() };
     gpuplane::ops::start(ops, Box::new(exec), rx, ev_tx, None);
     (tx, ev_rx)
@@ -64,7 +71,10 @@ async fn a_silence_from_the_console_exists_in_alertmanager_and_expires() {
     let (tx, mut ev) = ops_task(&audit, false);
     // As the Alerts view builds it for an alert on a node (a name no other test uses).
     let node = format!("console-{}", std::process::id());
-    let matchers = vec![Matcher::parse("alertname=GpuXid79").unwrap(), Matcher::parse(&format!("Hostname={node}")).unwrap()];
+    let matchers = vec![
+        Matcher::parse("alertname=GpuXid79").unwrap(),
+        Matcher::parse(&format!("Hostname={node}")).unwrap(),
+    ];
     let req = |op: SilenceOp, reason: &str| SilenceReq {
         am: AmConfig::new(url.clone()),
         op,
@@ -106,10 +116,8 @@ async fn a_silence_from_the_console_exists_in_alertmanager_and_expires() {
 
     // Audited as the CLI audits: intent and outcome of each, the outcome with the silence's id.
     let recs = AuditLog::new(audit.clone()).read_all().unwrap();
-    let seen: Vec<(&str, String, Option<&str>)> = recs
-        .iter()
-        .map(|r| (r.action.as_str(), format!("{:?}", r.phase), r.result.as_deref()))
-        .collect();
+    let seen: Vec<(&str, String, Option<&str>)> =
+        recs.iter().map(|r| (r.action.as_str(), format!("{:?}", r.phase), r.result.as_deref())).collect();
     assert_eq!(
         seen,
         [

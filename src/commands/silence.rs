@@ -65,7 +65,11 @@ pub fn run(cmd: &SilenceCommand, config: &Config) -> ExitCode {
             match &plan {
                 SilencePlan::Create { end, .. } => match (&sent.id, sent.failures.first()) {
                     (Some(id), _) => {
-                        println!("  ok   silence {} created, ends {}", sanitize(id), crate::clock::stamp(*end))
+                        println!(
+                            "  ok   silence {} created, ends {}",
+                            sanitize(id),
+                            crate::clock::stamp(*end)
+                        )
                     }
                     (None, Some(err)) => println!("  FAIL {err}"),
                     (None, None) => {}
@@ -91,7 +95,8 @@ pub fn run(cmd: &SilenceCommand, config: &Config) -> ExitCode {
 fn show(plan: &SilencePlan, why: &Why, config: &Config) -> &'static str {
     match plan {
         SilencePlan::Create { matchers, end, duration, muted, .. } => {
-            let text = format!("{{{}}}", matchers.iter().map(Matcher::to_string).collect::<Vec<_>>().join(", "));
+            let text =
+                format!("{{{}}}", matchers.iter().map(Matcher::to_string).collect::<Vec<_>>().join(", "));
             println!(
                 "  silence {} for {} (until {})",
                 sanitize(&text),

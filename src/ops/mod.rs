@@ -4,9 +4,9 @@
 
 pub mod guard;
 mod kube;
+pub mod silence;
 mod sim;
 mod slurm;
-pub mod silence;
 mod worker;
 
 pub use crate::backend::sim::SimOp;

@@ -142,8 +142,11 @@ pub async fn plan(client: &AmClient, op: &SilenceOp, now: i64) -> Result<Silence
     match op {
         SilenceOp::Create { matchers, duration } => {
             let snap = snapshot(client).await.map_err(|e| format!("alertmanager: {e}"))?;
-            let muted =
-                snap.alerts.into_iter().filter(|a| matchers.iter().all(|m| matches(m, a))).collect::<Vec<_>>();
+            let muted = snap
+                .alerts
+                .into_iter()
+                .filter(|a| matchers.iter().all(|m| matches(m, a)))
+                .collect::<Vec<_>>();
             Ok(SilencePlan::Create {
                 matchers: matchers.clone(),
                 start: now,
@@ -157,7 +160,11 @@ pub async fn plan(client: &AmClient, op: &SilenceOp, now: i64) -> Result<Silence
             let mut silences = Vec::new();
             for id in ids {
                 match all.iter().find(|s| s.id == id.as_str()) {
-                    None => return Err(format!("no silence {id:?} in Alertmanager (gpuplane get silences lists them)")),
+                    None => {
+                        return Err(format!(
+                            "no silence {id:?} in Alertmanager (gpuplane get silences lists them)"
+                        ));
+                    }
                     Some(s) if s.state == SilenceState::Expired => {
                         return Err(format!("silence {id} has expired already"));
                     }
@@ -181,7 +188,9 @@ pub fn entry(identity: &str, am: &AmConfig, plan: &SilencePlan, why: &Why) -> En
             params.insert("muted_now".into(), muted.len().to_string());
             (CREATE_ACTION, matchers.iter().map(Matcher::to_string).collect())
         }
-        SilencePlan::Expire { silences } => (EXPIRE_ACTION, silences.iter().map(|s| s.id.to_string()).collect()),
+        SilencePlan::Expire { silences } => {
+            (EXPIRE_ACTION, silences.iter().map(|s| s.id.to_string()).collect())
+        }
     };
     Entry {
         identity: Some(identity.to_string()),
@@ -320,7 +329,8 @@ mod tests {
 
     #[test]
     fn the_comment_carries_the_ticket() {
-        let w = |t: Option<&str>| Why { reason: " GPU swap ".into(), ticket: t.map(Into::into), dry_run: false };
+        let w =
+            |t: Option<&str>| Why { reason: " GPU swap ".into(), ticket: t.map(Into::into), dry_run: false };
         assert_eq!(comment(&w(Some("INC-4242"))), "INC-4242: GPU swap");
         assert_eq!(comment(&w(None)), "GPU swap");
     }
@@ -343,7 +353,10 @@ mod tests {
         assert_eq!(check(&op, &why, false), Ok(()));
         assert!(check(&op, &why, true).unwrap_err().contains("read-only"));
         assert!(check(&op, &Why::default(), false).unwrap_err().contains("reason"));
-        let all = SilenceOp::Create { matchers: vec![Matcher::parse("a!=b").unwrap()], duration: Duration::from_secs(3600) };
+        let all = SilenceOp::Create {
+            matchers: vec![Matcher::parse("a!=b").unwrap()],
+            duration: Duration::from_secs(3600),
+        };
         assert!(check(&all, &why, false).is_err());
         let short = SilenceOp::Create {
             matchers: vec![Matcher::parse("alertname=X").unwrap()],

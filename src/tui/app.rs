@@ -524,9 +524,16 @@ impl App {
     }
 
     /// Where a silence request goes: the Alertmanager and the ops task, or why not.
-    fn silence_road(&self) -> Result<(crate::backend::alertmanager::AmConfig, &tokio::sync::mpsc::UnboundedSender<OpMsg>), String> {
-        let am = self.alertmanager.clone().ok_or("silence: no Alertmanager configured (--alertmanager URL)")?;
-        let tx = self.ops_tx.as_ref().ok_or("silence: silences are audited and no audit log is open here; refused")?;
+    fn silence_road(
+        &self,
+    ) -> Result<(crate::backend::alertmanager::AmConfig, &tokio::sync::mpsc::UnboundedSender<OpMsg>), String>
+    {
+        let am =
+            self.alertmanager.clone().ok_or("silence: no Alertmanager configured (--alertmanager URL)")?;
+        let tx = self
+            .ops_tx
+            .as_ref()
+            .ok_or("silence: silences are audited and no audit log is open here; refused")?;
         Ok((am, tx))
     }
 
@@ -611,8 +618,10 @@ impl App {
         let duration = match humantime::parse_duration(first) {
             Ok(d) => d,
             Err(_) => {
-                self.ui.message =
-                    Some(("silence: DURATION [TICKET] REASON (e.g. :silence 2h INC-42 swapping the GPU)".into(), true));
+                self.ui.message = Some((
+                    "silence: DURATION [TICKET] REASON (e.g. :silence 2h INC-42 swapping the GPU)".into(),
+                    true,
+                ));
                 return;
             }
         };

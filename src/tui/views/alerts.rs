@@ -461,14 +461,14 @@ impl super::View for View {
         static KEYS: [super::ViewKey; 2] = [
             super::ViewKey {
                 name: "silence_alert",
-                help: "alerts: silence the selected alert by its name and node (:silence DURATION [TICKET] REASON; audited)",
+                help: "alerts: silence the selected alert (:silence 2h why)",
                 hint: Some("silence"),
                 anywhere: false,
                 run: |app, _| app.begin_silence(),
             },
             super::ViewKey {
                 name: "expire_silence",
-                help: "alerts: expire the selected silence (:unsilence [TICKET] REASON; audited)",
+                help: "alerts: expire the selected silence (:unsilence why)",
                 hint: Some("expire"),
                 anywhere: false,
                 run: |app, _| app.begin_unsilence(),
