@@ -153,6 +153,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         }
         // Alertmanager: alerts and silences, beside whatever else is configured.
         if let Some(am) = config.alertmanager.clone().filter(|_| !fleet) {
+            // Silences made in the Alerts view go to the same Alertmanager, through the ops task.
+            app.alertmanager = Some(am.clone());
             tokio::spawn(gpuplane::backend::alertmanager::run(am, tx.clone(), cancel.clone()));
         }
         // This host's GPUs through NVML: asked for with --local, or joined to a configured

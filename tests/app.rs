@@ -1334,3 +1334,107 @@ fn a_acknowledges_the_selected_incident_and_it_sorts_below_unhandled_ones() {
     assert!(msg.starts_with("read-only:") && msg.contains("refused"), "{msg}");
     assert!(!render(&mut ro, 100, 30).contains(":ack "));
 }
+
+/// The state with one firing alert (on `gpu-004`) and one active silence, from Alertmanager.
+fn with_alerts(a: &mut gpuplane::tui::app::App) {
+    use gpuplane::model::alert::{Alert, AlertSnapshot, AlertState, Matcher, Silence, SilenceState};
+    let at = a.state().now;
+    let labels = [("alertname", "GpuXid79"), ("Hostname", "gpu-004"), ("severity", "critical")];
+    let alert = Alert {
+        fingerprint: "fp-1".into(),
+        name: "GpuXid79".into(),
+        state: AlertState::Active,
+        silenced_by: vec![],
+        inhibited_by: vec![],
+        labels: labels.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
+        annotations: Default::default(),
+        starts_at: at - 60,
+        ends_at: None,
+        generator_url: None,
+    };
+    let silence = Silence {
+        id: "sil-7".into(),
+        state: SilenceState::Active,
+        matchers: vec![Matcher::parse("alertname=Other").unwrap()],
+        starts_at: at - 600,
+        ends_at: at + 3600,
+        created_by: "ops".into(),
+        comment: "maintenance".into(),
+    };
+    a.update(Msg::Update(Update::Alerts(Box::new(AlertSnapshot {
+        source: "am".into(),
+        at,
+        alerts: vec![alert],
+        silences: vec![silence],
+    }))));
+}
+
+/// `z` in the Alerts view opens `:silence` for the selected alert; the confirmed command goes
+/// to the ops task with the alert's name and node as matchers, the duration, ticket and
+/// reason; `X` on a silence sends its expiry the same way; read-only refuses both and says why.
+#[test]
+fn z_silences_the_selected_alert_through_the_ops_task() {
+    use gpuplane::ops::silence::SilenceOp;
+    use gpuplane::ops::{OpEvent, OpMsg};
+    let mut a = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    a.ops_tx = Some(tx);
+    a.alertmanager = Some(gpuplane::backend::alertmanager::AmConfig::new("http://127.0.0.1:9"));
+    with_alerts(&mut a);
+    typed(&mut a, ":alerts\r");
+    typed(&mut a, "z");
+    let screen = render(&mut a, 120, 30);
+    assert!(screen.contains(":silence "), "the prompt opens: {screen}");
+    assert!(screen.contains("Hostname=\"gpu-004\""), "the prompt names the matchers: {screen}");
+    typed(&mut a, "2h INC-42 swapping the GPU\r");
+    let req = match rx.try_recv() {
+        Ok(OpMsg::Silence(req)) => req,
+        other => panic!("the silence goes to the ops task: {other:?}"),
+    };
+    let SilenceOp::Create { matchers, duration } = &req.op else { panic!("a create: {req:?}") };
+    let m: Vec<String> = matchers.iter().map(ToString::to_string).collect();
+    assert_eq!(m, ["alertname=\"GpuXid79\"", "Hostname=\"gpu-004\""]);
+    assert_eq!(duration.as_secs(), 7200);
+    assert_eq!((req.why.ticket.as_deref(), req.why.reason.as_str()), (Some("INC-42"), "swapping the GPU"));
+    assert_eq!(
+        (req.user.as_str(), req.am.url.as_str(), req.why.dry_run),
+        ("researcher", "http://127.0.0.1:9", false)
+    );
+    // The ops task's answer is shown.
+    a.update(Msg::Op(OpEvent::Silence(Ok("silence abc created".into()))));
+    assert_eq!(a.ui.message.clone().unwrap(), ("silence abc created".to_string(), false));
+
+    // No reason: refused here, nothing sent.
+    typed(&mut a, "z");
+    typed(&mut a, "2h\r");
+    assert!(rx.try_recv().is_err());
+    assert!(a.ui.message.clone().unwrap().0.contains("reason"), "{:?}", a.ui.message);
+
+    // The silences pane: `X` expires the selected one.
+    typed(&mut a, "\t");
+    typed(&mut a, "X");
+    assert!(render(&mut a, 120, 30).contains(":unsilence "));
+    typed(&mut a, "done with it\r");
+    match rx.try_recv() {
+        Ok(OpMsg::Silence(req)) => {
+            assert_eq!(req.op, SilenceOp::Expire { ids: vec!["sil-7".into()] });
+            assert_eq!((req.why.ticket.as_deref(), req.why.reason.as_str()), (None, "done with it"));
+        }
+        other => panic!("the expiry goes to the ops task: {other:?}"),
+    }
+
+    // Read-only: refused, with the reason; the typed command is refused too.
+    let mut ro = app();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    ro.ops_tx = Some(tx);
+    ro.readonly = true;
+    with_alerts(&mut ro);
+    typed(&mut ro, ":alerts\r");
+    typed(&mut ro, "z");
+    let msg = ro.ui.message.clone().expect("a reason").0;
+    assert!(msg.starts_with("read-only:") && msg.contains("refused"), "{msg}");
+    assert!(!render(&mut ro, 120, 30).contains(":silence "));
+    typed(&mut ro, ":silence 2h INC-1 typed anyway\r");
+    assert!(rx.try_recv().is_err(), "nothing reaches the ops task");
+    assert!(ro.ui.message.clone().unwrap().0.starts_with("read-only:"));
+}

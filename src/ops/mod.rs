@@ -4,6 +4,7 @@
 
 pub mod guard;
 mod kube;
+pub mod silence;
 mod sim;
 mod slurm;
 mod worker;

@@ -68,6 +68,9 @@ pub enum OpMsg {
     /// An incident acknowledged in the console: audited first; only when the record is
     /// written does the console hear [`OpEvent::Acked`] and store the ack.
     Ack(crate::model::Ack),
+    /// An Alertmanager silence to create or expire ([`super::silence`]): checked, planned,
+    /// audited and sent here, off the UI task; the console hears [`OpEvent::Silence`].
+    Silence(Box<super::silence::SilenceReq>),
     /// A record that is not an action (a dangerous plugin run).
     Event {
         action: String,
@@ -99,6 +102,8 @@ pub enum OpEvent {
     },
     /// The newest audit records (after start-up and after every action).
     Audit(Vec<Record>),
+    /// A silence request's end: the operator's line, or why it was refused or failed.
+    Silence(Result<String, String>),
     /// An ack's audit record is written: the console stores it in the ack store.
     Acked(crate::model::Ack),
     /// The audit log could not be read.
@@ -375,6 +380,12 @@ pub async fn worker_with(
                         let _ = events.send(OpEvent::AuditError(format!("ack not recorded: {err}")));
                     }
                 }
+                audit_snapshot(&ops, &events).await;
+                continue;
+            }
+            OpMsg::Silence(req) => {
+                let r = super::silence::run(&req, &ops.audit, ops.readonly).await;
+                let _ = events.send(OpEvent::Silence(r));
                 audit_snapshot(&ops, &events).await;
                 continue;
             }

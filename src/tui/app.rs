@@ -251,6 +251,8 @@ pub struct App {
     pub planner: Option<std::sync::Arc<dyn Planner>>,
     /// Where confirmed plans go (the ops task).
     pub ops_tx: Option<tokio::sync::mpsc::UnboundedSender<OpMsg>>,
+    /// The Alertmanager silences are created in and expired from (through the ops task).
+    pub alertmanager: Option<crate::backend::alertmanager::AmConfig>,
     pub marks: Marks,
     pub audit: Vec<Record>,
     /// Results of the last action, shown until Esc.
@@ -325,6 +327,7 @@ impl App {
             readonly: false,
             planner: None,
             ops_tx: None,
+            alertmanager: None,
             marks: Marks::default(),
             audit: Vec::new(),
             op_panel: Vec::new(),
@@ -488,6 +491,158 @@ impl App {
         let what = crate::sanitize::sanitize(&ack.key.subject).into_owned();
         let _ = tx.send(OpMsg::Ack(ack));
         self.ui.message = Some((format!("ack {what}: recording in the audit log"), false));
+    }
+
+    /// The matchers of a silence for the alert selected in the Alerts view (by fingerprint).
+    fn silence_target(&self) -> Result<Vec<crate::model::alert::Matcher>, String> {
+        let Some(ObjKey::Alert(fp)) = self.ui.tables[views::alerts::ALERTS].selected_id().cloned() else {
+            return Err("silence: select an alert in the Alerts view first".into());
+        };
+        let Some(a) = self.state().alerts.iter().find(|a| a.fingerprint == fp) else {
+            return Err("silence: the selected alert is no longer in Alertmanager".into());
+        };
+        ops::silence::matchers_for(a).ok_or_else(|| {
+            format!(
+                "silence: {} names no node or instance label; use gpuplane silence create with explicit matchers",
+                crate::sanitize::sanitize(&a.name)
+            )
+        })
+    }
+
+    /// The silence selected in the Alerts view, if still listed and not expired.
+    fn unsilence_target(&self) -> Result<String, String> {
+        let Some(ObjKey::Silence(id)) = self.ui.tables[views::alerts::SILENCES].selected_id().cloned() else {
+            return Err("unsilence: select a silence in the Alerts view first".into());
+        };
+        match self.state().silences.iter().find(|s| s.id == id) {
+            Some(s) if s.state == crate::model::alert::SilenceState::Expired => {
+                Err(format!("unsilence: silence {} has expired already", crate::sanitize::sanitize(&id)))
+            }
+            Some(s) => Ok(s.id.to_string()),
+            None => Err("unsilence: the selected silence is no longer in Alertmanager".into()),
+        }
+    }
+
+    /// Where a silence request goes: the Alertmanager and the ops task, or why not.
+    fn silence_road(
+        &self,
+    ) -> Result<(crate::backend::alertmanager::AmConfig, &tokio::sync::mpsc::UnboundedSender<OpMsg>), String>
+    {
+        let am =
+            self.alertmanager.clone().ok_or("silence: no Alertmanager configured (--alertmanager URL)")?;
+        let tx = self
+            .ops_tx
+            .as_ref()
+            .ok_or("silence: silences are audited and no audit log is open here; refused")?;
+        Ok((am, tx))
+    }
+
+    /// What the command being typed would act on, for the prompt: the matchers of `:silence`
+    /// and the silence `:unsilence` expires (read from the selection as it is now).
+    pub fn command_hint(&self, buf: &str) -> Option<String> {
+        let head = buf.split_whitespace().next()?;
+        if head == "silence" && self.ui.view == views::alerts::ID {
+            let m = self.silence_target().ok()?;
+            let text = m.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            return Some(format!("silence {{{text}}}: DURATION [TICKET] REASON"));
+        }
+        if head == "unsilence" && self.ui.view == views::alerts::ID {
+            return Some(format!("expire silence {}: [TICKET] REASON", self.unsilence_target().ok()?));
+        }
+        None
+    }
+
+    /// The silence key in the Alerts view: opens `:silence DURATION [TICKET] REASON` for the
+    /// selected alert (its name and node); refused in read-only mode.
+    pub fn begin_silence(&mut self) {
+        if self.readonly {
+            self.ui.message = Some((SILENCE_READONLY.into(), true));
+            return;
+        }
+        self.prepare();
+        match self.silence_target() {
+            Ok(_) => self.ui.mode = Mode::Command("silence ".into()),
+            Err(m) => self.ui.message = Some((m, true)),
+        }
+    }
+
+    /// The expire key in the Alerts view: opens `:unsilence [TICKET] REASON` for the selected
+    /// silence; refused in read-only mode.
+    pub fn begin_unsilence(&mut self) {
+        if self.readonly {
+            self.ui.message = Some((SILENCE_READONLY.into(), true));
+            return;
+        }
+        self.prepare();
+        match self.unsilence_target() {
+            Ok(_) => self.ui.mode = Mode::Command("unsilence ".into()),
+            Err(m) => self.ui.message = Some((m, true)),
+        }
+    }
+
+    /// Sends a checked silence request to the ops task, which plans, audits and sends it.
+    fn send_silence(&mut self, op: ops::silence::SilenceOp, args: &str, what: String) {
+        let (ticket, reason) = split_ticket(args);
+        let why = ops::silence::Why { reason, ticket, dry_run: false };
+        if let Err(e) = ops::silence::check(&op, &why, self.readonly) {
+            self.ui.message = Some((format!("silence: {e}"), true));
+            return;
+        }
+        let (am, tx) = match self.silence_road() {
+            Ok(r) => r,
+            Err(m) => {
+                self.ui.message = Some((m, true));
+                return;
+            }
+        };
+        let req = ops::silence::SilenceReq { am, op, why, user: self.user.clone() };
+        let _ = tx.send(OpMsg::Silence(Box::new(req)));
+        self.ui.message = Some((format!("{what}: sending to Alertmanager (audited)"), false));
+    }
+
+    /// `:silence DURATION [TICKET] REASON…`: silences the selected alert by its name and node.
+    fn silence_command(&mut self, args: &str) {
+        if self.readonly {
+            self.ui.message = Some((SILENCE_READONLY.into(), true));
+            return;
+        }
+        let matchers = match self.silence_target() {
+            Ok(m) => m,
+            Err(m) => {
+                self.ui.message = Some((m, true));
+                return;
+            }
+        };
+        let args = args.trim();
+        let (first, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+        let duration = match humantime::parse_duration(first) {
+            Ok(d) => d,
+            Err(_) => {
+                self.ui.message = Some((
+                    "silence: DURATION [TICKET] REASON (e.g. :silence 2h INC-42 swapping the GPU)".into(),
+                    true,
+                ));
+                return;
+            }
+        };
+        let text = matchers.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let what = format!("silence {{{}}} for {first}", crate::sanitize::sanitize(&text));
+        self.send_silence(ops::silence::SilenceOp::Create { matchers, duration }, rest, what);
+    }
+
+    /// `:unsilence [TICKET] REASON…`: expires the selected silence.
+    fn unsilence_command(&mut self, args: &str) {
+        if self.readonly {
+            self.ui.message = Some((SILENCE_READONLY.into(), true));
+            return;
+        }
+        match self.unsilence_target() {
+            Ok(id) => {
+                let what = format!("expire silence {}", crate::sanitize::sanitize(&id));
+                self.send_silence(ops::silence::SilenceOp::Expire { ids: vec![id] }, args, what);
+            }
+            Err(m) => self.ui.message = Some((m, true)),
+        }
     }
 
     fn on_ledger(&mut self, a: crate::store::ledger::Answer) -> bool {
@@ -729,6 +884,8 @@ impl App {
             "acceptance" | "nccl" => self.acceptance_command(&rest),
             "doctor" => self.doctor_command(),
             "ack" => self.ack_command(&rest),
+            "silence" => self.silence_command(&rest),
+            "unsilence" => self.unsilence_command(&rest),
             "theme" => {
                 let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
                 self.theme = theme;
@@ -1194,10 +1351,16 @@ pub const COMMANDS: &[(&[&str], &str, &str)] = &[
     (&["doctor"], "", "check the configuration, as gpuplane doctor (OK / WARN / FAIL, the fix)"),
     (&["acceptance", "nccl"], "[per-node|pairs|all]", "NCCL test on the marked nodes (confirm, audited)"),
     (&["ack"], "[TICKET] NOTE", "acknowledge the selected incident (audited; shared with other consoles)"),
+    (&["silence"], "DURATION [TICKET] REASON", "silence the selected alert in Alertmanager (audited)"),
+    (&["unsilence"], "[TICKET] REASON", "expire the selected silence in Alertmanager (audited)"),
 ];
 
 /// Why an ack is refused in read-only mode.
 pub const ACK_READONLY: &str = "read-only: acknowledging writes the audit log and the shared ack store; refused (start without --readonly)";
+
+/// Why a silence is refused in read-only mode.
+pub const SILENCE_READONLY: &str =
+    "read-only: silences change Alertmanager and write the audit log; refused (start without --readonly)";
 
 /// `INC-4242 looking at it` → (Some("INC-4242"), "looking at it"): the first word is a ticket
 /// when it looks like one (`ABC-123`, `#123`).
@@ -1612,6 +1775,12 @@ impl App {
                     .op_panel
                     .push((format!("{}: {}", kind.label(), crate::sanitize::sanitize(&e.to_string())), true)),
             },
+            OpEvent::Silence(r) => {
+                self.ui.message = Some(match r {
+                    Ok(m) => (crate::sanitize::sanitize(&m).into_owned(), false),
+                    Err(e) => (format!("silence refused or failed: {}", crate::sanitize::sanitize(&e)), true),
+                })
+            }
             OpEvent::Acked(ack) => {
                 let what = crate::sanitize::sanitize(&ack.key.subject).into_owned();
                 self.handling.acks.retain(|a| a.key != ack.key);

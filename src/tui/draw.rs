@@ -444,6 +444,10 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
                 spans.push(Span::styled("   ", t.dim));
                 spans.push(Span::styled(app.ui.completions.join("  "), t.info));
             }
+            // What a write command would act on (`:silence` names the alert's matchers).
+            if let Some(h) = app.command_hint(buf) {
+                spans.push(Span::styled(format!("   {}", safe(&h)), t.dim));
+            }
             Line::from(spans)
         }
         Mode::Filter(buf) => {

@@ -457,6 +457,26 @@ impl super::View for View {
         }
     }
 
+    fn keys(&self) -> &'static [super::ViewKey] {
+        static KEYS: [super::ViewKey; 2] = [
+            super::ViewKey {
+                name: "silence_alert",
+                help: "alerts: silence the selected alert (:silence 2h why)",
+                hint: Some("silence"),
+                anywhere: false,
+                run: |app, _| app.begin_silence(),
+            },
+            super::ViewKey {
+                name: "expire_silence",
+                help: "alerts: expire the selected silence (:unsilence why)",
+                hint: Some("expire"),
+                anywhere: false,
+                run: |app, _| app.begin_unsilence(),
+            },
+        ];
+        &KEYS
+    }
+
     fn enter(&self, app: &mut App) -> bool {
         // The first Enter opens the detail; the second goes where the alert points.
         if !app.ui.detail || app.ui.focus != 0 {
