@@ -18,24 +18,26 @@ pub fn run(cmd: &ReportCommand, config: &Config) -> ExitCode {
     }
 }
 
+/// The cluster a report is about, read once; an error is said on stderr and is the exit status.
+fn read_cluster(config: &Config) -> Result<crate::state::ClusterState, ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        eprintln!("gpuplane: {e}");
+        ExitCode::FAILURE
+    })?;
+    rt.block_on(target_cluster(config)).map(|(s, _, _)| s).map_err(|e| {
+        eprintln!("gpuplane: cannot read the cluster: {e}");
+        ExitCode::from(2)
+    })
+}
+
 fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
     let Some(dir) = &config.ledger_dir else {
         eprintln!("gpuplane: report job reads the usage ledger, and [ledger] enabled = false");
         return ExitCode::from(2);
     };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let state = match rt.block_on(target_cluster(config)) {
-        Ok((s, _, _)) => s,
-        Err(e) => {
-            eprintln!("gpuplane: cannot read the cluster: {e}");
-            return ExitCode::from(2);
-        }
+    let state = match read_cluster(config) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
     let path = crate::store::ledger::path_for(dir, &state.cluster);
     let found = crate::store::Ledger::open(&path).and_then(|mut l| {
@@ -148,19 +150,9 @@ fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
         eprintln!("gpuplane: --to must be after --from");
         return ExitCode::from(2);
     }
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let state = match rt.block_on(target_cluster(config)) {
-        Ok((s, _, _)) => s,
-        Err(e) => {
-            eprintln!("gpuplane: cannot read the cluster: {e}");
-            return ExitCode::from(2);
-        }
+    let state = match read_cluster(config) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
     let to = to.unwrap_or(state.now);
     if from >= state.now {
