@@ -37,6 +37,7 @@ fn job(id: u64, account: &str, start: i64, end: Option<i64>, gpus: u32, last_see
         gpu_seconds: f64::from(gpus) * run as f64,
         useful_gpu_seconds: f64::from(gpus) * run as f64 * 0.5,
         mean_util: None,
+        time_limit: None,
         first_seen: last_seen,
         last_seen,
     }

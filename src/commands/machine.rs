@@ -165,6 +165,12 @@ fn times(o: &mut Map<String, Value>, zone: &jiff::tz::TimeZone) {
     }
 }
 
+/// Every time field of a report's JSON (at any depth) as RFC 3339 with `<name>_unix`, and
+/// fractions to 4 decimals, as `get` writes them.
+pub fn report_times(v: &mut Value, zone: &jiff::tz::TimeZone) {
+    nested_times(v, zone);
+}
+
 fn nested_times(v: &mut Value, zone: &jiff::tz::TimeZone) {
     match v {
         Value::Object(o) => times(o, zone),

@@ -256,6 +256,7 @@ struct Job40 {
     gres_detail: Words,
     exit_code: ExitField,
     restart_cnt: Num,
+    time_limit: Num,
 }
 
 /// `Job40`'s fields in declaration order: the names serde's derive hands a deserializer, and so
@@ -284,6 +285,7 @@ const JOB40_FIELDS: &[&str] = &[
     "gres_detail",
     "exit_code",
     "restart_cnt",
+    "time_limit",
 ];
 
 /// One value: by hand when `quick` knows its shape, else by serde (as the derive would).
@@ -335,7 +337,8 @@ impl Job40 {
                 19 => j.tres_per_task = value(v, quick::loose)?,
                 20 => j.gres_detail = value(v, quick::words)?,
                 21 => j.exit_code = value(v, ExitField::quick)?,
-                _ => j.restart_cnt = value(v, quick::num)?,
+                22 => j.restart_cnt = value(v, quick::num)?,
+                _ => j.time_limit = value(v, quick::num)?,
             }
         }
         Ok(j)
@@ -386,6 +389,7 @@ fn add_job(j: Job40, out: &mut JobsOut) {
             gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
             exit,
             restarts: j.restart_cnt.u32(),
+            time_limit_min: j.time_limit.get(),
             ..Default::default()
         },
         &mut out.allocs,
