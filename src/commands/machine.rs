@@ -79,6 +79,7 @@ pub fn field_of(resource: &str, col: &Column) -> String {
         ("jobs" | "my-jobs", "WAIT") => "wait_s",
         ("jobs" | "my-jobs", "RUN") => "run_s",
         ("jobs" | "my-jobs", "POS") => "position",
+        ("jobs" | "my-jobs", "EFF") => "eff_pct",
         ("jobs", "PRIO") => "priority",
         ("jobs", "REASON") => "pending_reason",
         ("queues", "QUEUE") => "name",
