@@ -163,9 +163,9 @@ fn report_job_equals_promql_over_the_run_for_planted_jobs() {
     // The energy counter and the power gauge tell the same story (planted power is exact).
     assert!((kwh - watts * 3600.0 / 3.6e6).abs() < 0.02 * kwh, "{kwh} kWh vs {watts} W for an hour");
     assert_eq!(t["never_ran"], serde_json::json!(["gpu-016:1"]), "{t:#}");
-    // GPU 0 idles 300 s of every 600; GPU 1 all run (at the query's one-minute steps).
+    // GPU 0 idles 300 s of every 600 (seen up to two one-minute steps short); GPU 1 all run.
     let idle0 = gpu(t, "0")["idle_longest_s"].as_i64().unwrap();
-    assert!((240..=300).contains(&idle0), "{idle0}");
+    assert!((180..=300).contains(&idle0), "{idle0}");
     assert!(gpu(t, "1")["idle_longest_s"].as_i64().unwrap() >= 3400);
     near(&e["time_limit_used"], 100.0 * 3600.0 / 86_400.0, 1e-3, "time-limit use");
     let notes = e["notes"].to_string();

@@ -7,7 +7,7 @@
 //! MIG slices included), else by placement: the nodes and GPU indices the ledger recorded.
 //! Means, peaks and energy are instant queries over the run (`avg_over_time(m[run])` at the
 //! end), one value per GPU whatever the run's length; idle stretches come from one
-//! `query_range` of `max_over_time(util[step])`, its step chosen so that a series has at most
+//! `query_range` of `max_over_time(util[2 × step])`, its step chosen so that a series has at most
 //! [`MAX_POINTS`] points. A figure that has no data is `None`, never 0.
 
 use super::api::ResultType;
@@ -182,14 +182,17 @@ pub fn instant(cfg: &PromConfig, sel: &[String], f: Figure, span: i64, step: i64
     }
 }
 
-/// The idle-stretch range query: per GPU, the highest utilisation in each step (on MIG
-/// slices, `100 × GR_ENGINE_ACTIVE`).
+/// The idle-stretch range query: per GPU, the highest utilisation over the two steps before
+/// each point (on MIG slices, `100 × GR_ENGINE_ACTIVE`): with a scrape interval up to the step
+/// no window is empty, so scrapes that miss a step's window do not break a stretch.
 pub fn idle_query(cfg: &PromConfig, sel: &[String], step: i64, mig: bool) -> String {
     let m = &cfg.metrics;
     let (metric, scale) = if mig { (&m.gr_engine_active, "100 * ") } else { (&m.gpu_util, "") };
     let extra = if mig { format!("{}!=\"\"", cfg.labels.mig_instance) } else { String::new() };
-    let terms: Vec<String> =
-        sel.iter().map(|s| format!("max_over_time({metric}{{{}}}[{step}s])", join(&[s, &extra]))).collect();
+    let terms: Vec<String> = sel
+        .iter()
+        .map(|s| format!("max_over_time({metric}{{{}}}[{}s])", join(&[s, &extra]), 2 * step))
+        .collect();
     format!("{scale}max by ({}) ({})", by(cfg), terms.join(" or "))
 }
 
