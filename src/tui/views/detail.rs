@@ -88,20 +88,6 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, wid
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::resample;
-
-    #[test]
-    fn resampling_averages_spans_and_keeps_gaps() {
-        let v = [Some(10.0), Some(30.0), None, None, Some(50.0), None];
-        assert_eq!(resample(&v, 3), vec![Some(20.0), None, Some(50.0)]);
-        assert_eq!(resample(&v, 10), v.to_vec(), "never stretched");
-        assert!(resample(&v, 0).is_empty());
-        assert!(resample(&[], 5).is_empty());
-    }
-}
-
 /// The job detail's "Efficiency" section: GPU utilisation weighted by GPU-hours, GPUs idle
 /// now, time-limit use, and the `[efficiency]` notes these figures support; the full report
 /// (Prometheus figures over the run) is `gpuplane report job ID`.
@@ -174,4 +160,18 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
     }
     out.push(kv(cx, "report", Span::styled(format!("gpuplane report job {}", j.id), t.dim)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resample;
+
+    #[test]
+    fn resampling_averages_spans_and_keeps_gaps() {
+        let v = [Some(10.0), Some(30.0), None, None, Some(50.0), None];
+        assert_eq!(resample(&v, 3), vec![Some(20.0), None, Some(50.0)]);
+        assert_eq!(resample(&v, 10), v.to_vec(), "never stretched");
+        assert!(resample(&v, 0).is_empty());
+        assert!(resample(&[], 5).is_empty());
+    }
 }
