@@ -431,6 +431,23 @@ mod tests {
     use crate::backend::slurm::scan::Wanted;
     use crate::backend::slurm::split::{Elem, Splitter};
 
+    /// The time limit in minutes, bare (v0.0.38) or as `{set, infinite, number}`, becomes the
+    /// model's seconds; unlimited is no limit.
+    #[test]
+    fn time_limits_are_read_in_both_shapes() {
+        let mut out = JobsOut::default();
+        for elem in [
+            &br#"{"job_id": 1, "time_limit": 120}"#[..],
+            br#"{"job_id": 2, "time_limit": {"set": true, "infinite": false, "number": 5}}"#,
+            br#"{"job_id": 3, "time_limit": {"set": false, "infinite": true, "number": 0}}"#,
+            br#"{"job_id": 4}"#,
+        ] {
+            job(elem, &mut out).expect("a job");
+        }
+        let limits: Vec<Option<i64>> = out.jobs.iter().map(|j| j.time_limit).collect();
+        assert_eq!(limits, [Some(7200), Some(300), None, None]);
+    }
+
     #[test]
     fn field_indices_are_serdes() {
         assert_eq!(super::super::pick::fields_of::<Job40>(), Some(JOB40_FIELDS));
