@@ -60,6 +60,7 @@ fn main() {
                 gpu_seconds: f64::from(g) * run as f64,
                 useful_gpu_seconds: f64::from(g) * run as f64 * util / 100.0,
                 mean_util: None,
+                time_limit: None,
                 first_seen: at - run,
                 last_seen: at,
             });

@@ -342,7 +342,7 @@ pub enum ReportCommand {
     Job {
         /// The job id.
         id: u64,
-        /// json or markdown.
+        /// json, markdown or text.
         #[arg(short, long, value_enum, default_value_t = ReportOutput::Markdown)]
         output: ReportOutput,
     },
@@ -378,6 +378,8 @@ pub enum ReportOutput {
     Csv,
     Json,
     Markdown,
+    /// Plain text (`report job`; `report cost` writes markdown).
+    Text,
 }
 
 /// `get incidents --fail-on`: the least severity that fails the check.

@@ -421,7 +421,7 @@ fn machine_output_leads_with_identity_in_the_consoles_names() {
     assert_eq!(order.len(), jobs.len());
     let keys: Vec<&str> = order[0].iter().map(String::as_str).collect();
     assert_eq!(
-        keys[..12],
+        keys[..13],
         [
             "id",
             "name",
@@ -433,11 +433,15 @@ fn machine_output_leads_with_identity_in_the_consoles_names() {
             "nodes",
             "wait_s",
             "run_s",
+            "eff_pct",
             "position",
             "est_start"
         ],
         "{keys:?}"
     );
+    // EFF: a number for jobs that ran on GPUs with utilisation, null for pending ones.
+    assert!(jobs.iter().any(|j| j["eff_pct"].as_f64().is_some_and(|p| (0.0..=100.0).contains(&p))));
+    assert!(jobs.iter().filter(|j| j["state"] == "pending").all(|j| j["eff_pct"].is_null()));
     assert!(jobs.iter().all(|j| !j.contains_key("rank")), "POS is position, once");
     assert!(jobs.iter().any(|j| j["position"].as_u64().is_some()), "pending jobs have a position");
     for j in &jobs {

@@ -37,6 +37,7 @@ fn job(id: u64, account: &str, start: i64, end: Option<i64>, gpus: u32, last_see
         gpu_seconds: f64::from(gpus) * run as f64,
         useful_gpu_seconds: f64::from(gpus) * run as f64 * 0.5,
         mean_util: None,
+        time_limit: None,
         first_seen: last_seen,
         last_seen,
     }
@@ -145,6 +146,35 @@ fn cost_windows_from_the_ledger_count_idle_gpus_by_cause() {
     assert!(r7.total > r1.total);
     assert!(r7.data_since.is_some() && r1.data_since.is_none());
     assert!(r7.rates.iter().any(|(m, p)| m == "H100" && close(*p, h100)), "{:?}", r7.rates);
+}
+
+/// A version-1 file (before time limits) keeps its jobs when opened, and then keeps time
+/// limits; a later observation without one does not erase it.
+#[test]
+fn a_version_1_file_migrates_and_keeps_time_limits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v1.sqlite");
+    let c = rusqlite::Connection::open(&path).expect("raw");
+    c.execute_batch(ledger::MIGRATIONS[0]).expect("schema 1");
+    c.pragma_update(None, "user_version", 1).expect("version 1");
+    c.execute(
+        "INSERT INTO jobs (id, name, user_name, account, queue, state, submitted, started, ended, gpus,
+            nodes, gpu_seconds, useful_gpu_seconds, first_seen, last_seen)
+         VALUES (5, 'old', 'bob', 'a', 'q', 'COMPLETED', 0, 10, 3610, 1, 'n1', 3600, 0, 10, 3610)",
+        [],
+    )
+    .expect("a v1 job");
+    drop(c);
+    let mut l = Ledger::open(&path).expect("migrates");
+    assert_eq!(l.version().expect("version"), ledger::SCHEMA_VERSION);
+    let (old, _) = l.job(5).expect("read").expect("kept");
+    assert_eq!((old.name.as_str(), old.time_limit), ("old", None));
+    let mut j = job(6, "a", T0, Some(T0 + 3600), 2, T0 + 3600);
+    j.time_limit = Some(7200);
+    l.record(&[obs(T0 + 3600, vec![j.clone()])]).expect("record");
+    j.time_limit = None;
+    l.record(&[obs(T0 + 3660, vec![j])]).expect("again, without a limit");
+    assert_eq!(l.job(6).expect("read").expect("there").0.time_limit, Some(7200));
 }
 
 #[test]

@@ -80,6 +80,12 @@ fn jobs() {
     snap("jobs", ":jobs\r");
 }
 
+/// A running job's detail: its Efficiency section (EFF weighted by GPU-hours, GPUs idle now).
+#[test]
+fn jobs_running_detail() {
+    snap("jobs_running_detail", ":jobs id==100034\r\r");
+}
+
 #[test]
 fn jobs_pending_detail() {
     snap("jobs_pending_detail", ":jobs user==researcher state=pending\r\r");

@@ -79,6 +79,7 @@ pub fn field_of(resource: &str, col: &Column) -> String {
         ("jobs" | "my-jobs", "WAIT") => "wait_s",
         ("jobs" | "my-jobs", "RUN") => "run_s",
         ("jobs" | "my-jobs", "POS") => "position",
+        ("jobs" | "my-jobs", "EFF") => "eff_pct",
         ("jobs", "PRIO") => "priority",
         ("jobs", "REASON") => "pending_reason",
         ("queues", "QUEUE") => "name",
@@ -163,6 +164,12 @@ fn times(o: &mut Map<String, Value>, zone: &jiff::tz::TimeZone) {
             o.insert(format!("{f}_unix"), Value::Null);
         }
     }
+}
+
+/// Every time field of a report's JSON (at any depth) as RFC 3339 with `<name>_unix`, and
+/// fractions to 4 decimals, as `get` writes them.
+pub fn report_times(v: &mut Value, zone: &jiff::tz::TimeZone) {
+    nested_times(v, zone);
 }
 
 fn nested_times(v: &mut Value, zone: &jiff::tz::TimeZone) {

@@ -57,10 +57,19 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let e = crate::cost::eff::job(&rec, &intervals, &config.efficiency);
+    let mut e = crate::cost::eff::job(&rec, &intervals, &config.efficiency);
+    telemetry(&mut e, &rec, &intervals, &state, config);
     let text = match output {
-        ReportOutput::Json => crate::sanitize::json_pretty(&e).map(|s| s + "\n").map_err(|e| e.to_string()),
+        ReportOutput::Json => serde_json::to_value(&e)
+            .map(|mut v| {
+                super::machine::report_times(&mut v, &crate::clock::zone());
+                v
+            })
+            .and_then(|v| crate::sanitize::json_pretty(&v))
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string()),
         ReportOutput::Markdown | ReportOutput::Csv => Ok(job_markdown(&e)),
+        ReportOutput::Text => Ok(job_text(&e)),
     };
     match text {
         Ok(t) => {
@@ -72,6 +81,80 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Adds what Prometheus measured over the job's run, when one is configured; says why not
+/// otherwise (`telemetry_missing`).
+fn telemetry(
+    e: &mut crate::cost::eff::JobEfficiency,
+    rec: &crate::store::JobRecord,
+    intervals: &[crate::store::GpuInterval],
+    state: &ClusterState,
+    config: &Config,
+) {
+    use crate::backend::prom::{PromClient, jobstats};
+    let Some(cfg) = &config.prometheus else {
+        e.telemetry_missing = Some("no Prometheus configured ([prometheus] url)".into());
+        return;
+    };
+    let Some(start) = rec.start else {
+        e.telemetry_missing = Some("the job has not started".into());
+        return;
+    };
+    let end = rec.end.unwrap_or(state.now).max(start + 1);
+    // The placement: GPUs the ledger saw it hold, and those it holds now.
+    let mut gpus: Vec<(crate::model::Text, u8)> =
+        intervals.iter().filter_map(|i| Some((i.node.as_str().into(), i.gpu?))).collect();
+    for n in &state.nodes {
+        gpus.extend(n.gpus.iter().filter(|g| g.job == Some(rec.id)).map(|g| (n.name.clone(), g.index)));
+    }
+    gpus.sort();
+    gpus.dedup();
+    let sel = jobstats::JobSelect { id: rec.id, start, end, gpus, idle_below: config.efficiency.idle_gpu };
+    let fetched = PromClient::new(cfg).and_then(|client| {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| crate::backend::prom::PromError::Config(e.to_string()))?;
+        rt.block_on(jobstats::fetch(&client, cfg, &sel))
+    });
+    match fetched {
+        Ok(Some(t)) => crate::cost::eff::with_telemetry(e, rec, t, &config.efficiency, &config.prices),
+        Ok(None) => {
+            e.telemetry_missing =
+                Some("Prometheus has no GPU series of this job for its run (retention, or no labels)".into())
+        }
+        Err(err) => {
+            eprintln!("gpuplane: prometheus: {err}");
+            e.telemetry_missing = Some(format!("prometheus: {err}"));
+        }
+    }
+}
+
+/// A figure or `-` when it has no data.
+fn fig(v: Option<f64>, unit: &str, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}{unit}"))
+}
+
+/// A job's efficiency as plain text (the markdown's facts without its markup).
+pub fn job_text(e: &crate::cost::eff::JobEfficiency) -> String {
+    let md = job_markdown(e);
+    let mut o = String::new();
+    for line in md.lines() {
+        let l = line.trim_start_matches("# ").trim_start_matches("## ").trim_start_matches("- ");
+        if l.starts_with("|---") {
+            continue;
+        }
+        let l = l.replace("**", "");
+        let l = if l.starts_with('|') {
+            l.trim_matches('|').split(" | ").map(str::trim).collect::<Vec<_>>().join("  ")
+        } else {
+            l
+        };
+        o.push_str(&l);
+        o.push('\n');
+    }
+    o
 }
 
 /// A job's efficiency for people. Cluster text (names) is sanitised.
@@ -86,13 +169,85 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
     let model = e.gpu_model.as_deref().map(sanitize).unwrap_or_default();
     let _ = writeln!(o, "- {} GPU(s) {model}, {:.2} GPU-hours", e.gpus, e.gpu_hours);
     let util = e.util.map_or_else(|| "not recorded".to_string(), |u| format!("{u:.1}%"));
-    let _ = writeln!(o, "- GPU utilisation (weighted by GPU-hours): {util}\n");
+    let _ = writeln!(o, "- GPU utilisation (weighted by GPU-hours, from the ledger): {util}");
+    if let (Some(l), Some(p)) = (e.time_limit_s, e.time_limit_used) {
+        let _ = writeln!(o, "- time limit {}: {p:.0}% used", crate::clock::dur(l));
+    } else if let Some(l) = e.time_limit_s {
+        let _ = writeln!(o, "- time limit {}", crate::clock::dur(l));
+    }
+    o.push('\n');
     let _ = writeln!(o, "| node | GPU | GPU-hours | util % |\n|---|---:|---:|---:|");
     for g in &e.per_gpu {
         let idx = g.gpu.map_or_else(|| format!("{} GPUs", g.gpus), |i| i.to_string());
         let u = g.util.map_or_else(|| "-".to_string(), |u| format!("{u:.1}"));
         let _ =
             writeln!(o, "| {} | {idx} | {:.2} | {u} |", sanitize(&g.node).replace('|', "\\|"), g.gpu_hours);
+    }
+    match (&e.telemetry, &e.telemetry_missing) {
+        (Some(t), _) => {
+            let _ = writeln!(
+                o,
+                "\n## From Prometheus\n\n- {} to {}, GPUs selected by {}; idle stretches at {} s steps",
+                when(Some(t.start)),
+                when(Some(t.end)),
+                sanitize(&t.selected_by),
+                t.step_s
+            );
+            let _ = writeln!(
+                o,
+                "- GPU utilisation (weighted by GPU-hours): {} · SM {} · tensor {} · DRAM {}",
+                fig(t.util, "%", 1),
+                fig(t.sm_active, "%", 1),
+                fig(t.tensor_active, "%", 1),
+                fig(t.dram_active, "%", 1)
+            );
+            let gib = |m: Option<f64>| m.map(|m| m / 1024.0);
+            let _ = writeln!(
+                o,
+                "- GPU memory peak {} of {} · energy {} · power mean {} peak {}",
+                fig(gib(t.mem_peak_mib), " GiB", 1),
+                fig(gib(t.mem_total_mib), " GiB", 1),
+                fig(t.energy_kwh, " kWh", 2),
+                fig(t.power_mean_w, " W", 0),
+                fig(t.power_peak_w, " W", 0)
+            );
+            let idle = t.idle_longest_s.map_or_else(|| "-".to_string(), crate::clock::dur);
+            let never = if t.never_ran.is_empty() { "none".to_string() } else { t.never_ran.join(", ") };
+            let _ = writeln!(o, "- longest idle stretch {idle} · GPUs that never ran a process: {never}\n");
+            let _ = writeln!(
+                o,
+                "| node | GPU | util % | field | SM % | tensor % | DRAM % | mem peak MiB | mem MiB | kWh | W mean | W peak | longest idle |"
+            );
+            let _ = writeln!(o, "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            for g in &t.gpus {
+                let gpu = match (&g.mig_instance, &g.mig_profile) {
+                    (Some(i), Some(p)) => format!("{} slice {} ({})", g.gpu, i, p),
+                    (Some(i), None) => format!("{} slice {i}", g.gpu),
+                    _ => g.gpu.clone(),
+                };
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    sanitize(&g.node).replace('|', "\\|"),
+                    sanitize(&gpu).replace('|', "\\|"),
+                    fig(g.util, "", 1),
+                    sanitize(&g.util_field),
+                    fig(g.sm_active, "", 1),
+                    fig(g.tensor_active, "", 1),
+                    fig(g.dram_active, "", 1),
+                    fig(g.mem_peak_mib, "", 0),
+                    fig(g.mem_total_mib, "", 0),
+                    fig(g.energy_kwh, "", 3),
+                    fig(g.power_mean_w, "", 0),
+                    fig(g.power_peak_w, "", 0),
+                    g.idle_longest_s.map_or_else(|| "-".to_string(), crate::clock::dur),
+                );
+            }
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(o, "\nNo Prometheus figures: {}.", sanitize(why));
+        }
+        (None, None) => {}
     }
     if !e.notes.is_empty() {
         o.push_str("\n## Notes\n\n");
@@ -180,7 +335,7 @@ fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
     let out = match a.output {
         ReportOutput::Csv => csv(&r.bill, by),
         ReportOutput::Json => json(&r, by),
-        ReportOutput::Markdown => markdown(&r.bill, by),
+        ReportOutput::Markdown | ReportOutput::Text => markdown(&r.bill, by),
     };
     match out {
         Ok(text) => {

@@ -2,6 +2,9 @@
 //! the job (a per-job mean of per-GPU means misleads when GPUs differ), GPUs idle the whole
 //! run, and notes from [`Rules`] with jobstats-like defaults.
 
+pub use crate::backend::prom::jobstats::GpuTelemetry;
+use crate::backend::prom::jobstats::JobTelemetry;
+use crate::model::Epoch;
 use crate::store::{GpuInterval, JobRecord};
 use std::collections::BTreeMap;
 
@@ -17,11 +20,13 @@ pub struct Rules {
     pub idle_gpu: f64,
     /// Runs shorter than this (seconds) get no notes.
     pub min_run_s: i64,
+    /// A finished job that used less than this (%) of its time limit gets a note.
+    pub time_limit_low: f64,
 }
 
 impl Default for Rules {
     fn default() -> Self {
-        Rules { util_red: 15.0, util_warn: 25.0, idle_gpu: 1.0, min_run_s: 300 }
+        Rules { util_red: 15.0, util_warn: 25.0, idle_gpu: 1.0, min_run_s: 300, time_limit_low: 10.0 }
     }
 }
 
@@ -70,7 +75,45 @@ pub struct JobEfficiency {
     pub per_gpu: Vec<GpuUse>,
     /// GPUs (node:index) whose utilisation stayed under [`Rules::idle_gpu`] all run.
     pub idle_gpus: Vec<String>,
+    /// The scheduler's time limit (s) and the part of it the run used (%).
+    pub time_limit_s: Option<i64>,
+    pub time_limit_used: Option<f64>,
+    /// What Prometheus measured over the run (`None`: see `telemetry_missing`).
+    pub telemetry: Option<Telemetry>,
+    /// Why there is no telemetry (no Prometheus configured, no series, an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry_missing: Option<String>,
     pub notes: Vec<Note>,
+}
+
+/// A job's figures from Prometheus: per GPU (or MIG slice) and for the job. Percentages are
+/// 0–100; a figure without data is `None`, never 0.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Telemetry {
+    pub source: &'static str,
+    /// How its GPUs were selected: by the `hpc_job` label or by placement.
+    pub selected_by: String,
+    pub start: Epoch,
+    pub end: Epoch,
+    /// The resolution of idle stretches, s.
+    pub step_s: i64,
+    /// Utilisation weighted by GPU-hours (a MIG slice weighs its share of a GPU).
+    pub util: Option<f64>,
+    pub sm_active: Option<f64>,
+    pub tensor_active: Option<f64>,
+    pub dram_active: Option<f64>,
+    /// The highest framebuffer use of any one GPU or slice, and that GPU's size (MiB).
+    pub mem_peak_mib: Option<f64>,
+    pub mem_total_mib: Option<f64>,
+    pub energy_kwh: Option<f64>,
+    /// The job's mean power (its GPUs' means summed) and the highest one GPU drew (W).
+    pub power_mean_w: Option<f64>,
+    pub power_peak_w: Option<f64>,
+    /// The longest idle stretch of any one GPU, s.
+    pub idle_longest_s: Option<i64>,
+    /// GPUs (node:index or node:index/slice) that never ran a process.
+    pub never_ran: Vec<String>,
+    pub gpus: Vec<GpuTelemetry>,
 }
 
 /// One GPU's sums: (GPUs, seconds held, utilisation × measured seconds, measured seconds).
@@ -117,7 +160,9 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
         .filter(|g| g.gpu.is_some() && g.util.is_some_and(|u| u < rules.idle_gpu))
         .map(|g| format!("{}:{}", g.node, g.gpu.unwrap_or_default()))
         .collect();
-    let notes = notes(r, run_s, util, &idle_gpus, rules);
+    let time_limit_used = time_used(r, run_s);
+    let notes =
+        notes(&Evidence { r, run_s, util, idle: &idle_gpus, time_used: time_limit_used, t: None }, rules);
     JobEfficiency {
         id: r.id,
         name: r.name.clone(),
@@ -134,18 +179,132 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
         util,
         per_gpu,
         idle_gpus,
+        time_limit_s: r.time_limit,
+        time_limit_used,
+        telemetry: None,
+        telemetry_missing: None,
         notes,
     }
 }
 
-fn notes(r: &JobRecord, run_s: i64, util: Option<f64>, idle: &[String], rules: &Rules) -> Vec<Note> {
+/// The part (%) of its time limit a finished job used.
+fn time_used(r: &JobRecord, run_s: i64) -> Option<f64> {
+    let limit = r.time_limit.filter(|l| *l > 0)?;
+    r.end.map(|_| 100.0 * run_s as f64 / limit as f64)
+}
+
+/// The part of a whole GPU a MIG profile is: `[prices.share]` when it names it, else its
+/// compute slices of seven (`3g.40gb`: 3/7).
+pub fn slice_share(profile: &str, prices: &crate::model::PriceCard) -> f64 {
+    let s = prices.share(profile);
+    if s != 1.0 {
+        return s;
+    }
+    profile
+        .split_once('g')
+        .and_then(|(n, _)| n.parse::<f64>().ok())
+        .filter(|n| (1.0..=7.0).contains(n))
+        .map_or(1.0, |n| n / 7.0)
+}
+
+/// Weighted mean of `(value, weight)` over the pairs with a value.
+fn weighted(v: impl Iterator<Item = (Option<f64>, f64)>) -> Option<f64> {
+    let (mut sum, mut w) = (0.0, 0.0);
+    for (x, wt) in v {
+        if let Some(x) = x.filter(|x| x.is_finite()) {
+            sum += x * wt;
+            w += wt;
+        }
+    }
+    (w > 0.0).then(|| sum / w)
+}
+
+/// Adds what Prometheus measured over the run and writes the notes again from it.
+pub fn with_telemetry(
+    e: &mut JobEfficiency,
+    r: &JobRecord,
+    t: JobTelemetry,
+    rules: &Rules,
+    prices: &crate::model::PriceCard,
+) {
+    let weight = |g: &GpuTelemetry| g.mig_profile.as_deref().map_or(1.0, |p| slice_share(p, prices));
+    let avg = |f: fn(&GpuTelemetry) -> Option<f64>| weighted(t.gpus.iter().map(|g| (f(g), weight(g))));
+    let name = |g: &GpuTelemetry| match &g.mig_instance {
+        Some(i) => format!("{}:{}/{i}", g.node, g.gpu),
+        None => format!("{}:{}", g.node, g.gpu),
+    };
+    let peak = t
+        .gpus
+        .iter()
+        .filter_map(|g| g.mem_peak_mib.map(|m| (m, g.mem_total_mib)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let sum = |f: fn(&GpuTelemetry) -> Option<f64>| {
+        let v: Vec<f64> = t.gpus.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>())
+    };
+    let tel = Telemetry {
+        source: "prometheus",
+        selected_by: t.selected_by,
+        start: t.start,
+        end: t.end,
+        step_s: t.step_s,
+        util: avg(|g| g.util),
+        sm_active: avg(|g| g.sm_active),
+        tensor_active: avg(|g| g.tensor_active),
+        dram_active: avg(|g| g.dram_active),
+        mem_peak_mib: peak.map(|p| p.0),
+        mem_total_mib: peak.and_then(|p| p.1),
+        energy_kwh: sum(|g| g.energy_kwh),
+        power_mean_w: sum(|g| g.power_mean_w),
+        power_peak_w: t.gpus.iter().filter_map(|g| g.power_peak_w).max_by(f64::total_cmp),
+        idle_longest_s: t.gpus.iter().filter_map(|g| g.idle_longest_s).max(),
+        never_ran: t.gpus.iter().filter(|g| g.never_ran == Some(true)).map(name).collect(),
+        gpus: t.gpus,
+    };
+    let util = tel.util.or(e.util);
+    e.notes = notes(
+        &Evidence {
+            r,
+            run_s: e.run_s,
+            util,
+            idle: &e.idle_gpus,
+            time_used: e.time_limit_used,
+            t: Some(&tel),
+        },
+        rules,
+    );
+    e.telemetry = Some(tel);
+}
+
+/// What the notes are written from.
+struct Evidence<'a> {
+    r: &'a JobRecord,
+    run_s: i64,
+    /// Utilisation weighted by GPU-hours: Prometheus's when it answered, else the ledger's.
+    util: Option<f64>,
+    /// GPUs the ledger saw under the idle threshold all run.
+    idle: &'a [String],
+    time_used: Option<f64>,
+    t: Option<&'a Telemetry>,
+}
+
+/// The smallest MIG slice (compute sevenths, memory eighths) that holds a whole-GPU job's
+/// utilisation and memory peak, as `(compute slices, memory eighths)`.
+fn mig_fit(util: f64, peak_mib: f64, total_mib: f64) -> Option<(u32, u32)> {
+    [(1, 1), (2, 2), (3, 4), (4, 4)]
+        .into_iter()
+        .find(|&(c, m)| util <= 100.0 * f64::from(c) / 7.0 && peak_mib <= total_mib * f64::from(m) / 8.0)
+}
+
+fn notes(ev: &Evidence<'_>, rules: &Rules) -> Vec<Note> {
+    let r = ev.r;
     let mut v = Vec::new();
     let note = |level, text: String| Note { level, text };
-    if run_s < rules.min_run_s {
-        v.push(note(Level::Info, format!("ran {}: too short for advice", crate::clock::dur(run_s))));
+    if ev.run_s < rules.min_run_s {
+        v.push(note(Level::Info, format!("ran {}: too short for advice", crate::clock::dur(ev.run_s))));
         return v;
     }
-    match util {
+    match ev.util {
         None => v.push(note(Level::Info, "no GPU utilisation was recorded for this job".into())),
         Some(u) if u < rules.util_red => v.push(note(
             Level::Red,
@@ -157,11 +316,14 @@ fn notes(r: &JobRecord, run_s: i64, util: Option<f64>, idle: &[String], rules: &
         )),
         _ => {}
     }
+    // Idle GPUs: Prometheus's evidence when it answered (no utilisation and no memory all
+    // run), else the ledger's (utilisation under the threshold all run).
+    let (idle, what): (Vec<String>, &str) = match ev.t {
+        Some(t) => (t.never_ran.clone(), "never ran a process (no utilisation, no GPU memory all run)"),
+        None => (ev.idle.to_vec(), "idle the whole run"),
+    };
     if !idle.is_empty() {
-        v.push(note(
-            Level::Red,
-            format!("{} allocated GPU(s) idle the whole run: {}", idle.len(), idle.join(", ")),
-        ));
+        v.push(note(Level::Red, format!("{} allocated GPU(s) {what}: {}", idle.len(), idle.join(", "))));
         if r.nodes.len() > 1 {
             v.push(note(
                 Level::Warn,
@@ -169,11 +331,38 @@ fn notes(r: &JobRecord, run_s: i64, util: Option<f64>, idle: &[String], rules: &
             ));
         }
     }
-    if r.gpus == 1 && util.is_some_and(|u| u < rules.util_red) {
+    if let Some(p) = ev.time_used.filter(|p| *p < rules.time_limit_low) {
+        let limit = r.time_limit.unwrap_or_default();
         v.push(note(
-            Level::Info,
-            "by utilisation it would fit a MIG slice (GPU memory is not in the ledger: check it)".into(),
+            Level::Warn,
+            format!(
+                "used {p:.0}% of its time limit ({} of {}): a shorter limit starts sooner",
+                crate::clock::dur(ev.run_s),
+                crate::clock::dur(limit)
+            ),
         ));
+    }
+    let whole_gpu = ev.t.is_none_or(|t| t.gpus.iter().all(|g| g.mig_instance.is_none()));
+    if r.gpus == 1 && whole_gpu && ev.util.is_some_and(|u| u < rules.util_red) {
+        let mem = ev.t.and_then(|t| Some((t.mem_peak_mib?, t.mem_total_mib?)));
+        match (ev.util, mem) {
+            (Some(u), Some((peak, total))) => {
+                if let Some((c, m)) = mig_fit(u, peak, total) {
+                    v.push(note(
+                        Level::Info,
+                        format!(
+                            "it would fit a MIG slice of {c}/7 compute and {m}/8 memory ({c}g): memory peak {:.1} GiB of {:.1} GiB",
+                            peak / 1024.0,
+                            total / 1024.0
+                        ),
+                    ));
+                }
+            }
+            _ => v.push(note(
+                Level::Info,
+                "by utilisation it would fit a MIG slice (GPU memory peak unknown: check it)".into(),
+            )),
+        }
     }
     v
 }
@@ -200,6 +389,7 @@ mod tests {
             gpu_seconds: f64::from(gpus) * run as f64,
             useful_gpu_seconds: 0.0,
             mean_util: None,
+            time_limit: None,
             first_seen: 0,
             last_seen: run,
         }
@@ -236,5 +426,79 @@ mod tests {
         let e = job(&short, &[iv("n1", 0, 0, 200, 0.0)], &Rules::default());
         assert_eq!(e.notes.len(), 1);
         assert!(e.notes[0].text.contains("too short"), "{:?}", e.notes);
+    }
+
+    fn gpu(node: &str, g: &str, util: f64, mem: f64) -> GpuTelemetry {
+        GpuTelemetry {
+            node: node.into(),
+            gpu: g.into(),
+            util: Some(util),
+            util_peak: Some(util),
+            mem_peak_mib: Some(mem),
+            mem_total_mib: Some(81920.0),
+            never_ran: Some(util < 1.0 && mem <= 300.0),
+            ..Default::default()
+        }
+    }
+
+    fn tel(gpus: Vec<GpuTelemetry>) -> JobTelemetry {
+        JobTelemetry { selected_by: "placement".into(), start: 0, end: 7200, step_s: 60, gpus, queries: 13 }
+    }
+
+    #[test]
+    fn prometheus_figures_weigh_slices_by_their_share_and_name_gpus_that_never_ran() {
+        let r = rec(3, &["n1", "n2"], 7200);
+        let mut e = job(&r, &[], &Rules::default());
+        let mut slice = gpu("n2", "7", 70.0, 9000.0);
+        slice.mig_instance = Some("9".into());
+        slice.mig_profile = Some("1g.10gb".into());
+        let t = tel(vec![gpu("n1", "0", 50.0, 40000.0), gpu("n1", "1", 0.0, 0.0), slice]);
+        with_telemetry(&mut e, &r, t, &Rules::default(), &crate::model::PriceCard::default());
+        let t = e.telemetry.as_ref().unwrap();
+        // Two whole GPUs and a seventh of one.
+        let want = (50.0 + 0.0 + 70.0 / 7.0) / (2.0 + 1.0 / 7.0);
+        assert!((t.util.unwrap() - want).abs() < 1e-9, "{:?} vs {want}", t.util);
+        assert_eq!(t.never_ran, vec!["n1:1".to_string()]);
+        assert_eq!(t.mem_peak_mib, Some(40000.0));
+        assert_eq!(t.energy_kwh, None, "no energy figure: missing, not 0");
+        assert!(
+            e.notes.iter().any(|n| n.level == Level::Red
+                && n.text.contains("never ran a process")
+                && n.text.ends_with(": n1:1")),
+            "{:?}",
+            e.notes
+        );
+        assert!(e.notes.iter().any(|n| n.text.contains("multi-node")));
+    }
+
+    #[test]
+    fn time_limit_use_and_a_mig_fit_by_memory_peak() {
+        let mut r = rec(1, &["n1"], 3600);
+        r.time_limit = Some(24 * 3600);
+        let mut e = job(&r, &[], &Rules::default());
+        assert!((e.time_limit_used.unwrap() - 100.0 / 24.0).abs() < 1e-9);
+        assert!(e.notes.iter().any(|n| n.text.contains("used 4% of its time limit")), "{:?}", e.notes);
+        // 10 % busy with a 6 GiB peak of 80 GiB: a 1g slice holds it.
+        with_telemetry(
+            &mut e,
+            &r,
+            tel(vec![gpu("n1", "0", 10.0, 6144.0)]),
+            &Rules::default(),
+            &Default::default(),
+        );
+        assert!(e.notes.iter().any(|n| n.text.contains("1/7 compute and 1/8 memory")), "{:?}", e.notes);
+        // The same utilisation with a 60 GiB peak fits no slice smaller than the GPU.
+        with_telemetry(
+            &mut e,
+            &r,
+            tel(vec![gpu("n1", "0", 10.0, 61440.0)]),
+            &Rules::default(),
+            &Default::default(),
+        );
+        assert!(!e.notes.iter().any(|n| n.text.contains("would fit")), "{:?}", e.notes);
+        assert_eq!(slice_share("3g.40gb", &Default::default()), 3.0 / 7.0);
+        // A running job has no time-limit use yet.
+        r.end = None;
+        assert_eq!(job(&r, &[], &Rules::default()).time_limit_used, None);
     }
 }

@@ -361,6 +361,7 @@ mod tests {
             rank: None,
             gpu_seconds: gs,
             useful_gpu_seconds: gs / 2.0,
+            time_limit: None,
         }
     }
 

@@ -81,6 +81,7 @@ pub fn job_record(j: &Job, at: Epoch) -> JobRecord {
         mean_util: None,
         first_seen: at,
         last_seen: at,
+        time_limit: j.time_limit,
     }
 }
 
@@ -109,6 +110,7 @@ pub fn job_of(r: &JobRecord) -> Job {
         rank: None,
         gpu_seconds: r.gpu_seconds,
         useful_gpu_seconds: r.useful_gpu_seconds,
+        time_limit: r.time_limit,
     }
 }
 

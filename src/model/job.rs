@@ -109,6 +109,10 @@ pub struct Job {
     /// telemetry (or given by accounting for finished jobs).
     pub gpu_seconds: f64,
     pub useful_gpu_seconds: f64,
+    /// The scheduler's time limit, seconds (Slurm's `time_limit`); `None` when unknown or
+    /// unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<i64>,
 }
 
 impl Job {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The version [`MIGRATIONS`] brings a file to.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -74,6 +74,8 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX capacity_at ON capacity (at);
     "#,
+    // 1 → 2: the scheduler's time limit of a job (seconds), for time-limit use.
+    "ALTER TABLE jobs ADD COLUMN time_limit INTEGER;",
 ];
 
 /// One job as the ledger keeps it.
@@ -99,6 +101,8 @@ pub struct JobRecord {
     pub mean_util: Option<f64>,
     pub first_seen: Epoch,
     pub last_seen: Epoch,
+    /// The scheduler's time limit, seconds.
+    pub time_limit: Option<i64>,
 }
 
 /// A GPU (or, with `gpu: None`, `gpus` GPUs of a node) held by a job from `start` to `end`.
@@ -322,15 +326,16 @@ impl Ledger {
             let mut job = tx.prepare_cached(
                 "INSERT INTO jobs (id, name, user_name, account, queue, state, submitted, started, ended,
                     gpus, gpu_model, nodes, exit_reason, gpu_seconds, useful_gpu_seconds, mean_util,
-                    first_seen, last_seen)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17)
+                    first_seen, last_seen, time_limit)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, user_name = excluded.user_name,
                     account = excluded.account, queue = excluded.queue, state = excluded.state,
                     submitted = excluded.submitted, started = excluded.started, ended = excluded.ended,
                     gpus = excluded.gpus, gpu_model = excluded.gpu_model, nodes = excluded.nodes,
                     exit_reason = excluded.exit_reason, gpu_seconds = excluded.gpu_seconds,
                     useful_gpu_seconds = excluded.useful_gpu_seconds, mean_util = excluded.mean_util,
-                    last_seen = MAX(jobs.last_seen, excluded.last_seen)",
+                    last_seen = MAX(jobs.last_seen, excluded.last_seen),
+                    time_limit = COALESCE(excluded.time_limit, jobs.time_limit)",
             )?;
             let mut node_ins = tx.prepare_cached("INSERT INTO nodes (name) VALUES (?1)")?;
             let mut iv = tx.prepare_cached(
@@ -371,6 +376,7 @@ impl Ledger {
                         j.useful_gpu_seconds,
                         mean,
                         o.at.max(j.last_seen),
+                        j.time_limit,
                     ])?;
                 }
                 for i in &o.intervals {
@@ -423,7 +429,7 @@ impl Ledger {
             .prepare_cached(
                 "SELECT id, name, user_name, account, queue, state, submitted, started, ended, gpus,
                         gpu_model, nodes, exit_reason, gpu_seconds, useful_gpu_seconds, mean_util,
-                        first_seen, last_seen
+                        first_seen, last_seen, time_limit
                  FROM jobs WHERE COALESCE(ended, last_seen) > ?1 AND started IS NOT NULL AND started < ?2",
             )
             .map_err(err)?;
@@ -472,7 +478,7 @@ impl Ledger {
             .query_row(
                 "SELECT id, name, user_name, account, queue, state, submitted, started, ended, gpus,
                         gpu_model, nodes, exit_reason, gpu_seconds, useful_gpu_seconds, mean_util,
-                        first_seen, last_seen FROM jobs WHERE id = ?1",
+                        first_seen, last_seen, time_limit FROM jobs WHERE id = ?1",
                 [id as i64],
                 job_row,
             )
@@ -553,6 +559,7 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRecord> {
         mean_util: r.get(15)?,
         first_seen: r.get(16)?,
         last_seen: r.get(17)?,
+        time_limit: r.get(18)?,
     })
 }
 

@@ -773,6 +773,7 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
         rank: None,
         gpu_seconds: 0.0,
         useful_gpu_seconds: 0.0,
+        time_limit: None,
     }
 }
 

@@ -45,6 +45,13 @@ pub struct MetricNames {
     pub power: String,
     pub fb_used: String,
     pub fb_free: String,
+    /// Per-job efficiency (`report job`): DCGM profiling fields, read when they exist.
+    pub sm_active: String,
+    pub dram_active: String,
+    /// Graphics/compute engine activity: on a MIG slice, its utilisation (relative to the slice).
+    pub gr_engine_active: String,
+    /// Energy since boot, mJ (a counter).
+    pub energy: String,
     pub xid: String,
     pub ecc_sbe: String,
     pub ecc_dbe: String,
@@ -82,6 +89,10 @@ impl Default for MetricNames {
             power: s("DCGM_FI_DEV_POWER_USAGE"),
             fb_used: s("DCGM_FI_DEV_FB_USED"),
             fb_free: s("DCGM_FI_DEV_FB_FREE"),
+            sm_active: s("DCGM_FI_PROF_SM_ACTIVE"),
+            dram_active: s("DCGM_FI_PROF_DRAM_ACTIVE"),
+            gr_engine_active: s("DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+            energy: s("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
             xid: s("DCGM_FI_DEV_XID_ERRORS"),
             ecc_sbe: s("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"),
             ecc_dbe: s("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
@@ -127,6 +138,9 @@ pub struct LabelNames {
     pub namespace: String,
     /// Slurm allocation (dcgm-exporter `--hpc-job-mapping-dir`).
     pub hpc_job: String,
+    /// A MIG slice's GPU instance id and profile (dcgm-exporter: `GPU_I_ID`, `GPU_I_PROFILE`).
+    pub mig_instance: String,
+    pub mig_profile: String,
 }
 
 impl Default for LabelNames {
@@ -141,6 +155,8 @@ impl Default for LabelNames {
             pod: "pod".into(),
             namespace: "namespace".into(),
             hpc_job: "hpc_job".into(),
+            mig_instance: "GPU_I_ID".into(),
+            mig_profile: "GPU_I_PROFILE".into(),
         }
     }
 }

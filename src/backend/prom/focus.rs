@@ -19,14 +19,14 @@ pub const STEP_S: u32 = 30;
 pub const MAX_JOB_NODES: usize = 256;
 
 /// A PromQL double-quoted string's content.
-fn quoted(s: &str) -> String {
+pub(super) fn quoted(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 /// A regex (anchored by PromQL) matching the host label values that map to one of `nodes`:
 /// the name, with a `:port` or a domain after it, and any `[host_map.names]` entry naming it.
 /// `None` when a custom `host_map.regex` makes the mapping impossible to invert.
-fn host_regex(cfg: &PromConfig, nodes: &[&str]) -> Option<String> {
+pub(super) fn host_regex(cfg: &PromConfig, nodes: &[&str]) -> Option<String> {
     if cfg.host_map.regex.is_some() {
         return None;
     }
@@ -73,7 +73,10 @@ fn select(cfg: &PromConfig, metric: &str, re: &str, extra: &str) -> String {
 
 /// The GPUs of a job as `(host regex, gpu regex)` terms: nodes holding the same GPU indices
 /// share a term, so a job on whole nodes is one term.
-fn job_terms(cfg: &PromConfig, gpus: &[(crate::model::Text, u8)]) -> Option<Vec<(String, String)>> {
+pub(super) fn job_terms(
+    cfg: &PromConfig,
+    gpus: &[(crate::model::Text, u8)],
+) -> Option<Vec<(String, String)>> {
     let mut by_node: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
     for (n, g) in gpus {
         by_node.entry(n.as_str()).or_default().push(*g);

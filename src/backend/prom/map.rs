@@ -1123,6 +1123,7 @@ fn jobs_of(
             rank: None,
             gpu_seconds: 0.0,
             useful_gpu_seconds: 0.0,
+            time_limit: None,
         };
         match old {
             Some(j) if *j == job => {}

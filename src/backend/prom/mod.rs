@@ -31,6 +31,7 @@ pub mod api;
 pub mod client;
 pub mod config;
 pub mod focus;
+pub mod jobstats;
 pub mod map;
 pub mod queries;
 

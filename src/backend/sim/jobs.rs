@@ -558,6 +558,7 @@ impl JobBook {
             rank: None,
             gpu_seconds: j.gpu_seconds,
             useful_gpu_seconds: j.useful_gpu_seconds,
+            time_limit: None,
         }
     }
 }

@@ -139,6 +139,7 @@ struct DbState {
 #[serde(default)]
 struct DbTime {
     elapsed: Num,
+    limit: Num,
     submission: Num,
     start: Num,
     end: Num,
@@ -220,6 +221,7 @@ pub fn db_jobs(body: &[u8]) -> serde_json::Result<DbJobs> {
                     gpus_alloc: tres_list_gpus(&j.tres.allocated),
                     gpus_req: tres_list_gpus(&j.tres.requested),
                     elapsed: j.time.elapsed.get(),
+                    time_limit_min: j.time.limit.get(),
                     ..Default::default()
                 },
                 &mut allocs,

@@ -58,6 +58,8 @@ pub struct JobIn {
     pub gpus_req: Option<u32>,
     /// Run time in seconds as accounting reports it (finished jobs).
     pub elapsed: Option<i64>,
+    /// The time limit in minutes (`time_limit`; accounting's `time.limit`).
+    pub time_limit_min: Option<i64>,
 }
 
 /// How a job ended, normalised: the v0.0.38 raw wait status and the v0.0.40+ verbose struct
@@ -345,6 +347,8 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
         rank: None,
         gpu_seconds,
         useful_gpu_seconds: 0.0,
+        // Slurm's NO_VAL and INFINITE (0xfffffffe, 0xffffffff minutes) are no limit.
+        time_limit: j.time_limit_min.filter(|m| *m > 0 && *m < 0xffff_fffe).map(|m| m * 60),
     }
 }
 

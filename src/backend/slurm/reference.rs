@@ -167,6 +167,7 @@ struct Job<'a> {
     gres_detail: Words,
     exit_code: ExitCode,
     restart_cnt: Num,
+    time_limit: Num,
 }
 
 /// As `v0040::add_job`: jobs without an id are skipped.
@@ -199,6 +200,7 @@ fn add_job(j: Job<'_>, out: &mut JobsOut) {
             gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
             exit: j.exit_code.exit(),
             restarts: j.restart_cnt.u32(),
+            time_limit_min: j.time_limit.get(),
             ..Default::default()
         },
         &mut out.allocs,

@@ -256,6 +256,7 @@ struct Job40 {
     gres_detail: Words,
     exit_code: ExitField,
     restart_cnt: Num,
+    time_limit: Num,
 }
 
 /// `Job40`'s fields in declaration order: the names serde's derive hands a deserializer, and so
@@ -284,6 +285,7 @@ const JOB40_FIELDS: &[&str] = &[
     "gres_detail",
     "exit_code",
     "restart_cnt",
+    "time_limit",
 ];
 
 /// One value: by hand when `quick` knows its shape, else by serde (as the derive would).
@@ -335,7 +337,8 @@ impl Job40 {
                 19 => j.tres_per_task = value(v, quick::loose)?,
                 20 => j.gres_detail = value(v, quick::words)?,
                 21 => j.exit_code = value(v, ExitField::quick)?,
-                _ => j.restart_cnt = value(v, quick::num)?,
+                22 => j.restart_cnt = value(v, quick::num)?,
+                _ => j.time_limit = value(v, quick::num)?,
             }
         }
         Ok(j)
@@ -386,6 +389,7 @@ fn add_job(j: Job40, out: &mut JobsOut) {
             gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
             exit,
             restarts: j.restart_cnt.u32(),
+            time_limit_min: j.time_limit.get(),
             ..Default::default()
         },
         &mut out.allocs,
@@ -426,6 +430,23 @@ mod tests {
     use crate::backend::slurm::quick::tests::{VALUES, random_values, serde};
     use crate::backend::slurm::scan::Wanted;
     use crate::backend::slurm::split::{Elem, Splitter};
+
+    /// The time limit in minutes, bare (v0.0.38) or as `{set, infinite, number}`, becomes the
+    /// model's seconds; unlimited is no limit.
+    #[test]
+    fn time_limits_are_read_in_both_shapes() {
+        let mut out = JobsOut::default();
+        for elem in [
+            &br#"{"job_id": 1, "time_limit": 120}"#[..],
+            br#"{"job_id": 2, "time_limit": {"set": true, "infinite": false, "number": 5}}"#,
+            br#"{"job_id": 3, "time_limit": {"set": false, "infinite": true, "number": 0}}"#,
+            br#"{"job_id": 4}"#,
+        ] {
+            job(elem, &mut out).expect("a job");
+        }
+        let limits: Vec<Option<i64>> = out.jobs.iter().map(|j| j.time_limit).collect();
+        assert_eq!(limits, [Some(7200), Some(300), None, None]);
+    }
 
     #[test]
     fn field_indices_are_serdes() {

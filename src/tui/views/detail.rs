@@ -88,6 +88,80 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, wid
     out
 }
 
+/// The job detail's "Efficiency" section: GPU utilisation weighted by GPU-hours, GPUs idle
+/// now, time-limit use, and the `[efficiency]` notes these figures support; the full report
+/// (Prometheus figures over the run) is `gpuplane report job ID`.
+pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
+    use crate::model::JobState;
+    let s = cx.s;
+    let t = cx.theme;
+    if j.start.is_none() || j.gpus == 0 {
+        return Vec::new();
+    }
+    let rules = crate::cost::eff::Rules::default();
+    let mut out = vec![section(cx, "Efficiency")];
+    let util = super::jobs::eff(j);
+    out.push(kv(
+        cx,
+        "GPU util",
+        match util {
+            Some(p) => Span::styled(
+                format!("{p:.0}% (weighted by GPU-hours, {:.1} GPU-h)", j.gpu_seconds / 3600.0),
+                super::jobs::eff_style(cx, p),
+            ),
+            None => Span::styled("- (no utilisation reported)", t.dim),
+        },
+    ));
+    if j.state == JobState::Running {
+        let held: Vec<(&str, u8, Option<u8>)> = j
+            .nodes
+            .iter()
+            .filter_map(|n| s.node(n))
+            .flat_map(|n| {
+                n.gpus.iter().filter(|g| g.job == Some(j.id)).map(move |g| (n.name.as_str(), g.index, g.util))
+            })
+            .collect();
+        let idle: Vec<String> = held
+            .iter()
+            .filter(|(_, _, u)| u.is_some_and(|u| f64::from(u) < rules.idle_gpu))
+            .map(|(n, i, _)| format!("{}:{i}", crate::sanitize::sanitize(n)))
+            .collect();
+        if !held.is_empty() {
+            let text = if idle.is_empty() {
+                format!("none of {} GPUs", held.len())
+            } else {
+                format!("{} of {}: {}", idle.len(), held.len(), idle.join(", "))
+            };
+            out.push(kv(cx, "idle now", Span::styled(text, if idle.is_empty() { t.text } else { t.warn })));
+        }
+    }
+    if let Some(limit) = j.time_limit.filter(|l| *l > 0) {
+        let ran = j.elapsed(s.now).unwrap_or(0);
+        let pct = 100.0 * ran as f64 / limit as f64;
+        let low = j.end.is_some() && pct < rules.time_limit_low;
+        out.push(kv(
+            cx,
+            "time",
+            Span::styled(
+                format!("{} of {} limit ({pct:.0}%)", crate::clock::dur(ran), crate::clock::dur(limit)),
+                if low { t.warn } else { t.text },
+            ),
+        ));
+    }
+    let run = j.elapsed(s.now).unwrap_or(0);
+    if run >= rules.min_run_s
+        && let Some(p) = util
+    {
+        if p < rules.util_red {
+            out.push(kv(cx, "note", Span::styled("low GPU use: fewer GPUs, or a MIG slice", t.crit)));
+        } else if p < rules.util_warn {
+            out.push(kv(cx, "note", Span::styled("check the data loader and batch size", t.warn)));
+        }
+    }
+    out.push(kv(cx, "report", Span::styled(format!("gpuplane report job {}", j.id), t.dim)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::resample;

@@ -18,7 +18,7 @@ pub struct JobsTable;
 
 pub const TABLE: TableId = TableId("jobs");
 
-static COLS: [Column; 15] = [
+static COLS: [Column; 16] = [
     col(
         "ID",
         7,
@@ -163,6 +163,22 @@ static COLS: [Column; 15] = [
     .right()
     .drop(1),
     col(
+        "EFF",
+        4,
+        |cx, key| SortKey::Float(eff(job(cx.s, key)).unwrap_or(-1.0)),
+        |cx, key| {
+            let t = cx.theme;
+            match eff(job(cx.s, key)) {
+                Some(p) => Span::styled(format!("{p:.0}%"), eff_style(cx, p)),
+                None => Span::styled("-", t.dim),
+            }
+        },
+    )
+    .right()
+    .key("eff")
+    .num(|cx, k| eff(job(cx.s, k)))
+    .drop(2),
+    col(
         "POS",
         4,
         |cx, key| {
@@ -284,6 +300,26 @@ pub fn nodes_summary(j: &Job) -> String {
     }
 }
 
+/// EFF: the job's GPU utilisation weighted by GPU-hours, from the telemetry the state
+/// accumulated while it ran (live for a running job; for a finished one what accounting or the
+/// console measured, the figure the usage ledger keeps at its end). `None` for a job that has
+/// not run on GPUs or whose GPUs reported no utilisation.
+pub fn eff(j: &Job) -> Option<f64> {
+    (j.start.is_some() && j.gpus > 0).then(|| j.useful_pct()).flatten()
+}
+
+/// Red under the `[efficiency]` red threshold's default, a warning under the warning's.
+pub fn eff_style(cx: &Cx<'_>, pct: f64) -> Style {
+    let r = crate::cost::eff::Rules::default();
+    if pct < r.util_red {
+        cx.theme.crit
+    } else if pct < r.util_warn {
+        cx.theme.warn
+    } else {
+        cx.theme.text
+    }
+}
+
 fn job(s: &ClusterState, key: RowKey) -> &Job {
     &s.jobs[key as usize]
 }
@@ -299,6 +335,7 @@ pub fn job_field<'a>(j: &'a Job, name: &str) -> Option<Cow<'a, str>> {
         "reason" => j.pending_reason.as_deref()?.into(),
         "node" | "nodes" => j.nodes.join(",").into(),
         "gpus" => j.gpus.to_string().into(),
+        "eff" => eff(j).map(|p| format!("{p:.0}"))?.into(),
         _ => return None,
     })
 }
@@ -384,6 +421,7 @@ impl TableSource for JobsTable {
             "node",
             "nodes",
             "gpus",
+            "eff",
         ]
     }
 
@@ -406,6 +444,7 @@ pub fn job_json(cx: &Cx<'_>, j: &Job) -> serde_json::Value {
         // The console's POS: the final queue position (the backend's, else derived).
         o.remove("rank");
         o.insert("position".into(), j.rank.into());
+        o.insert("eff_pct".into(), eff(j).into());
         if let Some(w) = crate::state::explain(cx.s, j, cx.user) {
             o.insert("why".into(), to_json(&w));
         }
@@ -506,6 +545,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             ),
         ));
     }
+    out.extend(super::detail::efficiency(cx, j));
     if j.state == JobState::Running {
         let w = (width as usize).saturating_sub(14).min(120);
         let series: Vec<_> = j

@@ -1,0 +1,212 @@
+//! `gpuplane report job` against the real test Prometheus (scripts/prometheus/), whose history
+//! holds finished jobs planted on gpu-016 with known duty cycles: job 77001 (GPU 0 busy half
+//! the time, GPU 1 allocated but never running a process), job 77002 on a MIG slice (busy
+//! 60 % by GR_ENGINE_ACTIVE while the whole GPU's utilisation field says 0), and GPUs 2–3 busy
+//! 75 % with no job label (found by placement). The test writes the jobs into a usage ledger
+//! as the Slurm side would have, runs the report, and checks each figure against PromQL
+//! asked directly over the same window.
+//!
+//! Behind the `live` feature: it needs GPUPLANE_TEST_PROM_URL and fails without it.
+#![cfg(feature = "live")]
+
+mod common;
+
+use gpuplane::backend::prom::{PromClient, PromConfig};
+use gpuplane::store::{GpuInterval, JobRecord, Ledger, Observation};
+use serde_json::Value;
+
+fn url() -> String {
+    match std::env::var("GPUPLANE_TEST_PROM_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => panic!(
+            "GPUPLANE_TEST_PROM_URL is not set: this test needs the real Prometheus that the test command starts — run scripts/test"
+        ),
+    }
+}
+
+/// One value of an instant query at `at` (`None`: no series).
+fn q(url: &str, promql: &str, at: i64) -> Option<f64> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let c = PromClient::new(&PromConfig::new(url)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
+    let r = body.parse().unwrap();
+    let v: Vec<f64> = r.results.iter().filter_map(|s| s.last()).map(|p| p.v).collect();
+    assert!(v.len() <= 1, "{promql}: {v:?}");
+    v.first().copied()
+}
+
+fn record(id: u64, name: &str, gpus: u32, model: &str, start: i64, end: i64) -> JobRecord {
+    JobRecord {
+        id,
+        name: name.into(),
+        user: "alice".into(),
+        account: "vision".into(),
+        queue: "gpu".into(),
+        state: "COMPLETED".into(),
+        submit: start - 60,
+        start: Some(start),
+        end: Some(end),
+        gpus,
+        gpu_model: Some(model.into()),
+        nodes: vec!["gpu-016".into()],
+        exit_reason: None,
+        gpu_seconds: f64::from(gpus) * (end - start) as f64,
+        useful_gpu_seconds: 0.0,
+        mean_util: None,
+        first_seen: start,
+        last_seen: end,
+        time_limit: Some(86_400),
+    }
+}
+
+fn near(got: &Value, want: f64, tol: f64, what: &str) {
+    let g = got.as_f64().unwrap_or_else(|| panic!("{what}: no figure ({got})"));
+    assert!((g - want).abs() <= tol, "{what}: report {g} vs PromQL {want}");
+}
+
+fn gpu<'a>(t: &'a Value, gpu: &str) -> &'a Value {
+    t["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["gpu"] == gpu)
+        .unwrap_or_else(|| panic!("GPU {gpu} in {t:#}"))
+}
+
+#[test]
+fn report_job_equals_promql_over_the_run_for_planted_jobs() {
+    let url = url();
+    // The planted window, from the series themselves: the first and last sample of job 77001.
+    let now = jiff::Timestamp::now().as_second();
+    let sel = r#"DCGM_FI_DEV_GPU_UTIL{hpc_job="77001",gpu="0"}"#;
+    let first =
+        q(&url, &format!("min_over_time(timestamp({sel})[12h:15s])"), now).expect("planted job 77001");
+    let last = q(&url, &format!("max_over_time(timestamp({sel})[12h:15s])"), now).unwrap();
+    let (start, end) = (first as i64, last as i64 + 15);
+    assert_eq!(end - start, 3600, "the planted jobs run an hour");
+    let w = format!("[{}s]", end - start);
+    let at = |promql: &str| q(&url, promql, end);
+
+    // The jobs as the scheduler side records them in the ledger.
+    let home = tempfile::tempdir().unwrap();
+    let ledger_dir = home.path().join("ledger");
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, format!("[ledger]\ndir = {:?}\n", ledger_dir.display().to_string())).unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(home.path())
+            .args(["--config", config.to_str().unwrap(), "--prometheus", &url, "report", "job"])
+            .args(args)
+            .output()
+            .expect("run gpuplane")
+    };
+    // The ledger's file is named after the cluster: the report says which when a job is missing.
+    let out = run(&["1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
+    let path = path.unwrap_or_else(|| panic!("the ledger's path in {err}"));
+    let iv = |job: u64, g: u8| GpuInterval {
+        job,
+        node: "gpu-016".into(),
+        gpu: Some(g),
+        gpus: 1,
+        start,
+        end,
+        util: None,
+    };
+    let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
+    l.record(&[Observation {
+        cluster: String::new(),
+        at: end,
+        jobs: vec![
+            record(77001, "train-half", 2, "NVIDIA H100 80GB HBM3", start, end),
+            record(77002, "mig-infer", 1, "1g.10gb", start, end),
+            record(77003, "placed", 2, "NVIDIA H100 80GB HBM3", start, end),
+        ],
+        intervals: vec![iv(77001, 0), iv(77001, 1), iv(77002, 7), iv(77003, 2), iv(77003, 3)],
+        capacity: Vec::new(),
+    }])
+    .expect("record");
+    drop(l);
+    let report = |id: u64| -> Value {
+        let out = run(&[&id.to_string(), "-o", "json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
+    // 77001: by its hpc_job label; GPU 0 half busy, GPU 1 never ran a process.
+    let e = report(77001);
+    let t = &e["telemetry"];
+    assert_eq!(t["selected_by"], r#"label hpc_job="77001""#, "{e:#}");
+    assert_eq!(t["start_unix"], start);
+    let u0 = at(&format!(r#"avg_over_time(DCGM_FI_DEV_GPU_UTIL{{hpc_job="77001",gpu="0"}}{w})"#)).unwrap();
+    let u1 = at(&format!(r#"avg_over_time(DCGM_FI_DEV_GPU_UTIL{{hpc_job="77001",gpu="1"}}{w})"#)).unwrap();
+    assert!((u0 - 50.0).abs() < 1.0 && u1 == 0.0, "the planted duty cycles: {u0} {u1}");
+    near(&gpu(t, "0")["util"], u0, 1e-3, "GPU 0 utilisation");
+    near(&t["util"], (u0 + u1) / 2.0, 1e-3, "the job's utilisation");
+    let sm = at(&format!(r#"100 * avg_over_time(DCGM_FI_PROF_SM_ACTIVE{{hpc_job="77001"}}{w})"#)).unwrap();
+    near(&gpu(t, "0")["sm_active"], sm, 1e-3, "SM activity");
+    assert!(gpu(t, "1")["sm_active"].is_null(), "not exported for GPU 1: missing, not 0");
+    let tensor =
+        at(&format!(r#"100 * avg_over_time(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{hpc_job="77001",gpu="0"}}{w})"#))
+            .unwrap();
+    near(&t["tensor_active"], tensor, 1e-3, "tensor activity");
+    let mem = at(&format!(r#"max(max_over_time(DCGM_FI_DEV_FB_USED{{hpc_job="77001"}}{w}))"#)).unwrap();
+    near(&t["mem_peak_mib"], mem, 1e-6, "memory peak");
+    let kwh =
+        at(&format!(r#"sum(increase(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{hpc_job="77001"}}{w})) / 3.6e9"#))
+            .unwrap();
+    near(&t["energy_kwh"], kwh, 1e-4, "energy");
+    let watts = at(&format!(r#"sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE{{hpc_job="77001"}}{w}))"#)).unwrap();
+    near(&t["power_mean_w"], watts, 1e-3, "mean power");
+    // The energy counter and the power gauge tell the same story (planted power is exact).
+    assert!((kwh - watts * 3600.0 / 3.6e6).abs() < 0.02 * kwh, "{kwh} kWh vs {watts} W for an hour");
+    assert_eq!(t["never_ran"], serde_json::json!(["gpu-016:1"]), "{t:#}");
+    // GPU 0 idles 300 s of every 600 (seen up to two one-minute steps short); GPU 1 all run.
+    let idle0 = gpu(t, "0")["idle_longest_s"].as_i64().unwrap();
+    assert!((180..=300).contains(&idle0), "{idle0}");
+    assert!(gpu(t, "1")["idle_longest_s"].as_i64().unwrap() >= 3400);
+    near(&e["time_limit_used"], 100.0 * 3600.0 / 86_400.0, 1e-3, "time-limit use");
+    let notes = e["notes"].to_string();
+    assert!(notes.contains("never ran a process") && notes.contains("of its time limit"), "{notes}");
+
+    // 77002: a MIG slice, by GR_ENGINE_ACTIVE of the slice; the GPU's own utilisation is 0.
+    let e = report(77002);
+    let t = &e["telemetry"];
+    let whole = at(&format!(r#"avg_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="gpu-016",gpu="7"}}{w})"#));
+    assert_eq!(whole, Some(0.0), "the whole GPU reports no utilisation in MIG mode");
+    let gr =
+        at(&format!(r#"100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{hpc_job="77002"}}{w})"#)).unwrap();
+    assert!((gr - 60.0).abs() < 1.0, "{gr}");
+    let s = gpu(t, "7");
+    assert_eq!(
+        (s["mig_instance"].as_str(), s["mig_profile"].as_str()),
+        (Some("9"), Some("1g.10gb")),
+        "{t:#}"
+    );
+    assert_eq!(s["util_field"], "DCGM_FI_PROF_GR_ENGINE_ACTIVE");
+    near(&s["util"], gr, 1e-3, "slice utilisation");
+    near(&t["util"], gr, 1e-3, "the job's utilisation");
+    near(&t["mem_total_mib"], 9856.0, 1e-6, "the slice's memory");
+    assert!(t["energy_kwh"].is_null(), "a slice has no power series: energy missing, not 0 ({t:#})");
+    assert_eq!(t["gpus"].as_array().unwrap().len(), 1, "the whole MIG GPU is not a figure of the job");
+
+    // 77003: no job label on its series, so its GPUs are found where the ledger put it.
+    let e = report(77003);
+    let t = &e["telemetry"];
+    assert_eq!(t["selected_by"], "placement", "{e:#}");
+    for g in ["2", "3"] {
+        let u = at(&format!(r#"avg_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="gpu-016",gpu="{g}"}}{w})"#))
+            .unwrap();
+        assert!((u - 75.0).abs() < 1.5, "{u}");
+        near(&gpu(t, g)["util"], u, 1e-3, "placed GPU utilisation");
+    }
+    assert_eq!(t["never_ran"], serde_json::json!([]));
+
+    // The same report for people: markdown and text name the slice and the idle GPU.
+    let md = String::from_utf8(run(&["77002"]).stdout).unwrap();
+    assert!(md.contains("## From Prometheus") && md.contains("slice 9 (1g.10gb)"), "{md}");
+    let text = String::from_utf8(run(&["77001", "-o", "text"]).stdout).unwrap();
+    assert!(text.contains("never ran a process: gpu-016:1") && !text.contains("**"), "{text}");
+}
