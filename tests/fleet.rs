@@ -192,3 +192,133 @@ fn get_all_clusters_json_equals_the_console_rows() {
         }
     }
 }
+
+/// Actions route to the owning cluster: a node of one name marked in two clusters is planned
+/// per cluster (grouped, each under its cluster's line) and each cluster's part goes to that
+/// cluster's own ops task, with that cluster's node name.
+#[test]
+fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
+    use gpuplane::model::NodeKey;
+    use gpuplane::ops::{ActionKind, OpMsg, fleet::Route};
+    let mut a = fleet(5, false);
+    let mut rxs = Vec::new();
+    for (c, ..) in FLEET {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: c == "sim-3", tx: Some(tx) });
+        rxs.push((c, rx));
+    }
+    common::typed(&mut a, ":nodes\r");
+    let name = {
+        let s = a.state();
+        let schedulable = |c: &str| {
+            s.nodes.iter().filter(move |n| n.cluster == c && n.state.schedulable()).map(|n| n.name.clone())
+        };
+        schedulable("sim-1").find(|n| schedulable("sim-2").any(|m| m == *n)).expect("a name in both")
+    };
+    for c in ["sim-1", "sim-2", "sim-3"] {
+        a.marks.nodes.insert(NodeKey { cluster: c.into(), name: name.clone() });
+    }
+    a.start_action(ActionKind::Cordon);
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    let lines = c.plan.lines();
+    // sim-3 is read-only: its target is refused by sim-3, the others run.
+    assert!(lines[0].starts_with("2 of 3 will run; 1 refused: sim-3: read-only"), "{lines:?}");
+    assert!(lines.contains(&"on sim-1 (sim as sim:op): 1 target(s)".to_string()), "{lines:?}");
+    assert!(lines.contains(&format!("cordon sim-2/{name}: sim: mark {name} unschedulable (running jobs continue)")), "{lines:?}");
+    assert_eq!(c.plan.confirm_word.as_deref(), Some("2"));
+    common::typed(&mut a, "replace fans\t\t2\r");
+    assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);
+    for (c, rx) in &mut rxs {
+        let sent: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        match *c {
+            "sim-3" => assert!(sent.is_empty(), "nothing to the read-only cluster"),
+            _ => {
+                let [OpMsg::Run(job)] = sent.as_slice() else { panic!("{c}: {sent:?}") };
+                assert_eq!(job.req.targets, vec![name.to_string()], "{c}");
+                assert_eq!(job.plan.steps.len(), 1);
+                assert_eq!(job.req.reason, "replace fans");
+            }
+        }
+    }
+    assert!(a.marks.nodes.is_empty());
+}
+
+/// `gpuplane drain NAME` on a fleet where three clusters have NAME: refused, naming each
+/// `cluster/NAME`; `cluster/NAME` acts on that cluster alone and is audited under its name.
+#[test]
+fn command_line_targets_name_their_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--sim-clusters", "3", "--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_SIM_START", START.to_string())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["cordon", "gpu-001", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(["sim-1/gpu-001", "sim-2/gpu-001", "sim-3/gpu-001"].iter().all(|t| err.contains(t)), "{err}");
+    assert!(!log.exists() || std::fs::read_to_string(&log).unwrap().is_empty(), "nothing audited");
+    let out = run(&["cordon", "sim-2/gpu-001", "--reason", "fans"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("on sim-2 (sim as sim:") && text.contains("ok   sim-2/gpu-001"), "{text}");
+    let recs = gpuplane::audit::AuditLog::new(log.clone()).read_all().unwrap();
+    let cordons: Vec<_> = recs.iter().filter(|r| r.action == "cordon").collect();
+    assert_eq!(cordons.len(), 2, "intent and outcome");
+    assert!(cordons.iter().all(|r| r.cluster == "sim-2" && r.targets == ["gpu-001"]), "{cordons:?}");
+}
+
+/// `:cluster NAME` focuses one cluster in every table (and the header), `:cluster all` returns;
+/// the `:` prompt completes the cluster names.
+#[test]
+fn cluster_focus_narrows_every_table_to_one_cluster() {
+    let mut a = fleet(5, false);
+    let clusters = |a: &mut App, cmd: &str, table| -> Vec<String> {
+        common::typed(a, cmd);
+        a.prepare();
+        let s = a.state();
+        let rows = &a.ui.tables[table].rows;
+        rows.iter()
+            .map(|&k| match table {
+                t if t == gpuplane::tui::views::nodes::TABLE => s.nodes[k as usize].cluster.to_string(),
+                _ => s.jobs[k as usize].cluster.to_string(),
+            })
+            .collect()
+    };
+    use gpuplane::tui::views::{jobs, nodes};
+    common::typed(&mut a, ":cluster sim-2\r");
+    assert_eq!(a.focus.as_deref(), Some("sim-2"), "{:?}", a.ui.message);
+    let n = clusters(&mut a, ":nodes\r", nodes::TABLE);
+    assert_eq!(n.len(), 14);
+    assert!(n.iter().all(|c| c == "sim-2"));
+    let j = clusters(&mut a, ":jobs\r", jobs::TABLE);
+    assert!(!j.is_empty() && j.iter().all(|c| c == "sim-2"), "{j:?}");
+    // The table's own filter applies within the focus.
+    let n = clusters(&mut a, ":nodes cluster!=sim-1\r", nodes::TABLE);
+    assert_eq!(n.len(), 14);
+    common::typed(&mut a, ":nodes\r");
+    common::typed(&mut a, ":cluster nope\r");
+    assert!(a.ui.message.as_ref().is_some_and(|(m, err)| *err && m.contains("sim-1, sim-2, sim-3")));
+    assert_eq!(a.focus.as_deref(), Some("sim-2"), "an unknown name keeps the focus");
+    let n = clusters(&mut a, ":cluster all\r", nodes::TABLE);
+    assert_eq!(n.len(), 16 + 14 + 12);
+    assert_eq!(a.focus, None);
+    // Completion: the command, then its argument.
+    common::typed(&mut a, ":clu\t");
+    assert!(matches!(&a.ui.mode, gpuplane::tui::app::Mode::Command(b) if b == "cluster "), "{:?}", a.ui.mode);
+    common::typed(&mut a, "s\t");
+    assert!(matches!(&a.ui.mode, gpuplane::tui::app::Mode::Command(b) if b == "cluster sim-"));
+    assert_eq!(a.ui.completions, ["sim-1", "sim-2", "sim-3"]);
+    common::typed(&mut a, "3\t\r");
+    assert_eq!(a.focus.as_deref(), Some("sim-3"));
+}
+
+#[test]
+fn fleet_nodes_focused() {
+    snap("nodes_focused", ":cluster sim-2\r:nodes\r");
+}

@@ -187,7 +187,10 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         right.push(Span::styled(" PAUSED ", t.badge_paused));
     }
     let fleet = s.is_fleet();
-    let title = if fleet {
+    let title = if let Some(f) = app.focus.as_deref().filter(|_| fleet) {
+        // `:cluster NAME`: the one in focus, and how many the fleet has.
+        format!("{} (1 of {})", safe(f), s.clusters().len())
+    } else if fleet {
         format!("fleet of {}", s.clusters().len())
     } else {
         safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned()
