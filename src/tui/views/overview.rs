@@ -479,7 +479,7 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
                 ),
             ];
             let sources = if failing > 0 {
-                Span::styled(format!("{failing} stale "), t.crit)
+                Span::styled("stale ", t.crit)
             } else {
                 Span::styled(format!("{} ", cx.glyphs.dot()), t.ok)
             };
@@ -558,7 +558,15 @@ impl super::View for View {
             let shown = if app.focus.is_some() { 1 } else { n };
             let per_row = (usize::from(area.width) / 20).clamp(1, shown.max(1));
             let h = (5 * shown.div_ceil(per_row) as u16).min((area.height / 2).max(5) / 5 * 5);
-            let [cards, list] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
+            // Where there is room, the fleet's plane totals above the cards (not under a focus:
+            // they are the whole fleet's).
+            let planes_h = if area.width >= 100 && area.height >= 36 && app.focus.is_none() { 6 } else { 0 };
+            let [planes, cards, list] =
+                Layout::vertical([Constraint::Length(planes_h), Constraint::Length(h), Constraint::Min(3)])
+                    .areas(area);
+            if planes_h > 0 {
+                draw_planes(f, planes, &app.cx());
+            }
             let focus = app.focus.clone();
             draw_clusters(f, cards, &app.cx(), focus.as_deref());
             table_with_detail(f, list, app, INCIDENTS, "Incidents (worst first)", true);
