@@ -212,7 +212,11 @@ fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
     let name = {
         let s = a.state();
         let schedulable = |c: &'static str| -> Vec<gpuplane::model::Text> {
-            s.nodes.iter().filter(|n| n.cluster == c && n.state.schedulable()).map(|n| n.name.clone()).collect()
+            s.nodes
+                .iter()
+                .filter(|n| n.cluster == c && n.state.schedulable())
+                .map(|n| n.name.clone())
+                .collect()
         };
         let two = schedulable("sim-2");
         schedulable("sim-1").into_iter().find(|n| two.contains(n)).expect("a name in both")
@@ -221,12 +225,22 @@ fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
         a.marks.nodes.insert(NodeKey { cluster: c.into(), name: name.clone() });
     }
     a.start_action(ActionKind::Cordon);
-    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!("no confirmation: {:?}", a.ui.message) };
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else {
+        panic!("no confirmation: {:?}", a.ui.message)
+    };
     let lines = c.plan.lines();
     // sim-3 is read-only: its target is refused by sim-3, the others run.
-    assert!(lines[0].starts_with("2 of 3 will run; 1 refused: sim-3: read-only"), "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("2 of 3 will run; 1 refused: sim-3/{name}: read-only")),
+        "{lines:?}"
+    );
     assert!(lines.contains(&"on sim-1 (sim as sim:op): 1 target(s)".to_string()), "{lines:?}");
-    assert!(lines.contains(&format!("cordon sim-2/{name}: sim: mark {name} unschedulable (running jobs continue)")), "{lines:?}");
+    assert!(
+        lines.contains(&format!(
+            "cordon sim-2/{name}: sim: mark {name} unschedulable (running jobs continue)"
+        )),
+        "{lines:?}"
+    );
     assert_eq!(c.plan.confirm_word.as_deref(), Some("2"));
     common::typed(&mut a, "replace fans\t\t2\r");
     assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);

@@ -155,9 +155,14 @@ async fn an_unreachable_cluster_is_stale_alone() {
     let mut s = gpuplane::state::ClusterState::new(Default::default(), Default::default());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let status = |s: &gpuplane::state::ClusterState, c: &str| {
-        s.sources.iter().find(|x| x.cluster == c && x.name == "slurm").map(|x| (x.ok_at.is_some(), x.error.clone()))
+        s.sources
+            .iter()
+            .find(|x| x.cluster == c && x.name == "slurm")
+            .map(|x| (x.ok_at.is_some(), x.error.clone()))
     };
-    while !(status(&s, "lab").is_some_and(|(ok, _)| ok) && status(&s, "gone").is_some_and(|(_, e)| e.is_some())) {
+    while !(status(&s, "lab").is_some_and(|(ok, _)| ok)
+        && status(&s, "gone").is_some_and(|(_, e)| e.is_some()))
+    {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(u)) => {
                 s.apply(u);
@@ -171,4 +176,44 @@ async fn an_unreachable_cluster_is_stale_alone() {
     let (gone_ok, gone_err) = status(&s, "gone").unwrap();
     assert!(!gone_ok && gone_err.is_some(), "gone is stale: {:?}", s.sources);
     assert!(s.nodes.iter().all(|n| n.cluster == "lab") && !s.nodes.is_empty());
+}
+
+/// `get … ` on a fleet with one cluster unreachable: the others' rows, the failed cluster named
+/// on stderr; exit 0, or 2 with `--strict`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_prints_the_reachable_clusters_and_names_the_one_that_is_not() {
+    let (c24, _g24) = slurm24().await;
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tok = dir.path().join("tok");
+    std::fs::write(&tok, &c24.jwt).unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[cluster]]\nname = \"prod-a\"\n[cluster.slurm]\nurl = \"{}\"\ntoken_file = \"{t}\"\n\n\
+             [[cluster]]\nname = \"gone\"\n[cluster.slurm]\nurl = \"{dead}\"\ntoken_file = \"{t}\"\n",
+            c24.url,
+            t = tok.display()
+        ),
+    )
+    .unwrap();
+    let expected = read(&c24).await.nodes.len();
+    for (strict, code) in [(false, 0), (true, 2)] {
+        let mut cmd = common::gpuplane_cmd(dir.path());
+        cmd.args(["get", "nodes", "-o", "json"]).env("GPUPLANE_CONFIG", &cfg);
+        if strict {
+            cmd.arg("--strict");
+        }
+        let out = tokio::task::block_in_place(|| cmd.output().unwrap());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.contains("cluster gone could not be read"), "{err}");
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(rows.len(), expected);
+        assert!(rows.iter().all(|r| r["cluster"] == "prod-a"));
+    }
 }

@@ -81,13 +81,14 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter, fail_on, window, team } => get::run(
+        Command::Get { resource, output, filter, fail_on, window, team, strict } => get::run(
             resource,
             *output,
             filter,
             *fail_on,
             &get::CostArgs { window: window.clone(), team: team.clone() },
             config,
+            *strict,
         ),
         Command::Silence { command } => silence::run(command, config),
         Command::Report { command } => report::run(command, config),
@@ -352,12 +353,29 @@ async fn fleet_state(config: &Config) -> Result<ClusterState, String> {
     fleet_read(config).await.map(|(s, _)| s)
 }
 
+/// [`fleet_state`] that keeps going past a cluster that cannot be read: the others' objects,
+/// and each failed cluster with why (for `get`, which prints what it could read).
+pub(crate) async fn fleet_state_partial(config: &Config) -> (ClusterState, Vec<(String, String)>) {
+    let (s, _, failed) = fleet_read_all(config).await;
+    (s, failed)
+}
+
 /// Each fleet cluster's executor (as [`target_cluster`] builds one for a single cluster), by
 /// cluster name.
 pub(crate) type FleetExecs = std::collections::BTreeMap<crate::model::Text, Box<dyn Executor>>;
 
 /// [`fleet_state`], keeping each cluster's executor.
 pub(crate) async fn fleet_read(config: &Config) -> Result<(ClusterState, FleetExecs), String> {
+    match fleet_read_all(config).await {
+        (s, execs, failed) if failed.is_empty() => Ok((s, execs)),
+        (_, _, failed) => {
+            Err(failed.iter().map(|(name, e)| format!("cluster {name}: {e}")).collect::<Vec<_>>().join("; "))
+        }
+    }
+}
+
+/// Every cluster read side by side; the ones that could not be read, with why.
+async fn fleet_read_all(config: &Config) -> (ClusterState, FleetExecs, Vec<(String, String)>) {
     use crate::model::protocol::{Inventory, Update};
     let reads = config.clusters.iter().map(|c| async move {
         let one = config.for_cluster(c);
@@ -370,8 +388,15 @@ pub(crate) async fn fleet_read(config: &Config) -> Result<(ClusterState, FleetEx
     });
     let mut fleet = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     let mut execs = FleetExecs::new();
+    let mut failed = Vec::new();
     for (name, read) in futures::future::join_all(reads).await {
-        let (s, exec) = read.map_err(|e| format!("cluster {name}: {e}"))?;
+        let (s, exec) = match read {
+            Ok(r) => r,
+            Err(e) => {
+                failed.push((name, e));
+                continue;
+            }
+        };
         if let Some(e) = exec {
             execs.insert(name.as_str().into(), e);
         }
@@ -392,7 +417,7 @@ pub(crate) async fn fleet_read(config: &Config) -> Result<(ClusterState, FleetEx
             }),
         }));
     }
-    Ok((fleet, execs))
+    (fleet, execs, failed)
 }
 
 /// [`target_cluster`] without the alerts.
@@ -664,7 +689,10 @@ fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         dry_run: a.dry_run,
     };
     if req.reason.trim().is_empty() {
-        return fail(&format!("a reason is required to {} (--reason TEXT); nothing was planned", kind.label()), 2);
+        return fail(
+            &format!("a reason is required to {} (--reason TEXT); nothing was planned", kind.label()),
+            2,
+        );
     }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -683,7 +711,10 @@ fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         .collect();
     let records = match audit_log(config).tail(ops::guard::RATE_RECORDS) {
         Ok(r) => r,
-        Err(e) if ops::guard::takes_out(kind) && config.clusters.iter().any(|c| config.limits.for_cluster(&c.name).has_rate()) => {
+        Err(e)
+            if ops::guard::takes_out(kind)
+                && config.clusters.iter().any(|c| config.limits.for_cluster(&c.name).has_rate()) =>
+        {
             return fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2);
         }
         Err(_) => Vec::new(),
@@ -696,12 +727,21 @@ fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
         .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
         .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
     let recent = |c: &str| ops::guard::drains_in_window(&records, c, now);
-    let checks =
-        ops::fleet::Checks { routes: &routes, limits: &config.limits, recent: &recent, elevated: break_glass.is_some() };
+    let checks = ops::fleet::Checks {
+        routes: &routes,
+        limits: &config.limits,
+        recent: &recent,
+        elevated: break_glass.is_some(),
+    };
     let (plan, parts) = match ops::fleet::plan(&req, &state, &checks) {
         Ok(p) => p,
         Err(e) => return fail(&e, 2),
     };
+    // As for one cluster, a command runs all its targets or none: any refusal refuses it.
+    if !plan.refused.is_empty() {
+        let why: Vec<String> = plan.refused.iter().map(ops::Refused::message).collect();
+        return fail(&format!("{}; nothing was sent", why.join("; ")), 2);
+    }
     let names: Vec<&str> = config.clusters.iter().map(|c| c.name.as_str()).collect();
     println!("fleet {}", names.join(", "));
     for l in plan.lines() {

@@ -141,19 +141,20 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
     for (c, names) in by {
         let Some(route) = checks.routes.get(&c) else { continue };
         let sub = OpRequest { targets: names.clone(), ..req.clone() };
-        let planned = super::plan_batch_in(&sub, s, Some(&c), route.planner.as_ref(), route.readonly, checks.elevated)
-            .and_then(|mut p| {
-                let limits = checks.limits.for_cluster(&c);
-                let recent = (checks.recent)(&c);
-                super::guard_plan_in(&mut p, s, Some(&c), &limits, &recent, checks.elevated).map(|()| p)
-            });
+        let planned =
+            super::plan_batch_in(&sub, s, Some(&c), route.planner.as_ref(), route.readonly, checks.elevated)
+                .and_then(|mut p| {
+                    let limits = checks.limits.for_cluster(&c);
+                    let recent = (checks.recent)(&c);
+                    super::guard_plan_in(&mut p, s, Some(&c), &limits, &recent, checks.elevated).map(|()| p)
+                });
         match planned {
             Ok(p) => parts.push(Part { cluster: c, req: sub, plan: p }),
             // Fail closed: past a limit, nothing of the request is sent.
             Err(e @ OpError::Limits(_)) => return Err(e),
             Err(e) => refused.extend(names.iter().map(|n| Refused {
                 target: qualify(&c, n),
-                error: OpError::Target(format!("{c}: {e}")),
+                error: OpError::Target(format!("{}: {e}", qualify(&c, n))),
             })),
         }
     }
@@ -186,7 +187,12 @@ fn merge(kind: ActionKind, parts: &[Part], refused: Vec<Refused>, checks: &Check
             identity: planner.identity(checks.elevated),
             steps: p.plan.steps.len(),
         });
-        steps.extend(p.plan.steps.iter().map(|st| super::Step { target: qualify(&p.cluster, &st.target), ..st.clone() }));
+        steps.extend(
+            p.plan
+                .steps
+                .iter()
+                .map(|st| super::Step { target: qualify(&p.cluster, &st.target), ..st.clone() }),
+        );
         if let Some(g) = p.plan.guard.as_deref() {
             let m = guarded.get_or_insert_with(|| super::Guarded {
                 guard: g.guard.clone(),
@@ -210,13 +216,14 @@ fn merge(kind: ActionKind, parts: &[Part], refused: Vec<Refused>, checks: &Check
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::protocol::{Inventory, Update};
     use crate::backend::sim::SimConfig;
+    use crate::model::protocol::{Inventory, Update};
     use crate::model::{Node, NodeState};
     use crate::ops::SimPlanner;
 
     fn node(name: &str, state: NodeState) -> Node {
-        let mut n = crate::testing::state_after(SimConfig { nodes: 1, ..SimConfig::default() }, 1).nodes.remove(0);
+        let mut n =
+            crate::testing::state_after(SimConfig { nodes: 1, ..SimConfig::default() }, 1).nodes.remove(0);
         (n.name, n.state, n.pool) = (name.into(), state, "gpu".into());
         n.gpus.iter_mut().for_each(|g| g.job = None);
         n
@@ -233,7 +240,11 @@ mod tests {
                 cluster: c.into(),
                 update: Box::new(Update::Inventory {
                     at: 100,
-                    inventory: Box::new(Inventory { source: "sim".into(), nodes: Some(nodes), ..Default::default() }),
+                    inventory: Box::new(Inventory {
+                        source: "sim".into(),
+                        nodes: Some(nodes),
+                        ..Default::default()
+                    }),
                 }),
             });
         }
@@ -278,13 +289,19 @@ mod tests {
     fn the_plan_groups_targets_by_cluster_and_each_part_keeps_its_own_names() {
         let s = fleet();
         let (routes, limits) = (routes(false), guard::GuardConfig::default());
-        let (shown, parts) =
-            plan(&req(ActionKind::Drain, &["b/gpu-001", "a/gpu-001", "a/gpu-009"]), &s, &checks(&routes, &limits))
-                .unwrap();
+        let (shown, parts) = plan(
+            &req(ActionKind::Drain, &["b/gpu-001", "a/gpu-001", "a/gpu-009"]),
+            &s,
+            &checks(&routes, &limits),
+        )
+        .unwrap();
         let targets: Vec<&str> = shown.steps.iter().map(|s| s.target.as_str()).collect();
         assert_eq!(targets, ["a/gpu-001", "a/gpu-009", "b/gpu-001"]);
         assert_eq!(parts.len(), 2);
-        assert_eq!((parts[0].cluster.as_str(), parts[0].req.targets.clone()), ("a", vec!["gpu-001".into(), "gpu-009".into()]));
+        assert_eq!(
+            (parts[0].cluster.as_str(), parts[0].req.targets.clone()),
+            ("a", vec!["gpu-001".into(), "gpu-009".into()])
+        );
         assert_eq!(parts[1].plan.steps[0].target, "gpu-001");
         let body = shown.body();
         assert_eq!(body[0], "on a (sim as sim:op): 2 target(s)");
@@ -298,18 +315,24 @@ mod tests {
         let (routes, limits) = (routes(true), guard::GuardConfig::default());
         // b is read-only: its target is refused, a's runs.
         let (shown, parts) =
-            plan(&req(ActionKind::Drain, &["a/gpu-001", "b/gpu-001"]), &s, &checks(&routes, &limits)).unwrap();
+            plan(&req(ActionKind::Drain, &["a/gpu-001", "b/gpu-001"]), &s, &checks(&routes, &limits))
+                .unwrap();
         assert_eq!(parts.iter().map(|p| p.cluster.as_str()).collect::<Vec<_>>(), ["a"]);
         assert_eq!(shown.refused.len(), 1);
         assert_eq!(shown.refused[0].target, "b/gpu-001");
-        assert!(shown.refused[0].message().contains("b: read-only"), "{}", shown.refused[0].message());
+        assert!(
+            shown.refused[0].message().starts_with("b/gpu-001: read-only"),
+            "{}",
+            shown.refused[0].message()
+        );
         // Only b's: nothing left to run.
         let e = plan(&req(ActionKind::Drain, &["b/gpu-001"]), &s, &checks(&routes, &limits)).unwrap_err();
         assert!(e.to_string().contains("read-only"), "{e}");
         // b/gpu-002 is drained already: b refuses it, a's same-named node is not involved.
         let routes = self::routes(false);
         let (shown, _) =
-            plan(&req(ActionKind::Drain, &["b/gpu-002", "a/gpu-001"]), &s, &checks(&routes, &limits)).unwrap();
+            plan(&req(ActionKind::Drain, &["b/gpu-002", "a/gpu-001"]), &s, &checks(&routes, &limits))
+                .unwrap();
         assert_eq!(shown.refused[0].target, "b/gpu-002");
     }
 

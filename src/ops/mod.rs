@@ -495,7 +495,8 @@ fn plan_acceptance(
     for nodes in group(mode, &req.targets).map_err(OpError::Target)? {
         let mut gpus = u32::MAX;
         for name in &nodes {
-            let n = node_of(s, cluster, name).ok_or_else(|| OpError::Target(format!("node {name} does not exist")))?;
+            let n = node_of(s, cluster, name)
+                .ok_or_else(|| OpError::Target(format!("node {name} does not exist")))?;
             let have = if n.gpus.is_empty() { n.gpu_slots } else { n.gpus.len() as u32 };
             gpus = gpus.min(have);
         }
@@ -751,10 +752,8 @@ pub fn guard_plan_in(
 ) -> Result<(), OpError> {
     let targets: Vec<String> = plan.steps.iter().map(|st| st.target.clone()).collect();
     let exceeded = guard::check_in(plan.kind, cluster, &targets, s, limits, recent_drains);
-    let pools = targets
-        .iter()
-        .filter_map(|t| Some((t.clone(), node_of(s, cluster, t)?.pool.to_string())))
-        .collect();
+    let pools =
+        targets.iter().filter_map(|t| Some((t.clone(), node_of(s, cluster, t)?.pool.to_string()))).collect();
     plan.guard = Some(Box::new(Guarded { guard: limits.clone(), pools, exceeded }));
     match plan.exceeded() {
         ex if !ex.is_empty() && !elevated => Err(OpError::Limits(ex.iter().map(|e| e.to_string()).collect())),

@@ -414,7 +414,8 @@ impl App {
                 if !self.routes.contains_key(cluster.as_str()) {
                     return false;
                 }
-                let mut all: Vec<_> = self.handling.acks.iter().filter(|a| a.cluster != cluster).cloned().collect();
+                let mut all: Vec<_> =
+                    self.handling.acks.iter().filter(|a| a.cluster != cluster).cloned().collect();
                 all.extend(acks);
                 if all == self.handling.acks {
                     return false;
@@ -535,7 +536,8 @@ impl App {
 
     /// The cluster of the incident selected in the Overview (a fleet cluster's name).
     fn selected_incident_cluster(&self) -> Option<Text> {
-        let Some(ObjKey::Incident(subject, signal)) = self.ui.tables[views::overview::INCIDENTS].selected_id()
+        let Some(ObjKey::Incident(subject, signal)) =
+            self.ui.tables[views::overview::INCIDENTS].selected_id()
         else {
             return None;
         };
@@ -1027,7 +1029,8 @@ impl App {
         let raw = match name {
             "" => {
                 let now = self.focus.as_deref().map(|f| format!("; focused on {f}")).unwrap_or_default();
-                self.ui.message = Some((crate::sanitize::sanitize(&format!("clusters: {known}{now}")).into_owned(), false));
+                self.ui.message =
+                    Some((crate::sanitize::sanitize(&format!("clusters: {known}{now}")).into_owned(), false));
                 return;
             }
             "all" => {
@@ -1040,8 +1043,10 @@ impl App {
             }
             n => {
                 self.ui.message = Some((
-                    crate::sanitize::sanitize(&format!("no cluster {n:?} (clusters: {known}; :cluster all for every one)"))
-                        .into_owned(),
+                    crate::sanitize::sanitize(&format!(
+                        "no cluster {n:?} (clusters: {known}; :cluster all for every one)"
+                    ))
+                    .into_owned(),
                     true,
                 ));
                 return;
@@ -1051,7 +1056,11 @@ impl App {
             self.ui.tables[t.id()].set_scope(&raw);
         }
         self.ui.message = Some(match &self.focus {
-            Some(f) => (crate::sanitize::sanitize(&format!("focus: {f} (:cluster all returns to the fleet)")).into_owned(), false),
+            Some(f) => (
+                crate::sanitize::sanitize(&format!("focus: {f} (:cluster all returns to the fleet)"))
+                    .into_owned(),
+                false,
+            ),
             None => ("focus: every cluster".into(), false),
         });
     }
@@ -1607,13 +1616,18 @@ impl App {
                     )
                 };
                 match (node, job) {
-                    (_, Some(j)) if i.subject.starts_with("job ") => Some((true, self.target_name(c, &j.to_string()))),
+                    (_, Some(j)) if i.subject.starts_with("job ") => {
+                        Some((true, self.target_name(c, &j.to_string())))
+                    }
                     (Some(n), _) => Some((false, self.target_name(c, n))),
                     (None, Some(j)) => Some((true, self.target_name(c, &j.to_string()))),
                     (None, None) => None,
                 }
             }
-            o => o.node().filter(|n| s.node_at(n).is_some()).map(|n| (false, self.target_name(&n.cluster, &n.name))),
+            o => o
+                .node()
+                .filter(|n| s.node_at(n).is_some())
+                .map(|n| (false, self.target_name(&n.cluster, &n.name))),
         }
     }
 
@@ -1780,7 +1794,9 @@ impl App {
             let recent = ops::guard::drains_in_window(&self.audit, &self.state().cluster, self.wall_now);
             let limits = self.limits.for_cluster(&self.state().cluster);
             ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated)
-                .and_then(|mut p| ops::guard_plan(&mut p, self.state(), &limits, &recent, elevated).map(|()| p))
+                .and_then(|mut p| {
+                    ops::guard_plan(&mut p, self.state(), &limits, &recent, elevated).map(|()| p)
+                })
                 .map(|p| (p, Vec::new()))
         };
         match planned {

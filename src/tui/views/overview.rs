@@ -436,12 +436,14 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
     let rows = clusters.len().div_ceil(per_row).min(usize::from(area.height / 5).max(1));
     let row_areas = Layout::vertical(vec![Constraint::Length(5); rows]).split(area);
     for (r, chunk) in clusters.chunks(per_row).take(rows).enumerate() {
-        let cols = Layout::horizontal(vec![Constraint::Ratio(1, per_row as u32); per_row]).split(row_areas[r]);
+        let cols =
+            Layout::horizontal(vec![Constraint::Ratio(1, per_row as u32); per_row]).split(row_areas[r]);
         for (c, cell) in chunk.iter().zip(cols.iter()) {
-            let (up, out, gpus, busy) = s.nodes.iter().filter(|n| n.cluster == **c).fold((0, 0, 0, 0), |a, n| {
-                let up = n.state.schedulable();
-                (a.0 + u32::from(up), a.1 + u32::from(!up), a.2 + n.gpu_slots, a.3 + n.gpu_alloc)
-            });
+            let (up, out, gpus, busy) =
+                s.nodes.iter().filter(|n| n.cluster == **c).fold((0, 0, 0, 0), |a, n| {
+                    let up = n.state.schedulable();
+                    (a.0 + u32::from(up), a.1 + u32::from(!up), a.2 + n.gpu_slots, a.3 + n.gpu_alloc)
+                });
             let open = |sev: Severity| {
                 s.incidents
                     .iter()
@@ -463,17 +465,28 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
             let num = |v: u32, bad: Style| Span::styled(v.to_string(), if v > 0 { bad } else { t.text });
             let lines = vec![
                 fit_line(
-                    vec![("nodes ", "", Span::styled(up.to_string(), t.text)), (" up ", " up ", num(out, t.warn)), (" out", "", Span::raw(""))],
+                    vec![
+                        ("nodes ", "", Span::styled(up.to_string(), t.text)),
+                        (" up ", " up ", num(out, t.warn)),
+                        (" out", "", Span::raw("")),
+                    ],
                     t.dim,
                     w,
                 ),
                 fit_line(
-                    vec![("gpus ", "", Span::styled(format!("{busy}/{gpus}"), t.text)), (" busy", "", Span::raw(""))],
+                    vec![
+                        ("gpus ", "", Span::styled(format!("{busy}/{gpus}"), t.text)),
+                        (" busy", "", Span::raw("")),
+                    ],
                     t.dim,
                     w,
                 ),
                 fit_line(
-                    vec![("incidents ", "inc ", num(crit, t.crit)), (" crit ", " c ", num(warn, t.warn)), (" warn", " w", Span::raw(""))],
+                    vec![
+                        ("incidents ", "inc ", num(crit, t.crit)),
+                        (" crit ", " c ", num(warn, t.warn)),
+                        (" warn", " w", Span::raw("")),
+                    ],
                     t.dim,
                     w,
                 ),
@@ -483,13 +496,15 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
             } else {
                 Span::styled(format!("{} ", cx.glyphs.dot()), t.ok)
             };
-            let block = Block::default().borders(Borders::ALL).border_set(cx.glyphs.border()).border_style(t.border).title(
-                Line::from(vec![
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_set(cx.glyphs.border())
+                .border_style(t.border)
+                .title(Line::from(vec![
                     Span::styled(format!(" {} ", crate::sanitize::sanitize(c)), t.title),
                     Span::styled(format!("{label} "), style),
                     sources,
-                ]),
-            );
+                ]));
             f.render_widget(Paragraph::new(lines).block(block), *cell);
         }
     }

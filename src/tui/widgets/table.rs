@@ -477,7 +477,8 @@ impl TableState {
             (scope, _) => {
                 let f = &self.filter;
                 self.rows.extend(self.sorted.iter().copied().filter(|&k| {
-                    scope.as_ref().is_none_or(|sc| sc.matches(src, cx, k)) && (f.is_empty() || f.matches(src, cx, k))
+                    scope.as_ref().is_none_or(|sc| sc.matches(src, cx, k))
+                        && (f.is_empty() || f.matches(src, cx, k))
                 }));
             }
         }
