@@ -338,3 +338,49 @@ fn cluster_focus_narrows_every_table_to_one_cluster() {
 fn fleet_nodes_focused() {
     snap("nodes_focused", ":cluster sim-2\r:nodes\r");
 }
+
+/// An ack belongs to its incident's cluster: acknowledging sim-2's `SUBJECT`/`SIGNAL` goes to
+/// sim-2's ops task under sim-2's name, and the same incident of another cluster stays open.
+#[test]
+fn an_ack_is_its_own_clusters() {
+    use gpuplane::model::ObjKey;
+    use gpuplane::ops::{OpEvent, OpMsg, fleet::Route};
+    use gpuplane::state::Lifecycle;
+    let mut a = fleet(30, false);
+    let mut rxs = std::collections::BTreeMap::new();
+    for (c, ..) in FLEET {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: Some(tx) });
+        rxs.insert(c, rx);
+    }
+    // An incident sim-2 has and another cluster has too.
+    let (subject, signal) = {
+        let s = a.state();
+        s.incidents
+            .iter()
+            .filter(|i| i.cluster == "sim-2")
+            .find(|i| s.incidents.iter().any(|o| o.cluster != "sim-2" && o.key() == i.key()))
+            .map(|i| (i.subject.clone(), i.signal.clone()))
+            .expect("an incident in two clusters")
+    };
+    a.prepare();
+    let key = ObjKey::Incident("sim-2".into(), subject.clone(), signal.clone());
+    a.select_obj(gpuplane::tui::views::overview::INCIDENTS, key);
+    a.prepare();
+    a.begin_ack();
+    common::typed(&mut a, "INC-9 on it\r");
+    let sent: Vec<_> = std::iter::from_fn(|| rxs.get_mut("sim-2").unwrap().try_recv().ok()).collect();
+    let [OpMsg::Ack(ack)] = sent.as_slice() else { panic!("sim-2 got {sent:?} ({:?})", a.ui.message) };
+    assert_eq!((ack.cluster.as_str(), ack.key.subject.as_str()), ("sim-2", subject.as_str()));
+    for c in ["sim-1", "sim-3"] {
+        assert!(rxs.get_mut(c).unwrap().try_recv().is_err(), "nothing to {c}");
+    }
+    // Audited: the console stores it; only sim-2's incident is acknowledged.
+    a.update(gpuplane::tui::app::Msg::Op(OpEvent::Acked(ack.clone())));
+    let s = a.state();
+    for i in s.incidents.iter().filter(|i| i.subject == subject && i.signal == signal) {
+        let acked = matches!(i.lifecycle, Lifecycle::Acked { .. });
+        assert_eq!(acked, i.cluster == "sim-2", "{} {}: {:?}", i.cluster, i.subject, i.lifecycle);
+    }
+}

@@ -477,13 +477,14 @@ impl App {
 
     /// The incident selected in the Overview, by identity, if it is still listed and not resolved.
     fn ack_target(&self) -> Result<crate::model::IncidentKey, String> {
-        let Some(ObjKey::Incident(subject, signal)) =
+        let Some(ObjKey::Incident(cluster, subject, signal)) =
             self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
         else {
             return Err("ack: select an incident in the Overview first".into());
         };
         let s = self.state();
-        match s.incidents.iter().find(|i| i.subject == subject && i.signal == signal) {
+        match s.incidents.iter().find(|i| i.cluster == cluster && i.subject == subject && i.signal == signal)
+        {
             Some(i) if matches!(i.lifecycle, crate::state::Lifecycle::Resolved { .. }) => {
                 Err(format!("ack: {} has resolved", crate::sanitize::sanitize(&subject)))
             }
@@ -536,13 +537,10 @@ impl App {
 
     /// The cluster of the incident selected in the Overview (a fleet cluster's name).
     fn selected_incident_cluster(&self) -> Option<Text> {
-        let Some(ObjKey::Incident(subject, signal)) =
-            self.ui.tables[views::overview::INCIDENTS].selected_id()
-        else {
-            return None;
-        };
-        let i = self.state().incidents.iter().find(|i| i.subject == *subject && i.signal == *signal)?;
-        Some(i.cluster.clone())
+        match self.ui.tables[views::overview::INCIDENTS].selected_id() {
+            Some(ObjKey::Incident(cluster, ..)) => Some(cluster.clone()),
+            _ => None,
+        }
     }
 
     /// The matchers of a silence for the alert selected in the Alerts view (by fingerprint).
@@ -1300,20 +1298,24 @@ impl App {
             }
             views::overview::ID if self.ui.detail => {
                 // The incident the operator chose, by what it is, not where it sorted.
-                let Some(ObjKey::Incident(subject, signal)) =
+                let Some(ObjKey::Incident(cluster, subject, signal)) =
                     self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
                 else {
                     return;
                 };
                 let s = self.state();
-                let Some(inc) = s.incidents.iter().find(|i| i.subject == subject && i.signal == signal)
+                let Some(inc) = s
+                    .incidents
+                    .iter()
+                    .find(|i| i.cluster == cluster && i.subject == subject && i.signal == signal)
                 else {
                     self.ui.message = Some((format!("{subject}: this incident has cleared"), false));
                     return;
                 };
-                let job = inc.job.filter(|&id| s.job(id).is_some());
-                let node = inc.node.as_ref().filter(|n| s.node(n).is_some());
-                let cluster = s.cluster.clone();
+                // In its own cluster (a fleet's incidents name theirs).
+                let job = inc.job.filter(|&id| s.job_in(&inc.cluster, id).is_some());
+                let node = inc.node.as_ref().filter(|n| s.node_in(&inc.cluster, n).is_some());
+                let cluster = s.cluster_of(&inc.cluster).clone();
                 if let Some(id) = job {
                     self.goto(views::jobs::ID);
                     self.prepare();
@@ -1604,8 +1606,11 @@ impl App {
         match self.selected_obj()? {
             ObjKey::Job(k) => s.job_at(k).map(|_| (true, self.target_name(&k.cluster, &k.id.to_string()))),
             // An incident stands for its node (or its job), in its own cluster.
-            ObjKey::Incident(subject, signal) => {
-                let i = s.incidents.iter().find(|i| i.subject == *subject && i.signal == *signal)?;
+            ObjKey::Incident(cluster, subject, signal) => {
+                let i = s
+                    .incidents
+                    .iter()
+                    .find(|i| i.cluster == *cluster && i.subject == *subject && i.signal == *signal)?;
                 let c = &i.cluster;
                 let (node, job) = if self.routes.is_empty() {
                     (i.node.as_ref().filter(|n| s.node(n).is_some()), i.job.filter(|&j| s.job(j).is_some()))
@@ -1728,9 +1733,15 @@ impl App {
     /// The reason and ticket an action on the selected incident starts with: the playbook
     /// step's reason when the step is this action, the ticket its ack or mitigation carries.
     fn incident_prefill(&self, kind: ActionKind) -> (String, String) {
-        let Some(ObjKey::Incident(subject, signal)) = self.selected_obj() else { return Default::default() };
+        let Some(ObjKey::Incident(cluster, subject, signal)) = self.selected_obj() else {
+            return Default::default();
+        };
         let s = self.state();
-        let Some(i) = s.incidents.iter().find(|i| i.subject == *subject && i.signal == *signal) else {
+        let Some(i) = s
+            .incidents
+            .iter()
+            .find(|i| i.cluster == *cluster && i.subject == *subject && i.signal == *signal)
+        else {
             return Default::default();
         };
         let reason = s

@@ -204,7 +204,7 @@ impl TableSource for IncidentsTable {
 
     fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
         let i = cx.s.incidents.get(key as usize)?;
-        Some(ObjKey::Incident(i.subject.clone(), i.signal.clone()))
+        Some(ObjKey::Incident(i.cluster.clone(), i.subject.clone(), i.signal.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
