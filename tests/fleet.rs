@@ -384,3 +384,32 @@ fn an_ack_is_its_own_clusters() {
         assert_eq!(acked, i.cluster == "sim-2", "{} {}: {:?}", i.cluster, i.subject, i.lifecycle);
     }
 }
+
+/// Under `:cluster sim-2`, a mark left on a sim-1 node is flagged in the plan as hidden.
+#[test]
+fn marks_outside_the_focus_are_flagged_in_the_plan() {
+    use gpuplane::model::NodeKey;
+    use gpuplane::ops::{ActionKind, fleet::Route};
+    let mut a = fleet(5, false);
+    for (c, ..) in FLEET {
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: None });
+    }
+    common::typed(&mut a, ":cluster sim-2\r:nodes\r");
+    let name =
+        a.state().nodes.iter().find(|n| n.cluster == "sim-1" && n.state.schedulable()).unwrap().name.clone();
+    let other =
+        a.state().nodes.iter().find(|n| n.cluster == "sim-2" && n.state.schedulable()).unwrap().name.clone();
+    a.marks.nodes.insert(NodeKey { cluster: "sim-1".into(), name: name.clone() });
+    a.marks.nodes.insert(NodeKey { cluster: "sim-2".into(), name: other.clone() });
+    a.start_action(ActionKind::Cordon);
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!("{:?}", a.ui.message) };
+    assert_eq!(c.hidden, vec![format!("sim-1/{name}")]);
+    let body = gpuplane::tui::app::confirm_body(c);
+    assert!(
+        body.contains(&format!(
+            "[hidden by filter] cordon sim-1/{name}: sim: mark {name} unschedulable (running jobs continue)"
+        )),
+        "{body:?}"
+    );
+}

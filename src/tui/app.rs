@@ -1701,7 +1701,8 @@ impl App {
             _ => None,
         };
         let mut hidden = Vec::new();
-        if !st.filter.is_empty() {
+        // A filter, or the cluster focus, may hide marked rows.
+        if !st.filter.is_empty() || self.focus.is_some() {
             // What the table lists, from a row it shows (or any, when the filter shows none).
             let any = st.rows.first().copied().or_else(|| {
                 let mut all = Vec::new();
@@ -2284,8 +2285,19 @@ impl App {
         self.armed_plugin = None;
         let vars = self.plugin_vars();
         let (program, args) = p.argv(&vars);
+        // In a fleet, recorded by the selected object's cluster (else the first cluster's).
+        let fleet_tx = || {
+            let c = self.selected_obj().and_then(|o| match o {
+                ObjKey::Job(k) => Some(k.cluster.clone()),
+                ObjKey::Incident(c, ..) => Some(c.clone()),
+                o => o.node().map(|n| n.cluster.clone()),
+            });
+            c.and_then(|c| self.routes.get(&c))
+                .or_else(|| self.routes.values().next())
+                .and_then(|r| r.tx.as_ref())
+        };
         if p.dangerous
-            && let Some(tx) = &self.ops_tx
+            && let Some(tx) = self.ops_tx.as_ref().or_else(fleet_tx)
         {
             // Audited like an action: who ran what, on what.
             let _ = tx.send(OpMsg::Event {
