@@ -257,6 +257,11 @@ pub enum Command {
         /// either way; JSON rows carry state, since, acked_by, ticket, mitigation, playbook_step.
         #[arg(long, value_enum, value_name = "SEVERITY")]
         fail_on: Option<FailOn>,
+        /// A fleet with a cluster that cannot be read: exit 2 (the other clusters' rows are
+        /// printed either way, and the failed cluster named on stderr). Without it, exit 0
+        /// unless --fail-on is given (a check that cannot see a cluster does not pass).
+        #[arg(long)]
+        strict: bool,
     },
     /// Reports for people who pay and people who run jobs: `report cost` (chargeback).
     Report {

@@ -113,12 +113,13 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         ));
         let ops = |cluster: String| gpuplane::ops::Ops {
             audit: gpuplane::commands::audit_log(&config),
-            readonly: config.readonly,
+            readonly: config.readonly || config.clusters.iter().any(|c| c.name == cluster && c.readonly),
             cluster,
             break_glass: None,
         };
         // A fleet: each cluster's sources run as their own tasks, their updates wrapped in
-        // the cluster's name on the way to the one state. Actions are not routed yet.
+        // the cluster's name on the way to the one state. Each cluster has its own executor
+        // and ops task (audited under its name); actions route to the cluster of each target.
         let fleet = !config.clusters.is_empty();
         let mut keep_alive = Vec::new();
         for c in &config.clusters {
@@ -136,7 +137,20 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                     }
                 }
             });
-            keep_alive.push(spawn_cluster(&one, ctx, &cancel, &mut app));
+            let (alive, exec) = spawn_cluster(&one, ctx, &cancel, &mut app);
+            keep_alive.push(alive);
+            match exec {
+                Ok(Some(exec)) => {
+                    let (otx, orx) = tokio::sync::mpsc::unbounded_channel();
+                    let planner = gpuplane::ops::start(ops(c.name.clone()), exec, orx, ev_tx.clone(), None);
+                    app.routes.insert(
+                        c.name.as_str().into(),
+                        gpuplane::ops::fleet::Route { planner, readonly: one.readonly, tx: Some(otx) },
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("cluster {}: actions unavailable: {e}", c.name),
+            }
         }
         // Prometheus telemetry; alone, it discovers the nodes; with a scheduler it joins its nodes.
         if let Some(mut p) = config.prometheus.clone().filter(|_| !fleet) {
@@ -321,14 +335,19 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     })
 }
 
+type ContextTx = Option<tokio::sync::mpsc::UnboundedSender<String>>;
+type ClusterExec = Result<Option<Box<dyn gpuplane::ops::Executor>>, String>;
+
 /// Starts one fleet cluster's sources (its single-cluster configuration), sending on `tx`.
-/// Returns what must live as long as the console (a Kubernetes watch's context channel).
+/// Returns what must live as long as the console (a Kubernetes watch's context channel), and
+/// the cluster's one executor, sharing what its scheduler source learns (none for a cluster
+/// of telemetry only).
 fn spawn_cluster(
     c: &Config,
     tx: tokio::sync::mpsc::Sender<gpuplane::model::protocol::Update>,
     cancel: &CancellationToken,
     app: &mut App,
-) -> Option<tokio::sync::mpsc::UnboundedSender<String>> {
+) -> (ContextTx, ClusterExec) {
     if let Some(mut p) = c.prometheus.clone() {
         p.discover_nodes = c.slurm.is_none() && c.kube.is_none();
         tokio::spawn(gpuplane::backend::prom::run_with_focus(p, tx.clone(), cancel.clone(), None));
@@ -339,14 +358,28 @@ fn spawn_cluster(
     if let Some(slurm) = c.slurm.clone() {
         let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
         app.refresh_now.push(refresh_now.clone());
+        // As for one Slurm cluster: its token, its break-glass token, its preflight.
+        let exec = gpuplane::ops::SlurmExecutor::new(&slurm.client)
+            .and_then(|e| e.with_acceptance(c.acceptance.template.clone()))
+            .map(|e| e.with_slurm_user(&slurm.slurm_user).with_refresh(refresh_now.clone()))
+            .and_then(|e| match &c.slurm_break_glass {
+                Some(bg) => e.with_break_glass(bg),
+                None => Ok(e),
+            })
+            .map(|e| {
+                tokio::spawn(e.preflight().watch(std::time::Duration::from_secs(300)));
+                Some(Box::new(e) as Box<dyn gpuplane::ops::Executor>)
+            });
         tokio::spawn(gpuplane::backend::slurm::run(slurm, tx, refresh_now, cancel.clone()));
-        return None;
+        return (None, exec);
     }
     if let Some(k) = c.kube.clone() {
         let (ctx_tx, ctx_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = gpuplane::backend::kube::Shared::default();
+        let exec = gpuplane::ops::KubeExecutor::new(shared.clone(), k.clone())
+            .with_acceptance(c.acceptance.template.clone(), k.acceptance_namespace.clone());
         tokio::spawn(gpuplane::backend::kube::run(k, shared, tx, ctx_rx, cancel.clone()));
-        return Some(ctx_tx);
+        return (Some(ctx_tx), Ok(Some(Box::new(exec))));
     }
     if c.prometheus.is_none() {
         let sim_cfg = SimConfig {
@@ -357,7 +390,10 @@ fn spawn_cluster(
             start: jiff::Timestamp::now().as_second(),
             tick_s: c.refresh.as_secs().max(1) as i64,
         };
-        tokio::spawn(sim::run(sim_cfg, tx, c.refresh, cancel.clone()));
+        let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
+        tokio::spawn(sim::run_with_ops(sim_cfg, tx, c.refresh, cancel.clone(), Some(sim_ops_rx)));
+        let exec = gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx, user: c.user.clone() };
+        return (None, Ok(Some(Box::new(exec))));
     }
-    None
+    (None, Ok(None))
 }

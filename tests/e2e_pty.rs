@@ -366,6 +366,30 @@ fn drain_two_marked_nodes_with_a_reason_shows_progress_and_audit_records() {
     assert!(c.restored());
 }
 
+/// A fleet of two simulated clusters: focused on sim-2, a drain of two marked nodes is planned
+/// under sim-2's line and run by sim-2's own ops task and simulator.
+#[test]
+fn a_fleet_drain_goes_to_the_focused_clusters_ops_task() {
+    let mut c = spawn(120, 36, &[], &["--sim-clusters", "2"]);
+    c.wait_for("fleet of 2");
+    c.send(":cluster sim-2\r");
+    c.wait_for("sim-2 (1 of 2)");
+    c.send(":nodes state=alloc\r");
+    c.wait_for("</state=alloc>");
+    c.send(" ");
+    c.send(" ");
+    c.send("r");
+    c.wait_for("on sim-2 (sim as sim:researcher): 2 target(s)");
+    assert!(c.screen().contains("drain sim-2/gpu-"), "{}", c.screen());
+    c.send("fleet e2e");
+    c.send("\t\t2\r");
+    c.wait_for("drain done: 2/2 succeeded");
+    c.send("\x1b");
+    c.send("q");
+    assert!(c.wait_exit().success());
+    assert!(c.restored());
+}
+
 #[test]
 fn read_only_mode_says_so_and_refuses_actions() {
     let mut c = spawn(100, 30, &[], &["--readonly"]);

@@ -192,3 +192,224 @@ fn get_all_clusters_json_equals_the_console_rows() {
         }
     }
 }
+
+/// Actions route to the owning cluster: a node of one name marked in two clusters is planned
+/// per cluster (grouped, each under its cluster's line) and each cluster's part goes to that
+/// cluster's own ops task, with that cluster's node name.
+#[test]
+fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
+    use gpuplane::model::NodeKey;
+    use gpuplane::ops::{ActionKind, OpMsg, fleet::Route};
+    let mut a = fleet(5, false);
+    let mut rxs = Vec::new();
+    for (c, ..) in FLEET {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: c == "sim-3", tx: Some(tx) });
+        rxs.push((c, rx));
+    }
+    common::typed(&mut a, ":nodes\r");
+    let name = {
+        let s = a.state();
+        let schedulable = |c: &'static str| -> Vec<gpuplane::model::Text> {
+            s.nodes
+                .iter()
+                .filter(|n| n.cluster == c && n.state.schedulable())
+                .map(|n| n.name.clone())
+                .collect()
+        };
+        let two = schedulable("sim-2");
+        schedulable("sim-1").into_iter().find(|n| two.contains(n)).expect("a name in both")
+    };
+    for c in ["sim-1", "sim-2", "sim-3"] {
+        a.marks.nodes.insert(NodeKey { cluster: c.into(), name: name.clone() });
+    }
+    a.start_action(ActionKind::Cordon);
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else {
+        panic!("no confirmation: {:?}", a.ui.message)
+    };
+    let lines = c.plan.lines();
+    // sim-3 is read-only: its target is refused by sim-3, the others run.
+    assert!(
+        lines[0].starts_with(&format!("2 of 3 will run; 1 refused: sim-3/{name}: read-only")),
+        "{lines:?}"
+    );
+    assert!(lines.contains(&"on sim-1 (sim as sim:op): 1 target(s)".to_string()), "{lines:?}");
+    assert!(
+        lines.contains(&format!(
+            "cordon sim-2/{name}: sim: mark {name} unschedulable (running jobs continue)"
+        )),
+        "{lines:?}"
+    );
+    assert_eq!(c.plan.confirm_word.as_deref(), Some("2"));
+    common::typed(&mut a, "replace fans\t\t2\r");
+    assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);
+    for (c, rx) in &mut rxs {
+        let sent: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        match *c {
+            "sim-3" => assert!(sent.is_empty(), "nothing to the read-only cluster"),
+            _ => {
+                let [OpMsg::Run(job)] = sent.as_slice() else { panic!("{c}: {sent:?}") };
+                assert_eq!(job.req.targets, vec![name.to_string()], "{c}");
+                assert_eq!(job.plan.steps.len(), 1);
+                assert_eq!(job.req.reason, "replace fans");
+            }
+        }
+    }
+    assert!(a.marks.nodes.is_empty());
+}
+
+/// `gpuplane drain NAME` on a fleet where three clusters have NAME: refused, naming each
+/// `cluster/NAME`; `cluster/NAME` acts on that cluster alone and is audited under its name.
+#[test]
+fn command_line_targets_name_their_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--sim-clusters", "3", "--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_SIM_START", START.to_string())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["cordon", "gpu-001", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(["sim-1/gpu-001", "sim-2/gpu-001", "sim-3/gpu-001"].iter().all(|t| err.contains(t)), "{err}");
+    assert!(!log.exists() || std::fs::read_to_string(&log).unwrap().is_empty(), "nothing audited");
+    let out = run(&["cordon", "sim-2/gpu-001", "--reason", "fans"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("on sim-2 (sim as sim:") && text.contains("ok   sim-2/gpu-001"), "{text}");
+    let recs = gpuplane::audit::AuditLog::new(log.clone()).read_all().unwrap();
+    let cordons: Vec<_> = recs.iter().filter(|r| r.action == "cordon").collect();
+    assert_eq!(cordons.len(), 2, "intent and outcome");
+    assert!(cordons.iter().all(|r| r.cluster == "sim-2" && r.targets == ["gpu-001"]), "{cordons:?}");
+}
+
+/// `:cluster NAME` focuses one cluster in every table (and the header), `:cluster all` returns;
+/// the `:` prompt completes the cluster names.
+#[test]
+fn cluster_focus_narrows_every_table_to_one_cluster() {
+    let mut a = fleet(5, false);
+    let clusters = |a: &mut App, cmd: &str, table| -> Vec<String> {
+        common::typed(a, cmd);
+        a.prepare();
+        let s = a.state();
+        let rows = &a.ui.tables[table].rows;
+        rows.iter()
+            .map(|&k| match table {
+                t if t == gpuplane::tui::views::nodes::TABLE => s.nodes[k as usize].cluster.to_string(),
+                _ => s.jobs[k as usize].cluster.to_string(),
+            })
+            .collect()
+    };
+    use gpuplane::tui::views::{jobs, nodes};
+    common::typed(&mut a, ":cluster sim-2\r");
+    assert_eq!(a.focus.as_deref(), Some("sim-2"), "{:?}", a.ui.message);
+    let n = clusters(&mut a, ":nodes\r", nodes::TABLE);
+    assert_eq!(n.len(), 14);
+    assert!(n.iter().all(|c| c == "sim-2"));
+    let j = clusters(&mut a, ":jobs\r", jobs::TABLE);
+    assert!(!j.is_empty() && j.iter().all(|c| c == "sim-2"), "{j:?}");
+    // The table's own filter applies within the focus.
+    let n = clusters(&mut a, ":nodes cluster!=sim-1\r", nodes::TABLE);
+    assert_eq!(n.len(), 14);
+    // Esc in the filter prompt clears the table's own filter.
+    common::typed(&mut a, "/\x1b");
+    common::typed(&mut a, ":cluster nope\r");
+    assert!(a.ui.message.as_ref().is_some_and(|(m, err)| *err && m.contains("sim-1, sim-2, sim-3")));
+    assert_eq!(a.focus.as_deref(), Some("sim-2"), "an unknown name keeps the focus");
+    let n = clusters(&mut a, ":cluster all\r", nodes::TABLE);
+    assert_eq!(n.len(), 16 + 14 + 12);
+    assert_eq!(a.focus, None);
+    // Completion: the command, then its argument.
+    common::typed(&mut a, ":clu\t");
+    assert!(matches!(&a.ui.mode, gpuplane::tui::app::Mode::Command(b) if b == "cluster "), "{:?}", a.ui.mode);
+    common::typed(&mut a, "s\t");
+    assert!(matches!(&a.ui.mode, gpuplane::tui::app::Mode::Command(b) if b == "cluster sim-"));
+    assert_eq!(a.ui.completions, ["sim-1", "sim-2", "sim-3"]);
+    common::typed(&mut a, "3\t\r");
+    assert_eq!(a.focus.as_deref(), Some("sim-3"));
+}
+
+#[test]
+fn fleet_nodes_focused() {
+    snap("nodes_focused", ":cluster sim-2\r:nodes\r");
+}
+
+/// An ack belongs to its incident's cluster: acknowledging sim-2's `SUBJECT`/`SIGNAL` goes to
+/// sim-2's ops task under sim-2's name, and the same incident of another cluster stays open.
+#[test]
+fn an_ack_is_its_own_clusters() {
+    use gpuplane::model::ObjKey;
+    use gpuplane::ops::{OpEvent, OpMsg, fleet::Route};
+    use gpuplane::state::Lifecycle;
+    let mut a = fleet(30, false);
+    let mut rxs = std::collections::BTreeMap::new();
+    for (c, ..) in FLEET {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: Some(tx) });
+        rxs.insert(c, rx);
+    }
+    // An incident sim-2 has and another cluster has too.
+    let (subject, signal) = {
+        let s = a.state();
+        s.incidents
+            .iter()
+            .filter(|i| i.cluster == "sim-2")
+            .find(|i| s.incidents.iter().any(|o| o.cluster != "sim-2" && o.key() == i.key()))
+            .map(|i| (i.subject.clone(), i.signal.clone()))
+            .expect("an incident in two clusters")
+    };
+    a.prepare();
+    let key = ObjKey::Incident("sim-2".into(), subject.clone(), signal.clone());
+    a.select_obj(gpuplane::tui::views::overview::INCIDENTS, key);
+    a.prepare();
+    a.begin_ack();
+    common::typed(&mut a, "INC-9 on it\r");
+    let sent: Vec<_> = std::iter::from_fn(|| rxs.get_mut("sim-2").unwrap().try_recv().ok()).collect();
+    let [OpMsg::Ack(ack)] = sent.as_slice() else { panic!("sim-2 got {sent:?} ({:?})", a.ui.message) };
+    assert_eq!((ack.cluster.as_str(), ack.key.subject.as_str()), ("sim-2", subject.as_str()));
+    for c in ["sim-1", "sim-3"] {
+        assert!(rxs.get_mut(c).unwrap().try_recv().is_err(), "nothing to {c}");
+    }
+    // Audited: the console stores it; only sim-2's incident is acknowledged.
+    a.update(gpuplane::tui::app::Msg::Op(OpEvent::Acked(ack.clone())));
+    let s = a.state();
+    for i in s.incidents.iter().filter(|i| i.subject == subject && i.signal == signal) {
+        let acked = matches!(i.lifecycle, Lifecycle::Acked { .. });
+        assert_eq!(acked, i.cluster == "sim-2", "{} {}: {:?}", i.cluster, i.subject, i.lifecycle);
+    }
+}
+
+/// Under `:cluster sim-2`, a mark left on a sim-1 node is flagged in the plan as hidden.
+#[test]
+fn marks_outside_the_focus_are_flagged_in_the_plan() {
+    use gpuplane::model::NodeKey;
+    use gpuplane::ops::{ActionKind, fleet::Route};
+    let mut a = fleet(5, false);
+    for (c, ..) in FLEET {
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: None });
+    }
+    common::typed(&mut a, ":cluster sim-2\r:nodes\r");
+    let name =
+        a.state().nodes.iter().find(|n| n.cluster == "sim-1" && n.state.schedulable()).unwrap().name.clone();
+    let other =
+        a.state().nodes.iter().find(|n| n.cluster == "sim-2" && n.state.schedulable()).unwrap().name.clone();
+    a.marks.nodes.insert(NodeKey { cluster: "sim-1".into(), name: name.clone() });
+    a.marks.nodes.insert(NodeKey { cluster: "sim-2".into(), name: other.clone() });
+    a.start_action(ActionKind::Cordon);
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!("{:?}", a.ui.message) };
+    assert_eq!(c.hidden, vec![format!("sim-1/{name}")]);
+    let body = gpuplane::tui::app::confirm_body(c);
+    assert!(
+        body.contains(&format!(
+            "[hidden by filter] cordon sim-1/{name}: sim: mark {name} unschedulable (running jobs continue)"
+        )),
+        "{body:?}"
+    );
+}

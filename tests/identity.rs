@@ -74,7 +74,7 @@ fn names(o: &ObjKey) -> Vec<String> {
         ObjKey::Job(j) => vec![j.id.to_string()],
         ObjKey::Port(n, p) => vec![n.name.to_string(), p.to_string()],
         ObjKey::Filesystem(x) | ObjKey::Queue(x) | ObjKey::Quota(x) | ObjKey::Team(x) => vec![x.to_string()],
-        ObjKey::Incident(subject, _) => vec![subject.to_string()],
+        ObjKey::Incident(_, subject, _) => vec![subject.to_string()],
         ObjKey::Audit(seq) => vec![format!("gpu-{seq:03}")],
         ObjKey::Source(x) => vec![x.to_string()],
         // An alert's row shows its labels, not its fingerprint (the selection is compared).

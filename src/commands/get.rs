@@ -26,6 +26,25 @@ pub struct CostArgs {
     pub team: Option<String>,
 }
 
+/// What `get` prints from: the cluster, or the fleet without the clusters that could not be
+/// read (returned with why); only a fleet of which no cluster could be read fails.
+type Read = (crate::state::ClusterState, String, Vec<(String, String)>);
+
+async fn read_cluster(config: &Config) -> Result<Read, String> {
+    if config.clusters.is_empty() {
+        return target_cluster(config).await.map(|(s, _, label)| (s, label, Vec::new()));
+    }
+    let (state, failed) = super::fleet_state_partial(config).await;
+    if failed.len() == config.clusters.len() {
+        let why: Vec<String> = failed.iter().map(|(n, e)| format!("cluster {n}: {e}")).collect();
+        return Err(why.join("; "));
+    }
+    Ok((state, "the fleet".into(), failed))
+}
+
+/// `gpuplane get`. In a fleet, a cluster that cannot be read leaves out its rows and is named
+/// on stderr while the others print; the exit code is then 2 with `strict`, or with `fail_on`
+/// (a check that cannot see a cluster must not pass).
 pub fn run(
     resource: &str,
     output: Output,
@@ -33,6 +52,7 @@ pub fn run(
     fail_on: Option<crate::cli::FailOn>,
     cost_args: &CostArgs,
     config: &Config,
+    strict: bool,
 ) -> ExitCode {
     if resource == ACCEPTANCE {
         return super::acceptance::get(output, filter, config);
@@ -75,7 +95,7 @@ pub fn run(
             return ExitCode::FAILURE;
         }
     };
-    let (state, _, label) = match rt.block_on(target_cluster(config)) {
+    let (state, label, unread) = match rt.block_on(read_cluster(config)) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gpuplane: cannot read the cluster: {e}");
@@ -268,11 +288,15 @@ pub fn run(
             .count();
         (n, least)
     });
+    for (name, e) in &unread {
+        eprintln!("gpuplane: cluster {name} could not be read (its rows are left out): {e}");
+    }
     let verdict = match failing {
         Some((n, least)) if n > 0 => {
             eprintln!("gpuplane: {n} unhandled incident(s) at {} or worse", least.label());
             ExitCode::from(FAIL_ON_EXIT)
         }
+        _ if !unread.is_empty() && (strict || fail_on.is_some()) => ExitCode::from(2),
         _ => ExitCode::SUCCESS,
     };
     match written {

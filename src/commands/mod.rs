@@ -81,13 +81,14 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Cancel(a) => action(ActionKind::Cancel, a, config),
         Command::Audit { command } => audit(command, config),
         Command::Acceptance { command } => acceptance::run(command, config),
-        Command::Get { resource, output, filter, fail_on, window, team } => get::run(
+        Command::Get { resource, output, filter, fail_on, window, team, strict } => get::run(
             resource,
             *output,
             filter,
             *fail_on,
             &get::CostArgs { window: window.clone(), team: team.clone() },
             config,
+            *strict,
         ),
         Command::Silence { command } => silence::run(command, config),
         Command::Report { command } => report::run(command, config),
@@ -349,19 +350,56 @@ pub(crate) async fn target_cluster(
 /// merged into one state where each object carries its cluster: what the console shows with
 /// the same clusters. Fails when any cluster cannot be read, naming it.
 async fn fleet_state(config: &Config) -> Result<ClusterState, String> {
+    fleet_read(config).await.map(|(s, _)| s)
+}
+
+/// [`fleet_state`] that keeps going past a cluster that cannot be read: the others' objects,
+/// and each failed cluster with why (for `get`, which prints what it could read).
+pub(crate) async fn fleet_state_partial(config: &Config) -> (ClusterState, Vec<(String, String)>) {
+    let (s, _, failed) = fleet_read_all(config).await;
+    (s, failed)
+}
+
+/// Each fleet cluster's executor (as [`target_cluster`] builds one for a single cluster), by
+/// cluster name.
+pub(crate) type FleetExecs = std::collections::BTreeMap<crate::model::Text, Box<dyn Executor>>;
+
+/// [`fleet_state`], keeping each cluster's executor.
+pub(crate) async fn fleet_read(config: &Config) -> Result<(ClusterState, FleetExecs), String> {
+    match fleet_read_all(config).await {
+        (s, execs, failed) if failed.is_empty() => Ok((s, execs)),
+        (_, _, failed) => {
+            Err(failed.iter().map(|(name, e)| format!("cluster {name}: {e}")).collect::<Vec<_>>().join("; "))
+        }
+    }
+}
+
+/// Every cluster read side by side; the ones that could not be read, with why.
+async fn fleet_read_all(config: &Config) -> (ClusterState, FleetExecs, Vec<(String, String)>) {
     use crate::model::protocol::{Inventory, Update};
     let reads = config.clusters.iter().map(|c| async move {
         let one = config.for_cluster(c);
         let r = async {
-            let (mut s, ..) = cluster_only(&one).await?;
+            let (mut s, exec, _) = cluster_only(&one).await?;
             am_once(&one, &mut s).await?;
-            Ok::<_, String>(s)
+            Ok::<_, String>((s, exec))
         };
         (c.name.clone(), r.await)
     });
     let mut fleet = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    let mut execs = FleetExecs::new();
+    let mut failed = Vec::new();
     for (name, read) in futures::future::join_all(reads).await {
-        let s = read.map_err(|e| format!("cluster {name}: {e}"))?;
+        let (s, exec) = match read {
+            Ok(r) => r,
+            Err(e) => {
+                failed.push((name, e));
+                continue;
+            }
+        };
+        if let Some(e) = exec {
+            execs.insert(name.as_str().into(), e);
+        }
         let wrap = |u| Update::Cluster { cluster: name.as_str().into(), update: Box::new(u) };
         for st in s.sources.iter().cloned() {
             fleet.apply(wrap(Update::Status(st)));
@@ -379,7 +417,7 @@ async fn fleet_state(config: &Config) -> Result<ClusterState, String> {
             }),
         }));
     }
-    Ok(fleet)
+    (fleet, execs, failed)
 }
 
 /// [`target_cluster`] without the alerts.
@@ -598,6 +636,9 @@ impl Prepared {
 }
 
 fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
+    if !config.clusters.is_empty() {
+        return fleet_action(kind, a, config);
+    }
     let req = OpRequest {
         kind,
         targets: a.targets.clone(),
@@ -627,4 +668,133 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// An action on a fleet (`[[cluster]]` entries, `--cluster`, `--sim-clusters`): targets are
+/// `cluster/node` (or `cluster/jobid`), a bare name only where one cluster has it. Each
+/// cluster's part is planned by its own executor's planner (its read-only flag, permission
+/// preflight and blast-radius limits), shown grouped by cluster, and run through that
+/// executor, audited under the cluster's name. Exit codes as for one cluster; the worst of the
+/// clusters' wins.
+fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
+    let fail = |e: &dyn std::fmt::Display, code: u8| {
+        eprintln!("gpuplane: {e}");
+        ExitCode::from(code)
+    };
+    let req = OpRequest {
+        kind,
+        targets: a.targets.clone(),
+        reason: a.reason.clone(),
+        ticket: a.ticket.clone(),
+        dry_run: a.dry_run,
+    };
+    if req.reason.trim().is_empty() {
+        return fail(
+            &format!("a reason is required to {} (--reason TEXT); nothing was planned", kind.label()),
+            2,
+        );
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&e, 1),
+    };
+    let (state, mut execs) = match rt.block_on(fleet_read(config)) {
+        Ok(r) => r,
+        Err(e) => return fail(&format!("cannot read the fleet: {e}"), 2),
+    };
+    let routes: std::collections::BTreeMap<_, _> = execs
+        .iter()
+        .map(|(c, e)| {
+            let readonly = config.clusters.iter().any(|k| k.name == c.as_str() && k.readonly);
+            (c.clone(), ops::fleet::Route { planner: e.planner(), readonly, tx: None })
+        })
+        .collect();
+    let records = match audit_log(config).tail(ops::guard::RATE_RECORDS) {
+        Ok(r) => r,
+        Err(e)
+            if ops::guard::takes_out(kind)
+                && config.clusters.iter().any(|c| config.limits.for_cluster(&c.name).has_rate()) =>
+        {
+            return fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2);
+        }
+        Err(_) => Vec::new(),
+    };
+    let now = jiff::Timestamp::now().as_second();
+    let me = crate::audit::os_user();
+    let break_glass = crate::audit::open_sessions(&records)
+        .into_iter()
+        .rev()
+        .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
+        .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
+    let recent = |c: &str| ops::guard::drains_in_window(&records, c, now);
+    let checks = ops::fleet::Checks {
+        routes: &routes,
+        limits: &config.limits,
+        recent: &recent,
+        elevated: break_glass.is_some(),
+    };
+    let (plan, parts) = match ops::fleet::plan(&req, &state, &checks) {
+        Ok(p) => p,
+        Err(e) => return fail(&e, 2),
+    };
+    // As for one cluster, a command runs all its targets or none: any refusal refuses it.
+    if !plan.refused.is_empty() {
+        let why: Vec<String> = plan.refused.iter().map(ops::Refused::message).collect();
+        return fail(&format!("{}; nothing was sent", why.join("; ")), 2);
+    }
+    let names: Vec<&str> = config.clusters.iter().map(|c| c.name.as_str()).collect();
+    println!("fleet {}", names.join(", "));
+    for l in plan.lines() {
+        println!("  {l}");
+    }
+    if let Some(bg) = &break_glass {
+        println!("  under break-glass session {} ({})", bg.session, bg.ticket);
+    }
+    if let Err(code) = confirm(&plan, kind, a.yes, a.dry_run) {
+        return code;
+    }
+    let log = audit_log(config);
+    let mut code = ExitCode::SUCCESS;
+    let mut worst = 0u8;
+    for p in parts {
+        let Some(exec) = execs.get_mut(&p.cluster) else { continue };
+        let ops = Ops {
+            audit: log.clone(),
+            readonly: config.readonly || routes.get(&p.cluster).is_some_and(|r| r.readonly),
+            cluster: p.cluster.to_string(),
+            break_glass: break_glass.clone(),
+        };
+        let cluster = p.cluster.clone();
+        let out = rt.block_on(ops.run(&p.req, &p.plan, exec.as_mut(), |t| {
+            println!(
+                "  {} {}: {}",
+                if t.ok { "ok  " } else { "FAIL" },
+                crate::sanitize::sanitize(&ops::fleet::qualify(&cluster, &t.target)),
+                crate::sanitize::sanitize(&t.message)
+            );
+        }));
+        let c = match out {
+            Ok(o) if o.audit_warning.is_some() => {
+                eprintln!("gpuplane: {}: {}", p.cluster, o.audit_warning.unwrap_or_default());
+                3
+            }
+            Ok(o) if o.dry_run => {
+                println!("{}: dry run: nothing was executed (recorded in {})", p.cluster, log.path.display());
+                0
+            }
+            Ok(o) => u8::from(!o.results.iter().all(|r| r.ok)),
+            Err(e) => {
+                eprintln!("gpuplane: {}: {e}", p.cluster);
+                2
+            }
+        };
+        if c > worst {
+            worst = c;
+            code = ExitCode::from(c);
+        }
+    }
+    if state.is_simulated() {
+        println!("{SIMULATED_NOTE}");
+    }
+    code
 }

@@ -38,9 +38,11 @@ pub enum ObjKey {
     Quota(Text),
     /// A team (or account) in the cost report.
     Team(Text),
-    /// An incident: its subject and signal (`gpu-004/gpu3`, `xid:79`), which identify it while
-    /// it lasts and after it resolves (its title carries counts that change).
-    Incident(Text, String),
+    /// An incident: its cluster (as the incident carries it: a fleet cluster's name, empty for
+    /// one cluster), subject and signal (`gpu-004/gpu3`, `xid:79`), which identify it while it
+    /// lasts and after it resolves (its title carries counts that change). Two clusters'
+    /// `gpu-004/gpu3` are two incidents.
+    Incident(Text, Text, String),
     /// An audit record, by its sequence number.
     Audit(u64),
     /// A data source, by its name (`slurm`, `prom`).

@@ -169,24 +169,42 @@ pub fn check(
     guard: &Guard,
     recent_drains: &[String],
 ) -> Vec<Exceeded> {
+    check_in(kind, None, targets, s, guard, recent_drains)
+}
+
+/// [`check`] within one cluster of a fleet (`cluster`, as objects carry it): only its nodes
+/// and pools count, and the scopes name it (`cluster prod-a`, `pool prod-a/a100`). `None`:
+/// the one cluster of a single-cluster console.
+pub fn check_in(
+    kind: ActionKind,
+    cluster: Option<&crate::model::Text>,
+    targets: &[String],
+    s: &ClusterState,
+    guard: &Guard,
+    recent_drains: &[String],
+) -> Vec<Exceeded> {
     if !takes_out(kind) {
         return Vec::new();
     }
     let taking: BTreeSet<&str> = targets
         .iter()
         .map(String::as_str)
-        .filter(|t| s.node(t).is_some_and(|n| !out_of_service(n.state)))
+        .filter(|t| super::node_of(s, cluster, t).is_some_and(|n| !out_of_service(n.state)))
         .collect();
     let mut out = Vec::new();
-    let all: Vec<&Node> = s.nodes.iter().collect();
-    let cluster_scope = format!("cluster {}", s.cluster);
+    let all: Vec<&Node> = s.nodes.iter().filter(|n| cluster.is_none_or(|c| n.cluster == *c)).collect();
+    let name = cluster.unwrap_or(&s.cluster);
+    let cluster_scope = format!("cluster {name}");
     scope_limits(&mut out, &cluster_scope, &guard.cluster_limits(), &all, &taking);
     let mut pools: BTreeMap<&str, Vec<&Node>> = BTreeMap::new();
-    for n in &s.nodes {
+    for n in &all {
         pools.entry(n.pool.as_str()).or_default().push(n);
     }
     for (pool, nodes) in &pools {
-        let scope = format!("pool {pool}");
+        let scope = match cluster {
+            Some(c) => format!("pool {c}/{pool}"),
+            None => format!("pool {pool}"),
+        };
         if let Some(l) = guard.pools.get(*pool) {
             scope_limits(&mut out, &scope, l, nodes, &taking);
         }
@@ -208,8 +226,8 @@ pub fn check(
     }
     if kind == ActionKind::Drain {
         let draining: Vec<String> = targets.iter().filter(|t| taking.contains(t.as_str())).cloned().collect();
-        let pool_of = |t: &str| s.node(t).map(|n| n.pool.to_string());
-        out.extend(rate(guard, &s.cluster, &draining, recent_drains, pool_of));
+        let pool_of = |t: &str| super::node_of(s, cluster, t).map(|n| n.pool.to_string());
+        out.extend(rate(guard, name, &draining, recent_drains, pool_of));
     }
     out
 }

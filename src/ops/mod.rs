@@ -2,6 +2,7 @@
 //! plan shown for confirmation → audit intent (fail closed) → execute through the owning
 //! backend → audit outcome → result. The TUI and the subcommands both take this road.
 
+pub mod fleet;
 pub mod guard;
 mod kube;
 pub mod silence;
@@ -22,7 +23,7 @@ use crate::acceptance::Template;
 use crate::acceptance::launch::{AcceptanceJob, Launcher};
 use crate::audit::{AuditLog, Entry, Phase};
 pub use crate::model::{ActionError, ActionErrorKind};
-use crate::model::{JobId, JobState, NodeState, Text};
+use crate::model::{JobId, JobState, Node, NodeState, Text};
 use crate::state::ClusterState;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -125,6 +126,27 @@ pub struct Plan {
     /// The blast-radius limits it was checked against, and those it goes past (see
     /// [`guard_plan`]); `None` when it was not checked.
     pub guard: Option<Box<Guarded>>,
+    /// A fleet plan's clusters, in the order of their steps (empty for one cluster): the body
+    /// heads each cluster's steps with its line.
+    pub groups: Vec<PlanGroup>,
+}
+
+/// One cluster's share of a fleet plan: its steps (that many, in order), and the backend and
+/// identity they go out through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanGroup {
+    pub cluster: String,
+    pub backend: String,
+    pub identity: Option<String>,
+    pub steps: usize,
+}
+
+impl PlanGroup {
+    /// `prod-a (slurm as gpuops): 2 target(s)`.
+    pub fn line(&self) -> String {
+        let who = self.identity.as_deref().map(|i| format!(" as {i}")).unwrap_or_default();
+        format!("{} ({}{who}): {} target(s)", self.cluster, self.backend, self.steps)
+    }
 }
 
 /// A plan's blast-radius check: the limits, each target's pool, and the limits it goes past.
@@ -241,7 +263,17 @@ impl Plan {
                 self.refused.iter().map(|r| format!("    {}{}", flag(&r.target).unwrap_or(""), r.message())),
             );
         }
-        for s in &self.steps {
+        // A fleet plan: each cluster's steps under its line.
+        let mut heads = BTreeMap::new();
+        let mut at = 0;
+        for g in &self.groups {
+            heads.insert(at, g.line());
+            at += g.steps;
+        }
+        for (i, s) in self.steps.iter().enumerate() {
+            if let Some(h) = heads.get(&i) {
+                out.push(format!("on {h}"));
+            }
             out.push(format!(
                 "{}{} {}: {}",
                 flag(&s.target).unwrap_or(""),
@@ -421,6 +453,11 @@ pub trait Executor: Send {
     /// every action that sent something. Backends whose writes show up by themselves (the
     /// Kubernetes watches, the simulator's tick after each action) ignore it.
     fn refresh(&self) {}
+    /// Where the writes go (a slurmrestd URL), for the audit record beside the identity;
+    /// `None` where the identity names it already or there is no server.
+    fn endpoint(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The acceptance plan: one job per node, per pair, or on all targets, each on exactly its
@@ -429,6 +466,7 @@ fn plan_acceptance(
     req: &OpRequest,
     mode: crate::acceptance::Mode,
     s: &ClusterState,
+    cluster: Option<&Text>,
     planner: &dyn Planner,
 ) -> Result<Plan, OpError> {
     use crate::acceptance::launch::group;
@@ -441,7 +479,7 @@ fn plan_acceptance(
     // so any refusal refuses the whole request).
     let mut refused = Vec::new();
     for name in &req.targets {
-        match s.node(name) {
+        match node_of(s, cluster, name) {
             None => refused.push(format!("node {name} does not exist")),
             Some(n) if !n.state.schedulable() => refused.push(format!(
                 "node {name} is {}: it takes no jobs (resume it, or run under a maintenance reservation)",
@@ -457,7 +495,8 @@ fn plan_acceptance(
     for nodes in group(mode, &req.targets).map_err(OpError::Target)? {
         let mut gpus = u32::MAX;
         for name in &nodes {
-            let n = s.node(name).ok_or_else(|| OpError::Target(format!("node {name} does not exist")))?;
+            let n = node_of(s, cluster, name)
+                .ok_or_else(|| OpError::Target(format!("node {name} does not exist")))?;
             let have = if n.gpus.is_empty() { n.gpu_slots } else { n.gpus.len() as u32 };
             gpus = gpus.min(have);
         }
@@ -465,7 +504,7 @@ fn plan_acceptance(
         if gpus == 0 || gpus == u32::MAX {
             return Err(OpError::Target(format!("{} has no GPUs to test", nodes.join(","))));
         }
-        let first = nodes.first().and_then(|n| s.node(n));
+        let first = nodes.first().and_then(|n| node_of(s, cluster, n));
         let job = AcceptanceJob {
             mode,
             command: t.command_for(gpus, nodes.len()),
@@ -483,7 +522,7 @@ fn plan_acceptance(
         });
     }
     let confirm_word = (steps.len() > 1).then(|| steps.len().to_string());
-    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word, guard: None })
+    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word, guard: None, groups: Vec::new() })
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
@@ -532,6 +571,35 @@ pub fn plan_batch_as(
     readonly: bool,
     elevated: bool,
 ) -> Result<Plan, OpError> {
+    plan_batch_in(req, s, None, planner, readonly, elevated)
+}
+
+/// The node `name` of `cluster` (as objects carry it: a fleet cluster's name), or, with no
+/// cluster, of the first cluster that has one (a single-cluster console).
+pub(crate) fn node_of<'a>(s: &'a ClusterState, cluster: Option<&Text>, name: &str) -> Option<&'a Node> {
+    match cluster {
+        Some(c) => s.node_in(c, name),
+        None => s.node(name),
+    }
+}
+
+fn job_of<'a>(s: &'a ClusterState, cluster: Option<&Text>, id: JobId) -> Option<&'a crate::model::Job> {
+    match cluster {
+        Some(c) => s.job_in(c, id),
+        None => s.job(id),
+    }
+}
+
+/// [`plan_batch_as`] on the targets of one cluster of a fleet (`cluster`, as objects carry
+/// it), or of the one cluster (`None`). Targets are that cluster's node names or job ids.
+pub fn plan_batch_in(
+    req: &OpRequest,
+    s: &ClusterState,
+    cluster: Option<&Text>,
+    planner: &dyn Planner,
+    readonly: bool,
+    elevated: bool,
+) -> Result<Plan, OpError> {
     if readonly {
         return Err(OpError::ReadOnly(req.kind.label()));
     }
@@ -545,12 +613,12 @@ pub fn plan_batch_as(
         return Err(OpError::NoTargets(req.kind.label()));
     }
     if let ActionKind::Acceptance(mode) = req.kind {
-        return plan_acceptance(req, mode, s, planner);
+        return plan_acceptance(req, mode, s, cluster, planner);
     }
     let mut steps = Vec::new();
     let mut refused = Vec::new();
     for t in &req.targets {
-        match plan_target(req.kind, t, s, planner, elevated) {
+        match plan_target(req.kind, t, s, cluster, planner, elevated) {
             Ok(affected) => steps.push(Step {
                 target: t.clone(),
                 call: planner.describe(req.kind, t),
@@ -570,7 +638,7 @@ pub fn plan_batch_as(
     } else {
         None
     };
-    Ok(Plan { kind: req.kind, steps, refused, confirm_word, guard: None })
+    Ok(Plan { kind: req.kind, steps, refused, confirm_word, guard: None, groups: Vec::new() })
 }
 
 /// One target's preflight: the jobs it affects, or why it is refused.
@@ -578,12 +646,13 @@ fn plan_target(
     kind: ActionKind,
     t: &str,
     s: &ClusterState,
+    cluster: Option<&Text>,
     planner: &dyn Planner,
     elevated: bool,
 ) -> Result<Vec<Affected>, OpError> {
     if kind.on_jobs() {
         let id: JobId = t.parse().map_err(|_| OpError::Target(format!("{t:?} is not a job id")))?;
-        let j = s.job(id).ok_or_else(|| OpError::Target(format!("job {id} does not exist")))?;
+        let j = job_of(s, cluster, id).ok_or_else(|| OpError::Target(format!("job {id} does not exist")))?;
         if !j.state.is_active() {
             return Err(OpError::Target(format!(
                 "job {id} is {}: there is nothing to cancel",
@@ -605,7 +674,7 @@ fn plan_target(
             fate: String::new(),
         }]);
     }
-    let n = s.node(t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
+    let n = node_of(s, cluster, t).ok_or_else(|| OpError::Target(format!("node {t} does not exist")))?;
     let st = n.state;
     let bad = match kind {
         ActionKind::Cordon if !st.schedulable() => Some("is already out of service"),
@@ -631,7 +700,7 @@ fn plan_target(
     Ok(jobs
         .into_iter()
         .filter_map(|(id, gpus)| {
-            let j = s.job(id)?;
+            let j = job_of(s, cluster, id)?;
             (j.state == JobState::Running).then(|| Affected {
                 job: id,
                 name: j.name.clone(),
@@ -669,9 +738,22 @@ pub fn guard_plan(
     recent_drains: &[String],
     elevated: bool,
 ) -> Result<(), OpError> {
+    guard_plan_in(plan, s, None, limits, recent_drains, elevated)
+}
+
+/// [`guard_plan`] for the plan of one cluster of a fleet: its nodes, pools and limits only.
+pub fn guard_plan_in(
+    plan: &mut Plan,
+    s: &ClusterState,
+    cluster: Option<&Text>,
+    limits: &guard::Guard,
+    recent_drains: &[String],
+    elevated: bool,
+) -> Result<(), OpError> {
     let targets: Vec<String> = plan.steps.iter().map(|st| st.target.clone()).collect();
-    let exceeded = guard::check(plan.kind, &targets, s, limits, recent_drains);
-    let pools = targets.iter().filter_map(|t| Some((t.clone(), s.node(t)?.pool.to_string()))).collect();
+    let exceeded = guard::check_in(plan.kind, cluster, &targets, s, limits, recent_drains);
+    let pools =
+        targets.iter().filter_map(|t| Some((t.clone(), node_of(s, cluster, t)?.pool.to_string()))).collect();
     plan.guard = Some(Box::new(Guarded { guard: limits.clone(), pools, exceeded }));
     match plan.exceeded() {
         ex if !ex.is_empty() && !elevated => Err(OpError::Limits(ex.iter().map(|e| e.to_string()).collect())),
@@ -733,6 +815,9 @@ impl Ops {
         let op_id = uuid::Uuid::new_v4().to_string();
         let mut params = BTreeMap::new();
         params.insert("backend".to_string(), exec.backend().to_string());
+        if let Some(e) = exec.endpoint() {
+            params.insert("endpoint".to_string(), e);
+        }
         params.insert("dry_run".to_string(), req.dry_run.to_string());
         params.insert("affected_gpus".to_string(), plan.affected_gpus().to_string());
         let mut entry = Entry {

@@ -259,6 +259,10 @@ impl Executor for SlurmExecutor {
         Arc::new(self.planner_now())
     }
 
+    fn endpoint(&self) -> Option<String> {
+        Some(self.client.url().to_string())
+    }
+
     fn elevate(&mut self, on: bool) {
         self.elevated = on && self.privileged.is_some();
     }

@@ -131,7 +131,12 @@ impl Lifecycle {
 /// Sets each incident's lifecycle and what a draining node waits for, and adds the incidents
 /// that cleared since the last derivation (or within [`RESOLVED_KEEP_S`]) as resolved.
 pub(super) fn derive(s: &ClusterState, out: &mut Vec<Incident>) {
-    let acks: HashMap<&IncidentKey, &Ack> = s.handling.acks.iter().map(|a| (&a.key, a)).collect();
+    // An ack is the incident's: in a fleet, of the incident's own cluster (two clusters may
+    // have a `gpu-004/gpu3` each); for one cluster, the store holds only its acks.
+    let mut acks: HashMap<&IncidentKey, Vec<&Ack>> = HashMap::new();
+    for a in &s.handling.acks {
+        acks.entry(&a.key).or_default().push(a);
+    }
     // Running jobs of the draining nodes that have incidents: one pass over the jobs, and only
     // when there is such a node.
     let draining: HashSet<&str> = out
@@ -149,7 +154,10 @@ pub(super) fn derive(s: &ClusterState, out: &mut Vec<Incident>) {
     }
     for i in out.iter_mut() {
         let node = i.node.as_deref().filter(|n| about_node(i, n)).and_then(|n| s.node(n));
-        let ack = acks.get(&i.key()).filter(|a| i.since.is_none_or(|since| a.at >= since));
+        let ack = acks
+            .get(&i.key())
+            .and_then(|v| v.iter().rev().find(|a| i.cluster.is_empty() || a.cluster == i.cluster.as_str()))
+            .filter(|a| i.since.is_none_or(|since| a.at >= since));
         i.waiting =
             node.and_then(|n| waiting_for(s, n, on_node.get(n.name.as_str()).map_or(&[][..], Vec::as_slice)));
         i.lifecycle = match (node.and_then(|n| mitigation(s, n)), ack) {

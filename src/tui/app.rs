@@ -116,6 +116,9 @@ pub struct Confirm {
     pub note: Option<String>,
     /// The first plan line shown (the plan scrolls inside the dialog before confirming).
     pub scroll: usize,
+    /// In a fleet: each cluster's part of the plan, sent to that cluster's ops task (empty
+    /// for one cluster: the plan goes to the one ops task).
+    pub parts: Vec<ops::fleet::Part>,
 }
 
 /// A time-boxed elevation for incidents.
@@ -180,7 +183,7 @@ pub struct Ui {
     /// The detail pane's first line shown (it has focus while open: movement keys scroll it).
     pub detail_scroll: u16,
     /// Command names an ambiguous Tab completion offers, shown beside the command line.
-    pub completions: Vec<&'static str>,
+    pub completions: Vec<String>,
     /// Rows the last frame showed of the help, the detail pane and the plan (a page for
     /// PgUp/PgDn, and the clamp).
     pub shown: Shown,
@@ -251,6 +254,12 @@ pub struct App {
     pub planner: Option<std::sync::Arc<dyn Planner>>,
     /// Where confirmed plans go (the ops task).
     pub ops_tx: Option<tokio::sync::mpsc::UnboundedSender<OpMsg>>,
+    /// In a fleet: each cluster's planner, read-only flag and ops task, by cluster name.
+    /// Actions plan per cluster and each cluster's part goes to its own ops task; targets are
+    /// named `cluster/name`.
+    pub routes: std::collections::BTreeMap<crate::model::Text, ops::fleet::Route>,
+    /// The cluster `:cluster NAME` focuses (every table shows only it); `None`: the fleet.
+    pub focus: Option<Text>,
     /// The Alertmanager silences are created in and expired from (through the ops task).
     pub alertmanager: Option<crate::backend::alertmanager::AmConfig>,
     pub marks: Marks,
@@ -327,6 +336,8 @@ impl App {
             readonly: false,
             planner: None,
             ops_tx: None,
+            routes: Default::default(),
+            focus: None,
             alertmanager: None,
             marks: Marks::default(),
             audit: Vec::new(),
@@ -398,6 +409,20 @@ impl App {
     fn on_acks(&mut self, a: crate::store::acks::Answer) -> bool {
         use crate::store::acks::Answer;
         match a {
+            Answer::Acks { cluster, acks } if !self.routes.is_empty() => {
+                // A fleet: each cluster's acks replace only that cluster's.
+                if !self.routes.contains_key(cluster.as_str()) {
+                    return false;
+                }
+                let mut all: Vec<_> =
+                    self.handling.acks.iter().filter(|a| a.cluster != cluster).cloned().collect();
+                all.extend(acks);
+                if all == self.handling.acks {
+                    return false;
+                }
+                self.handling.acks = all;
+                self.push_handling()
+            }
             Answer::Acks { cluster, acks } => {
                 if cluster != self.live.cluster.as_str() || self.handling.acks == acks {
                     return false;
@@ -421,12 +446,19 @@ impl App {
     /// Asks the ack store for this cluster's acks every [`ACK_REFRESH`] (answers come back as
     /// [`Msg::Acks`]).
     pub fn acks_tick(&mut self) {
-        let cluster = self.live.cluster.to_string();
+        // In a fleet, each cluster's acks by its name.
+        let clusters: Vec<String> = if self.routes.is_empty() {
+            vec![self.live.cluster.to_string()]
+        } else {
+            self.routes.keys().map(|c| c.to_string()).collect()
+        };
         let now = self.wall_now.max(self.live.now);
         let Some(l) = self.acks.as_mut() else { return };
         if l.asked.is_none_or(|t| t.elapsed() >= ACK_REFRESH) {
             l.asked = Some(std::time::Instant::now());
-            l.worker.send(crate::store::acks::Request::Load { cluster, now });
+            for cluster in clusters {
+                l.worker.send(crate::store::acks::Request::Load { cluster, now });
+            }
         }
     }
 
@@ -445,13 +477,14 @@ impl App {
 
     /// The incident selected in the Overview, by identity, if it is still listed and not resolved.
     fn ack_target(&self) -> Result<crate::model::IncidentKey, String> {
-        let Some(ObjKey::Incident(subject, signal)) =
+        let Some(ObjKey::Incident(cluster, subject, signal)) =
             self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
         else {
             return Err("ack: select an incident in the Overview first".into());
         };
         let s = self.state();
-        match s.incidents.iter().find(|i| i.subject == subject && i.signal == signal) {
+        match s.incidents.iter().find(|i| i.cluster == cluster && i.subject == subject && i.signal == signal)
+        {
             Some(i) if matches!(i.lifecycle, crate::state::Lifecycle::Resolved { .. }) => {
                 Err(format!("ack: {} has resolved", crate::sanitize::sanitize(&subject)))
             }
@@ -475,13 +508,22 @@ impl App {
             }
         };
         let (ticket, note) = split_ticket(args);
-        let Some(tx) = &self.ops_tx else {
+        // In a fleet the ack belongs to the incident's cluster: audited by its ops task and
+        // stored under its name, so a same-named node's incident in another cluster stays open.
+        let (cluster, tx) = if self.routes.is_empty() {
+            (self.live.cluster.to_string(), self.ops_tx.as_ref())
+        } else {
+            let c = self.selected_incident_cluster().unwrap_or_default();
+            let tx = self.routes.get(&c).and_then(|r| r.tx.as_ref()).or(self.ops_tx.as_ref());
+            (c.to_string(), tx)
+        };
+        let Some(tx) = tx else {
             self.ui.message =
                 Some(("ack: acks are audited and no audit log is open here; refused".into(), true));
             return;
         };
         let ack = crate::model::Ack {
-            cluster: self.live.cluster.to_string(),
+            cluster,
             key,
             by: self.user.clone(),
             at: self.wall_now.max(self.live.now),
@@ -491,6 +533,14 @@ impl App {
         let what = crate::sanitize::sanitize(&ack.key.subject).into_owned();
         let _ = tx.send(OpMsg::Ack(ack));
         self.ui.message = Some((format!("ack {what}: recording in the audit log"), false));
+    }
+
+    /// The cluster of the incident selected in the Overview (a fleet cluster's name).
+    fn selected_incident_cluster(&self) -> Option<Text> {
+        match self.ui.tables[views::overview::INCIDENTS].selected_id() {
+            Some(ObjKey::Incident(cluster, ..)) => Some(cluster.clone()),
+            _ => None,
+        }
     }
 
     /// The matchers of a silence for the alert selected in the Alerts view (by fingerprint).
@@ -818,7 +868,14 @@ impl App {
                 return;
             }
             KeyCode::Tab if command => {
-                let (completed, candidates) = complete(&buf);
+                let (completed, candidates) = match buf.strip_prefix("cluster ") {
+                    // `:cluster` completes the fleet's cluster names.
+                    Some(arg) => complete_from(&buf[..buf.len() - arg.len()], arg, self.cluster_names()),
+                    None => {
+                        let (b, c) = complete(&buf);
+                        (b, c.into_iter().map(String::from).collect())
+                    }
+                };
                 buf = completed;
                 // Shown beside the command line until the next key.
                 self.ui.completions = if candidates.len() > 1 { candidates } else { Vec::new() };
@@ -881,6 +938,7 @@ impl App {
             "pause" => self.toggle_pause(),
             "breakglass" | "bg" => self.break_glass_command(&rest),
             "ctx" | "context" => self.context_command(&rest),
+            "cluster" => self.cluster_command(&rest),
             "acceptance" | "nccl" => self.acceptance_command(&rest),
             "doctor" => self.doctor_command(),
             "ack" => self.ack_command(&rest),
@@ -947,6 +1005,64 @@ impl App {
 
     /// `:ctx` lists the kubeconfig's contexts; `:ctx NAME` switches to one (the watches
     /// restart there; a read-only context refuses every action).
+    /// The fleet's cluster names, and `all`, for `:cluster`.
+    fn cluster_names(&self) -> Vec<String> {
+        let mut v: Vec<String> =
+            self.live.clusters().iter().filter(|c| !c.is_empty()).map(|c| c.to_string()).collect();
+        v.push("all".into());
+        v
+    }
+
+    /// `:cluster NAME` focuses one cluster of a fleet: every table shows only its objects (a
+    /// `cluster==NAME` filter beside each table's own) and the header names it; `:cluster all`
+    /// returns to the whole fleet; `:cluster` says which clusters there are.
+    fn cluster_command(&mut self, rest: &str) {
+        let names = self.cluster_names();
+        let known = names[..names.len() - 1].join(", ");
+        let name = rest.trim();
+        if names.len() < 2 {
+            self.ui.message = Some(("clusters: this console shows one cluster (a fleet has [[cluster]] entries or --sim-clusters N)".into(), true));
+            return;
+        }
+        let raw = match name {
+            "" => {
+                let now = self.focus.as_deref().map(|f| format!("; focused on {f}")).unwrap_or_default();
+                self.ui.message =
+                    Some((crate::sanitize::sanitize(&format!("clusters: {known}{now}")).into_owned(), false));
+                return;
+            }
+            "all" => {
+                self.focus = None;
+                String::new()
+            }
+            n if names.iter().any(|c| c == n) => {
+                self.focus = Some(n.into());
+                format!("cluster=={n}")
+            }
+            n => {
+                self.ui.message = Some((
+                    crate::sanitize::sanitize(&format!(
+                        "no cluster {n:?} (clusters: {known}; :cluster all for every one)"
+                    ))
+                    .into_owned(),
+                    true,
+                ));
+                return;
+            }
+        };
+        for t in views::all_tables() {
+            self.ui.tables[t.id()].set_scope(&raw);
+        }
+        self.ui.message = Some(match &self.focus {
+            Some(f) => (
+                crate::sanitize::sanitize(&format!("focus: {f} (:cluster all returns to the fleet)"))
+                    .into_owned(),
+                false,
+            ),
+            None => ("focus: every cluster".into(), false),
+        });
+    }
+
     fn context_command(&mut self, rest: &str) {
         let Some(k) = &self.kube_ctx else {
             self.ui.message =
@@ -1182,20 +1298,24 @@ impl App {
             }
             views::overview::ID if self.ui.detail => {
                 // The incident the operator chose, by what it is, not where it sorted.
-                let Some(ObjKey::Incident(subject, signal)) =
+                let Some(ObjKey::Incident(cluster, subject, signal)) =
                     self.ui.tables[views::overview::INCIDENTS].selected_id().cloned()
                 else {
                     return;
                 };
                 let s = self.state();
-                let Some(inc) = s.incidents.iter().find(|i| i.subject == subject && i.signal == signal)
+                let Some(inc) = s
+                    .incidents
+                    .iter()
+                    .find(|i| i.cluster == cluster && i.subject == subject && i.signal == signal)
                 else {
                     self.ui.message = Some((format!("{subject}: this incident has cleared"), false));
                     return;
                 };
-                let job = inc.job.filter(|&id| s.job(id).is_some());
-                let node = inc.node.as_ref().filter(|n| s.node(n).is_some());
-                let cluster = s.cluster.clone();
+                // In its own cluster (a fleet's incidents name theirs).
+                let job = inc.job.filter(|&id| s.job_in(&inc.cluster, id).is_some());
+                let node = inc.node.as_ref().filter(|n| s.node_in(&inc.cluster, n).is_some());
+                let cluster = s.cluster_of(&inc.cluster).clone();
                 if let Some(id) = job {
                     self.goto(views::jobs::ID);
                     self.prepare();
@@ -1348,6 +1468,7 @@ pub const COMMANDS: &[(&[&str], &str, &str)] = &[
     (&["theme"], "NAME", "dark, light, high-contrast, monochrome"),
     (&["breakglass", "bg"], "TICKET [MIN] REASON", "time-boxed elevation, audited (:breakglass end)"),
     (&["ctx", "context"], "[NAME]", "list / switch Kubernetes contexts"),
+    (&["cluster"], "[NAME|all]", "focus one cluster of a fleet (every table, the header); all: the fleet"),
     (&["doctor"], "", "check the configuration, as gpuplane doctor (OK / WARN / FAIL, the fix)"),
     (&["acceptance", "nccl"], "[per-node|pairs|all]", "NCCL test on the marked nodes (confirm, audited)"),
     (&["ack"], "[TICKET] NOTE", "acknowledge the selected incident (audited; shared with other consoles)"),
@@ -1415,6 +1536,24 @@ pub fn complete(buf: &str) -> (String, Vec<&'static str>) {
     }
 }
 
+/// Completes the argument `arg` of a command line (`head` is the line before it) from
+/// `names`: the one that matches, or the longest common prefix and the candidates.
+pub fn complete_from(head: &str, arg: &str, names: Vec<String>) -> (String, Vec<String>) {
+    let cands: Vec<String> = names.into_iter().filter(|n| n.starts_with(arg)).collect();
+    match cands.as_slice() {
+        [] => (format!("{head}{arg}"), cands),
+        [one] => (format!("{head}{one}"), cands),
+        many => {
+            let first = &many[0];
+            let len = (arg.len()..=first.len())
+                .rev()
+                .find(|&l| first.is_char_boundary(l) && many.iter().all(|c| c.starts_with(&first[..l])))
+                .unwrap_or(arg.len());
+            (format!("{head}{}", &first[..len]), cands)
+        }
+    }
+}
+
 /// Actions: marks, the confirmation dialog, results from the ops task, break-glass.
 impl App {
     /// The node, GPU or job the open detail pane shows, or the fleet under the GPU heatmap
@@ -1465,19 +1604,45 @@ impl App {
     fn selected_target(&self) -> Option<(bool, String)> {
         let s = self.state();
         match self.selected_obj()? {
-            ObjKey::Job(k) => s.job_at(k).map(|_| (true, k.id.to_string())),
-            // An incident stands for its node (or its job).
-            ObjKey::Incident(subject, signal) => {
-                let i = s.incidents.iter().find(|i| i.subject == *subject && i.signal == *signal)?;
-                match (i.node.as_ref().filter(|n| s.node(n).is_some()), i.job.filter(|&j| s.job(j).is_some()))
-                {
-                    (_, Some(j)) if i.subject.starts_with("job ") => Some((true, j.to_string())),
-                    (Some(n), _) => Some((false, n.to_string())),
-                    (None, Some(j)) => Some((true, j.to_string())),
+            ObjKey::Job(k) => s.job_at(k).map(|_| (true, self.target_name(&k.cluster, &k.id.to_string()))),
+            // An incident stands for its node (or its job), in its own cluster.
+            ObjKey::Incident(cluster, subject, signal) => {
+                let i = s
+                    .incidents
+                    .iter()
+                    .find(|i| i.cluster == *cluster && i.subject == *subject && i.signal == *signal)?;
+                let c = &i.cluster;
+                let (node, job) = if self.routes.is_empty() {
+                    (i.node.as_ref().filter(|n| s.node(n).is_some()), i.job.filter(|&j| s.job(j).is_some()))
+                } else {
+                    (
+                        i.node.as_ref().filter(|n| s.node_in(c, n).is_some()),
+                        i.job.filter(|&j| s.job_in(c, j).is_some()),
+                    )
+                };
+                match (node, job) {
+                    (_, Some(j)) if i.subject.starts_with("job ") => {
+                        Some((true, self.target_name(c, &j.to_string())))
+                    }
+                    (Some(n), _) => Some((false, self.target_name(c, n))),
+                    (None, Some(j)) => Some((true, self.target_name(c, &j.to_string()))),
                     (None, None) => None,
                 }
             }
-            o => o.node().filter(|n| s.node_at(n).is_some()).map(|n| (false, n.name.to_string())),
+            o => o
+                .node()
+                .filter(|n| s.node_at(n).is_some())
+                .map(|n| (false, self.target_name(&n.cluster, &n.name))),
+        }
+    }
+
+    /// A target as actions name it: `cluster/name` in a fleet (its cluster's executor takes
+    /// it), the bare name or job id for one cluster.
+    fn target_name(&self, cluster: &Text, name: &str) -> String {
+        if self.routes.is_empty() {
+            name.to_string()
+        } else {
+            ops::fleet::qualify(self.state().cluster_of(cluster), name)
         }
     }
 
@@ -1530,13 +1695,14 @@ impl App {
         let src = t.source();
         let st = &self.ui.tables[t];
         let name_of = |o: ObjKey| match o {
-            ObjKey::Job(k) if jobs => Some(k.id.to_string()),
+            ObjKey::Job(k) if jobs => Some(self.target_name(&k.cluster, &k.id.to_string())),
             ObjKey::Job(_) => None,
-            o if !jobs => o.node().map(|n| n.name.to_string()),
+            o if !jobs => o.node().map(|n| self.target_name(&n.cluster, &n.name)),
             _ => None,
         };
         let mut hidden = Vec::new();
-        if !st.filter.is_empty() {
+        // A filter, or the cluster focus, may hide marked rows.
+        if !st.filter.is_empty() || self.focus.is_some() {
             // What the table lists, from a row it shows (or any, when the filter shows none).
             let any = st.rows.first().copied().or_else(|| {
                 let mut all = Vec::new();
@@ -1568,9 +1734,15 @@ impl App {
     /// The reason and ticket an action on the selected incident starts with: the playbook
     /// step's reason when the step is this action, the ticket its ack or mitigation carries.
     fn incident_prefill(&self, kind: ActionKind) -> (String, String) {
-        let Some(ObjKey::Incident(subject, signal)) = self.selected_obj() else { return Default::default() };
+        let Some(ObjKey::Incident(cluster, subject, signal)) = self.selected_obj() else {
+            return Default::default();
+        };
         let s = self.state();
-        let Some(i) = s.incidents.iter().find(|i| i.subject == *subject && i.signal == *signal) else {
+        let Some(i) = s
+            .incidents
+            .iter()
+            .find(|i| i.cluster == *cluster && i.subject == *subject && i.signal == *signal)
+        else {
             return Default::default();
         };
         let reason = s
@@ -1588,25 +1760,25 @@ impl App {
             self.ui.message = Some((format!("read-only mode: {} is not available", kind.label()), true));
             return;
         }
-        if self.planner.is_none() {
+        let fleet = !self.routes.is_empty();
+        if self.planner.is_none() && !fleet {
             self.ui.message = Some(("actions are not available: no backend can execute them".into(), true));
             return;
         }
         self.prepare();
         // Plans during break-glass are checked as the elevated identity would be.
         let elevated = self.break_glass.is_some();
-        let Some(planner) = self.planner.clone() else { return };
         let marked = if kind.on_jobs() { !self.marks.jobs.is_empty() } else { !self.marks.nodes.is_empty() };
         let targets: Vec<String> = if kind.on_jobs() {
             if self.marks.jobs.is_empty() {
                 self.selected_target().filter(|(job, _)| *job).map(|(_, t)| vec![t]).unwrap_or_default()
             } else {
-                self.marks.jobs.iter().map(|j| j.id.to_string()).collect()
+                self.marks.jobs.iter().map(|j| self.target_name(&j.cluster, &j.id.to_string())).collect()
             }
         } else if self.marks.nodes.is_empty() {
             self.selected_target().filter(|(job, _)| !*job).map(|(_, t)| vec![t]).unwrap_or_default()
         } else {
-            self.marks.nodes.iter().map(|n| n.name.to_string()).collect()
+            self.marks.nodes.iter().map(|n| self.target_name(&n.cluster, &n.name)).collect()
         };
         if targets.is_empty() {
             let what = if kind.on_jobs() { "a job (Jobs view)" } else { "a node (Nodes view)" };
@@ -1622,12 +1794,25 @@ impl App {
         // A batch runs on the targets the preflight accepts; the refused ones are listed.
         // Blast radius: the drains of the last hour from the audit records the ops task last
         // read (the ops task counts again from the log itself before it sends).
-        let recent = ops::guard::drains_in_window(&self.audit, &self.state().cluster, self.wall_now);
-        let limits = self.limits.for_cluster(&self.state().cluster);
-        let planned = ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated)
-            .and_then(|mut p| ops::guard_plan(&mut p, self.state(), &limits, &recent, elevated).map(|()| p));
+        // In a fleet each cluster plans its own targets (its preflight, read-only flag and
+        // limits, its own last hour of drains) and the plan shows them grouped by cluster.
+        let planned = if fleet {
+            let recent = |c: &str| ops::guard::drains_in_window(&self.audit, c, self.wall_now);
+            let checks =
+                ops::fleet::Checks { routes: &self.routes, limits: &self.limits, recent: &recent, elevated };
+            ops::fleet::plan(&req, self.state(), &checks)
+        } else {
+            let Some(planner) = self.planner.clone() else { return };
+            let recent = ops::guard::drains_in_window(&self.audit, &self.state().cluster, self.wall_now);
+            let limits = self.limits.for_cluster(&self.state().cluster);
+            ops::plan_batch_as(&req, self.state(), planner.as_ref(), self.readonly, elevated)
+                .and_then(|mut p| {
+                    ops::guard_plan(&mut p, self.state(), &limits, &recent, elevated).map(|()| p)
+                })
+                .map(|p| (p, Vec::new()))
+        };
         match planned {
-            Ok(plan) => {
+            Ok((plan, parts)) => {
                 self.ui.mode = Mode::Confirm(Box::new(Confirm {
                     req,
                     plan,
@@ -1639,6 +1824,7 @@ impl App {
                     hidden,
                     note,
                     scroll: 0,
+                    parts,
                 }))
             }
             Err(e) => self.ui.message = Some((e.to_string(), true)),
@@ -1713,6 +1899,10 @@ impl App {
         req.targets = c.plan.steps.iter().map(|s| s.target.clone()).collect();
         req.reason = c.reason.trim().to_string();
         req.ticket = Some(c.ticket.trim().to_string()).filter(|t| !t.is_empty());
+        if !c.parts.is_empty() {
+            self.submit_parts(&req, c.parts);
+            return;
+        }
         let Some(tx) = self.ops_tx.as_ref() else {
             self.ui.message = Some(("actions are not available: the ops task is not running".into(), true));
             return;
@@ -1722,6 +1912,37 @@ impl App {
         let job = OpJob { req, plan: c.plan, break_glass: self.break_glass.as_ref().map(BreakGlass::tag) };
         if tx.send(OpMsg::Run(job)).is_err() {
             self.op_panel = vec![("the ops task stopped: nothing was done".into(), true)];
+        }
+        self.marks = Marks::default();
+    }
+
+    /// A fleet plan: each cluster's part to that cluster's ops task, with the reason, ticket
+    /// and dry run the operator confirmed.
+    fn submit_parts(&mut self, req: &OpRequest, parts: Vec<ops::fleet::Part>) {
+        let clusters: Vec<String> = parts.iter().map(|p| p.cluster.to_string()).collect();
+        self.op_panel = vec![(
+            format!(
+                "{} {} target(s) on {}: running…",
+                req.kind.label(),
+                req.targets.len(),
+                crate::sanitize::sanitize(&clusters.join(", "))
+            ),
+            false,
+        )];
+        let tag = self.break_glass.as_ref().map(BreakGlass::tag);
+        for p in parts {
+            let mut r = p.req.clone();
+            r.targets = p.plan.steps.iter().map(|s| s.target.clone()).collect();
+            (r.reason, r.ticket, r.dry_run) = (req.reason.clone(), req.ticket.clone(), req.dry_run);
+            let sent = self.routes.get(&p.cluster).and_then(|route| route.tx.as_ref()).is_some_and(|tx| {
+                tx.send(OpMsg::Run(OpJob { req: r, plan: p.plan, break_glass: tag.clone() })).is_ok()
+            });
+            if !sent {
+                self.op_panel.push((
+                    format!("{}: its ops task is not running: nothing was sent there", p.cluster),
+                    true,
+                ));
+            }
         }
         self.marks = Marks::default();
     }
@@ -1794,6 +2015,7 @@ impl App {
             OpEvent::Audit(records) => {
                 let mut clusters = vec![self.live.cluster.as_str()];
                 clusters.extend(self.audit_cluster.as_deref());
+                clusters.extend(self.routes.keys().map(Text::as_str));
                 let actions = crate::state::actions_from_audit(&records, &clusters);
                 if actions != self.handling.actions {
                     self.handling.actions = actions;
@@ -1929,7 +2151,9 @@ impl App {
         };
         // Break-glass start and end are audited through the ops task's log, so the UI never
         // writes to disk.
-        if let Some(tx) = &self.ops_tx {
+        // In a fleet every cluster's ops task records it (each cluster's writes go out as its
+        // own break-glass identity).
+        for tx in self.ops_txs() {
             let _ = tx.send(OpMsg::BreakGlass(ops::BreakGlassMsg::Start {
                 session: b.tag(),
                 reason: b.reason.clone(),
@@ -1951,9 +2175,14 @@ impl App {
 
     fn end_break_glass(&mut self, b: &BreakGlass, why: &str) {
         self.break_glass_ended.push(b.id.clone());
-        if let Some(tx) = &self.ops_tx {
+        for tx in self.ops_txs() {
             let _ = tx.send(OpMsg::BreakGlass(ops::BreakGlassMsg::End { session: b.tag(), why: why.into() }));
         }
+    }
+
+    /// Every ops task: the one, or each fleet cluster's.
+    fn ops_txs(&self) -> Vec<&tokio::sync::mpsc::UnboundedSender<OpMsg>> {
+        self.ops_tx.iter().chain(self.routes.values().filter_map(|r| r.tx.as_ref())).collect()
     }
 }
 
@@ -2056,8 +2285,19 @@ impl App {
         self.armed_plugin = None;
         let vars = self.plugin_vars();
         let (program, args) = p.argv(&vars);
+        // In a fleet, recorded by the selected object's cluster (else the first cluster's).
+        let fleet_tx = || {
+            let c = self.selected_obj().and_then(|o| match o {
+                ObjKey::Job(k) => Some(k.cluster.clone()),
+                ObjKey::Incident(c, ..) => Some(c.clone()),
+                o => o.node().map(|n| n.cluster.clone()),
+            });
+            c.and_then(|c| self.routes.get(&c))
+                .or_else(|| self.routes.values().next())
+                .and_then(|r| r.tx.as_ref())
+        };
         if p.dangerous
-            && let Some(tx) = &self.ops_tx
+            && let Some(tx) = self.ops_tx.as_ref().or_else(fleet_tx)
         {
             // Audited like an action: who ran what, on what.
             let _ = tx.send(OpMsg::Event {

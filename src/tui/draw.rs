@@ -187,7 +187,10 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         right.push(Span::styled(" PAUSED ", t.badge_paused));
     }
     let fleet = s.is_fleet();
-    let title = if fleet {
+    let title = if let Some(f) = app.focus.as_deref().filter(|_| fleet) {
+        // `:cluster NAME`: the one in focus, and how many the fleet has.
+        format!("{} (1 of {})", safe(f), s.clusters().len())
+    } else if fleet {
         format!("fleet of {}", s.clusters().len())
     } else {
         safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned()
@@ -249,7 +252,20 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         };
         let used: usize = left.iter().chain(&right).map(|x| x.width()).sum();
         let fits = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
-        let chosen = [level(0), level(1)].into_iter().find(|v| fits(v)).unwrap_or_else(|| level(2));
+        // Narrowest: how many clusters have a source not live, and how many are live.
+        let counted = || {
+            let (mut bad, mut good) = (0, 0);
+            for c in s.clusters() {
+                if state(c).iter().all(|x| x.2) { good += 1 } else { bad += 1 }
+            }
+            let mut v = Vec::new();
+            if bad > 0 {
+                v.push(Span::styled(format!("{bad} stale "), t.crit));
+            }
+            v.push(Span::styled(format!("{good} {}", app.glyphs.dot()), t.ok));
+            v
+        };
+        let chosen = [level(0), level(1), level(2)].into_iter().find(|v| fits(v)).unwrap_or_else(counted);
         left.extend(chosen);
     } else {
         for src in &s.sources {

@@ -7,6 +7,7 @@ use gpuplane::model::protocol::Update;
 use gpuplane::state::ClusterState;
 use std::process::Command;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Mutex, MutexGuard};
 
 /// A test cluster from the environment scripts/test exports.
@@ -133,4 +134,52 @@ pub async fn read(c: &Cluster) -> ClusterState {
     let mut s = ClusterState::new(Default::default(), Default::default());
     refresh_into(&mut p, &mut s).await.unwrap_or_else(|e| panic!("{}: refresh failed: {e}", c.name));
     s
+}
+
+/// A TCP proxy in front of `upstream` (`host:port`) that records the request line
+/// (`POST /slurm/v0.0.42/node/n1 HTTP/1.1`) of every HTTP/1 request passing through it.
+pub async fn counting_proxy(upstream: String) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = l.accept().await {
+            let up = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let (mut cr, mut cw) = client.into_split();
+                let (mut ur, mut uw) = up.into_split();
+                let down = tokio::spawn(async move { tokio::io::copy(&mut ur, &mut cw).await });
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut carry = String::new();
+                loop {
+                    let n = match cr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    carry.push_str(&String::from_utf8_lossy(&buf[..n]));
+                    while let Some(i) = carry.find("\r\n") {
+                        let line: String = carry.drain(..i + 2).collect();
+                        let first = line.split(' ').next().unwrap_or("");
+                        if ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"].contains(&first)
+                            && line.trim_end().ends_with("HTTP/1.1")
+                        {
+                            log.lock().unwrap().push(line.trim_end().to_string());
+                        }
+                    }
+                    if uw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = uw.shutdown().await;
+                let _ = down.await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+pub fn writes(seen: &std::sync::Mutex<Vec<String>>) -> Vec<String> {
+    seen.lock().unwrap().iter().filter(|l| !l.starts_with("GET ")).cloned().collect()
 }

@@ -204,7 +204,7 @@ impl TableSource for IncidentsTable {
 
     fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
         let i = cx.s.incidents.get(key as usize)?;
-        Some(ObjKey::Incident(i.subject.clone(), i.signal.clone()))
+        Some(ObjKey::Incident(i.cluster.clone(), i.subject.clone(), i.signal.clone()))
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
@@ -419,6 +419,97 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
     }
 }
 
+/// A fleet's Overview: one health card per cluster (only the focused one under `:cluster
+/// NAME`), in the order the clusters were first heard of: nodes in service and out, GPUs busy,
+/// open incidents by severity, and whether every source is fresh. The card's title says the
+/// worst of it (CRIT: a critical incident or a failing source; WARN: a warning).
+pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>) {
+    let s = cx.s;
+    let t = cx.theme;
+    let clusters: Vec<&crate::model::Text> =
+        s.clusters().iter().filter(|c| !c.is_empty() && focus.is_none_or(|f| c.as_str() == f)).collect();
+    if clusters.is_empty() || area.height < 3 {
+        return;
+    }
+    // As many cards a row as fit at 20 columns each; rows of 5 lines while there is room.
+    let per_row = (usize::from(area.width) / 20).clamp(1, clusters.len());
+    let rows = clusters.len().div_ceil(per_row).min(usize::from(area.height / 5).max(1));
+    let row_areas = Layout::vertical(vec![Constraint::Length(5); rows]).split(area);
+    for (r, chunk) in clusters.chunks(per_row).take(rows).enumerate() {
+        let cols =
+            Layout::horizontal(vec![Constraint::Ratio(1, per_row as u32); per_row]).split(row_areas[r]);
+        for (c, cell) in chunk.iter().zip(cols.iter()) {
+            let (up, out, gpus, busy) =
+                s.nodes.iter().filter(|n| n.cluster == **c).fold((0, 0, 0, 0), |a, n| {
+                    let up = n.state.schedulable();
+                    (a.0 + u32::from(up), a.1 + u32::from(!up), a.2 + n.gpu_slots, a.3 + n.gpu_alloc)
+                });
+            let open = |sev: Severity| {
+                s.incidents
+                    .iter()
+                    .filter(|i| i.cluster == **c && i.severity == sev)
+                    .filter(|i| !matches!(i.lifecycle, Lifecycle::Resolved { .. }))
+                    .count() as u32
+            };
+            let (crit, warn) = (open(Severity::Critical), open(Severity::Warning));
+            let srcs: Vec<_> = s.sources.iter().filter(|x| x.cluster == **c).collect();
+            let failing = srcs.iter().filter(|x| x.error.is_some()).count() as u32;
+            let (label, style) = if crit > 0 || failing > 0 {
+                ("CRIT", t.crit)
+            } else if warn > 0 {
+                ("WARN", t.warn)
+            } else {
+                ("OK", t.ok)
+            };
+            let w = cell.width.saturating_sub(2) as usize;
+            let num = |v: u32, bad: Style| Span::styled(v.to_string(), if v > 0 { bad } else { t.text });
+            let lines = vec![
+                fit_line(
+                    vec![
+                        ("nodes ", "", Span::styled(up.to_string(), t.text)),
+                        (" up ", " up ", num(out, t.warn)),
+                        (" out", "", Span::raw("")),
+                    ],
+                    t.dim,
+                    w,
+                ),
+                fit_line(
+                    vec![
+                        ("gpus ", "", Span::styled(format!("{busy}/{gpus}"), t.text)),
+                        (" busy", "", Span::raw("")),
+                    ],
+                    t.dim,
+                    w,
+                ),
+                fit_line(
+                    vec![
+                        ("incidents ", "inc ", num(crit, t.crit)),
+                        (" crit ", " c ", num(warn, t.warn)),
+                        (" warn", " w", Span::raw("")),
+                    ],
+                    t.dim,
+                    w,
+                ),
+            ];
+            let sources = if failing > 0 {
+                Span::styled("stale ", t.crit)
+            } else {
+                Span::styled(format!("{} ", cx.glyphs.dot()), t.ok)
+            };
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_set(cx.glyphs.border())
+                .border_style(t.border)
+                .title(Line::from(vec![
+                    Span::styled(format!(" {} ", crate::sanitize::sanitize(c)), t.title),
+                    Span::styled(format!("{label} "), style),
+                    sources,
+                ]));
+            f.render_widget(Paragraph::new(lines).block(block), *cell);
+        }
+    }
+}
+
 /// A card line as label/value pieces, each with a short form: fitted to `width` by using the
 /// short forms, then by leaving out whole pieces from the end — never cut mid-value.
 fn fit_line<'a>(pieces: Vec<(&'a str, &'a str, Span<'a>)>, label: Style, width: usize) -> Line<'a> {
@@ -476,6 +567,26 @@ impl super::View for View {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+        if app.state().is_fleet() {
+            // A fleet: a health card per cluster (the focused one alone) above the one list.
+            let n = app.state().clusters().iter().filter(|c| !c.is_empty()).count();
+            let shown = if app.focus.is_some() { 1 } else { n };
+            let per_row = (usize::from(area.width) / 20).clamp(1, shown.max(1));
+            let h = (5 * shown.div_ceil(per_row) as u16).min((area.height / 2).max(5) / 5 * 5);
+            // Where there is room, the fleet's plane totals above the cards (not under a focus:
+            // they are the whole fleet's).
+            let planes_h = if area.width >= 100 && area.height >= 36 && app.focus.is_none() { 6 } else { 0 };
+            let [planes, cards, list] =
+                Layout::vertical([Constraint::Length(planes_h), Constraint::Length(h), Constraint::Min(3)])
+                    .areas(area);
+            if planes_h > 0 {
+                draw_planes(f, planes, &app.cx());
+            }
+            let focus = app.focus.clone();
+            draw_clusters(f, cards, &app.cx(), focus.as_deref());
+            table_with_detail(f, list, app, INCIDENTS, "Incidents (worst first)", true);
+            return;
+        }
         let h = if area.width >= 100 { 6 } else { 10 }.min(area.height / 2);
         let [planes, list] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
         draw_planes(f, planes, &app.cx());

@@ -402,9 +402,25 @@ pub struct TableState {
     /// Keys in natural order, sorted (kept so a filter change does not re-sort).
     sorted: Vec<RowKey>,
     sorted_for: Option<(u64, usize, bool)>,
+    /// The console's cluster focus (`:cluster NAME`): a filter applied besides the table's own
+    /// (`cluster==NAME`), where the table has a cluster field; empty: none.
+    scope_raw: String,
+    scope: Option<Filter>,
+    scope_pending: bool,
 }
 
 impl TableState {
+    /// Sets the console's cluster focus filter (`cluster==NAME`; empty: none), applied at the
+    /// next refresh on top of the table's own filter. A table with no cluster field ignores it.
+    pub fn set_scope(&mut self, raw: &str) {
+        if self.scope_raw != raw {
+            self.scope_raw = raw.to_string();
+            self.scope_pending = true;
+            self.selected = 0;
+            self.offset = 0;
+        }
+    }
+
     /// Recomputes the rows when the data, filter or sort changed; keeps the selected row.
     pub fn refresh<S: TableSource + ?Sized>(&mut self, src: &S, cx: &Cx<'_>) {
         let s = cx.s;
@@ -429,11 +445,18 @@ impl TableState {
                 }
             }
         }
+        if self.scope_pending {
+            self.scope_pending = false;
+            self.scope = Some(&self.scope_raw)
+                .filter(|r| !r.is_empty())
+                .and_then(|r| Filter::parse(r).and_then(|mut f| f.bind(src, cx).map(|_| f)).ok());
+        }
         if !self.sort_set {
             (self.sort_col, self.desc) = src.default_sort();
             self.sort_set = true;
         }
-        let want = (s.generation, self.filter.raw.clone(), self.sort_col, self.desc);
+        let scope_raw = self.scope.as_ref().map_or("", |f| f.raw.as_str());
+        let want = (s.generation, format!("{}\u{0}{scope_raw}", self.filter.raw), self.sort_col, self.desc);
         if self.cached.as_ref() == Some(&want) {
             return;
         }
@@ -449,11 +472,15 @@ impl TableState {
             self.sorted_for = Some(sort_for);
         }
         self.rows.clear();
-        if self.filter.is_empty() {
-            self.rows.extend_from_slice(&self.sorted);
-        } else {
-            let f = &self.filter;
-            self.rows.extend(self.sorted.iter().copied().filter(|&k| f.matches(src, cx, k)));
+        match (&self.scope, self.filter.is_empty()) {
+            (None, true) => self.rows.extend_from_slice(&self.sorted),
+            (scope, _) => {
+                let f = &self.filter;
+                self.rows.extend(self.sorted.iter().copied().filter(|&k| {
+                    scope.as_ref().is_none_or(|sc| sc.matches(src, cx, k))
+                        && (f.is_empty() || f.matches(src, cx, k))
+                }));
+            }
         }
         // Follow the selected object to its new row; if it is gone (or filtered out), the
         // cursor stays at the same place and stands for whatever row is there now.
