@@ -316,7 +316,10 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     }
     let queue = j.partition.split(',').next().unwrap_or("").into();
     let pending_reason = (pending && !j.reason.is_empty()).then(|| j.reason.clone());
-    let exit_reason = exit_reason(state, j.exit, &j.reason);
+    // OUT_OF_MEMORY maps to FAILED: the reason keeps it, for the cost report's causes.
+    let oom = j.state.first().is_some_and(|w| w == "OUT_OF_MEMORY");
+    let reason = if oom && (j.reason.is_empty() || j.reason == "None") { "OutOfMemory" } else { j.reason.as_str() };
+    let exit_reason = exit_reason(state, j.exit, reason);
     // Accounting knows how long a finished job ran: its GPU time is exact.
     let gpu_seconds = match j.elapsed {
         Some(e) if e > 0 && !state.is_active() => f64::from(gpus) * e as f64,
