@@ -133,10 +133,19 @@ fn dimension(by: ReportBy) -> Dimension {
 }
 
 fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
-    let r = match range_report(&a.from, a.to.as_deref(), config) {
+    let mut r = match range_report(&a.from, a.to.as_deref(), config) {
         Ok(r) => r,
         Err(code) => return code,
     };
+    if let Some(d) = &config.prices.denominator {
+        match denominator(d, r.bill.from, r.bill.to, config) {
+            Ok(units) => r.bill.set_units(d.label(), units),
+            Err(e) => {
+                eprintln!("gpuplane: the unit cost's denominator ([prices.denominator]): {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let by = dimension(a.by);
     let out = match a.output {
         ReportOutput::Csv => csv(&r.bill, by),
@@ -157,6 +166,34 @@ fn failures(a: &ReportFailuresArgs, config: &Config) -> ExitCode {
         ReportOutput::Markdown => failures_markdown(&r.bill),
     };
     emit(out)
+}
+
+/// The units of `[prices.denominator]` over `[from, to]`: its PromQL, `$window` replaced by the
+/// window's length, evaluated at `to`. Anything but one finite number, zero or more, is an
+/// error: a missing `[prometheus]`, an unreachable server, a bad query, no series or several.
+pub fn denominator(
+    d: &crate::model::Denominator,
+    from: Epoch,
+    to: Epoch,
+    config: &Config,
+) -> Result<f64, String> {
+    let Some(pc) = &config.prometheus else {
+        return Err("it is a PromQL query and no Prometheus is configured ([prometheus] url)".into());
+    };
+    let client = crate::backend::prom::PromClient::new(pc).map_err(|e| e.to_string())?;
+    let expr = d.expression(to - from);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let body = rt.block_on(client.query(&expr, Some(to as f64))).map_err(|e| format!("{expr}: {e}"))?;
+    let answer = body.parse().map_err(|e| format!("{expr}: {e}"))?;
+    let n = answer.results.len();
+    match answer.results.scalar() {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Some(v) => Err(format!("{expr} returned {v}, not a count")),
+        None => Err(format!(
+            "{expr} returned {n} series at {}; it must return one number (wrap it in sum(...))",
+            crate::clock::stamp(to)
+        )),
+    }
 }
 
 fn emit(out: Result<String, String>) -> ExitCode {
@@ -326,7 +363,7 @@ pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
         "overhead_lines": b.overhead_lines.iter().map(|(k, v)| serde_json::json!({"line": k, "cost": v})).collect::<Vec<_>>(),
         "committed": b.committed,
         "rates": b.rates,
-        "unit": b.unit.label(),
+        "unit": b.unit_label(),
         "units": b.units,
         "unit_cost": b.unit_cost,
         "budgets": b.budgets.iter().map(|u| serde_json::json!({
@@ -363,9 +400,9 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
     );
     if let Some(u) = b.unit_cost {
         let _ =
-            writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit.label(), b.units);
+            writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit_label(), b.units);
     } else {
-        let _ = writeln!(o, "Effective unit cost: none ({} count 0).", b.unit.label());
+        let _ = writeln!(o, "Effective unit cost: none ({} count 0).", b.unit_label());
     }
     for u in &b.budgets {
         let out = u.runs_out.map_or_else(

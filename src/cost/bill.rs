@@ -164,6 +164,8 @@ pub struct Bill {
     pub committed: f64,
     pub rates: Vec<Rate>,
     pub unit: Unit,
+    /// The units' name when they came from `[prices.denominator]` (see [`Bill::set_units`]).
+    pub unit_name: Option<String>,
     pub units: f64,
     /// total / units, when there were any.
     pub unit_cost: Option<f64>,
@@ -454,6 +456,7 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         committed,
         rates,
         unit: card.unit,
+        unit_name: None,
         units,
         unit_cost: (units > 0.0).then(|| total / units),
         teams,
@@ -491,6 +494,19 @@ impl Dimension {
 pub const TOTAL: &str = "TOTAL";
 
 impl Bill {
+    /// What one unit is, for the effective unit cost.
+    pub fn unit_label(&self) -> &str {
+        self.unit_name.as_deref().unwrap_or(self.unit.label())
+    }
+
+    /// Units from elsewhere (a PromQL denominator): the unit cost is total / units when
+    /// there are any.
+    pub fn set_units(&mut self, name: &str, units: f64) {
+        self.unit_name = Some(name.to_string());
+        self.units = units;
+        self.unit_cost = (units > 0.0 && units.is_finite()).then(|| self.total / units);
+    }
+
     /// The shares along one dimension, most expensive first.
     pub fn shares(&self, by: Dimension) -> &[Share] {
         match by {

@@ -905,8 +905,12 @@ pub fn budgets<'a>(c: &CostReport, t: &Theme, width: u16) -> Option<Line<'a>> {
         return None;
     }
     let cur = &c.currency;
-    let mut l = vec![Span::styled(if width >= 100 { " budgets:" } else { " budget:" }, t.dim)];
-    for (i, u) in b.iter().enumerate() {
+    let wide = width >= 100;
+    let mut l = vec![Span::styled(if wide { " budgets:" } else { " budget:" }, t.dim)];
+    // Narrow: the budgets that run out, then how many last the month.
+    let lasting = b.iter().filter(|u| u.runs_out.is_none()).count();
+    let shown: Vec<_> = b.iter().filter(|u| wide || u.runs_out.is_some()).collect();
+    for (i, u) in shown.into_iter().enumerate() {
         l.push(Span::styled(if i == 0 { " " } else { " · " }, t.dim));
         l.push(Span::styled(crate::sanitize::sanitize(&u.team).into_owned(), t.text));
         let pct = if u.monthly > 0.0 { 100.0 * u.spent / u.monthly } else { 0.0 };
@@ -918,6 +922,10 @@ pub fn budgets<'a>(c: &CostReport, t: &Theme, width: u16) -> Option<Line<'a>> {
             Some(at) => l.push(Span::styled(format!(" out {}", crate::clock::clock(c.until, at)), t.crit)),
             None => l.push(Span::styled(" lasts the month", t.ok)),
         }
+    }
+    if !wide && lasting > 0 {
+        let sep = if l.len() > 1 { " · " } else { " " };
+        l.push(Span::styled(format!("{sep}{lasting} last the month"), t.ok));
     }
     Some(Line::from(l))
 }
@@ -1140,8 +1148,11 @@ impl super::View for View {
         let mut lines = summary(&app.cost, &app.theme, wname, &keys, app.state().now, area.width);
         let failed = matches!(app.cost.basis, crate::cost::Basis::Unavailable { .. }) && lines.len() < 3;
         if !failed {
-            lines.extend(breakdown(&app.cost, &app.theme, area.width, legend));
-            lines.extend(budget);
+            // The bar under the total, before the lines that may wrap on a narrow terminal.
+            let at = lines.len().min(1);
+            let mut bar = breakdown(&app.cost, &app.theme, area.width, legend);
+            bar.extend(budget);
+            lines.splice(at..at, bar);
         }
         // A ledger failure wraps onto the lines below the total: its fix must be readable.
         f.render_widget(Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }), head);
