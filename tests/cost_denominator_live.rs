@@ -34,7 +34,8 @@ fn report(promql: &str, from: i64, to: i64) -> (i32, String, String) {
     std::fs::write(
         &cfg,
         format!(
-            "[prometheus]\nurl = {:?}\n[ledger]\nenabled = false\n[prices.denominator]\npromql = {promql:?}\nname = \"byte written\"\n",
+            "[prometheus]\nurl = {:?}\n[ledger]\nenabled = false\n[prices]\ncurrency = \"USD\"\ndefault = 2.0\nper_gpu_hour = {{}}\n\
+             [prices.denominator]\npromql = {promql:?}\nname = \"byte written\"\n",
             url()
         ),
     )
@@ -54,6 +55,7 @@ fn report(promql: &str, from: i64, to: i64) -> (i32, String, String) {
 
 /// The query asked of Prometheus directly, at `at`.
 fn direct(promql: &str, at: i64) -> f64 {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let body: Value = rt.block_on(async {
         reqwest::Client::new()
@@ -78,6 +80,7 @@ fn the_units_are_the_promql_counter_over_the_window() {
     let (from, to) = (now - 90 * 60, now - 30 * 60);
     let (code, stdout, stderr) = report(PROMQL, from, to);
     assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("config ignored"), "{stderr}");
     let j: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let want = direct(&PROMQL.replace("$window", &format!("{}s", to - from)), to);
     assert!(want > 0.0, "the test counter grew in the window: {want}");
