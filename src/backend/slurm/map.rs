@@ -388,6 +388,22 @@ mod tests {
         assert_eq!(Exit::from_wait_status(0), Exit { code: Some(0), signal: None });
     }
 
+    /// OUT_OF_MEMORY is a failure whose reason keeps the cause (the cost report's `oom`).
+    #[test]
+    fn an_out_of_memory_job_says_so() {
+        let j = JobIn {
+            id: 7,
+            state: w(&["OUT_OF_MEMORY"]),
+            reason: "None".into(),
+            exit: Exit { code: Some(0), signal: Some(9) },
+            ..Default::default()
+        };
+        let job = job(j, &mut Vec::new());
+        assert_eq!(job.state, JobState::Failed);
+        // cost::cause reads this as `oom` (its tests hold this text).
+        assert_eq!(job.exit_reason.as_deref(), Some("signal 9 (OutOfMemory)"));
+    }
+
     #[test]
     fn pending_job_gpus_come_from_the_request() {
         let j = JobIn {
