@@ -14,8 +14,26 @@ use std::time::{Duration, Instant};
 /// Submits a 1-GPU job on `train` ahead of the pending workload; its id.
 fn submit(c: &slurm_support::Cluster, name: &str, limit_min: &str) -> u64 {
     let out = c.cli(&[
-        "sbatch", "--parsable", "-D", "/tmp", "-o", "/dev/null", "-e", "/dev/null", "-p", "train", "-N", "1",
-        "--gres=gpu:1", "--priority=2000", "-t", limit_min, "-J", name, "--wrap", "sleep 900",
+        "sbatch",
+        "--parsable",
+        "-D",
+        "/tmp",
+        "-o",
+        "/dev/null",
+        "-e",
+        "/dev/null",
+        "-p",
+        "train",
+        "-N",
+        "1",
+        "--gres=gpu:1",
+        "--priority=2000",
+        "-t",
+        limit_min,
+        "-J",
+        name,
+        "--wrap",
+        "sleep 900",
     ]);
     out.trim().split(';').next().unwrap_or("").parse().unwrap_or_else(|e| panic!("sbatch said {out:?}: {e}"))
 }
@@ -75,7 +93,11 @@ async fn a_timed_out_and_a_cancelled_job_land_under_their_causes() {
     assert!(of(Cause::UserCancel).jobs >= 1 && of(Cause::UserCancel).gpu_hours > 0.0, "{:?}", b.causes);
     assert!(of(Cause::Timeout).failed && !of(Cause::UserCancel).failed);
     let failed: f64 = b.causes.iter().filter(|x| x.failed).map(|x| x.cost).sum();
-    assert!((failed - b.parts.failed).abs() < 1e-9 * b.parts.failed.max(1.0), "{failed} vs {}", b.parts.failed);
+    assert!(
+        (failed - b.parts.failed).abs() < 1e-9 * b.parts.failed.max(1.0),
+        "{failed} vs {}",
+        b.parts.failed
+    );
     // The timed-out job held its GPU about a minute: its GPU-hours are sacct's elapsed.
     let elapsed: i64 = c
         .cli(&["sacct", "-n", "-X", "-P", "-j", &timeout.to_string(), "-o", "ElapsedRaw"])
@@ -83,7 +105,11 @@ async fn a_timed_out_and_a_cancelled_job_land_under_their_causes() {
         .parse()
         .expect("ElapsedRaw");
     let held = r.jobs.iter().find(|j| j.id == timeout).expect("the timed-out job is in the report");
-    assert!((held.gpu_hours * 3600.0 - elapsed as f64).abs() < 1e-6, "{} vs {elapsed}", held.gpu_hours * 3600.0);
+    assert!(
+        (held.gpu_hours * 3600.0 - elapsed as f64).abs() < 1e-6,
+        "{} vs {elapsed}",
+        held.gpu_hours * 3600.0
+    );
     if let Some(x) = b.burners.iter().find(|x| x.id == timeout) {
         assert_eq!(x.cause, Cause::Timeout);
     }

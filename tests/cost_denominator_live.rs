@@ -89,7 +89,10 @@ fn the_units_are_the_promql_counter_over_the_window() {
     assert_eq!(j["unit"], "byte written");
     let total = j["totals"]["total"].as_f64().expect("total");
     let unit_cost = j["unit_cost"].as_f64().expect("a unit cost");
-    assert!((unit_cost - total / units).abs() <= 1e-9 * unit_cost.max(1e-12), "{unit_cost} vs {total}/{units}");
+    assert!(
+        (unit_cost - total / units).abs() <= 1e-9 * unit_cost.max(1e-12),
+        "{unit_cost} vs {total}/{units}"
+    );
 }
 
 #[test]

@@ -560,7 +560,8 @@ fn every_field_printed_is_documented() {
 #[test]
 fn report_failures_splits_the_failed_part_by_cause() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| common::gpuplane_cmd(dir.path()).args(["report"]).args(args).output().expect("run");
+    let run =
+        |args: &[&str]| common::gpuplane_cmd(dir.path()).args(["report"]).args(args).output().expect("run");
     let out = run(&["failures", "--from", "2020-01-01", "-o", "csv"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -574,8 +575,7 @@ fn report_failures_splits_the_failed_part_by_cause() {
     let (total, causes) = causes.split_last().expect("cause rows");
     assert_eq!(&total[col("cause")], "TOTAL");
     assert_eq!(causes.len(), 6, "every cause has a row: {text}");
-    let failed: f64 =
-        causes.iter().filter(|r| &r[col("in_failed")] == "true").map(|r| num(r, "cost")).sum();
+    let failed: f64 = causes.iter().filter(|r| &r[col("in_failed")] == "true").map(|r| num(r, "cost")).sum();
     assert!((failed - num(total, "cost")).abs() < 1e-3, "{failed} vs {text}");
     assert!(num(total, "cost") > 0.0, "the simulator has failed jobs: {text}");
     // The failed TOTAL is report cost's failed part.

@@ -115,8 +115,13 @@ fn cost_budgets_monochrome_ascii() {
         let mut state = gpuplane::testing::state_after(Default::default(), 30);
         state.prices.budgets.insert("llm-pretrain".into(), 60_000.0);
         state.prices.budgets.insert("vision".into(), 500_000.0);
-        let mut a =
-            App::new(state, Keymap::builtin("default"), Theme::builtin("monochrome"), Glyphs::ASCII, "researcher".into());
+        let mut a = App::new(
+            state,
+            Keymap::builtin("default"),
+            Theme::builtin("monochrome"),
+            Glyphs::ASCII,
+            "researcher".into(),
+        );
         typed(&mut a, ":cost\r");
         let screen = render(&mut a, w, h);
         assert!(screen.is_ascii(), "{screen}");
@@ -137,14 +142,30 @@ fn cost_help_defines_every_term() {
         })
         .collect();
     for term in [
-        "U useful", "i alloc-idle", "? unmeasured", "- unallocated", "x unhealthy", "F failed", "o overhead",
-        "SHARED $", "USEFUL", "GPU-H", "WAIT GPU-H", "budget", "causes", "unit cost",
+        "U useful",
+        "i alloc-idle",
+        "? unmeasured",
+        "- unallocated",
+        "x unhealthy",
+        "F failed",
+        "o overhead",
+        "SHARED $",
+        "USEFUL",
+        "GPU-H",
+        "WAIT GPU-H",
+        "budget",
+        "causes",
+        "unit cost",
     ] {
         assert!(help.iter().any(|l| l.starts_with(term)), "help does not define {term:?}");
     }
     // Only while the Cost view is open.
     typed(&mut a, ":nodes\r");
-    assert!(!gpuplane::tui::help::entries(&a).iter().any(|e| matches!(e, gpuplane::tui::help::Entry::Item(k, _) if k == "U useful")));
+    assert!(
+        !gpuplane::tui::help::entries(&a)
+            .iter()
+            .any(|e| matches!(e, gpuplane::tui::help::Entry::Item(k, _) if k == "U useful"))
+    );
 }
 
 #[test]

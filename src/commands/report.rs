@@ -230,10 +230,7 @@ fn range_report(from: &str, to: Option<&str>, config: &Config) -> Result<CostRep
         eprintln!("gpuplane: --to must be after --from");
         return Err(ExitCode::from(2));
     }
-    let state = match read_cluster(config) {
-        Ok(s) => s,
-        Err(code) => return Err(code),
-    };
+    let state = read_cluster(config)?;
     let to = to.unwrap_or(state.now);
     if from >= state.now {
         eprintln!("gpuplane: --from {} is not in the past", crate::clock::stamp(from));
@@ -424,8 +421,19 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
     Ok(o)
 }
 
-const FAILURE_COLUMNS: [&str; 11] =
-    ["section", "cause", "team", "queue", "job", "jobs", "gpu_hours", "cost", "in_failed", "longest_wait_s", "detail"];
+const FAILURE_COLUMNS: [&str; 11] = [
+    "section",
+    "cause",
+    "team",
+    "queue",
+    "job",
+    "jobs",
+    "gpu_hours",
+    "cost",
+    "in_failed",
+    "longest_wait_s",
+    "detail",
+];
 
 /// `report failures -o csv`: one table, its `section` column saying what a row is: `cause`
 /// (every cause, then a `TOTAL` of the failed ones, which equals `report cost`'s failed part),
@@ -533,7 +541,12 @@ pub fn failures_markdown(b: &Bill) -> Result<String, String> {
     let cell = |s: &str| sanitize(s).replace('|', "\\|");
     let cur = &b.currency;
     let mut o = String::new();
-    let _ = writeln!(o, "# Failures and waits {} to {}\n", crate::clock::stamp(b.from), crate::clock::stamp(b.to));
+    let _ = writeln!(
+        o,
+        "# Failures and waits {} to {}\n",
+        crate::clock::stamp(b.from),
+        crate::clock::stamp(b.to)
+    );
     let _ = writeln!(o, "| cause | runs | GPU-hours | cost | in failed |\n|---|---:|---:|---:|---|");
     for c in &b.causes {
         let _ = writeln!(

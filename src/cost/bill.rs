@@ -261,7 +261,9 @@ pub fn waits(card: &PriceCard, from: Epoch, to: Epoch, jobs: &[Waiting]) -> Vec<
         w.longest_s = w.longest_s.max(waited);
     }
     let mut v: Vec<WaitShare> = by.into_values().collect();
-    v.sort_by(|a, b| b.gpu_hours.total_cmp(&a.gpu_hours).then_with(|| (&a.team, &a.queue).cmp(&(&b.team, &b.queue))));
+    v.sort_by(|a, b| {
+        b.gpu_hours.total_cmp(&a.gpu_hours).then_with(|| (&a.team, &a.queue).cmp(&(&b.team, &b.queue)))
+    });
     v
 }
 
@@ -437,7 +439,9 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     let total = parts.sum();
     let direct = parts.direct();
     let [teams, users, accounts, clusters] = by.map(|m| spread(m, &parts, direct));
-    burners.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(b.gpu_hours.total_cmp(&a.gpu_hours)).then(a.id.cmp(&b.id)));
+    burners.sort_by(|a, b| {
+        b.cost.total_cmp(&a.cost).then(b.gpu_hours.total_cmp(&a.gpu_hours)).then(a.id.cmp(&b.id))
+    });
     burners.truncate(BURNERS);
     let budgets = budgets(card, &teams, from, to);
     let units = match card.unit {
@@ -679,7 +683,10 @@ mod tests {
 
     #[test]
     fn queue_wait_is_requested_gpus_times_the_wait_inside_the_window() {
-        let c = PriceCard { teams: [("proj".to_string(), "research".to_string())].into(), ..PriceCard::default() };
+        let c = PriceCard {
+            teams: [("proj".to_string(), "research".to_string())].into(),
+            ..PriceCard::default()
+        };
         let w = |account: &str, queue: &str, gpus, submit, start| Waiting {
             account: account.into(),
             queue: queue.into(),

@@ -57,7 +57,9 @@ impl Cause {
     /// What it means, for the help and the reports.
     pub fn definition(self) -> &'static str {
         match self {
-            Cause::NodeFailure => "the node or a GPU failed under the job (NODE_FAIL; the XID when one was seen)",
+            Cause::NodeFailure => {
+                "the node or a GPU failed under the job (NODE_FAIL; the XID when one was seen)"
+            }
             Cause::Oom => "killed for memory (Slurm OUT_OF_MEMORY, Kubernetes OOMKilled)",
             Cause::Timeout => "ran into its time limit (TIMEOUT, DeadlineExceeded)",
             Cause::Preemption => "preempted or evicted for other work (not in failed)",

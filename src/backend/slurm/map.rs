@@ -318,7 +318,8 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     let pending_reason = (pending && !j.reason.is_empty()).then(|| j.reason.clone());
     // OUT_OF_MEMORY maps to FAILED: the reason keeps it, for the cost report's causes.
     let oom = j.state.first().is_some_and(|w| w == "OUT_OF_MEMORY");
-    let reason = if oom && (j.reason.is_empty() || j.reason == "None") { "OutOfMemory" } else { j.reason.as_str() };
+    let reason =
+        if oom && (j.reason.is_empty() || j.reason == "None") { "OutOfMemory" } else { j.reason.as_str() };
     let exit_reason = exit_reason(state, j.exit, reason);
     // Accounting knows how long a finished job ran: its GPU time is exact.
     let gpu_seconds = match j.elapsed {

@@ -638,9 +638,7 @@ static CAUSECOLS: [Column; 6] = [
         "BILL",
         6,
         |cx, key| SortKey::Int(i64::from(cause(cx, key).failed)),
-        |cx, key| {
-            Span::styled(if cause(cx, key).failed { "failed" } else { "kept" }, cx.theme.dim)
-        },
+        |cx, key| Span::styled(if cause(cx, key).failed { "failed" } else { "kept" }, cx.theme.dim),
     )
     .drop(2),
     col(
@@ -666,7 +664,11 @@ impl TableSource for CausesTable {
         let mut v = vec![
             kv(cx, "cause", Span::styled(c.cause.label(), t.accent)),
             Line::styled(c.cause.definition(), t.dim),
-            kv(cx, "runs", Span::styled(format!("{}, {:.1} GPU-h, {}", c.jobs, c.gpu_hours, money(c.cost, cur)), t.text)),
+            kv(
+                cx,
+                "runs",
+                Span::styled(format!("{}, {:.1} GPU-h, {}", c.jobs, c.gpu_hours, money(c.cost, cur)), t.text),
+            ),
             kv(
                 cx,
                 "in bill",
@@ -778,7 +780,11 @@ impl TableSource for WaitsTable {
             kv(cx, "team", untrusted(&w.team, t.accent)),
             kv(cx, "queue", untrusted(&w.queue, t.text)),
             kv(cx, "jobs", Span::styled(w.jobs.to_string(), t.text)),
-            kv(cx, "waited", Span::styled(format!("{:.1} GPU-h (requested GPUs × wait)", w.gpu_hours), t.text)),
+            kv(
+                cx,
+                "waited",
+                Span::styled(format!("{:.1} GPU-h (requested GPUs × wait)", w.gpu_hours), t.text),
+            ),
             kv(cx, "longest", Span::styled(crate::clock::dur(w.longest_s), t.text)),
             Line::styled("only the part of each wait inside the window counts", t.dim),
         ]
@@ -1182,7 +1188,8 @@ impl super::View for View {
                     table_with_detail(f, rest, app, ids(focus), name(focus), true);
                 } else {
                     let [top, bottom] =
-                        Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(rest);
+                        Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)])
+                            .areas(rest);
                     table_with_detail(f, top, app, ids(*top_i), name(*top_i), focus == *top_i);
                     table_with_detail(f, bottom, app, ids(*bottom_i), name(*bottom_i), focus == *bottom_i);
                 }
