@@ -1,8 +1,8 @@
 //! Fills a usage ledger with a month of a 1,000-GPU cluster and measures it: insert rate,
 //! file size and the 30-day window read (docs/performance.md).
 //!
-//! `cargo run --release --example ledger_fill -- [JOBS] [GPUS] [DAYS] [DIR]`
-//! (defaults 100000 1000 30 and a temporary directory). Run under `/usr/bin/time -v` for the
+//! `cargo run --release --example ledger_fill -- [JOBS] [GPUS] [DAYS] [DIR] [START]`
+//! (defaults 100000 1000 30, a temporary directory and a fixed start in 2027). Run under `/usr/bin/time -v` for the
 //! peak memory.
 
 use gpuplane::store::ledger::{self, Ledger};
@@ -18,7 +18,9 @@ fn main() {
     let path = ledger::path_for(&dir, "bench");
     let _ = std::fs::remove_file(&path);
     let mut l = Ledger::open(&path).expect("open");
-    let t0: i64 = 1_800_000_000;
+    // START (epoch seconds, 5th argument): when the month begins; `now - DAYS` makes a ledger
+    // that `gpuplane report cost` reads as the last DAYS days.
+    let t0: i64 = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(1_800_000_000);
     let span = days * 86_400;
     let nodes = gpus.div_ceil(8);
     let mut rng = fastrand::Rng::with_seed(7);

@@ -340,6 +340,11 @@ pub enum ReportCommand {
     /// TOTAL row equal to the Cost view's total for the same window. Read from the usage
     /// ledger (what it does not cover is said on stderr). CSV and JSON hold plain numbers.
     Cost(ReportCostArgs),
+    /// Runs that did not complete, by cause (node failure with its node and XID, OOM,
+    /// timeout, preemption, user cancel, non-zero exit), the top burners, and queue wait
+    /// GPU-hours (requested GPUs × wait) per team and queue, over [--from, --to). Node
+    /// failures, OOM, timeouts and non-zero exits add up to `report cost`'s failed part.
+    Failures(ReportFailuresArgs),
     /// A job's efficiency, for the researcher who ran it: GPU utilisation per GPU and weighted
     /// by GPU-hours, GPUs idle the whole run, and notes ([efficiency] in the config: util below
     /// 15 % red, below 25 % a warning; no notes for runs under 5 minutes). From the usage
@@ -361,10 +366,23 @@ pub struct ReportCostArgs {
     /// End, not included: a date (00:00 UTC) or an RFC 3339 time (default: now).
     #[arg(long, value_name = "DATE")]
     pub to: Option<String>,
-    /// One row per team (accounts mapped by [prices.teams]), user or account.
+    /// One row per team (accounts mapped by [prices.teams]), user, account or cluster.
     #[arg(long, value_enum, default_value_t = ReportBy::Team)]
     pub by: ReportBy,
     /// csv, json (plain numbers, for scripts and finance tools) or markdown (for people).
+    #[arg(short, long, value_enum, default_value_t = ReportOutput::Markdown)]
+    pub output: ReportOutput,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportFailuresArgs {
+    /// Start: a date (2026-11-01, 00:00 UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "DATE")]
+    pub from: String,
+    /// End, not included: a date (00:00 UTC) or an RFC 3339 time (default: now).
+    #[arg(long, value_name = "DATE")]
+    pub to: Option<String>,
+    /// csv (one row per cause, burner and team/queue wait, a `section` column), json or markdown.
     #[arg(short, long, value_enum, default_value_t = ReportOutput::Markdown)]
     pub output: ReportOutput,
 }
@@ -375,6 +393,8 @@ pub enum ReportBy {
     Team,
     User,
     Account,
+    /// The configured cluster (fleet mode; one row otherwise).
+    Cluster,
 }
 
 /// `report -o`.

@@ -627,6 +627,10 @@ fn price_card(mut p: PriceCard, warnings: &mut Vec<String>) -> PriceCard {
         }
         good
     });
+    if p.denominator.as_ref().is_some_and(|d| d.promql.trim().is_empty()) {
+        warnings.push("config: prices.denominator.promql is empty; using prices.unit".into());
+        p.denominator = None;
+    }
     for (section, map) in [("overhead", &mut p.overhead), ("budgets", &mut p.budgets)] {
         map.retain(|k, v| {
             if !ok(*v) {

@@ -562,6 +562,45 @@ fn every_field_printed_is_documented() {
 /// `report cost`: CSV and JSON hold plain numbers; the TOTAL row is the rows' sum and equals
 /// JSON's totals; the same ledger answers both; `--by` names what it accepts.
 #[test]
+fn report_failures_splits_the_failed_part_by_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        |args: &[&str]| common::gpuplane_cmd(dir.path()).args(["report"]).args(args).output().expect("run");
+    let out = run(&["failures", "--from", "2020-01-01", "-o", "csv"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('$') && !text.contains('%'), "{text}");
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap_or_else(|| panic!("no {name} in {h:?}"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let num = |r: &csv::StringRecord, c: &str| r[col(c)].parse::<f64>().unwrap_or(0.0);
+    let causes: Vec<&csv::StringRecord> = rows.iter().filter(|r| &r[0] == "cause").collect();
+    let (total, causes) = causes.split_last().expect("cause rows");
+    assert_eq!(&total[col("cause")], "TOTAL");
+    assert_eq!(causes.len(), 6, "every cause has a row: {text}");
+    let failed: f64 = causes.iter().filter(|r| &r[col("in_failed")] == "true").map(|r| num(r, "cost")).sum();
+    assert!((failed - num(total, "cost")).abs() < 1e-3, "{failed} vs {text}");
+    assert!(num(total, "cost") > 0.0, "the simulator has failed jobs: {text}");
+    // The failed TOTAL is report cost's failed part.
+    let out = run(&["cost", "--from", "2020-01-01", "-o", "json"]);
+    let cost: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let part = cost["totals"]["failed"].as_f64().expect("failed part");
+    assert!((part - num(total, "cost")).abs() < 1e-3, "{part} vs {}", num(total, "cost"));
+    // Burners most expensive first; queue waits per team and queue.
+    let burners: Vec<f64> = rows.iter().filter(|r| &r[0] == "burner").map(|r| num(r, "cost")).collect();
+    assert!(!burners.is_empty() && burners.windows(2).all(|w| w[0] >= w[1]), "{text}");
+    assert!(rows.iter().any(|r| &r[0] == "wait" && num(r, "gpu_hours") > 0.0), "{text}");
+    let out = run(&["failures", "--from", "2020-01-01", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["causes"].as_array().map(Vec::len), Some(6), "{v}");
+    assert!((v["failed"]["cost"].as_f64().unwrap() - part).abs() < 1e-3);
+    let out = run(&["failures", "--from", "2020-01-01"]);
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("| node-failure |") && md.contains("## Queue wait"), "{md}");
+}
+
+#[test]
 fn report_cost_prints_a_chargeback_that_adds_up() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
@@ -593,10 +632,18 @@ fn report_cost_prints_a_chargeback_that_adds_up() {
     assert!(v["totals"]["total"].is_f64(), "{v}");
     assert!((v["totals"]["total"].as_f64().unwrap() - num(total, last)).abs() < 1e-3);
     assert_eq!(v["by"], "team");
-    let out = run(&["--from", "2020-01-01", "--by", "cluster"]);
+    // By cluster: one row outside fleet mode, its total the window's.
+    let out = run(&["--from", "2020-01-01", "--by", "cluster", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = c["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{c}");
+    assert!(rows[0]["cluster"].as_str().is_some_and(|n| !n.is_empty()), "{c}");
+    assert!((rows[0]["total"].as_f64().unwrap() - num(total, last)).abs() < 1e-3, "{c}");
+    let out = run(&["--from", "2020-01-01", "--by", "queue"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("team") && err.contains("user") && err.contains("account"), "{err}");
+    assert!(err.contains("team") && err.contains("user") && err.contains("cluster"), "{err}");
     let out = run(&["--from", "2020-01-01", "--to", "2019-01-01"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--to must be after --from"));

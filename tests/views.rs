@@ -101,6 +101,79 @@ fn quotas() {
     snap("quotas", ":quotas\r");
 }
 
+/// The Cost view's `by` key (b): rows by user, by cluster, the jobs alone, runs that did not
+/// complete by cause beside the queue wait.
+#[test]
+fn cost_by_user_cluster_job_and_cause() {
+    snap("cost_by_user", ":cost\rb");
+    snap("cost_by_cluster", ":cost\rbb");
+    snap("cost_by_job", ":cost\rbbb");
+    snap("cost_by_cause", ":cost\rbbbb");
+}
+
+/// Team budgets in the view (burn per day, the date a budget runs out), and the breakdown bar
+/// legible without colour or Unicode: the monochrome theme on an ASCII terminal.
+#[test]
+fn cost_budgets_monochrome_ascii() {
+    use gpuplane::tui::{app::App, keymap::Keymap, theme::Theme, widgets::Glyphs};
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
+        common::pin_utc();
+        let mut state = gpuplane::testing::state_after(Default::default(), 30);
+        state.prices.budgets.insert("llm-pretrain".into(), 60_000.0);
+        state.prices.budgets.insert("vision".into(), 500_000.0);
+        let mut a = App::new(
+            state,
+            Keymap::builtin("default"),
+            Theme::builtin("monochrome"),
+            Glyphs::ASCII,
+            "researcher".into(),
+        );
+        typed(&mut a, ":cost\r");
+        let screen = render(&mut a, w, h);
+        assert!(screen.is_ascii(), "{screen}");
+        insta::assert_snapshot!(format!("cost_budgets_ascii_{w}x{h}"), screen);
+    }
+}
+
+/// Every part of the bar and every column the Cost view shows is defined in its help.
+#[test]
+fn cost_help_defines_every_term() {
+    let mut a = app();
+    typed(&mut a, ":cost\r");
+    let help: Vec<String> = gpuplane::tui::help::entries(&a)
+        .into_iter()
+        .filter_map(|e| match e {
+            gpuplane::tui::help::Entry::Item(k, t) => Some(format!("{k} {t}")),
+            _ => None,
+        })
+        .collect();
+    for term in [
+        "U useful",
+        "i alloc-idle",
+        "? unmeasured",
+        "- unallocated",
+        "x unhealthy",
+        "F failed",
+        "o overhead",
+        "SHARED $",
+        "USEFUL",
+        "GPU-H",
+        "WAIT GPU-H",
+        "budget",
+        "causes",
+        "unit cost",
+    ] {
+        assert!(help.iter().any(|l| l.starts_with(term)), "help does not define {term:?}");
+    }
+    // Only while the Cost view is open.
+    typed(&mut a, ":nodes\r");
+    assert!(
+        !gpuplane::tui::help::entries(&a)
+            .iter()
+            .any(|e| matches!(e, gpuplane::tui::help::Entry::Item(k, _) if k == "U useful"))
+    );
+}
+
 #[test]
 fn cost() {
     snap("cost", ":cost\r");

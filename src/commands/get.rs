@@ -65,7 +65,9 @@ pub fn run(
         eprintln!("gpuplane: --fail-on applies to `get incidents` only");
         return ExitCode::from(2);
     }
-    let is_cost = src.id() == views::cost::JOBS || src.id() == views::cost::TEAMS;
+    let is_cost =
+        [views::cost::JOBS, views::cost::TEAMS, views::cost::BY, views::cost::CAUSES, views::cost::WAITS]
+            .contains(&src.id());
     if !is_cost && (cost_args.window.is_some() || cost_args.team.is_some()) {
         eprintln!("gpuplane: --window and --team are for cost and cost-teams only");
         return ExitCode::from(2);

@@ -3,7 +3,7 @@
 //! splits it (the same [`crate::cost::bill`]), so its TOTAL row equals the view's total.
 
 use super::target_cluster;
-use crate::cli::{ReportBy, ReportCommand, ReportCostArgs, ReportOutput};
+use crate::cli::{ReportBy, ReportCommand, ReportCostArgs, ReportFailuresArgs, ReportOutput};
 use crate::config::Config;
 use crate::cost::bill::{Bill, Dimension, Share};
 use crate::cost::{Basis, CostReport};
@@ -14,6 +14,7 @@ use std::process::ExitCode;
 pub fn run(cmd: &ReportCommand, config: &Config) -> ExitCode {
     match cmd {
         ReportCommand::Cost(a) => cost(a, config),
+        ReportCommand::Failures(a) => failures(a, config),
         ReportCommand::Job { id, output } => job(*id, *output, config),
     }
 }
@@ -282,37 +283,113 @@ fn dimension(by: ReportBy) -> Dimension {
         ReportBy::Team => Dimension::Team,
         ReportBy::User => Dimension::User,
         ReportBy::Account => Dimension::Account,
+        ReportBy::Cluster => Dimension::Cluster,
     }
 }
 
 fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
-    let from = match parse_time(&a.from) {
+    let mut r = match range_report(&a.from, a.to.as_deref(), config) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if let Some(d) = &config.prices.denominator {
+        match denominator(d, r.bill.from, r.bill.to, config) {
+            Ok(units) => r.bill.set_units(d.label(), units),
+            Err(e) => {
+                eprintln!("gpuplane: the unit cost's denominator ([prices.denominator]): {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let by = dimension(a.by);
+    let out = match a.output {
+        ReportOutput::Csv => csv(&r.bill, by),
+        ReportOutput::Json => json(&r, by),
+        ReportOutput::Markdown | ReportOutput::Text => markdown(&r.bill, by),
+    };
+    emit(out)
+}
+
+fn failures(a: &ReportFailuresArgs, config: &Config) -> ExitCode {
+    let r = match range_report(&a.from, a.to.as_deref(), config) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let out = match a.output {
+        ReportOutput::Csv => failures_csv(&r.bill),
+        ReportOutput::Json => failures_json(&r),
+        ReportOutput::Markdown | ReportOutput::Text => failures_markdown(&r.bill),
+    };
+    emit(out)
+}
+
+/// The units of `[prices.denominator]` over `[from, to]`: its PromQL, `$window` replaced by the
+/// window's length, evaluated at `to`. Anything but one finite number, zero or more, is an
+/// error: a missing `[prometheus]`, an unreachable server, a bad query, no series or several.
+pub fn denominator(
+    d: &crate::model::Denominator,
+    from: Epoch,
+    to: Epoch,
+    config: &Config,
+) -> Result<f64, String> {
+    let Some(pc) = &config.prometheus else {
+        return Err("it is a PromQL query and no Prometheus is configured ([prometheus] url)".into());
+    };
+    let client = crate::backend::prom::PromClient::new(pc).map_err(|e| e.to_string())?;
+    let expr = d.expression(to - from);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let body = rt.block_on(client.query(&expr, Some(to as f64))).map_err(|e| format!("{expr}: {e}"))?;
+    let answer = body.parse().map_err(|e| format!("{expr}: {e}"))?;
+    let n = answer.results.len();
+    match answer.results.scalar() {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Some(v) => Err(format!("{expr} returned {v}, not a count")),
+        None => Err(format!(
+            "{expr} returned {n} series at {}; it must return one number (wrap it in sum(...))",
+            crate::clock::stamp(to)
+        )),
+    }
+}
+
+fn emit(out: Result<String, String>) -> ExitCode {
+    match out {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpuplane: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The report of `[from, to)` from the ledger, what it does not cover said on stderr.
+fn range_report(from: &str, to: Option<&str>, config: &Config) -> Result<CostReport, ExitCode> {
+    let from = match parse_time(from) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("gpuplane: bad --from: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
-    let to = match a.to.as_deref().map(parse_time) {
+    let to = match to.map(parse_time) {
         None => None,
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
             eprintln!("gpuplane: bad --to: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
     if to.is_some_and(|t| t <= from) {
         eprintln!("gpuplane: --to must be after --from");
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
-    let state = match read_cluster(config) {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
+    let state = read_cluster(config)?;
     let to = to.unwrap_or(state.now);
     if from >= state.now {
         eprintln!("gpuplane: --from {} is not in the past", crate::clock::stamp(from));
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
     if to > state.now {
         eprintln!(
@@ -331,22 +408,7 @@ fn cost(a: &ReportCostArgs, config: &Config) -> ExitCode {
     if let Basis::Console = r.basis {
         eprintln!("gpuplane: no ledger ([ledger] enabled = false): only the jobs read now are counted");
     }
-    let by = dimension(a.by);
-    let out = match a.output {
-        ReportOutput::Csv => csv(&r.bill, by),
-        ReportOutput::Json => json(&r, by),
-        ReportOutput::Markdown | ReportOutput::Text => markdown(&r.bill, by),
-    };
-    match out {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("gpuplane: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    Ok(r)
 }
 
 /// The window from the ledger (the current look recorded first, as `get cost` does).
@@ -453,7 +515,7 @@ pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
         "overhead_lines": b.overhead_lines.iter().map(|(k, v)| serde_json::json!({"line": k, "cost": v})).collect::<Vec<_>>(),
         "committed": b.committed,
         "rates": b.rates,
-        "unit": b.unit.label(),
+        "unit": b.unit_label(),
         "units": b.units,
         "unit_cost": b.unit_cost,
         "budgets": b.budgets.iter().map(|u| serde_json::json!({
@@ -490,9 +552,9 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
     );
     if let Some(u) = b.unit_cost {
         let _ =
-            writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit.label(), b.units);
+            writeln!(o, "Effective unit cost: {u:.2} {cur} per {} ({} of them).", b.unit_label(), b.units);
     } else {
-        let _ = writeln!(o, "Effective unit cost: none ({} count 0).", b.unit.label());
+        let _ = writeln!(o, "Effective unit cost: none ({} count 0).", b.unit_label());
     }
     for u in &b.budgets {
         let out = u.runs_out.map_or_else(
@@ -510,6 +572,179 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
     }
     if b.committed > 0.0 {
         let _ = writeln!(o, "Reserved commitments for the window: {:.2} {cur} (paid in full).", b.committed);
+    }
+    Ok(o)
+}
+
+const FAILURE_COLUMNS: [&str; 11] = [
+    "section",
+    "cause",
+    "team",
+    "queue",
+    "job",
+    "jobs",
+    "gpu_hours",
+    "cost",
+    "in_failed",
+    "longest_wait_s",
+    "detail",
+];
+
+/// `report failures -o csv`: one table, its `section` column saying what a row is: `cause`
+/// (every cause, then a `TOTAL` of the failed ones, which equals `report cost`'s failed part),
+/// `burner` (the top burners) or `wait` (queue wait per team and queue).
+pub fn failures_csv(b: &Bill) -> Result<String, String> {
+    use crate::sanitize::sanitize;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(FAILURE_COLUMNS).map_err(|e| e.to_string())?;
+    let mut rows: Vec<[String; 11]> = Vec::new();
+    let e = String::new;
+    for c in &b.causes {
+        rows.push([
+            "cause".into(),
+            c.cause.label().into(),
+            e(),
+            e(),
+            e(),
+            c.jobs.to_string(),
+            plain(c.gpu_hours),
+            plain(c.cost),
+            c.failed.to_string(),
+            e(),
+            e(),
+        ]);
+    }
+    rows.push([
+        "cause".into(),
+        crate::cost::bill::TOTAL.into(),
+        e(),
+        e(),
+        e(),
+        b.causes.iter().filter(|c| c.failed).map(|c| c.jobs).sum::<u32>().to_string(),
+        plain(b.gpu_hours.failed),
+        plain(b.parts.failed),
+        "true".into(),
+        e(),
+        e(),
+    ]);
+    for x in &b.burners {
+        rows.push([
+            "burner".into(),
+            x.cause.label().into(),
+            sanitize(&x.team).into_owned(),
+            e(),
+            x.id.to_string(),
+            "1".into(),
+            plain(x.gpu_hours),
+            plain(x.cost),
+            x.cause.is_failure().to_string(),
+            e(),
+            sanitize(&x.detail).into_owned(),
+        ]);
+    }
+    for x in &b.waits {
+        rows.push([
+            "wait".into(),
+            e(),
+            sanitize(&x.team).into_owned(),
+            sanitize(&x.queue).into_owned(),
+            e(),
+            x.jobs.to_string(),
+            plain(x.gpu_hours),
+            e(),
+            e(),
+            x.longest_s.to_string(),
+            e(),
+        ]);
+    }
+    for r in rows {
+        w.write_record(&r).map_err(|e| e.to_string())?;
+    }
+    String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+}
+
+pub fn failures_json(r: &CostReport) -> Result<String, String> {
+    let b = &r.bill;
+    let ts = |t: Epoch| jiff::Timestamp::from_second(t).map(|t| t.to_string()).unwrap_or_default();
+    let round = |v: f64| (v * 1e4).round() / 1e4;
+    let v = serde_json::json!({
+        "from": ts(b.from),
+        "to": ts(b.to),
+        "currency": b.currency,
+        "data_since": r.data_since.map(ts),
+        "basis": r.basis,
+        "causes": b.causes.iter().map(|c| serde_json::json!({
+            "cause": c.cause, "in_failed": c.failed, "jobs": c.jobs,
+            "gpu_hours": round(c.gpu_hours), "cost": round(c.cost),
+        })).collect::<Vec<_>>(),
+        "failed": {"gpu_hours": round(b.gpu_hours.failed), "cost": round(b.parts.failed)},
+        "burners": b.burners.iter().map(|x| serde_json::json!({
+            "job": x.id, "name": x.name, "user": x.user, "team": x.team, "cluster": x.cluster,
+            "cause": x.cause, "detail": x.detail, "gpu_hours": round(x.gpu_hours), "cost": round(x.cost),
+        })).collect::<Vec<_>>(),
+        "waits": b.waits.iter().map(|x| serde_json::json!({
+            "team": x.team, "queue": x.queue, "jobs": x.jobs,
+            "gpu_hours": round(x.gpu_hours), "longest_s": x.longest_s,
+        })).collect::<Vec<_>>(),
+    });
+    crate::sanitize::json_pretty(&v).map(|s| s + "\n").map_err(|e| e.to_string())
+}
+
+pub fn failures_markdown(b: &Bill) -> Result<String, String> {
+    use crate::sanitize::sanitize;
+    use std::fmt::Write;
+    let cell = |s: &str| sanitize(s).replace('|', "\\|");
+    let cur = &b.currency;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Failures and waits {} to {}\n",
+        crate::clock::stamp(b.from),
+        crate::clock::stamp(b.to)
+    );
+    let _ = writeln!(o, "| cause | runs | GPU-hours | cost | in failed |\n|---|---:|---:|---:|---|");
+    for c in &b.causes {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {:.1} | {:.2} | {} |",
+            c.cause.label(),
+            c.jobs,
+            c.gpu_hours,
+            c.cost,
+            if c.failed { "yes" } else { "no" }
+        );
+    }
+    let _ = writeln!(o, "| **failed** | | {:.1} | {:.2} | |", b.gpu_hours.failed, b.parts.failed);
+    let _ = writeln!(o, "\nMoney in {cur}. Preemption and user cancel are not in the failed part.");
+    if !b.burners.is_empty() {
+        let _ = writeln!(o, "\n## Top burners\n\n| job | name | user | cause | GPU-hours | cost | detail |");
+        let _ = writeln!(o, "|---:|---|---|---|---:|---:|---|");
+        for x in &b.burners {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {:.1} | {:.2} | {} |",
+                x.id,
+                cell(&x.name),
+                cell(&x.user),
+                x.cause.label(),
+                x.gpu_hours,
+                x.cost,
+                cell(&x.detail)
+            );
+        }
+    }
+    let _ = writeln!(o, "\n## Queue wait (requested GPUs × wait inside the window)\n");
+    let _ = writeln!(o, "| team | queue | jobs | GPU-hours | longest |\n|---|---|---:|---:|---:|");
+    for x in &b.waits {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {:.1} | {} |",
+            cell(&x.team),
+            cell(&x.queue),
+            x.jobs,
+            x.gpu_hours,
+            crate::clock::dur(x.longest_s)
+        );
     }
     Ok(o)
 }

@@ -25,7 +25,8 @@
 //! rates; every covered GPU-hour costs the blend, and committed GPU-hours the window never saw
 //! are unallocated. The commitment is paid in full whatever happened.
 
-use crate::model::{MONTH_S, PriceCard, Unit};
+use super::cause::Cause;
+use crate::model::{Epoch, MONTH_S, PriceCard, Unit};
 use std::collections::BTreeMap;
 
 /// The row that takes the shared costs when no job held a GPU in the window.
@@ -100,8 +101,15 @@ pub struct Use {
     pub gpu_s: f64,
     /// The useful part of `gpu_s` (held × utilisation); `None` without any telemetry.
     pub useful_s: Option<f64>,
-    /// The job failed (FAILED, TIMEOUT, NODE_FAIL).
-    pub failed: bool,
+    /// Why the run ended without completing ([`crate::cost::cause`]); `None` when it completed
+    /// or still runs. A cause that [is a failure](Cause::is_failure) puts the job in `failed`.
+    pub cause: Option<Cause>,
+    /// The cluster it ran on (fleet mode; the console's cluster otherwise).
+    pub cluster: String,
+    /// Its name, and what is known about its end (the node and XID of a node failure), for
+    /// the top burners.
+    pub name: String,
+    pub detail: String,
     /// It completed inside the window.
     pub completed: bool,
     /// It ended inside the window (any outcome).
@@ -156,14 +164,107 @@ pub struct Bill {
     pub committed: f64,
     pub rates: Vec<Rate>,
     pub unit: Unit,
+    /// The units' name when they came from `[prices.denominator]` (see [`Bill::set_units`]).
+    pub unit_name: Option<String>,
     pub units: f64,
     /// total / units, when there were any.
     pub unit_cost: Option<f64>,
     pub teams: Vec<Share>,
     pub users: Vec<Share>,
     pub accounts: Vec<Share>,
+    pub clusters: Vec<Share>,
+    /// GPU-hours and money of runs that did not complete, by cause (every cause, in
+    /// [`Cause::ALL`] order); the causes that are failures add up to `parts.failed`.
+    pub causes: Vec<CauseShare>,
+    /// The runs that did not complete, most expensive first (at most [`BURNERS`]).
+    pub burners: Vec<Burner>,
+    /// Queue wait per team and queue (set by the caller from [`waits`]).
+    pub waits: Vec<WaitShare>,
     /// Teams with a budget in `[prices.budgets]`: what they spent and when it runs out.
     pub budgets: Vec<BudgetUse>,
+}
+
+/// The runs of one cause.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CauseShare {
+    pub cause: Cause,
+    /// Whether these are in the bill's `failed` part (preemption and user cancel are not).
+    pub failed: bool,
+    pub jobs: u32,
+    /// Whole-GPU-hours its runs held in the window.
+    pub gpu_hours: f64,
+    pub cost: f64,
+}
+
+/// How many runs the top burners list.
+pub const BURNERS: usize = 10;
+
+/// A run that did not complete and what it burnt in the window.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Burner {
+    pub id: u64,
+    pub name: String,
+    pub user: String,
+    pub team: String,
+    pub cluster: String,
+    pub cause: Cause,
+    /// The node and XID of a node failure, when known; the exit reason otherwise.
+    pub detail: String,
+    pub gpu_hours: f64,
+    pub cost: f64,
+}
+
+/// A job's wait in a queue, as [`waits`] takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub account: String,
+    pub queue: String,
+    /// GPUs requested.
+    pub gpus: u32,
+    pub submit: Epoch,
+    /// When it started; `None` while it still waits (it waits until `until`).
+    pub start: Option<Epoch>,
+    pub until: Epoch,
+}
+
+/// Queue wait of one team in one queue: requested GPUs × time waited inside the window.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct WaitShare {
+    pub team: String,
+    pub queue: String,
+    /// Jobs that waited some of the window.
+    pub jobs: u32,
+    /// Requested GPUs × seconds waited inside the window, in hours.
+    pub gpu_hours: f64,
+    /// The longest wait inside the window, seconds.
+    pub longest_s: i64,
+}
+
+/// Queue wait GPU-hours per team and queue over `[from, to]`: each job's requested GPUs ×
+/// the part of `[submit, start)` inside the window; most GPU-hours first.
+pub fn waits(card: &PriceCard, from: Epoch, to: Epoch, jobs: &[Waiting]) -> Vec<WaitShare> {
+    let mut by: BTreeMap<(String, String), WaitShare> = BTreeMap::new();
+    for j in jobs {
+        let end = j.start.unwrap_or(j.until).min(to);
+        let waited = end - j.submit.max(from);
+        if waited <= 0 || j.gpus == 0 {
+            continue;
+        }
+        let team = card.team_of(&j.account).to_string();
+        let w = by.entry((team.clone(), j.queue.clone())).or_insert_with(|| WaitShare {
+            team,
+            queue: j.queue.clone(),
+            ..WaitShare::default()
+        });
+        w.jobs += 1;
+        w.gpu_hours += f64::from(j.gpus) * waited as f64 / 3600.0;
+        w.longest_s = w.longest_s.max(waited);
+    }
+    let mut v: Vec<WaitShare> = by.into_values().collect();
+    v.sort_by(|a, b| {
+        b.gpu_hours.total_cmp(&a.gpu_hours).then_with(|| (&a.team, &a.queue).cmp(&(&b.team, &b.queue)))
+    });
+    v
 }
 
 /// A team's budget against its share of the window.
@@ -278,15 +379,20 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     let overhead_lines: Vec<(String, f64)> =
         card.overhead.iter().map(|(k, v)| (k.clone(), v.max(0.0) * month)).collect();
     parts.overhead = overhead_lines.iter().fold(0.0, |a, (_, v)| a + v);
-    // Jobs: each one's direct parts, summed per team, user and account.
-    let mut by: [BTreeMap<String, Share>; 3] = Default::default();
+    // Jobs: each one's direct parts, summed per team, user, account and cluster.
+    let mut by: [BTreeMap<String, Share>; 4] = Default::default();
+    let mut causes: Vec<CauseShare> = Cause::ALL
+        .iter()
+        .map(|&c| CauseShare { cause: c, failed: c.is_failure(), jobs: 0, gpu_hours: 0.0, cost: 0.0 })
+        .collect();
+    let mut burners: Vec<Burner> = Vec::new();
     for u in uses {
         let r = rate_of.get(u.model.as_str());
         let (rate, share) = r.map_or((0.0, 1.0), |r| (r.effective, r.share));
         let h = u.gpu_s.max(0.0) * share / 3600.0;
         let mut p = Parts::default();
         let mut hp = Parts::default();
-        if u.failed {
+        if u.cause.is_some_and(Cause::is_failure) {
             hp.failed = h;
         } else if let Some(us) = u.useful_s {
             let useful = (us.max(0.0) * share / 3600.0).min(h);
@@ -301,7 +407,26 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         p.failed = hp.failed * rate;
         parts.add(&p);
         gh.add(&hp);
-        let names = [card.team_of(&u.account), u.user.as_str(), u.account.as_str()];
+        if let Some(c) = u.cause {
+            let cost = h * rate;
+            if let Some(row) = causes.iter_mut().find(|r| r.cause == c) {
+                row.jobs += 1;
+                row.gpu_hours += h;
+                row.cost += cost;
+            }
+            burners.push(Burner {
+                id: u.id,
+                name: u.name.clone(),
+                user: u.user.clone(),
+                team: card.team_of(&u.account).to_string(),
+                cluster: u.cluster.clone(),
+                cause: c,
+                detail: u.detail.clone(),
+                gpu_hours: h,
+                cost,
+            });
+        }
+        let names = [card.team_of(&u.account), u.user.as_str(), u.account.as_str(), u.cluster.as_str()];
         for (map, name) in by.iter_mut().zip(names) {
             let s = map
                 .entry(name.to_string())
@@ -313,7 +438,11 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
     }
     let total = parts.sum();
     let direct = parts.direct();
-    let [teams, users, accounts] = by.map(|m| spread(m, &parts, direct));
+    let [teams, users, accounts, clusters] = by.map(|m| spread(m, &parts, direct));
+    burners.sort_by(|a, b| {
+        b.cost.total_cmp(&a.cost).then(b.gpu_hours.total_cmp(&a.gpu_hours)).then(a.id.cmp(&b.id))
+    });
+    burners.truncate(BURNERS);
     let budgets = budgets(card, &teams, from, to);
     let units = match card.unit {
         Unit::CompletedRuns => uses.iter().filter(|u| u.completed).count() as f64,
@@ -331,11 +460,16 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         committed,
         rates,
         unit: card.unit,
+        unit_name: None,
         units,
         unit_cost: (units > 0.0).then(|| total / units),
         teams,
         users,
         accounts,
+        clusters,
+        causes,
+        burners,
+        waits: Vec::new(),
         budgets,
     }
 }
@@ -346,6 +480,7 @@ pub enum Dimension {
     Team,
     User,
     Account,
+    Cluster,
 }
 
 impl Dimension {
@@ -354,6 +489,7 @@ impl Dimension {
             Dimension::Team => "team",
             Dimension::User => "user",
             Dimension::Account => "account",
+            Dimension::Cluster => "cluster",
         }
     }
 }
@@ -362,12 +498,26 @@ impl Dimension {
 pub const TOTAL: &str = "TOTAL";
 
 impl Bill {
+    /// What one unit is, for the effective unit cost.
+    pub fn unit_label(&self) -> &str {
+        self.unit_name.as_deref().unwrap_or(self.unit.label())
+    }
+
+    /// Units from elsewhere (a PromQL denominator): the unit cost is total / units when
+    /// there are any.
+    pub fn set_units(&mut self, name: &str, units: f64) {
+        self.unit_name = Some(name.to_string());
+        self.units = units;
+        self.unit_cost = (units > 0.0 && units.is_finite()).then(|| self.total / units);
+    }
+
     /// The shares along one dimension, most expensive first.
     pub fn shares(&self, by: Dimension) -> &[Share] {
         match by {
             Dimension::Team => &self.teams,
             Dimension::User => &self.users,
             Dimension::Account => &self.accounts,
+            Dimension::Cluster => &self.clusters,
         }
     }
 
@@ -434,7 +584,10 @@ mod tests {
             model: model.into(),
             gpu_s: gpu_h * 3600.0,
             useful_s: util.map(|u| gpu_h * 3600.0 * u),
-            failed: false,
+            cause: None,
+            cluster: "c1".into(),
+            name: "j".into(),
+            detail: String::new(),
             completed: true,
             finished: true,
         }
@@ -450,7 +603,7 @@ mod tests {
         c.overhead = [("network".to_string(), 730.0)].into();
         let day = 86_400;
         let mut failed = job(3, "b", "NVIDIA H100", 2.0, Some(0.9));
-        failed.failed = true;
+        failed.cause = Some(Cause::Oom);
         failed.completed = false;
         let uses = vec![job(1, "a", "NVIDIA H100", 10.0, Some(0.75)), job(2, "b", "A100", 5.0, None), failed];
         let unheld =
@@ -504,6 +657,61 @@ mod tests {
     }
 
     #[test]
+    fn failed_hours_split_by_cause_and_the_top_burners() {
+        let mut oom = job(1, "a", "H100", 4.0, Some(0.5));
+        oom.cause = Some(Cause::Oom);
+        let mut nf = job(2, "b", "H100", 10.0, None);
+        nf.cause = Some(Cause::NodeFailure);
+        nf.detail = "node gpu-004 XID 79".into();
+        let mut cancelled = job(3, "a", "H100", 2.0, Some(1.0));
+        cancelled.cause = Some(Cause::UserCancel);
+        let b = compute(&card(), 0, 86_400, &[oom, nf, cancelled, job(4, "a", "H100", 1.0, Some(1.0))], &[]);
+        let of = |c: Cause| b.causes.iter().find(|r| r.cause == c).unwrap();
+        assert!(close(of(Cause::Oom).cost, 12.0) && close(of(Cause::NodeFailure).gpu_hours, 10.0));
+        assert!(close(b.parts.failed, 42.0), "OOM and node failure are failed: {}", b.parts.failed);
+        // A cancelled run is listed under its cause but counted useful, not failed.
+        assert!(!of(Cause::UserCancel).failed && close(of(Cause::UserCancel).gpu_hours, 2.0));
+        assert!(close(b.parts.useful, 3.0 * 3.0 + 0.0), "{}", b.parts.useful);
+        assert_eq!(b.causes.len(), Cause::ALL.len());
+        assert_eq!(of(Cause::Timeout).jobs, 0);
+        let ids: Vec<u64> = b.burners.iter().map(|x| x.id).collect();
+        assert_eq!(ids, [2, 1, 3], "most expensive first; the completed job is not a burner");
+        assert_eq!(b.burners[0].detail, "node gpu-004 XID 79");
+        assert_eq!(b.clusters.len(), 1);
+        assert_eq!(b.clusters[0].name, "c1");
+    }
+
+    #[test]
+    fn queue_wait_is_requested_gpus_times_the_wait_inside_the_window() {
+        let c = PriceCard {
+            teams: [("proj".to_string(), "research".to_string())].into(),
+            ..PriceCard::default()
+        };
+        let w = |account: &str, queue: &str, gpus, submit, start| Waiting {
+            account: account.into(),
+            queue: queue.into(),
+            gpus,
+            submit,
+            start,
+            until: 10_000,
+        };
+        let jobs = [
+            w("proj", "gpu", 8, 0, Some(3_600)),      // 8 GPUs × 1 h
+            w("proj", "gpu", 4, -3_600, Some(1_800)), // half an hour inside the window
+            w("other", "gpu", 2, 9_000, None),        // still waiting at 10,000
+            w("other", "cpu", 0, 0, Some(5_000)),     // no GPUs: no GPU-hours
+            w("other", "gpu", 1, 0, Some(0)),         // never waited
+        ];
+        let v = waits(&c, 0, 10_000, &jobs);
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].team.as_str(), v[0].queue.as_str(), v[0].jobs), ("research", "gpu", 2));
+        assert!(close(v[0].gpu_hours, 8.0 + 2.0));
+        assert_eq!(v[0].longest_s, 3_600);
+        assert_eq!((v[1].team.as_str(), v[1].jobs, v[1].longest_s), ("other", 1, 1_000));
+        assert!(close(v[1].gpu_hours, 2.0 * 1_000.0 / 3_600.0));
+    }
+
+    #[test]
     fn a_mig_slice_prices_at_its_share() {
         let mut c = card();
         c.share = [("1g.10gb".to_string(), 1.0 / 7.0)].into();
@@ -531,19 +739,22 @@ mod tests {
             prop::sample::select(vec!["NVIDIA H100", "A100 MIG 1g.10gb", "L4", "T4", ""]),
             0.0f64..1.0e6,
             prop::option::of(0.0f64..1.5),
-            any::<bool>(),
+            prop::option::of(prop::sample::select(Cause::ALL.to_vec())),
             any::<bool>(),
         )
-            .prop_map(|(id, acct, model, gpu_s, util, failed, completed)| Use {
+            .prop_map(|(id, acct, model, gpu_s, util, cause, completed)| Use {
                 id,
                 account: acct.into(),
                 user: format!("user{}", id % 5),
                 model: model.into(),
                 gpu_s,
                 useful_s: util.map(|u| u * gpu_s),
-                failed,
-                completed: completed && !failed,
-                finished: completed || failed,
+                cause,
+                cluster: format!("c{}", id % 2),
+                name: "j".into(),
+                detail: String::new(),
+                completed: completed && cause.is_none(),
+                finished: completed || cause.is_some(),
             })
     }
 
@@ -602,7 +813,19 @@ mod tests {
             let b = compute(&card, 1_000, 1_000 + window, &uses, &unheld);
             prop_assert!(b.total.is_finite());
             prop_assert!(close(b.parts.sum(), b.total), "{} vs {}", b.parts.sum(), b.total);
-            for shares in [&b.teams, &b.users, &b.accounts] {
+            // The failed part is the sum of its causes; every interrupted run is under one.
+            let (mut fc, mut fh) = (0.0, 0.0);
+            for c in b.causes.iter().filter(|c| c.failed) {
+                fc += c.cost;
+                fh += c.gpu_hours;
+            }
+            prop_assert!(close(fc, b.parts.failed), "causes {} vs failed {}", fc, b.parts.failed);
+            prop_assert!(close(fh, b.gpu_hours.failed), "cause hours {} vs {}", fh, b.gpu_hours.failed);
+            let interrupted = uses.iter().filter(|u| u.cause.is_some()).count() as u32;
+            prop_assert_eq!(b.causes.iter().map(|c| c.jobs).sum::<u32>(), interrupted);
+            prop_assert!(b.burners.len() <= BURNERS);
+            prop_assert!(b.burners.windows(2).all(|w| w[0].cost >= w[1].cost));
+            for shares in [&b.teams, &b.users, &b.accounts, &b.clusters] {
                 let sum: f64 = shares.iter().map(|s| s.total).sum();
                 prop_assert!(close(sum, b.total), "shares {} vs total {}", sum, b.total);
                 for s in shares.iter() {

@@ -2,6 +2,7 @@
 //! idle GPU-hours, from the price card.
 
 pub mod bill;
+pub mod cause;
 pub mod eff;
 pub mod track;
 
@@ -149,6 +150,87 @@ pub struct CostReport {
     pub built_for: Option<(u64, i64, u64)>,
     /// The window's bill: every part priced, adding up to `total`.
     pub bill: bill::Bill,
+    /// What the Cost view's upper table shows (set by the console from its key).
+    #[serde(skip)]
+    pub by: By,
+}
+
+/// What the Cost view's upper table lists, switched by its `by` key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum By {
+    #[default]
+    Team,
+    User,
+    Cluster,
+    /// The jobs table alone, taller.
+    Job,
+    /// Runs that did not complete by cause, and queue wait by team and queue.
+    Cause,
+}
+
+impl By {
+    pub const ALL: [By; 5] = [By::Team, By::User, By::Cluster, By::Job, By::Cause];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            By::Team => "team",
+            By::User => "user",
+            By::Cluster => "cluster",
+            By::Job => "job",
+            By::Cause => "cause",
+        }
+    }
+
+    /// The next one, round.
+    pub fn next(self) -> By {
+        let i = By::ALL.iter().position(|b| *b == self).unwrap_or(0);
+        By::ALL[(i + 1) % By::ALL.len()]
+    }
+
+    /// The bill's dimension the upper table lists, for team, user and cluster.
+    pub fn dimension(self) -> Option<bill::Dimension> {
+        match self {
+            By::Team => Some(bill::Dimension::Team),
+            By::User => Some(bill::Dimension::User),
+            By::Cluster => Some(bill::Dimension::Cluster),
+            By::Job | By::Cause => None,
+        }
+    }
+}
+
+/// What is known about how a run ended, for the top burners: for a node failure, the nodes
+/// and the XID their GPUs reported during the run (when the console holds it); otherwise
+/// the exit reason. Cluster text, sanitised when shown.
+fn end_detail(s: &ClusterState, j: &Job, cause: Option<cause::Cause>) -> String {
+    let Some(c) = cause else { return String::new() };
+    let reason = j.exit_reason.as_deref().unwrap_or("").to_string();
+    if c != cause::Cause::NodeFailure {
+        return reason;
+    }
+    let (start, end) = (j.start.unwrap_or(j.submit), j.end.unwrap_or(s.now));
+    let mut parts: Vec<String> = Vec::new();
+    for name in j.nodes.iter().take(4) {
+        let xids: BTreeSet<u16> = s
+            .node(name)
+            .map(|n| {
+                n.gpus
+                    .iter()
+                    .filter_map(|g| g.xid)
+                    .filter(|x| x.at >= start - 60 && x.at <= end + 300)
+                    .map(|x| x.code)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let codes: Vec<String> = xids.iter().map(|c| format!("XID {c}")).collect();
+        parts.push(if codes.is_empty() { name.to_string() } else { format!("{name} {}", codes.join(",")) });
+    }
+    if j.nodes.len() > 4 {
+        parts.push(format!("+{} nodes", j.nodes.len() - 4));
+    }
+    if !reason.is_empty() && reason != "NODE_FAIL" {
+        parts.push(reason);
+    }
+    parts.join(" · ")
 }
 
 /// GPU-seconds of a job that fall inside [from, to]: its accumulated GPU time scaled by the
@@ -224,9 +306,19 @@ fn build<'a>(
     // First the bill (it sets each model's rate), then jobs and teams at those rates.
     let mut held = Vec::new();
     let mut uses = Vec::new();
+    let mut waiting = Vec::new();
     for (j, live, until) in all {
+        waiting.push(bill::Waiting {
+            account: j.account.to_string(),
+            queue: j.queue.to_string(),
+            gpus: j.gpus,
+            submit: j.submit,
+            start: j.start,
+            until: if j.start.is_none() && !j.state.is_active() { j.end.unwrap_or(j.submit) } else { until },
+        });
         let Some((gs, us, measured)) = in_window(&j, from, to, until) else { continue };
         let ended_inside = j.end.is_some_and(|e| e > from && e <= to);
+        let cause = cause::classify(j.state, j.exit_reason.as_deref());
         uses.push(bill::Use {
             id: j.id,
             account: j.account.to_string(),
@@ -234,7 +326,10 @@ fn build<'a>(
             model: j.gpu_model.as_deref().unwrap_or("").to_string(),
             gpu_s: gs,
             useful_s: measured.then_some(us),
-            failed: j.state.is_failure(),
+            cause,
+            cluster: s.cluster_of(&j.cluster).to_string(),
+            name: j.name.to_string(),
+            detail: end_detail(s, &j, cause),
             completed: ended_inside && j.state == JobState::Completed,
             finished: ended_inside,
         });
@@ -250,7 +345,8 @@ fn build<'a>(
             unhealthy_s: c.drained_s + c.down_s + c.maintenance_s,
         })
         .collect();
-    let bill = bill::compute(card, from, to, &uses, &unheld);
+    let mut bill = bill::compute(card, from, to, &uses, &unheld);
+    bill.waits = bill::waits(card, from, to, &waiting);
     let rate = |model: &str| {
         bill.rates
             .iter()
@@ -330,6 +426,7 @@ fn build<'a>(
         rates,
         built_for: Some((s.generation, window_s, 0)),
         bill,
+        by: By::default(),
     }
 }
 

@@ -33,6 +33,32 @@ pub struct PriceCard {
     /// `[prices.budgets]`: team → money per month.
     #[serde(default)]
     pub budgets: BTreeMap<String, f64>,
+    /// `[prices.denominator]`: the unit cost's units from a PromQL counter instead of `unit`.
+    #[serde(default)]
+    pub denominator: Option<Denominator>,
+}
+
+/// `[prices.denominator]`: a PromQL expression whose value over the window is the number of
+/// units (`promql = "sum(increase(accepted_tokens_total[$window]))"`, `name = "accepted
+/// token"`). `$window` becomes the window's length (`2592000s`); the query is evaluated at the
+/// window's end and must return one number.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Denominator {
+    pub promql: String,
+    /// What one unit is called (default: the expression).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl Denominator {
+    /// The expression for a window of `window_s` seconds.
+    pub fn expression(&self, window_s: i64) -> String {
+        self.promql.replace("$window", &format!("{}s", window_s.max(1)))
+    }
+
+    pub fn label(&self) -> &str {
+        self.name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or(&self.promql)
+    }
 }
 
 /// Seconds in the month that monthly commitments and overhead lines are spread over.
@@ -96,6 +122,7 @@ impl Default for PriceCard {
             unit: Unit::default(),
             teams: BTreeMap::new(),
             budgets: BTreeMap::new(),
+            denominator: None,
         }
     }
 }

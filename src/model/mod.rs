@@ -18,7 +18,7 @@ pub mod triage;
 mod xid;
 
 pub use action::{ActionError, ActionErrorKind, FORBIDDEN_FIX};
-pub use cost::{MONTH_S, PriceCard, Reservation, Unit, gpu_hours_cost};
+pub use cost::{Denominator, MONTH_S, PriceCard, Reservation, Unit, gpu_hours_cost};
 pub use fabric::{FabricKind, FabricPort, PortState};
 pub use gpu::{EccCounts, Gpu, GpuLocal, GpuProc, LinkErrors, MigSlice, XidEvent, throttle_names};
 pub use job::{Job, JobId, JobState, pending_reason_text};

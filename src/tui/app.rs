@@ -174,6 +174,10 @@ pub struct Ui {
     pub wall_state: WallState,
     pub tree: TreeState<TreeId>,
     pub cost_window: usize,
+    /// What the Cost view's upper table lists (its `by` key).
+    pub cost_by: crate::cost::By,
+    /// The Cost view's table that last had focus (Tab among the tables its mode shows).
+    pub cost_focus: usize,
     pub message: Option<(String, bool)>,
     pub help_scroll: u16,
     /// The help's search (`/` in help): the lines shown are those that match.
@@ -223,6 +227,8 @@ impl Default for Ui {
             wall_state: WallState::default(),
             tree: TreeState::default(),
             cost_window: 1,
+            cost_by: crate::cost::By::default(),
+            cost_focus: 0,
             message: None,
             help_scroll: 0,
             help_query: String::new(),
@@ -1426,8 +1432,9 @@ impl App {
             if self.cost.built_for != Some(key) {
                 self.cost = self.cost_report(s, window);
                 self.cost.built_for = Some(key);
-                // The job rows index the report: force a rebuild.
-                for id in [views::cost::TEAMS, views::cost::JOBS] {
+                self.cost.by = self.ui.cost_by;
+                // The rows index the report: force a rebuild.
+                for id in views::cost::ID.tables() {
                     self.ui.tables[id].invalidate();
                 }
             }

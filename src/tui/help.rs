@@ -101,6 +101,13 @@ pub fn entries(app: &App) -> Vec<Entry> {
             crate::tui::widgets::filter::help_keys(src.columns(), src.fields()),
         ));
     }
+    let terms = app.ui.view.def().help();
+    if !terms.is_empty() {
+        out.push(Entry::Heading(format!("what the {} view's words mean", app.ui.view.def().title())));
+        for (k, t) in terms {
+            out.push(item((*k).to_string(), t));
+        }
+    }
     out.push(Entry::Heading("commands (:name [filter])".into()));
     for v in VIEWS {
         let also = if v.aliases().is_empty() {

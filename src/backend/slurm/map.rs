@@ -318,7 +318,11 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     }
     let queue = j.partition.split(',').next().unwrap_or("").into();
     let pending_reason = (pending && !j.reason.is_empty()).then(|| j.reason.clone());
-    let exit_reason = exit_reason(state, j.exit, &j.reason);
+    // OUT_OF_MEMORY maps to FAILED: the reason keeps it, for the cost report's causes.
+    let oom = j.state.first().is_some_and(|w| w == "OUT_OF_MEMORY");
+    let reason =
+        if oom && (j.reason.is_empty() || j.reason == "None") { "OutOfMemory" } else { j.reason.as_str() };
+    let exit_reason = exit_reason(state, j.exit, reason);
     // Accounting knows how long a finished job ran: its GPU time is exact.
     let gpu_seconds = match j.elapsed {
         Some(e) if e > 0 && !state.is_active() => f64::from(gpus) * e as f64,
@@ -387,6 +391,22 @@ mod tests {
         assert_eq!(Exit::from_wait_status(768), Exit { code: Some(3), signal: None });
         assert_eq!(Exit::from_wait_status(15), Exit { code: None, signal: Some(15) });
         assert_eq!(Exit::from_wait_status(0), Exit { code: Some(0), signal: None });
+    }
+
+    /// OUT_OF_MEMORY is a failure whose reason keeps the cause (the cost report's `oom`).
+    #[test]
+    fn an_out_of_memory_job_says_so() {
+        let j = JobIn {
+            id: 7,
+            state: w(&["OUT_OF_MEMORY"]),
+            reason: "None".into(),
+            exit: Exit { code: Some(0), signal: Some(9) },
+            ..Default::default()
+        };
+        let job = job(j, &mut Vec::new());
+        assert_eq!(job.state, JobState::Failed);
+        // cost::cause reads this as `oom` (its tests hold this text).
+        assert_eq!(job.exit_reason.as_deref(), Some("signal 9 (OutOfMemory)"));
     }
 
     #[test]

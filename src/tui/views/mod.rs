@@ -70,6 +70,11 @@ pub trait View: Sync {
     fn keys(&self) -> &'static [ViewKey] {
         &[]
     }
+
+    /// What the words this view shows mean, for the help while it is open (none for most).
+    fn help(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 }
 
 /// A key one view declares: bound in a keymap by `name` like any action, listed in help under
