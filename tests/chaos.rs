@@ -48,7 +48,9 @@ fn kube_watches_dropped_and_compacted_repeatedly_keep_the_rows_and_recover() {
     fake.clear_requests();
     for i in 0..10 {
         // The console is between watches while the cluster changes and the history is
-        // compacted: its re-watch from the old resourceVersion is answered 410 Gone.
+        // compacted: its re-watch from the old resourceVersion is answered 410 Gone, every other
+        // time as the watch request's own status rather than an ERROR event in the stream.
+        fake.expire_watches_with_status(i % 2 == 1);
         fake.pause_watches();
         fake.drop_watches();
         fake.set_node_ready("gpu-node-2", i % 2 == 1);
@@ -58,6 +60,7 @@ fn kube_watches_dropped_and_compacted_repeatedly_keep_the_rows_and_recover() {
         assert_eq!(c.node_rows(), Some(rows), "rows kept through the fault:\n{}", c.screen());
         std::thread::sleep(Duration::from_millis(300));
     }
+    assert!(fake.expired_watches() >= 10, "{} watches answered 410 in 10 faults", fake.expired_watches());
     let lists =
         fake.requests().iter().filter(|r| r.path == "/api/v1/nodes" && !r.query.contains("watch=")).count();
     // After a dropped watch the client lists again (kube-rs' watcher re-lists rather than

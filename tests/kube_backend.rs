@@ -269,6 +269,74 @@ async fn a_dropped_watch_and_a_410_relist_lose_no_objects() {
     assert_eq!(got, want);
 }
 
+/// Every re-watch answered 410 Gone, round after round, in both forms the API sends it (an
+/// ERROR event in the watch, and the watch request's own status): each time the source lists
+/// again, says meanwhile that it is stale and why (the watch history compacted: listing again),
+/// and afterwards holds exactly the server's objects, the ones changed while it was away
+/// included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rewatch_answered_410_relists_shows_the_source_stale_and_loses_nothing() {
+    init();
+    let fake = FakeKube::start(Cluster::small(), Opts::default());
+    let mut live = synced(&fake, "fake-admin").await;
+    for round in 0..6 {
+        fake.expire_watches_with_status(round % 2 == 1);
+        let (expired, lists) = (fake.expired_watches(), list_requests(&fake));
+        // The console is between watches while the cluster changes and the history is
+        // compacted: every re-watch from the resourceVersion it had is answered 410.
+        fake.pause_watches();
+        fake.drop_watches();
+        let mut n = fake.get("v1", "Node", "", "gpu-node-1").unwrap();
+        let name = format!("gpu-node-new-{round}");
+        n["metadata"]["name"] = serde_json::json!(name);
+        n["metadata"].as_object_mut().unwrap().remove("uid");
+        n["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+        fake.upsert(n).unwrap();
+        if round > 0 {
+            fake.delete("v1", "Node", "", &format!("gpu-node-new-{}", round - 1));
+        }
+        fake.compact();
+        fake.resume_watches();
+        let mut stale = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let u = tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), live.rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: no recovery; stale: {stale:?}"))
+                .expect("backend running");
+            if let Update::Status(s) = &u
+                && let Some(e) = &s.error
+            {
+                stale.push(e.clone());
+            }
+            live.state.apply(u);
+            let kube = live.state.sources.iter().find(|s| s.name == "kube").expect("kube source");
+            if kube.error.is_none()
+                && live.state.node(&name).is_some()
+                && (round == 0 || live.state.node(&format!("gpu-node-new-{}", round - 1)).is_none())
+            {
+                break;
+            }
+        }
+        assert!(fake.expired_watches() > expired, "round {round}: no watch was answered 410");
+        assert!(list_requests(&fake) > lists, "round {round}: no list after the 410");
+        assert!(
+            stale.iter().any(|e| e.contains("410") && e.contains("listing again")),
+            "round {round}: the source was not shown stale for the 410: {stale:?}"
+        );
+        // Exactly the server's nodes.
+        let mut want: Vec<String> = fake
+            .list("v1", "Node")
+            .iter()
+            .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        want.sort();
+        let mut got: Vec<String> = live.state.nodes.iter().map(|n| n.name.to_string()).collect();
+        got.sort();
+        assert_eq!(got, want, "round {round}");
+    }
+}
+
 fn list_requests(fake: &Handle) -> usize {
     fake.requests()
         .iter()

@@ -160,6 +160,18 @@ impl Topology {
     }
 }
 
+/// The most GPUs one node is taken to have. Real nodes have 4–16; a scheduler answer that claims
+/// more (a hostile or broken `nvidia.com/gpu: 4000000000`, `gpu:a100:999999999`) is cut here by
+/// the backends before anything is built per GPU, and so are device indexes, MIG slices and the
+/// sums over a node's GPUs.
+pub const MAX_GPUS_PER_NODE: u32 = 64;
+
+/// The most MIG slices kept per GPU of a node. An A100 or H100 holds at most 7; the device
+/// plugin's counts are spread over the GPUs whatever the profile, so the cap leaves room (a
+/// node's advertised slices of every profile together may exceed 7 per GPU) while a hostile
+/// `nvidia.com/mig-1g.10gb: 4000000000` stops here.
+pub const MAX_MIG_PER_GPU: u32 = 16;
+
 /// A compute node with its GPUs and fabric ports.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Node {

@@ -133,7 +133,7 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
                     ));
                     if let Some(qs) = q.map(|q| &mut out[q]) {
                         qs.pending += 1;
-                        qs.pending_gpus += j.gpus;
+                        qs.pending_gpus = qs.pending_gpus.saturating_add(j.gpus);
                         qs.oldest_submit = Some(qs.oldest_submit.map_or(j.submit, |o| o.min(j.submit)));
                     }
                 }
@@ -141,7 +141,7 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
                     running += 1;
                     if let Some(qs) = q.map(|q| &mut out[q]) {
                         qs.running += 1;
-                        qs.running_gpus += j.gpus;
+                        qs.running_gpus = qs.running_gpus.saturating_add(j.gpus);
                     }
                 }
                 _ => {}

@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 use store::Store;
@@ -93,6 +93,10 @@ pub struct Shared {
     pub drop_tx: tokio::sync::watch::Sender<u64>,
     /// While true, new watch streams are accepted but send nothing (a stalled connection).
     pub watch_gate: tokio::sync::watch::Sender<bool>,
+    /// Watches answered 410 Expired (in the stream or as the answer's status).
+    pub expired_watches: AtomicUsize,
+    /// Answer a watch from a compacted resourceVersion with HTTP 410 instead of an ERROR event.
+    pub expired_as_status: AtomicBool,
     pub policy: RwLock<Policy>,
     /// token → user
     pub tokens: RwLock<HashMap<String, String>>,
@@ -169,6 +173,8 @@ impl FakeKube {
             rv_tx,
             drop_tx,
             watch_gate: tokio::sync::watch::channel(false).0,
+            expired_watches: AtomicUsize::new(0),
+            expired_as_status: AtomicBool::new(false),
             policy: RwLock::new(Policy::default()),
             tokens: RwLock::new(tokens),
             visibility: AtomicBool::new(opts.visibility),
@@ -571,6 +577,19 @@ impl Handle {
 
     pub fn resume_watches(&self) {
         self.sh.watch_gate.send_replace(false);
+    }
+
+    /// How many watches were answered 410 Expired since the start.
+    pub fn expired_watches(&self) -> usize {
+        self.sh.expired_watches.load(Ordering::SeqCst)
+    }
+
+    /// How a watch from a compacted resourceVersion is refused: `false` (the default) as the
+    /// API server's watch cache does, an answer of 200 whose one event is an ERROR with a 410
+    /// Status; `true` as the answer itself, HTTP 410 Gone before any event (what a server
+    /// without a watch cache can send). Either way the client must list again.
+    pub fn expire_watches_with_status(&self, on: bool) {
+        self.sh.expired_as_status.store(on, Ordering::SeqCst);
     }
 
     /// Number of watch streams currently open.

@@ -109,7 +109,7 @@ fn gpu_sum(list: &[Value], field: &str) -> u32 {
         .filter(|r| r.get("name").and_then(Value::as_str).is_some_and(is_gpu_resource))
         .filter_map(|r| r.get(field))
         .map(qty)
-        .sum()
+        .fold(0, u32::saturating_add)
 }
 
 pub fn cluster_queue(obj: &Value) -> ClusterQueue {
@@ -119,13 +119,13 @@ pub fn cluster_queue(obj: &Value) -> ClusterQueue {
         .collect();
     let limit = |field: &str| -> Option<u32> {
         let mut any = false;
-        let mut sum = 0;
+        let mut sum = 0u32;
         for r in flavors.iter().flat_map(|f| arr(f, &["resources"])) {
             if r.get("name").and_then(Value::as_str).is_some_and(is_gpu_resource)
                 && let Some(v) = r.get(field)
             {
                 any = true;
-                sum += qty(v);
+                sum = sum.saturating_add(qty(v));
             }
         }
         any.then_some(sum)
@@ -162,7 +162,7 @@ pub fn workload(obj: &Value) -> Workload {
     let gpus = arr(obj, &["spec", "podSets"])
         .iter()
         .map(|ps| {
-            let count = ps.get("count").and_then(Value::as_u64).unwrap_or(1) as u32;
+            let count = ps.get("count").and_then(Value::as_u64).unwrap_or(1).min(u64::from(u32::MAX)) as u32;
             let per_pod: u32 = arr(ps, &["template", "spec", "containers"])
                 .iter()
                 .map(|c| {
@@ -171,13 +171,18 @@ pub fn workload(obj: &Value) -> Workload {
                     let m = pick("requests")
                         .filter(|m| m.keys().any(|k| is_gpu_resource(k)))
                         .or_else(|| pick("limits"));
-                    m.map(|m| m.iter().filter(|(k, _)| is_gpu_resource(k)).map(|(_, v)| qty(v)).sum::<u32>())
-                        .unwrap_or(0)
+                    m.map(|m| {
+                        m.iter()
+                            .filter(|(k, _)| is_gpu_resource(k))
+                            .map(|(_, v)| qty(v))
+                            .fold(0, u32::saturating_add)
+                    })
+                    .unwrap_or(0)
                 })
-                .sum();
-            count * per_pod
+                .fold(0, u32::saturating_add);
+            count.saturating_mul(per_pod)
         })
-        .sum();
+        .fold(0, u32::saturating_add);
     let finished = condition(obj, "Finished");
     let evicted = condition(obj, "Evicted");
     let admitted = condition(obj, "Admitted");

@@ -4,7 +4,8 @@
 use super::kueue::{ClusterQueue, LocalQueue, Pending, WlState, Workload};
 use super::slim::{self, SlimEvent, SlimNode, SlimPod, SlimQuota};
 use crate::model::{
-    Epoch, Gpu, Job, JobId, JobState, MigSlice, Node, NodeReason, NodeState, Queue, QueueKind, Quota, Text,
+    Epoch, Gpu, Job, JobId, JobState, MAX_GPUS_PER_NODE, MAX_MIG_PER_GPU, MigSlice, Node, NodeReason,
+    NodeState, Queue, QueueKind, Quota, Text,
 };
 use crate::sanitize::sanitize;
 use std::collections::{BTreeMap, HashMap};
@@ -144,8 +145,13 @@ impl Store {
 }
 
 /// The physical GPUs of a node: the GFD count label, else the device plugin's capacity divided
-/// by the sharing replicas.
+/// by the sharing replicas; never more than [`MAX_GPUS_PER_NODE`] (`nvidia.com/gpu: 4000000000`
+/// is a broken or hostile answer, and everything after is built per GPU).
 fn physical_gpus(n: &SlimNode) -> u32 {
+    physical_gpus_claimed(n).min(MAX_GPUS_PER_NODE)
+}
+
+fn physical_gpus_claimed(n: &SlimNode) -> u32 {
     let labels = n.metadata.labels.as_ref();
     let label = |k: &str| labels.and_then(|l| l.get(k));
     if let Some(c) = label("nvidia.com/gpu.count").map(|v| slim::quantity_count(v)).filter(|c| *c > 0) {
@@ -159,6 +165,11 @@ fn physical_gpus(n: &SlimNode) -> u32 {
         .map_or(0, |v| slim::quantity_count(v));
     let replicas = label("nvidia.com/gpu.replicas").map_or(1, |v| slim::quantity_count(v).max(1));
     cap / replicas
+}
+
+/// Millicores as whole cores, `u32::MAX` for more (a hostile `1e300` does not wrap).
+fn cores(millis: u64) -> u32 {
+    u32::try_from(millis / 1000).unwrap_or(u32::MAX)
 }
 
 /// GPUs the device plugin reports unhealthy (capacity − allocatable).
@@ -180,7 +191,7 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
     let count = physical_gpus(n);
     let product = labels.get("nvidia.com/gpu.product").map(|s| text(s)).unwrap_or_default();
     let mem = labels.get("nvidia.com/gpu.memory").map_or(0, |v| slim::quantity_count(v));
-    let mut gpus: Vec<Gpu> = (0..count.min(64))
+    let mut gpus: Vec<Gpu> = (0..count)
         .map(|i| Gpu {
             index: i as u8,
             uuid: Text::default(),
@@ -202,12 +213,14 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
             idle_since: None,
         })
         .collect();
-    // MIG (mixed strategy): the slices the device plugin advertises, spread over the GPUs.
+    // MIG (mixed strategy): the slices the device plugin advertises, spread over the GPUs, no
+    // more than a GPU can hold (`nvidia.com/mig-1g.10gb: 4000000000` stops at the cap).
+    let max_slices = gpus.len() * MAX_MIG_PER_GPU as usize;
     let mut slot = 0usize;
     for (res, q) in &n.status.capacity {
         let Some(profile) = res.strip_prefix("nvidia.com/mig-") else { continue };
         for _ in 0..slim::quantity_count(q) {
-            if gpus.is_empty() {
+            if slot >= max_slices {
                 break;
             }
             let g = slot % gpus.len();
@@ -221,8 +234,8 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
         if p.terminal() {
             continue;
         }
-        cpus_alloc += p.request("cpu");
-        mem_alloc += p.request("memory");
+        cpus_alloc = cpus_alloc.saturating_add(p.request("cpu"));
+        mem_alloc = mem_alloc.saturating_add(p.request("memory"));
         for c in &p.spec.containers {
             let r = if c.resources.requests.keys().any(|k| slim::is_gpu_resource(k)) {
                 &c.resources.requests
@@ -243,7 +256,8 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
                         }
                     }
                 } else if slim::is_gpu_resource(res) {
-                    for _ in 0..want {
+                    // A pod holds at most every GPU of the node, whatever it asks for.
+                    for _ in 0..want.min(gpus.len() as u32) {
                         while next < gpus.len() && gpus[next].job.is_some() {
                             next += 1;
                         }
@@ -314,8 +328,8 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
         reason,
         pool,
         labels: keep,
-        cpus_total: (n.status.allocatable.get("cpu").map_or(0, |v| slim::cpu_millis(v)) / 1000) as u32,
-        cpus_alloc: (cpus_alloc / 1000) as u32,
+        cpus_total: cores(n.status.allocatable.get("cpu").map_or(0, |v| slim::cpu_millis(v))),
+        cpus_alloc: cores(cpus_alloc),
         mem_total_mib: n.status.allocatable.get("memory").map_or(0, |v| slim::bytes(v) >> 20),
         mem_alloc_mib: mem_alloc,
         gpu_slots: count,
@@ -521,7 +535,8 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
         }
         let j = job(g, id, store, m, &lq_to_cq);
         if j.state == JobState::Pending && !j.queue.is_empty() {
-            *cq_pending.entry(j.queue.to_string()).or_default() += j.gpus;
+            let sum = cq_pending.entry(j.queue.to_string()).or_default();
+            *sum = sum.saturating_add(j.gpus);
         }
         jobs.push(j);
     }
@@ -612,8 +627,8 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
     for q in store.quotas.values() {
         if let Some((hard, used)) = q.gpus() {
             let e = rq.entry(store.team(q.metadata.namespace.as_deref().unwrap_or(""))).or_default();
-            e.0 += hard;
-            e.1 += used;
+            e.0 = e.0.saturating_add(hard);
+            e.1 = e.1.saturating_add(used);
         }
     }
     for (team, (hard, used)) in rq {
@@ -671,7 +686,7 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
         (Some(lq), None) => lq_to_cq.get(&key(Some(g.ns), Some(lq))).map_or_else(|| text(lq), |cq| text(cq)),
         (None, None) => Text::default(),
     };
-    let pod_gpus: u32 = live.iter().map(|p| p.gpus()).sum();
+    let pod_gpus = live.iter().map(|p| p.gpus()).fold(0, u32::saturating_add);
     let gpus = if pod_gpus > 0 { pod_gpus } else { w.map_or(0, |w| w.gpus) };
     let mut nodes: Vec<Text> = live.iter().filter_map(|p| p.spec.node_name.as_deref()).map(text).collect();
     nodes.sort();
@@ -768,7 +783,12 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
         gpu_model: None,
         nodes,
         exit_reason: exit_reason.map(|r| text(&r)),
-        retries: g.pods.iter().flat_map(|p| &p.status.container_statuses).map(|c| c.restart_count).sum(),
+        retries: g
+            .pods
+            .iter()
+            .flat_map(|p| &p.status.container_statuses)
+            .map(|c| c.restart_count)
+            .fold(0, u32::saturating_add),
         position: if state == JobState::Pending { position } else { None },
         rank: None,
         gpu_seconds: 0.0,
@@ -899,6 +919,42 @@ mod tests {
         shared["metadata"]["labels"]["nvidia.com/gpu.replicas"] = json!("10");
         shared["status"]["capacity"]["nvidia.com/gpu"] = json!("80");
         assert_eq!(physical_gpus(&node_obj(shared)), 8);
+    }
+
+    /// A node claiming four billion GPUs and as many MIG slices, and pods asking for four
+    /// billion GPUs each: the mapping builds 64 GPUs with 7 slices each. Without the caps it
+    /// pushes four billion slices (over 100 GB) and walks 12 billion requests; with them the
+    /// work is bounded by `MAX_GPUS_PER_NODE` and `MAX_MIG_PER_GPU`, whatever the numbers say.
+    #[test]
+    fn hostile_gpu_and_mig_counts_are_capped_before_anything_is_built() {
+        let huge = "4000000000";
+        let mut n = gpu_node("big");
+        n["metadata"]["labels"].as_object_mut().unwrap().remove("nvidia.com/gpu.count");
+        n["status"]["capacity"] = json!({"nvidia.com/gpu": huge, "nvidia.com/mig-1g.10gb": huge,
+            "nvidia.com/mig-3g.40gb": huge, "cpu": "1e300"});
+        let mut s = Store::default();
+        s.nodes.insert("big".into(), node_obj(n));
+        for i in 0..3 {
+            let mut p = gpu_pod("a", &format!("p{i}"), Some("big"), 0, ("Job", &format!("j{i}")), "Running");
+            p["spec"]["containers"] = json!([
+                {"resources": {"requests": {"nvidia.com/gpu": huge, "cpu": "1e300"}}},
+                {"resources": {"requests": {"nvidia.com/gpu": huge, "cpu": "1e300"}}}]);
+            s.put_pod(pod_obj(p));
+        }
+        let b = build(&s, &Mapping::default());
+        let n = &b.nodes[0];
+        assert_eq!((n.gpu_slots, n.gpus.len()), (MAX_GPUS_PER_NODE, MAX_GPUS_PER_NODE as usize));
+        let slices: Vec<usize> = n.gpus.iter().map(|g| g.mig.len()).collect();
+        assert!(slices.iter().all(|&k| k == MAX_MIG_PER_GPU as usize), "{slices:?}");
+        // The first pod takes every GPU; the sums saturate instead of overflowing.
+        assert_eq!(n.gpu_alloc, MAX_GPUS_PER_NODE);
+        assert_eq!(n.cpus_alloc, u32::MAX);
+        assert!(n.gpus[0].job.is_some() && n.gpus.iter().all(|g| g.job == n.gpus[0].job));
+        assert!(
+            b.jobs.iter().all(|j| j.gpus == u32::MAX),
+            "{:?}",
+            b.jobs.iter().map(|j| j.gpus).collect::<Vec<_>>()
+        );
     }
 
     #[test]

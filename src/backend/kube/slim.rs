@@ -365,9 +365,12 @@ impl SlimPod {
                 } else {
                     &c.resources.limits
                 };
-                r.iter().filter(|(k, _)| is_gpu_resource(k)).map(|(_, v)| quantity_count(v)).sum::<u32>()
+                r.iter()
+                    .filter(|(k, _)| is_gpu_resource(k))
+                    .map(|(_, v)| quantity_count(v))
+                    .fold(0, u32::saturating_add)
             })
-            .sum()
+            .fold(0, u32::saturating_add)
     }
 
     /// Sum of a plain resource's requests (CPU in millicores, memory in MiB).
@@ -377,7 +380,7 @@ impl SlimPod {
             .iter()
             .filter_map(|c| c.resources.requests.get(key))
             .map(|v| if key == "cpu" { cpu_millis(v) } else { bytes(v) / (1 << 20) })
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
     pub fn phase(&self) -> &str {
@@ -478,7 +481,7 @@ impl SlimQuota {
         if self.status.hard.is_empty() {
             return None;
         }
-        let sum = |m: &Resources| m.values().map(|v| quantity_count(v)).sum::<u32>();
+        let sum = |m: &Resources| m.values().map(|v| quantity_count(v)).fold(0, u32::saturating_add);
         Some((sum(&self.status.hard), sum(&self.status.used)))
     }
 }

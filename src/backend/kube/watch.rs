@@ -251,6 +251,10 @@ struct Session {
     errors: BTreeMap<&'static str, String>,
     dirty: bool,
     errors_changed: bool,
+    /// A kind whose watch request itself was answered 410 Gone, and the error: kube-rs keeps
+    /// re-watching from the same resourceVersion then (it lists again only on a 410 inside a
+    /// watch), so the session starts over, listing every kind.
+    restart: Option<(&'static str, String)>,
 }
 
 impl Session {
@@ -259,6 +263,9 @@ impl Session {
             Ok(ev) => ev,
             Err(e) => {
                 let msg = phrase(K::KIND, &e);
+                if matches!(&e, watcher::Error::WatchStartFailed(_)) && gone(&e) {
+                    self.restart = Some((K::KIND, msg.clone()));
+                }
                 if self.errors.get(K::KIND) != Some(&msg) {
                     self.errors.insert(K::KIND, msg);
                     self.errors_changed = true;
@@ -266,7 +273,9 @@ impl Session {
                 return;
             }
         };
-        if self.errors.remove(K::KIND).is_some() {
+        // A kind that failed stays stale (its error shown) while it lists again, until the list
+        // is complete or the watch brings a change: its objects are the old ones until then.
+        if !matches!(ev, Event::Init | Event::InitApply(_)) && self.errors.remove(K::KIND).is_some() {
             self.errors_changed = true;
         }
         match ev {
@@ -323,6 +332,11 @@ fn phrase(kind: &str, e: &watcher::Error) -> String {
         }
         src = x.source();
     }
+    if gone(e) {
+        return format!(
+            "watch {kind}: 410 Gone — the server compacted its history past this watch; listing again"
+        );
+    }
     let s = e.to_string();
     let hint = if s.contains("401") || s.contains("Unauthorized") {
         " — the credentials were refused: refresh the token in the kubeconfig"
@@ -334,10 +348,23 @@ fn phrase(kind: &str, e: &watcher::Error) -> String {
     format!("watch {kind}: {s}{hint}")
 }
 
+/// A watch refused with 410 Gone (Expired): the resourceVersion it resumes from is older than
+/// the server's history. The API server's watch cache says so in the stream (an ERROR event);
+/// a server without one answers the watch request itself with the status.
+fn gone(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::WatchError(s) => s.code == 410,
+        watcher::Error::WatchStartFailed(kube::Error::Api(s)) => s.code == 410,
+        _ => false,
+    }
+}
+
 /// How a session ended.
 enum End {
     Cancelled,
     Switch(String),
+    /// Start over on the same context, the kind and error that made it so still shown.
+    Restart((&'static str, String)),
 }
 
 /// The waits between failed connections: 0.5 s doubling to 30 s.
@@ -356,6 +383,7 @@ pub async fn run(
 ) {
     let mut context = cfg.context.clone();
     let mut retry = reconnect_backoff();
+    let mut carried = None;
     let m = &cfg.mapping;
     super::slim::keep_labels(
         m.pool_labels.iter().chain(&m.user_labels).chain(std::iter::once(&m.team_label)).cloned().collect(),
@@ -381,9 +409,17 @@ pub async fn run(
         retry.reset();
         let perms = permissions(&conn.client).await;
         shared.set_connection(Some(conn.clone()), perms);
-        match session(&cfg, &conn, &shared, &tx, &mut ctx_rx, &cancel).await {
+        match session(&cfg, &conn, &shared, &tx, &mut ctx_rx, &cancel, carried.take()).await {
             End::Cancelled => return,
             End::Switch(c) => context = Some(c),
+            End::Restart(why) => {
+                carried = Some(why);
+                // Not a tight loop on a server that compacts all the time.
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(retry.next_delay()) => {}
+                }
+            }
         }
     }
 }
@@ -509,6 +545,7 @@ async fn session(
     tx: &mpsc::Sender<Update>,
     ctx_rx: &mut mpsc::UnboundedReceiver<String>,
     cancel: &CancellationToken,
+    carried: Option<(&'static str, String)>,
 ) -> End {
     let client = &conn.client;
     let kueue = kueue_resources(client).await;
@@ -532,13 +569,17 @@ async fn session(
         });
     let mut s = Session::default();
     s.store.team_label = cfg.mapping.team_label.clone();
+    // After a restart for a 410, the kind stays stale until it has listed again.
+    s.errors.extend(carried);
+    let first_error =
+        (!s.errors.is_empty()).then(|| s.errors.values().cloned().collect::<Vec<_>>().join("; "));
     let mut coalesce = tokio::time::interval(cfg.coalesce);
     coalesce.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut heartbeat = tokio::time::interval(Duration::from_secs(5));
     let mut pos_tick = tokio::time::interval(cfg.positions_every);
     let mut pos_note: Option<String> = None;
     let mut names_version = u64::MAX;
-    let _ = tx.send(Update::Status(status(&conn.context, None, Some(detail.clone())))).await;
+    let _ = tx.send(Update::Status(status(&conn.context, first_error, Some(detail.clone())))).await;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return End::Cancelled,
@@ -573,6 +614,10 @@ async fn session(
                     s.errors_changed = false;
                     let err = (!s.errors.is_empty()).then(|| s.errors.values().cloned().collect::<Vec<_>>().join("; "));
                     let _ = tx.send(Update::Status(status(&conn.context, err, Some(detail.clone())))).await;
+                }
+                if let Some(why) = s.restart.take() {
+                    tracing::info!(kind = why.0, "watch answered 410 Gone: listing every kind again");
+                    return End::Restart(why);
                 }
             }
             _ = coalesce.tick() => {

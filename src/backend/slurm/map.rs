@@ -3,7 +3,9 @@
 //! version: how Slurm states read, where a job's GPU count comes from, what a reason means.
 
 use super::text::{expand_hostlist, gres_gpus, gres_total, tres_gpus, tres_per_gpus};
-use crate::model::{Epoch, Gpu, Job, JobId, JobState, Node, NodeReason, NodeState, Queue, QueueKind, Text};
+use crate::model::{
+    Epoch, Gpu, Job, JobId, JobState, MAX_GPUS_PER_NODE, Node, NodeReason, NodeState, Queue, QueueKind, Text,
+};
 use std::collections::BTreeMap;
 
 /// A node as every version family hands it over.
@@ -151,6 +153,8 @@ pub fn node(n: NodeIn) -> Node {
     if slots == 0 {
         slots = tres_gpus(&n.tres).unwrap_or(0);
     }
+    // `gpu:a100:999999999` is a broken or hostile answer: no node has more than the cap.
+    let slots = slots.min(MAX_GPUS_PER_NODE);
     let used = gres_gpus(&n.gres_used);
     let mut gpu_alloc = used.iter().map(|g| g.count).fold(0u32, u32::saturating_add);
     if used.is_empty() {
@@ -158,17 +162,17 @@ pub fn node(n: NodeIn) -> Node {
     }
     let gpu_alloc = gpu_alloc.min(slots);
     // One entry per configured GPU, typed from the GRES (`gpu:h100:4,gpu:a100:2`).
-    let mut gpus = Vec::with_capacity(slots.min(64) as usize);
+    let mut gpus = Vec::with_capacity(slots as usize);
     let typed = gres_gpus(&n.gres);
     let fallback = model.clone().unwrap_or_default();
-    for g in typed.iter().flat_map(|g| std::iter::repeat_n(&g.model, g.count.min(64) as usize)) {
-        if gpus.len() >= 64 {
+    for g in typed.iter().flat_map(|g| std::iter::repeat_n(&g.model, g.count.min(slots) as usize)) {
+        if gpus.len() >= slots as usize {
             break;
         }
         let model = if g.is_empty() { fallback.clone() } else { g.clone() };
         gpus.push(new_gpu(gpus.len() as u8, model));
     }
-    while gpus.len() < slots.min(64) as usize {
+    while gpus.len() < slots as usize {
         gpus.push(new_gpu(gpus.len() as u8, fallback.clone()));
     }
     let unhealthy = !state.schedulable();
@@ -425,5 +429,40 @@ mod tests {
         assert_eq!(job.est_start, Some(1_800_000_000));
         assert_eq!(job.start, None);
         assert_eq!(job.pending_reason.as_deref(), Some("Resources"));
+    }
+
+    /// A node whose GRES claims a billion GPUs (and a running job holding a billion of them on
+    /// every device index) gets the cap: 64 GPUs, each held by the job; the sums over such
+    /// nodes and jobs saturate instead of overflowing.
+    #[test]
+    fn hostile_gres_counts_are_capped_at_the_node() {
+        let n = node(NodeIn {
+            name: "gpu1".into(),
+            state: w(&["MIXED"]),
+            partitions: w(&["p"]),
+            gres: "gpu:a100:999999999,gpu:h100:4294967295".into(),
+            gres_used: "gpu:a100:999999999(IDX:0-4000000000)".into(),
+            ..Default::default()
+        });
+        assert_eq!((n.gpu_slots, n.gpus.len(), n.gpu_alloc), (MAX_GPUS_PER_NODE, 64, 64));
+        assert!(n.gpus.iter().all(|g| g.model == "a100"));
+        let mut allocs = Vec::new();
+        let j = job(
+            JobIn {
+                id: 7,
+                state: w(&["RUNNING"]),
+                nodes: "gpu[1-2]".into(),
+                start: Some(1),
+                gres_detail: vec!["gpu:a100:999999999(IDX:0-4000000000)".into(); 2],
+                ..Default::default()
+            },
+            &mut allocs,
+        );
+        assert_eq!(j.gpus, 999_999_999 * 2);
+        assert_eq!(allocs.len(), 2);
+        assert!(allocs.iter().all(|a| a.idx.len() == 64));
+        let mut nodes = vec![n.clone(), Node { name: "gpu2".into(), ..n }];
+        super::super::assign_gpus(&mut nodes, &allocs);
+        assert!(nodes.iter().flat_map(|n| &n.gpus).all(|g| g.job == Some(7)));
     }
 }

@@ -223,7 +223,8 @@ pub fn queue_gpus(queues: &mut [Queue], nodes: &[Node]) {
     let mut by: HashMap<&str, u32> = HashMap::new();
     for n in nodes {
         for p in n.pool.split(',').filter(|p| !p.is_empty()) {
-            *by.entry(p).or_default() += n.gpu_slots;
+            let sum = by.entry(p).or_default();
+            *sum = sum.saturating_add(n.gpu_slots);
         }
     }
     for q in queues {
@@ -300,8 +301,10 @@ pub fn quotas(limits: &[Limit], jobs: &[Job], qos: &[Text]) -> Vec<Quota> {
                     continue;
                 }
                 match j.state {
-                    JobState::Running | JobState::Completing => q.gpu_used += j.gpus,
-                    JobState::Pending => q.gpu_pending += j.gpus,
+                    JobState::Running | JobState::Completing => {
+                        q.gpu_used = q.gpu_used.saturating_add(j.gpus)
+                    }
+                    JobState::Pending => q.gpu_pending = q.gpu_pending.saturating_add(j.gpus),
                     _ => {}
                 }
             }
