@@ -39,6 +39,15 @@ pub fn ack_store_path(config: &Config) -> std::path::PathBuf {
     crate::store::acks::path_in(&dir)
 }
 
+/// The event journal's file: `[timeline] path`, else `timeline.sqlite` beside the ack store
+/// (the audit log's directory).
+pub fn timeline_path(config: &Config) -> std::path::PathBuf {
+    config.timeline_path.clone().unwrap_or_else(|| {
+        let acks = ack_store_path(config);
+        crate::store::timeline::path_in(acks.parent().unwrap_or(std::path::Path::new("")))
+    })
+}
+
 /// The acks and audited node actions the incidents' lifecycle comes from, read once (for
 /// `get`); a store or log that cannot be read leaves its part empty, with a warning.
 /// `label` is the cluster name the ops road records for this cluster in the audit log.
