@@ -9,6 +9,7 @@ pub mod machine;
 pub mod man;
 pub mod report;
 pub mod silence;
+pub mod timeline;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
 use crate::backend::sim::{Sim, SimConfig};
@@ -100,6 +101,7 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         ),
         Command::Silence { command } => silence::run(command, config),
         Command::Report { command } => report::run(command, config),
+        Command::Timeline(a) => timeline::run(a, config),
         Command::Completions { shell, list } => complete::run(*shell, *list, config),
         Command::Man { page, dir } => man::run(page, dir.as_deref()),
     }

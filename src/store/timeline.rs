@@ -113,6 +113,20 @@ pub struct Query {
     pub limit: usize,
 }
 
+impl Query {
+    /// Whether `e` is one of the events this query asks for (window and filters; not the limit):
+    /// what [`Journal::query`] selects, for events from elsewhere (the audit log).
+    pub fn matches(&self, e: &Event) -> bool {
+        e.at >= self.from
+            && e.at <= self.to
+            && (self.clusters.is_empty() || self.clusters.contains(&e.cluster))
+            && self.node.as_ref().is_none_or(|n| e.node.as_ref() == Some(n))
+            && self.job.is_none_or(|j| e.job == Some(j))
+            && self.team.as_ref().is_none_or(|t| e.team.as_ref() == Some(t))
+            && self.kind.is_none_or(|k| e.kind == k)
+    }
+}
+
 pub struct Journal {
     conn: Connection,
     path: PathBuf,
@@ -513,25 +527,25 @@ mod tests {
             ev("c1", 90_000, EventKind::Ecc, "gpu-003", "d"),
         ])
         .unwrap();
-        let q = |f: &dyn Fn(&mut Query)| {
+        let q = |j: &Journal, f: &dyn Fn(&mut Query)| {
             let mut q = Query { from: 0, to: 100_000, ..Default::default() };
             f(&mut q);
             j.query(&q).unwrap().into_iter().map(|e| e.dedupe).collect::<Vec<_>>()
         };
-        assert_eq!(q(&|q| q.node = Some("gpu-001".into())), ["a", "b"]);
-        assert_eq!(q(&|q| q.clusters = vec!["c2".into()]), ["b"]);
-        assert_eq!(q(&|q| q.job = Some(7)), ["job:7:FAILED"]);
-        assert_eq!(q(&|q| q.team = Some("vision".into())), ["job:7:FAILED"]);
-        assert_eq!(q(&|q| q.kind = Some(EventKind::Ecc)), ["d"]);
-        assert_eq!(q(&|q| q.from = 1_500), ["b", "job:7:FAILED", "d"]);
+        assert_eq!(q(&j, &|q| q.node = Some("gpu-001".into())), ["a", "b"]);
+        assert_eq!(q(&j, &|q| q.clusters = vec!["c2".into()]), ["b"]);
+        assert_eq!(q(&j, &|q| q.job = Some(7)), ["job:7:FAILED"]);
+        assert_eq!(q(&j, &|q| q.team = Some("vision".into())), ["job:7:FAILED"]);
+        assert_eq!(q(&j, &|q| q.kind = Some(EventKind::Ecc)), ["d"]);
+        assert_eq!(q(&j, &|q| q.from = 1_500), ["b", "job:7:FAILED", "d"]);
         // The newest two, oldest first.
-        assert_eq!(q(&|q| q.limit = 2), ["job:7:FAILED", "d"]);
-        // One day kept before 90 000: the first three go; then rows: at most one.
-        assert_eq!(j.prune(90_000 + 3_600, Retention { days: 1, max_rows: 0 }).unwrap(), 0);
+        assert_eq!(q(&j, &|q| q.limit = 2), ["job:7:FAILED", "d"]);
+        // One day kept: nothing is older yet; a little later the first two go; then rows.
+        assert_eq!(j.prune(86_400 + 999, Retention { days: 1, max_rows: 0 }).unwrap(), 0);
         assert_eq!(j.prune(86_400 + 2_500, Retention { days: 1, max_rows: 0 }).unwrap(), 2);
         assert_eq!(j.count().unwrap(), 2);
         assert_eq!(j.prune(90_000, Retention { days: 0, max_rows: 1 }).unwrap(), 1);
-        assert_eq!(q(&|_| ()), ["d"]);
+        assert_eq!(q(&j, &|_| ()), ["d"]);
     }
 
     #[test]
