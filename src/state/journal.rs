@@ -97,7 +97,9 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
             (format!(": {}{by}", r.text), r.by.to_string(), r.at)
         });
         let from = was.map(|w| w.state);
-        if from != Some(n.state) {
+        // Work coming and going (idle, mixed, allocated) is not a change of service.
+        let churn = from.is_some_and(|f| f.schedulable()) && n.state.schedulable();
+        if from != Some(n.state) && !churn {
             // A reason set since the last look (or, on a first look, any reason) dates it.
             let dated = reason.as_ref().filter(|(_, _, at)| *at > since && *at <= s.now).map(|r| r.2).filter(|_| {
                 !n.state.schedulable()
@@ -470,6 +472,15 @@ mod tests {
         // Nothing changed: nothing new.
         let (_, again) = diff(Some(&snap2), &s);
         assert!(again.iter().all(|e| e.kind != EventKind::NodeState), "{:?}", kinds(&again));
+        // Work coming and going is not a transition worth a line.
+        let mut busy = s.clone();
+        let idle = busy.nodes.iter().position(|n| n.state == NodeState::Idle || n.state == NodeState::Mixed);
+        if let Some(i) = idle {
+            let at = busy.now + 1;
+            relist(&mut busy, at, |nodes, _| nodes[i].state = NodeState::Allocated);
+            let (_, ev) = diff(Some(&snap2), &busy);
+            assert!(ev.iter().all(|e| e.kind != EventKind::NodeState), "{:?}", kinds(&ev));
+        }
         // A console that starts now sees the same drain on its first look, with the same key.
         let (_, first) = diff(None, &s);
         let f = first.iter().find(|e| e.kind == EventKind::NodeState && e.subject == name).expect("on first look");

@@ -227,7 +227,7 @@ impl super::View for View {
     }
 
     fn aliases(&self) -> &'static [&'static str] {
-        &["tl", "events", "history"]
+        &["tl", "events"]
     }
 
     fn tables(&self) -> &'static [&'static dyn TableSource] {

@@ -10,7 +10,8 @@
 //! * `key==value` exactly, `key!=value` / `!key=value` / `!text` negated;
 //! * `key>N`, `>=`, `<`, `<=` on numbers with units as displayed (`temp>85`, `mem>70%`,
 //!   `age>2h`, `power>=5kW`, `cost>1,000`);
-//! * `key~regex` (any case).
+//! * `key~regex` (any case);
+//! * `key=DURATION` on an age column (the Timeline's `since=2h`): at most that old.
 //!
 //! Terms are separated by spaces (quote a value with spaces: `reason="not responding"`) and must
 //! all match. An unknown key or a malformed term is an error naming the keys the table accepts:
