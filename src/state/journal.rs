@@ -171,7 +171,11 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                     out.push(e);
                 };
                 let down = |st: PortState| matches!(st, PortState::Down | PortState::Polling);
-                if old.1 != p.state && (down(old.1) || down(p.state)) {
+                let limit = s.thresholds.flap_count;
+                // A port already flapping at the last look: its flap event said so; each
+                // bounce is not a line of its own.
+                let flapping = limit > 0 && old.2 >= limit && p.flaps >= limit;
+                if old.1 != p.state && (down(old.1) || down(p.state)) && !flapping {
                     let back = if down(p.state) { "" } else { " (back up)" };
                     push(
                         EventKind::PortDown,
@@ -179,7 +183,6 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                         format!("port:{port}:{}>{}", old.1.label(), p.state.label()),
                     );
                 }
-                let limit = s.thresholds.flap_count;
                 if p.flaps >= limit && old.2 < limit && limit > 0 {
                     push(
                         EventKind::PortFlap,
