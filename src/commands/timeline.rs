@@ -283,6 +283,9 @@ fn hours(h: Option<f64>) -> String {
     h.map_or_else(|| "unknown".into(), |h| format!("{h:.1}"))
 }
 
+/// Failed and preempted jobs listed whatever node they ran on, up to this many.
+const JOBS_LISTED: usize = 50;
+
 /// The postmortem skeleton.
 pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> String {
     let mut o = String::new();
@@ -331,14 +334,26 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
     let _ = writeln!(o, "- Impact: _to be written_");
     let _ = writeln!(o, "- Root cause: _to be written_");
     let _ = writeln!(o, "- Resolution: _to be written_\n");
-    // What happened when.
+    // What happened when. On a big cluster jobs fail all day: beyond a few, only those on a
+    // node something happened to are listed; the rest are counted.
     let _ = writeln!(o, "## What happened when\n");
+    let is_job = |e: &Event| matches!(e.kind, EventKind::JobFailed | EventKind::JobPreempted);
+    let hit: HashSet<&str> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::NodeState | EventKind::Xid | EventKind::Ecc | EventKind::PortDown | EventKind::PortFlap))
+        .filter_map(|e| e.node.as_deref())
+        .collect();
+    let jobs = events.iter().filter(|e| is_job(e)).count();
+    let listed: Vec<&Event> = events
+        .iter()
+        .filter(|e| jobs <= JOBS_LISTED || q.job.is_some() || !is_job(e) || e.node.as_deref().is_some_and(|n| hit.contains(n)))
+        .collect();
     if events.is_empty() {
         let _ = writeln!(o, "No events.\n");
     } else {
         let _ = writeln!(o, "| time | cluster | kind | subject | what | who |");
         let _ = writeln!(o, "|---|---|---|---|---|---|");
-        for e in events {
+        for e in &listed {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} | {} |",
@@ -348,6 +363,14 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
                 cell(&e.subject),
                 cell(&e.what),
                 cell(e.who.as_deref().unwrap_or("-"))
+            );
+        }
+        if listed.len() < events.len() {
+            let _ = writeln!(
+                o,
+                "\n{} failed or preempted jobs on nodes nothing else happened to are counted, not listed \
+                 (`gpuplane timeline --kind job-failed` lists them).",
+                events.len() - listed.len()
             );
         }
         o.push('\n');
@@ -404,29 +427,49 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
     // Open questions.
     let _ = writeln!(o, "## Open questions\n");
     let mut asked = BTreeSet::new();
-    for e in events {
-        let qn = match e.kind {
-            EventKind::Xid | EventKind::Ecc => {
-                format!("What caused {} on {}, and is the GPU healthy now?", e.what.split(':').next().unwrap_or(""), cell(&e.subject))
+    // One question per kind, naming its first subjects.
+    let subjects = |kinds: &[EventKind]| {
+        let mut v: Vec<String> = Vec::new();
+        for e in events.iter().filter(|e| kinds.contains(&e.kind)) {
+            if !v.contains(&e.subject) {
+                v.push(e.subject.clone());
             }
-            EventKind::PortDown | EventKind::PortFlap => format!("Why did {} go down or flap (cable, transceiver, switch)?", cell(&e.subject)),
-            EventKind::JobFailed => "Did the failed jobs' owners resubmit, and did they lose work past their last checkpoint?".into(),
-            EventKind::AlertFiring => format!("Did the alert on {} fire early enough to act on?", cell(&e.subject)),
-            _ => continue,
-        };
-        asked.insert(qn);
+        }
+        let more = if v.len() > 5 { format!(" and {} more", v.len() - 5) } else { String::new() };
+        (!v.is_empty()).then(|| v.iter().take(5).map(|x| cell(x)).collect::<Vec<_>>().join(", ") + &more)
+    };
+    if let Some(s) = subjects(&[EventKind::Xid, EventKind::Ecc]) {
+        asked.insert(format!("What caused the GPU errors on {s}, and are those GPUs healthy now?"));
+    }
+    if let Some(s) = subjects(&[EventKind::PortDown, EventKind::PortFlap]) {
+        asked.insert(format!("Why did {s} go down or flap (cable, transceiver, switch)?"));
+    }
+    if jobs > 0 {
+        asked.insert(format!(
+            "Did the owners of the {jobs} failed or preempted jobs resubmit, and what did they lose past their last checkpoint?"
+        ));
+    }
+    if let Some(s) = subjects(&[EventKind::AlertFiring]) {
+        asked.insert(format!("Did the alerts on {s} fire early enough to act on?"));
     }
     // Nodes whose last state in the window is out of service.
     let mut last: BTreeMap<&str, &Event> = BTreeMap::new();
     for e in events.iter().filter(|e| e.kind == EventKind::NodeState) {
         last.insert(e.subject.as_str(), e);
     }
-    for (n, e) in last {
-        let out = ["draining", "drained", "down", "cordoned", "maint", "unknown"];
-        let state = e.what.split(':').next().unwrap_or("").rsplit(' ').next().unwrap_or("");
-        if out.contains(&state) {
-            asked.insert(format!("{} was last seen {state}: is it back in service, and who owns that?", cell(n)));
-        }
+    let out_states = ["draining", "drained", "down", "cordoned", "maint", "unknown"];
+    let out: Vec<(&str, &str)> = last
+        .into_iter()
+        .filter_map(|(n, e)| {
+            let state = e.what.split(':').next().unwrap_or("").rsplit(' ').next().unwrap_or("");
+            out_states.contains(&state).then_some((n, state))
+        })
+        .collect();
+    for (n, state) in out.iter().take(5) {
+        asked.insert(format!("{} was last seen {state}: is it back in service, and who owns that?", cell(n)));
+    }
+    if out.len() > 5 {
+        asked.insert(format!("{} more nodes were last seen out of service: who owns bringing them back?", out.len() - 5));
     }
     for qn in asked.iter().take(20) {
         let _ = writeln!(o, "- {qn}");
@@ -487,5 +530,17 @@ mod tests {
         assert!(md.contains("| c1 | unknown | unknown | unknown | unknown: no usage ledger for c1 |"), "{md}");
         assert!(md.contains("gpu-004 was last seen draining"), "{md}");
         assert!(md.contains("| oncall | drain gpu-004 ok [INC-4242]: XID 79 |"), "{md}");
+        // Many failed jobs: those on the affected node are listed, the others counted.
+        let mut many = events.clone();
+        for i in 0..60 {
+            let node = if i == 0 { "gpu-004" } else { "gpu-100" };
+            let mut j = e(300 + i, EventKind::JobFailed, &format!("{}", 1_000 + i), "train FAILED", Some("alice"));
+            j.node = Some(node.into());
+            many.push(j);
+        }
+        let md = markdown(&many, &q, &lost, 1_000);
+        assert!(md.contains("| 1000 | train FAILED |") && !md.contains("| 1001 | train FAILED |"), "{md}");
+        assert!(md.contains("59 failed or preempted jobs on nodes nothing else happened to are counted"), "{md}");
+        assert!(md.contains("owners of the 60 failed or preempted jobs"), "{md}");
     }
 }
