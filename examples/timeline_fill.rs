@@ -162,6 +162,30 @@ fn main() {
         batches.len(),
         added as f64 / write_s
     );
-    println!("file {:.1} MiB ({:.0} bytes/event) at {}", size(&path) as f64 / 1_048_576.0, size(&path) as f64 / added.max(1) as f64, path.display());
-    println!("last 24 h: {} events read in {day_ms:.0} ms; one node's 30 days: {} in {node_ms:.1} ms", day.len(), node.len());
+    println!(
+        "file {:.1} MiB ({:.0} bytes/event) at {}",
+        size(&path) as f64 / 1_048_576.0,
+        size(&path) as f64 / added.max(1) as f64,
+        path.display()
+    );
+    println!(
+        "last 24 h: {} events read in {day_ms:.0} ms; one node's 30 days: {} in {node_ms:.1} ms",
+        day.len(),
+        node.len()
+    );
+    // What the diff costs the console per update: a simulated cluster of NODES nodes.
+    let cfg = gpuplane::testing::SimConfig { nodes: nodes as usize, ..Default::default() };
+    let s = gpuplane::testing::state_after(cfg, 3);
+    let (snap, _) = gpuplane::state::journal::diff(None, &s);
+    let t = Instant::now();
+    let rounds = 20;
+    for _ in 0..rounds {
+        std::hint::black_box(gpuplane::state::journal::diff(Some(&snap), &s));
+    }
+    println!(
+        "diff of two looks at {nodes} nodes ({} GPUs, {} jobs): {:.2} ms each",
+        s.gpu_count(),
+        s.jobs.len(),
+        t.elapsed().as_secs_f64() * 1e3 / f64::from(rounds)
+    );
 }

@@ -321,7 +321,12 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             app,
             rx,
             ev_rx,
-            RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers, ack_answers, timeline_answers },
+            RunOpts {
+                exit_after_frames: config.exit_after_frames,
+                ledger_answers,
+                ack_answers,
+                timeline_answers,
+            },
         )
         .await;
         cancel.cancel();

@@ -27,7 +27,11 @@ fn cluster(ago: i64) -> (Sim, ClusterState) {
     (sim, s)
 }
 
-fn relist(s: &mut ClusterState, at: i64, f: impl FnOnce(&mut Vec<gpuplane::model::Node>, &mut Vec<gpuplane::model::Job>)) {
+fn relist(
+    s: &mut ClusterState,
+    at: i64,
+    f: impl FnOnce(&mut Vec<gpuplane::model::Node>, &mut Vec<gpuplane::model::Job>),
+) {
     let (mut nodes, mut jobs) = (s.nodes.clone(), s.jobs.clone());
     f(&mut nodes, &mut jobs);
     s.apply(Update::Inventory {
@@ -73,7 +77,8 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
     let victim = s.jobs.iter().find(|j| j.state == JobState::Running).map(|j| j.id).expect("a running job");
     relist(&mut s, t0 + 90, |nodes, jobs| {
         nodes[2].state = NodeState::Draining;
-        nodes[2].reason = Some(NodeReason { text: "XID 79 INC-4242".into(), by: "oncall".into(), at: t0 + 80 });
+        nodes[2].reason =
+            Some(NodeReason { text: "XID 79 INC-4242".into(), by: "oncall".into(), at: t0 + 80 });
         let j = jobs.iter_mut().find(|j| j.id == victim).unwrap();
         j.state = JobState::Failed;
         j.end = Some(t0 + 85);
@@ -97,17 +102,21 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
     let added = a.record(&all).unwrap();
     // Distinct but for a change seen twice within the window without a source time (a
     // simulated node going down twice in ten minutes).
-    let keys: std::collections::HashSet<(&str, &str)> = all.iter().map(|e| (e.cluster.as_str(), e.dedupe.as_str())).collect();
+    let keys: std::collections::HashSet<(&str, &str)> =
+        all.iter().map(|e| (e.cluster.as_str(), e.dedupe.as_str())).collect();
     assert!(added >= keys.len() && added <= all.len(), "{added} of {} ({} keys)", all.len(), keys.len());
     for e in all.iter().filter(|e| !e.dedupe.contains('>')) {
         let n = all.iter().filter(|x| x.dedupe == e.dedupe).count();
         assert_eq!(n, 1, "a dated change is seen once: {e:?}");
     }
-    let later: Vec<Event> =
-        all.iter().map(|e| if e.dedupe.contains('>') { Event { at: e.at + 4, ..e.clone() } } else { e.clone() }).collect();
+    let later: Vec<Event> = all
+        .iter()
+        .map(|e| if e.dedupe.contains('>') { Event { at: e.at + 4, ..e.clone() } } else { e.clone() })
+        .collect();
     assert_eq!(b.record(&later).unwrap(), 0, "the second console adds nothing");
     assert_eq!(a.count().unwrap() as usize, added);
-    let on_node = a.query(&Query { from: 0, to: i64::MAX, node: Some(node.clone()), ..Default::default() }).unwrap();
+    let on_node =
+        a.query(&Query { from: 0, to: i64::MAX, node: Some(node.clone()), ..Default::default() }).unwrap();
     assert!(on_node.iter().all(|e| e.node.as_deref() == Some(node.as_str())) && on_node.len() >= 2);
 
     // An action through the real ops road (audited), with no console running.
@@ -119,17 +128,32 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
             .env("USER", "oncall")
             .output()
             .expect("run gpuplane");
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (rc, out, err) = run(&["drain", "gpu-005", "-r", "IB flaps", "-t", "INC-7", "--yes"]);
     assert_eq!(rc, Some(0), "{out}{err}");
 
     let (rc, md, err) = run(&["timeline", "--since", "2h", "-o", "markdown"]);
     assert_eq!(rc, Some(0), "{err}");
-    for h in ["# Postmortem draft", "## Summary", "## What happened when", "## Who did what", "## GPU-hours lost", "## Open questions"] {
+    for h in [
+        "# Postmortem draft",
+        "## Summary",
+        "## What happened when",
+        "## Who did what",
+        "## GPU-hours lost",
+        "## Open questions",
+    ] {
         assert!(md.contains(h), "{h}:\n{md}");
     }
-    assert!(md.contains(&format!("| {node} | idle → draining: XID 79 INC-4242 (by oncall) | oncall |")) || md.contains("→ draining: XID 79 INC-4242 (by oncall) | oncall |"), "{md}");
+    assert!(
+        md.contains(&format!("| {node} | idle → draining: XID 79 INC-4242 (by oncall) | oncall |"))
+            || md.contains("→ draining: XID 79 INC-4242 (by oncall) | oncall |"),
+        "{md}"
+    );
     assert!(md.contains("drain gpu-005 ok [INC-7]: IB flaps"), "the CLI's audited drain is an action:\n{md}");
     assert!(md.contains(&format!("{node} was last seen drained")), "{md}");
     let lost = md.lines().find(|l| l.starts_with(&format!("| {} |", s.cluster))).expect("a GPU-hours row");
@@ -149,9 +173,13 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
     assert_eq!(rc, Some(0), "{err}");
     let rows: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(&json).unwrap();
     let has = |kind: &str, subject: &str| rows.iter().any(|r| r["kind"] == kind && r["subject"] == subject);
-    assert!(has("node-state", &node) && has("job-failed", &victim.to_string()) && has("action", "gpu-005"), "{json}");
+    assert!(
+        has("node-state", &node) && has("job-failed", &victim.to_string()) && has("action", "gpu-005"),
+        "{json}"
+    );
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/get.md")).unwrap();
-    let section = doc.split("## `timeline`").nth(1).expect("a timeline section").split("\n## ").next().unwrap();
+    let section =
+        doc.split("## `timeline`").nth(1).expect("a timeline section").split("\n## ").next().unwrap();
     for r in &rows {
         for k in r.keys() {
             assert!(section.contains(&format!("`{k}`")), "{k} is not documented in docs/get.md");
@@ -178,18 +206,13 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
 fn the_console_opens_the_timeline_filtered() {
     let mut a = common::app();
     assert!(a.state().timeline.events.len() >= 2, "the first look records the timestamped changes");
-    let node = a
-        .state()
-        .timeline
-        .events
-        .iter()
-        .find_map(|e| e.node.clone())
-        .expect("an event about a node");
+    let node = a.state().timeline.events.iter().find_map(|e| e.node.clone()).expect("an event about a node");
     common::typed(&mut a, &format!(":timeline node=={node} since=7d\r"));
     assert_eq!(a.ui.view, gpuplane::tui::views::timeline::ID);
     a.prepare();
     let rows = a.ui.tables[gpuplane::tui::views::timeline::TABLE].rows.len();
-    let expect = a.state().timeline.events.iter().filter(|e| e.node.as_deref() == Some(node.as_str())).count();
+    let expect =
+        a.state().timeline.events.iter().filter(|e| e.node.as_deref() == Some(node.as_str())).count();
     assert!(rows > 0 && rows == expect, "{rows} rows, {expect} events on {node}");
     // `since` is an age: nothing is 0 seconds old but what happened at the last update.
     common::typed(&mut a, ":timeline since=0s\r");
@@ -199,7 +222,8 @@ fn the_console_opens_the_timeline_filtered() {
     assert_eq!(a.ui.tables[gpuplane::tui::views::timeline::TABLE].rows.len(), fresh);
     // A key the table does not have is an error that lists the keys.
     common::typed(&mut a, ":timeline bogus=1\r");
-    let msg = a.ui.tables[gpuplane::tui::views::timeline::TABLE].filter_error().unwrap_or_default().to_string();
+    let msg =
+        a.ui.tables[gpuplane::tui::views::timeline::TABLE].filter_error().unwrap_or_default().to_string();
     assert!(msg.contains("unknown key \"bogus\""), "{msg}");
     for k in ["node", "job", "team", "kind", "since"] {
         assert!(msg.contains(k), "{k} in {msg}");

@@ -33,7 +33,11 @@ pub fn query(a: &TimelineArgs, now: Epoch) -> Result<Query, String> {
         None => now,
     };
     if from > to {
-        return Err(format!("--since ({}) is after --until ({})", crate::clock::stamp(from), crate::clock::stamp(to)));
+        return Err(format!(
+            "--since ({}) is after --until ({})",
+            crate::clock::stamp(from),
+            crate::clock::stamp(to)
+        ));
     }
     let kind = match &a.kind {
         None => None,
@@ -159,7 +163,11 @@ fn table(events: &[Event]) -> String {
         .collect();
     let head = ["TIME", "CLUSTER", "KIND", "SUBJECT", "WHAT", "WHO"];
     let width = |i: usize| {
-        rows.iter().map(|r| unicode_width::UnicodeWidthStr::width(r[i].as_str())).max().unwrap_or(0).max(head[i].len())
+        rows.iter()
+            .map(|r| unicode_width::UnicodeWidthStr::width(r[i].as_str()))
+            .max()
+            .unwrap_or(0)
+            .max(head[i].len())
     };
     let widths: Vec<usize> = (0..6).map(width).collect();
     let mut o = String::new();
@@ -295,7 +303,12 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
         (None, true) => "no events".into(),
         (None, false) => clusters.iter().map(|c| cell(c)).collect::<Vec<_>>().join(", "),
     };
-    let _ = writeln!(o, "# Postmortem draft: {scope}, {} to {}\n", crate::clock::stamp(q.from), crate::clock::stamp(q.to));
+    let _ = writeln!(
+        o,
+        "# Postmortem draft: {scope}, {} to {}\n",
+        crate::clock::stamp(q.from),
+        crate::clock::stamp(q.to)
+    );
     let _ = writeln!(
         o,
         "_Drafted by `gpuplane timeline` at {} from the event journal and the audit log. Times in {}; \
@@ -305,7 +318,8 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
     );
     // Summary.
     let _ = writeln!(o, "## Summary\n");
-    let _ = writeln!(o, "- Window: {} to {} ({})", when(q.from), when(q.to), crate::clock::dur(q.to - q.from));
+    let _ =
+        writeln!(o, "- Window: {} to {} ({})", when(q.from), when(q.to), crate::clock::dur(q.to - q.from));
     let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
     for e in events {
         *by_kind.entry(e.kind.label()).or_default() += 1;
@@ -329,7 +343,14 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
             let _ = writeln!(o, "- Nodes affected: {}{more}", top.join(", "));
         }
         let first = &events[0];
-        let _ = writeln!(o, "- First: {} {} {}: {}", when(first.at), first.kind.label(), cell(&first.subject), cell(&first.what));
+        let _ = writeln!(
+            o,
+            "- First: {} {} {}: {}",
+            when(first.at),
+            first.kind.label(),
+            cell(&first.subject),
+            cell(&first.what)
+        );
     }
     let _ = writeln!(o, "- Impact: _to be written_");
     let _ = writeln!(o, "- Root cause: _to be written_");
@@ -340,13 +361,27 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
     let is_job = |e: &Event| matches!(e.kind, EventKind::JobFailed | EventKind::JobPreempted);
     let hit: HashSet<&str> = events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::NodeState | EventKind::Xid | EventKind::Ecc | EventKind::PortDown | EventKind::PortFlap))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::NodeState
+                    | EventKind::Xid
+                    | EventKind::Ecc
+                    | EventKind::PortDown
+                    | EventKind::PortFlap
+            )
+        })
         .filter_map(|e| e.node.as_deref())
         .collect();
     let jobs = events.iter().filter(|e| is_job(e)).count();
     let listed: Vec<&Event> = events
         .iter()
-        .filter(|e| jobs <= JOBS_LISTED || q.job.is_some() || !is_job(e) || e.node.as_deref().is_some_and(|n| hit.contains(n)))
+        .filter(|e| {
+            jobs <= JOBS_LISTED
+                || q.job.is_some()
+                || !is_job(e)
+                || e.node.as_deref().is_some_and(|n| hit.contains(n))
+        })
         .collect();
     if events.is_empty() {
         let _ = writeln!(o, "No events.\n");
@@ -377,8 +412,10 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
     }
     // Who did what.
     let _ = writeln!(o, "## Who did what\n");
-    let people: Vec<&Event> = events.iter().filter(|e| matches!(e.kind, EventKind::Action | EventKind::Ack)).collect();
-    let set_by: Vec<&Event> = events.iter().filter(|e| e.kind == EventKind::NodeState && e.who.is_some()).collect();
+    let people: Vec<&Event> =
+        events.iter().filter(|e| matches!(e.kind, EventKind::Action | EventKind::Ack)).collect();
+    let set_by: Vec<&Event> =
+        events.iter().filter(|e| e.kind == EventKind::NodeState && e.who.is_some()).collect();
     if people.is_empty() && set_by.is_empty() {
         let _ = writeln!(o, "No action, ack or attributed state change was recorded in the window.\n");
     } else {
@@ -469,7 +506,10 @@ pub fn markdown(events: &[Event], q: &Query, lost: &[Lost], now: Epoch) -> Strin
         asked.insert(format!("{} was last seen {state}: is it back in service, and who owns that?", cell(n)));
     }
     if out.len() > 5 {
-        asked.insert(format!("{} more nodes were last seen out of service: who owns bringing them back?", out.len() - 5));
+        asked.insert(format!(
+            "{} more nodes were last seen out of service: who owns bringing them back?",
+            out.len() - 5
+        ));
     }
     for qn in asked.iter().take(20) {
         let _ = writeln!(o, "- {qn}");
@@ -510,7 +550,13 @@ mod tests {
         };
         let events = vec![
             e(100, EventKind::Xid, "gpu-004/gpu3", "XID 79: GPU has fallen off the bus (1 in window)", None),
-            e(200, EventKind::NodeState, "gpu-004", "mixed → draining: XID 79 | INC-4242 (by oncall)", Some("oncall")),
+            e(
+                200,
+                EventKind::NodeState,
+                "gpu-004",
+                "mixed → draining: XID 79 | INC-4242 (by oncall)",
+                Some("oncall"),
+            ),
             e(210, EventKind::Action, "gpu-004", "drain gpu-004 ok [INC-4242]: XID 79", Some("oncall")),
         ];
         let q = Query { from: 0, to: 1_000, ..Default::default() };
@@ -523,24 +569,38 @@ mod tests {
             source: "unknown: no usage ledger for c1".into(),
         }];
         let md = markdown(&events, &q, &lost, 1_000);
-        for h in ["# Postmortem draft", "## Summary", "## What happened when", "## Who did what", "## GPU-hours lost", "## Open questions"] {
+        for h in [
+            "# Postmortem draft",
+            "## Summary",
+            "## What happened when",
+            "## Who did what",
+            "## GPU-hours lost",
+            "## Open questions",
+        ] {
             assert!(md.contains(h), "{h} in {md}");
         }
         assert!(md.contains("XID 79 \\| INC-4242"), "a | in cluster text is escaped: {md}");
-        assert!(md.contains("| c1 | unknown | unknown | unknown | unknown: no usage ledger for c1 |"), "{md}");
+        assert!(
+            md.contains("| c1 | unknown | unknown | unknown | unknown: no usage ledger for c1 |"),
+            "{md}"
+        );
         assert!(md.contains("gpu-004 was last seen draining"), "{md}");
         assert!(md.contains("| oncall | drain gpu-004 ok [INC-4242]: XID 79 |"), "{md}");
         // Many failed jobs: those on the affected node are listed, the others counted.
         let mut many = events.clone();
         for i in 0..60 {
             let node = if i == 0 { "gpu-004" } else { "gpu-100" };
-            let mut j = e(300 + i, EventKind::JobFailed, &format!("{}", 1_000 + i), "train FAILED", Some("alice"));
+            let mut j =
+                e(300 + i, EventKind::JobFailed, &format!("{}", 1_000 + i), "train FAILED", Some("alice"));
             j.node = Some(node.into());
             many.push(j);
         }
         let md = markdown(&many, &q, &lost, 1_000);
         assert!(md.contains("| 1000 | train FAILED |") && !md.contains("| 1001 | train FAILED |"), "{md}");
-        assert!(md.contains("59 failed or preempted jobs on nodes nothing else happened to are counted"), "{md}");
+        assert!(
+            md.contains("59 failed or preempted jobs on nodes nothing else happened to are counted"),
+            "{md}"
+        );
         assert!(md.contains("owners of the 60 failed or preempted jobs"), "{md}");
     }
 }

@@ -195,7 +195,10 @@ mod tests {
     #[test]
     fn subjects_are_identity_keys() {
         let n = |name: &str| NodeKey { cluster: "c1".into(), name: name.into() };
-        assert_eq!(ev(SubjectKind::Node, "gpu-004", Some("gpu-004"), None).obj_key(), Some(ObjKey::Node(n("gpu-004"))));
+        assert_eq!(
+            ev(SubjectKind::Node, "gpu-004", Some("gpu-004"), None).obj_key(),
+            Some(ObjKey::Node(n("gpu-004")))
+        );
         assert_eq!(
             ev(SubjectKind::Gpu, "gpu-004/gpu3", Some("gpu-004"), None).obj_key(),
             Some(ObjKey::Gpu(GpuKey { node: n("gpu-004"), index: 3 }))

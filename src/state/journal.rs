@@ -31,12 +31,15 @@ pub struct Snapshot {
     acks: HashSet<(String, String, String, Epoch)>,
 }
 
+/// A GPU as the last look saw it: index, last XID (code, time), double-bit ECC count.
+type GpuSnap = (u8, Option<(u16, Epoch)>, u32);
+
 #[derive(Debug, Clone, PartialEq)]
 struct NodeSnap {
     state: NodeState,
     reason_at: Option<Epoch>,
     /// Per GPU: index, last XID (code, time), double-bit ECC count.
-    gpus: Vec<(u8, Option<(u16, Epoch)>, u32)>,
+    gpus: Vec<GpuSnap>,
     /// Per port: name, state, flaps.
     ports: Vec<(Text, PortState, u32)>,
 }
@@ -101,24 +104,36 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         let churn = from.is_some_and(|f| f.schedulable()) && n.state.schedulable();
         if from != Some(n.state) && !churn {
             // A reason set since the last look (or, on a first look, any reason) dates it.
-            let dated = reason.as_ref().filter(|(_, _, at)| *at > since && *at <= s.now).map(|r| r.2).filter(|_| {
-                !n.state.schedulable()
-            });
+            let dated = reason
+                .as_ref()
+                .filter(|(_, _, at)| *at > since && *at <= s.now)
+                .map(|r| r.2)
+                .filter(|_| !n.state.schedulable());
             let first_look_dated = was.is_none() && !n.state.schedulable() && reason.is_some();
             if was.is_some() || first_look_dated {
-                let at = dated.or(first_look_dated.then(|| reason.as_ref().map_or(s.now, |r| r.2))).unwrap_or(s.now);
+                let at = dated
+                    .or(first_look_dated.then(|| reason.as_ref().map_or(s.now, |r| r.2)))
+                    .unwrap_or(s.now);
                 let words = match from {
                     Some(f) => format!("{} → {}", f.label(), n.state.label()),
                     None => n.state.label().to_string(),
                 };
-                let text = format!("{words}{}", reason.as_ref().filter(|_| !n.state.schedulable()).map_or("", |r| &r.0));
+                let text = format!(
+                    "{words}{}",
+                    reason.as_ref().filter(|_| !n.state.schedulable()).map_or("", |r| &r.0)
+                );
                 let dedupe = match (dated, first_look_dated) {
                     (Some(t), _) => format!("node-state:{name}:{}:{t}", n.state.label()),
                     (None, true) => format!("node-state:{name}:{}:{at}", n.state.label()),
-                    (None, false) => format!("node-state:{name}:{}>{}", from.map_or("", |f| f.label()), n.state.label()),
+                    (None, false) => {
+                        format!("node-state:{name}:{}>{}", from.map_or("", |f| f.label()), n.state.label())
+                    }
                 };
                 let mut e = node_event(cluster, name, at, EventKind::NodeState, text, dedupe);
-                e.who = reason.as_ref().filter(|(_, by, _)| !by.is_empty() && !n.state.schedulable()).map(|r| clean(&r.1));
+                e.who = reason
+                    .as_ref()
+                    .filter(|(_, by, _)| !by.is_empty() && !n.state.schedulable())
+                    .map(|r| clean(&r.1));
                 e.gpus = gpus;
                 out.push(e);
             }
@@ -237,7 +252,9 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
             cluster: clean(&cluster),
             name: clean(&a.name),
             starts_at: a.starts_at,
-            subject: clean(&node.map_or_else(|| a.host().unwrap_or(&a.name).to_string(), |n| n.name.to_string())),
+            subject: clean(
+                &node.map_or_else(|| a.host().unwrap_or(&a.name).to_string(), |n| n.name.to_string()),
+            ),
             node: node.map(|n| clean(&n.name)),
         };
         if prev.is_none_or(|p| p.alerts.get(&a.fingerprint).is_none_or(|o| o.starts_at != a.starts_at)) {
@@ -252,7 +269,11 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 node: snap.node.clone(),
                 job: a.job(),
                 team: None,
-                what: clean(&format!("{} ({sev}) firing{}", a.name, if summary.is_empty() { String::new() } else { format!(": {summary}") })),
+                what: clean(&format!(
+                    "{} ({sev}) firing{}",
+                    a.name,
+                    if summary.is_empty() { String::new() } else { format!(": {summary}") }
+                )),
                 who: None,
                 gpus: 0,
                 dedupe: clean(&format!("alert:{}:{}", a.fingerprint, a.starts_at)),
@@ -261,7 +282,8 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         next.alerts.insert(a.fingerprint.clone(), snap);
     }
     if let Some(p) = prev {
-        let mut gone: Vec<(&Text, &AlertSnap)> = p.alerts.iter().filter(|(fp, _)| !next.alerts.contains_key(*fp)).collect();
+        let mut gone: Vec<(&Text, &AlertSnap)> =
+            p.alerts.iter().filter(|(fp, _)| !next.alerts.contains_key(*fp)).collect();
         gone.sort_by(|a, b| a.0.cmp(b.0));
         for (fp, o) in gone {
             out.push(Event {
@@ -324,7 +346,10 @@ pub fn from_audit(records: &[crate::audit::Record], cluster: &dyn Fn(&str) -> Op
         let ticket = r.ticket.as_deref().map_or(String::new(), |t| format!(" [{t}]"));
         let reason = r.reason.as_deref().map_or(String::new(), |t| format!(": {t}"));
         let bg = r.break_glass.as_deref().map_or(String::new(), |b| format!(" (break-glass {b})"));
-        let node = r.targets.first().filter(|_| matches!(r.action.as_str(), "drain" | "cordon" | "resume" | "uncordon"));
+        let node = r
+            .targets
+            .first()
+            .filter(|_| matches!(r.action.as_str(), "drain" | "cordon" | "resume" | "uncordon"));
         let job = r.targets.first().and_then(|t| t.parse::<JobId>().ok()).filter(|_| r.action == "cancel");
         out.push(Event {
             cluster: clean(&c),
@@ -374,6 +399,11 @@ impl Timeline {
         diff(s.timeline.snap.as_ref(), s)
     }
 
+    /// The source time of the last look.
+    pub(super) fn looked_at(&self) -> Option<Epoch> {
+        self.snap.as_ref().map(|s| s.at)
+    }
+
     pub(super) fn add(&mut self, snap: Snapshot, events: Vec<Event>) -> bool {
         self.snap = Some(snap);
         if events.is_empty() {
@@ -406,10 +436,16 @@ impl Timeline {
     }
 
     fn rebuild(&mut self) {
-        let have: HashSet<(&str, &str)> = self.loaded.iter().map(|e| (e.cluster.as_str(), e.dedupe.as_str())).collect();
+        let have: HashSet<(&str, &str)> =
+            self.loaded.iter().map(|e| (e.cluster.as_str(), e.dedupe.as_str())).collect();
         let mut v: Vec<Event> = self.loaded.clone();
-        v.extend(self.seen.iter().filter(|(_, e)| !have.contains(&(e.cluster.as_str(), e.dedupe.as_str()))).map(|(_, e)| e.clone()));
-        v.sort_by(|a, b| a.at.cmp(&b.at));
+        v.extend(
+            self.seen
+                .iter()
+                .filter(|(_, e)| !have.contains(&(e.cluster.as_str(), e.dedupe.as_str())))
+                .map(|(_, e)| e.clone()),
+        );
+        v.sort_by_key(|e| e.at);
         if v.len() > SHOWN_MAX {
             v.drain(..v.len() - SHOWN_MAX);
         }
@@ -430,11 +466,18 @@ mod tests {
     use crate::model::{Ack, Handling, IncidentKey, NodeReason, XidEvent};
 
     fn base() -> ClusterState {
-        crate::testing::state_after(crate::backend::sim::SimConfig { nodes: 4, jobs: 12, ..Default::default() }, 3)
+        crate::testing::state_after(
+            crate::backend::sim::SimConfig { nodes: 4, jobs: 12, ..Default::default() },
+            3,
+        )
     }
 
     /// `s` with its nodes and jobs changed by `f`, as a scheduler would report them at `at`.
-    fn relist(s: &mut ClusterState, at: Epoch, f: impl FnOnce(&mut Vec<crate::model::Node>, &mut Vec<crate::model::Job>)) {
+    fn relist(
+        s: &mut ClusterState,
+        at: Epoch,
+        f: impl FnOnce(&mut Vec<crate::model::Node>, &mut Vec<crate::model::Job>),
+    ) {
         let (mut nodes, mut jobs) = (s.nodes.clone(), s.jobs.clone());
         f(&mut nodes, &mut jobs);
         s.apply(Update::Inventory {
@@ -461,7 +504,11 @@ mod tests {
         let name = s.nodes[1].name.to_string();
         relist(&mut s, t0 + 30, |nodes, _| {
             nodes[1].state = NodeState::Draining;
-            nodes[1].reason = Some(NodeReason { text: "XID 79 \u{1b}[31mINC-4242".into(), by: "oncall".into(), at: t0 + 20 });
+            nodes[1].reason = Some(NodeReason {
+                text: "XID 79 \u{1b}[31mINC-4242".into(),
+                by: "oncall".into(),
+                at: t0 + 20,
+            });
         });
         let (snap2, ev) = diff(Some(&snap), &s);
         let e = ev.iter().find(|e| e.kind == EventKind::NodeState).expect("a node-state event");
@@ -486,7 +533,10 @@ mod tests {
         }
         // A console that starts now sees the same drain on its first look, with the same key.
         let (_, first) = diff(None, &s);
-        let f = first.iter().find(|e| e.kind == EventKind::NodeState && e.subject == name).expect("on first look");
+        let f = first
+            .iter()
+            .find(|e| e.kind == EventKind::NodeState && e.subject == name)
+            .expect("on first look");
         assert_eq!((f.dedupe.as_str(), f.at), (e.dedupe.as_str(), e.at));
         // A node going down without a reason time: dated now, keyed by the transition.
         let t1 = s.now;
@@ -495,7 +545,10 @@ mod tests {
             nodes[2].reason = None;
         });
         let (_, ev) = diff(Some(&snap2), &s);
-        let d = ev.iter().find(|e| e.kind == EventKind::NodeState && e.subject == s.nodes[2].name.as_str()).unwrap();
+        let d = ev
+            .iter()
+            .find(|e| e.kind == EventKind::NodeState && e.subject == s.nodes[2].name.as_str())
+            .unwrap();
         assert_eq!(d.at, t1 + 10);
         assert!(d.dedupe.ends_with(">down"), "{}", d.dedupe);
         assert!(d.who.is_none());
@@ -515,7 +568,8 @@ mod tests {
         });
         let (snap2, ev) = diff(Some(&snap), &s);
         let n0 = s.nodes[0].name.to_string();
-        let x = ev.iter().find(|e| e.kind == EventKind::Xid && e.subject == format!("{n0}/gpu3")).expect("xid");
+        let x =
+            ev.iter().find(|e| e.kind == EventKind::Xid && e.subject == format!("{n0}/gpu3")).expect("xid");
         assert_eq!(x.at, t0 + 3);
         assert!(x.what.starts_with("XID 79: "), "{}", x.what);
         assert_eq!(x.subject_kind, SubjectKind::Gpu);
@@ -527,7 +581,10 @@ mod tests {
             assert_eq!(p.subject_kind, SubjectKind::Port);
         }
         let (_, again) = diff(Some(&snap2), &s);
-        assert!(!again.iter().any(|e| matches!(e.kind, EventKind::Xid | EventKind::Ecc | EventKind::PortDown) && e.node.as_deref() == Some(n0.as_str())));
+        assert!(
+            !again.iter().any(|e| matches!(e.kind, EventKind::Xid | EventKind::Ecc | EventKind::PortDown)
+                && e.node.as_deref() == Some(n0.as_str()))
+        );
     }
 
     #[test]
@@ -535,7 +592,8 @@ mod tests {
         let mut s = base();
         let (snap, _) = diff(None, &s);
         let t0 = s.now;
-        let running: Vec<JobId> = s.jobs.iter().filter(|j| j.state == JobState::Running).map(|j| j.id).take(2).collect();
+        let running: Vec<JobId> =
+            s.jobs.iter().filter(|j| j.state == JobState::Running).map(|j| j.id).take(2).collect();
         assert_eq!(running.len(), 2, "the simulator runs jobs");
         relist(&mut s, t0 + 10, |_, jobs| {
             for j in jobs.iter_mut() {
@@ -570,7 +628,11 @@ mod tests {
         assert_eq!((a.who.as_deref(), a.at), (Some("bob"), t0 + 9));
         assert!(a.what.contains("INC-7"), "{}", a.what);
         let (_, again) = diff(Some(&snap2), &s);
-        assert!(again.iter().all(|e| !matches!(e.kind, EventKind::JobFailed | EventKind::JobPreempted | EventKind::Ack)));
+        assert!(
+            again
+                .iter()
+                .all(|e| !matches!(e.kind, EventKind::JobFailed | EventKind::JobPreempted | EventKind::Ack))
+        );
     }
 
     #[test]
@@ -605,7 +667,10 @@ mod tests {
         let ev = from_audit(&recs, &|c| (c == "sim-4x8").then(|| "sim".to_string()));
         assert_eq!(ev.len(), 1, "{ev:?}");
         let e = &ev[0];
-        assert_eq!((e.cluster.as_str(), e.who.as_deref(), e.node.as_deref()), ("sim", Some("oncall"), Some("gpu-004")));
+        assert_eq!(
+            (e.cluster.as_str(), e.who.as_deref(), e.node.as_deref()),
+            ("sim", Some("oncall"), Some("gpu-004"))
+        );
         assert_eq!(e.what, "drain gpu-004 ok [INC-4242]: XID 79");
         assert_eq!(e.dedupe, "audit:2:op2");
         assert_eq!(e.at, 1_767_225_610);

@@ -272,6 +272,7 @@ impl ClusterState {
             return changed;
         }
         self.note_scope();
+        let is_delta = matches!(update, Update::Delta(_));
         let changed = match update {
             Update::Cluster { .. } => unreachable!("unwrapped above"),
             Update::Status(status) => {
@@ -362,9 +363,12 @@ impl ClusterState {
                 true
             }
         };
-        // What changed becomes timeline events (a compact snapshot is compared).
-        let (snap, events) = journal::Timeline::observe(self);
-        self.timeline.add(snap, events);
+        // What changed becomes timeline events (a compact snapshot is compared); telemetry
+        // within the second of the last look waits for the next one.
+        if !is_delta || self.timeline.looked_at() != Some(self.now) {
+            let (snap, events) = journal::Timeline::observe(self);
+            self.timeline.add(snap, events);
+        }
         self.generation += 1;
         changed
     }

@@ -166,9 +166,11 @@ impl Journal {
             // Read again under the write lock: another console may have migrated meanwhile.
             let mut v: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
             while v < SCHEMA_VERSION {
-                let step = usize::try_from(v).ok().and_then(|i| MIGRATIONS.get(i)).ok_or_else(|| {
-                    JournalError { path: path.to_path_buf(), detail: format!("no migration from schema version {v}") }
-                })?;
+                let step =
+                    usize::try_from(v).ok().and_then(|i| MIGRATIONS.get(i)).ok_or_else(|| JournalError {
+                        path: path.to_path_buf(),
+                        detail: format!("no migration from schema version {v}"),
+                    })?;
                 tx.execute_batch(step).map_err(err)?;
                 v += 1;
                 tx.pragma_update(None, "user_version", v).map_err(err)?;
@@ -304,7 +306,8 @@ impl Journal {
             let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut gone = 0;
             if keep.days > 0 {
-                gone += tx.execute("DELETE FROM events WHERE at < ?1", [now - i64::from(keep.days) * 86_400])?;
+                gone +=
+                    tx.execute("DELETE FROM events WHERE at < ?1", [now - i64::from(keep.days) * 86_400])?;
             }
             if keep.max_rows > 0 {
                 let n: i64 = tx.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))?;
@@ -328,7 +331,10 @@ impl Journal {
 pub enum Request {
     Record(Vec<Event>),
     /// Answered with [`Answer::Events`]; `seq` comes back with it.
-    Load { query: Query, seq: u64 },
+    Load {
+        query: Query,
+        seq: u64,
+    },
     /// Answered by sending on the channel once everything before it is written.
     Flush(std::sync::mpsc::Sender<()>),
 }
@@ -388,7 +394,9 @@ impl Writer {
                         }
                         Ok(())
                     }),
-                    Request::Load { query, seq } => j.query(&query).map(|events| answer(Answer::Events { seq, events })),
+                    Request::Load { query, seq } => {
+                        j.query(&query).map(|events| answer(Answer::Events { seq, events }))
+                    }
                     Request::Flush(_) => Ok(()),
                 };
                 match result {
@@ -476,7 +484,7 @@ mod tests {
         let down_a = ev("c1", 2_000, EventKind::NodeState, "gpu-005", "node-state:gpu-005:idle>down");
         let down_b = Event { at: 2_007, ..down_a.clone() };
         assert_eq!(a.record(&[down_a]).unwrap(), 1);
-        assert_eq!(b.record(&[down_b.clone()]).unwrap(), 0);
+        assert_eq!(b.record(std::slice::from_ref(&down_b)).unwrap(), 0);
         // The same transition an hour later is a new event; so is one on another cluster.
         assert_eq!(b.record(&[Event { at: 5_600, ..down_b.clone() }]).unwrap(), 1);
         assert_eq!(b.record(&[Event { cluster: "c2".into(), ..down_b }]).unwrap(), 1);
@@ -492,7 +500,9 @@ mod tests {
         let path = path_in(dir.path());
         drop(Journal::open(&path).unwrap());
         let events: Vec<Event> = (0..200)
-            .map(|i| ev("c1", 10_000 + i * 700, EventKind::NodeState, "n", &format!("node-state:n{}:a>b", i % 7)))
+            .map(|i| {
+                ev("c1", 10_000 + i * 700, EventKind::NodeState, "n", &format!("node-state:n{}:a>b", i % 7))
+            })
             .collect();
         let run = |shift: i64| {
             let (path, events) = (path.clone(), events.clone());
@@ -500,7 +510,8 @@ mod tests {
                 let mut j = Journal::open(&path).unwrap();
                 let mut added = 0;
                 for chunk in events.chunks(10) {
-                    let shifted: Vec<Event> = chunk.iter().map(|e| Event { at: e.at + shift, ..e.clone() }).collect();
+                    let shifted: Vec<Event> =
+                        chunk.iter().map(|e| Event { at: e.at + shift, ..e.clone() }).collect();
                     added += j.record(&shifted).unwrap();
                 }
                 added
@@ -554,7 +565,10 @@ mod tests {
         let path = path_in(dir.path());
         drop(Journal::open(&path).unwrap());
         let c = Connection::open(&path).unwrap();
-        assert_eq!(c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), SCHEMA_VERSION);
+        assert_eq!(
+            c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(),
+            SCHEMA_VERSION
+        );
         c.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         drop(c);
         assert!(Journal::open(&path).unwrap_err().detail.contains("newer"));

@@ -36,7 +36,8 @@ pub fn tick(app: &mut App) {
     let s = &mut app.live;
     let (mut events, seq) = s.timeline.take_unsent();
     // The audit log's new actions on this console's clusters.
-    let fresh: Vec<crate::audit::Record> = app.audit.iter().filter(|r| r.seq > l.audit_seq).cloned().collect();
+    let fresh: Vec<crate::audit::Record> =
+        app.audit.iter().filter(|r| r.seq > l.audit_seq).cloned().collect();
     if let Some(max) = fresh.iter().map(|r| r.seq).max() {
         l.audit_seq = max;
         let names: Vec<String> = s.clusters().iter().map(|c| s.cluster_of(c).to_string()).collect();

@@ -179,9 +179,13 @@ impl TableSource for TimelineTable {
         }
         out.push(section(cx, "journal"));
         out.push(kv(cx, "key", untrusted(&e.dedupe, t.dim)));
-        let node = e.node.as_deref().map_or(String::new(), |n| format!(" --node {}", crate::sanitize::sanitize(n)));
+        let node =
+            e.node.as_deref().map_or(String::new(), |n| format!(" --node {}", crate::sanitize::sanitize(n)));
         let hours = (cx.s.now - e.at).max(0) / 3_600 + 1;
-        out.push(Line::styled(format!("postmortem: gpuplane timeline --since {hours}h -o markdown{node}"), t.dim));
+        out.push(Line::styled(
+            format!("postmortem: gpuplane timeline --since {hours}h -o markdown{node}"),
+            t.dim,
+        ));
         out
     }
 
@@ -254,9 +258,13 @@ impl super::View for View {
             cx.s.timeline.events.iter().find(|e| e.id() == id).map(|e| jump_target(&cx, e))
         };
         match target {
-            None => app.ui.message = Some(("this event is no longer held (past the journal's window)".into(), false)),
+            None => {
+                app.ui.message =
+                    Some(("this event is no longer held (past the journal's window)".into(), false))
+            }
             Some(None) => {
-                app.ui.message = Some(("this event names no node, GPU or job this console holds".into(), false))
+                app.ui.message =
+                    Some(("this event names no node, GPU or job this console holds".into(), false))
             }
             Some(Some((_, view, table, obj))) => {
                 app.goto(view);
