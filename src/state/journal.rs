@@ -4,18 +4,21 @@
 //! [`Timeline`] holds what the Timeline view shows: the event journal's window as last loaded,
 //! then what this console saw since.
 //!
-//! Dedupe keys: a change the source timestamps carries that time in its key (an XID's time, a
-//! drain reason's `reason_changed_at`, a job's end, an alert's start, an ack's time, an audit
-//! sequence number), so every console makes the same key for it, even one that starts later
-//! and sees it on its first look; a change known only by when it was seen (a node going down
-//! without a reason time, a port going down, an ECC count rising) is keyed without a time and
-//! the journal's window ([`crate::store::timeline::DEDUPE_WINDOW_S`]) merges consoles' copies.
+//! Dedupe keys: a change the source timestamps carries that time in its key (a drain reason's
+//! `reason_changed_at`, a job's end, an alert's start, an ack's time, an audit sequence
+//! number), so every console makes the same key for it, even one that starts later and sees it
+//! on its first look; a change known only by when it was seen (a node going down without a
+//! reason time, a port going down, an ECC count rising) or dated differently by each console
+//! (Prometheus's XIDs carry when the console first saw them: an XID is keyed by GPU, code and
+//! count) is keyed without a time, and the journal's window
+//! ([`crate::store::timeline::DEDUPE_WINDOW_S`]) merges consoles' copies.
 
 use super::ClusterState;
 use crate::model::alert::AlertState;
 use crate::model::timeline::{Event, EventKind, SubjectKind, TimelineLoad};
 use crate::model::{Epoch, JobId, JobState, NodeState, PortState, Text, xid_info};
 use crate::sanitize::sanitize;
+use crate::store::timeline::DEDUPE_WINDOW_S;
 use std::collections::{HashMap, HashSet};
 
 /// What the last look saw, per object: only what events are made of.
@@ -31,8 +34,8 @@ pub struct Snapshot {
     acks: HashSet<(String, String, String, Epoch)>,
 }
 
-/// A GPU as the last look saw it: index, last XID (code, time), double-bit ECC count.
-type GpuSnap = (u8, Option<(u16, Epoch)>, u32);
+/// A GPU as the last look saw it: index, last XID (code, time, count), double-bit ECC count.
+type GpuSnap = (u8, Option<(u16, Epoch, u32)>, u32);
 
 #[derive(Debug, Clone, PartialEq)]
 struct NodeSnap {
@@ -89,7 +92,11 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         let snap = NodeSnap {
             state: n.state,
             reason_at: n.reason.as_ref().map(|r| r.at),
-            gpus: n.gpus.iter().map(|g| (g.index, g.xid.map(|x| (x.code, x.at)), g.ecc.dbe)).collect(),
+            gpus: n
+                .gpus
+                .iter()
+                .map(|g| (g.index, g.xid.map(|x| (x.code, x.at, x.count)), g.ecc.dbe))
+                .collect(),
             ports: n.ports.iter().map(|p| (p.name.clone(), p.state, p.flaps)).collect(),
         };
         let was = prev.and_then(|p| p.nodes.get(&(cluster.clone(), n.name.clone())));
@@ -140,23 +147,35 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         }
         for (i, g) in n.gpus.iter().enumerate() {
             let old = was.and_then(|w| w.gpus.iter().find(|x| x.0 == g.index).or(w.gpus.get(i)));
-            let gpu = format!("{name}/gpu{}", g.index);
-            if let Some(x) = g.xid
-                && old.is_none_or(|o| o.1 != Some((x.code, x.at)))
-            {
-                let info = xid_info(x.code);
-                let mut e = node_event(
-                    cluster,
-                    name,
-                    x.at,
-                    EventKind::Xid,
-                    format!("XID {}: {} ({} in window)", x.code, info.name, x.count),
-                    format!("xid:{gpu}:{}:{}", x.code, x.at),
-                );
-                e.subject_kind = SubjectKind::Gpu;
-                e.subject = clean(&gpu);
-                e.gpus = 1;
-                out.push(e);
+            let gpu = || format!("{name}/gpu{}", g.index);
+            // A new XID: another code, a higher count, or one dated well after the last (a
+            // source that re-dates a standing XID every poll, as NVML's lost GPU does, is not
+            // a new one each time).
+            if let Some(x) = g.xid {
+                let last = old.and_then(|o| o.1);
+                let more = last.is_some_and(|(c, _, n)| c == x.code && x.count > n);
+                let new = match last {
+                    None => true,
+                    Some((c, at, _)) => c != x.code || more || x.at - at > DEDUPE_WINDOW_S,
+                };
+                if new {
+                    let info = xid_info(x.code);
+                    let gpu = gpu();
+                    // A count that rose happened now; otherwise the source's time.
+                    let at = if more { s.now } else { x.at };
+                    let mut e = node_event(
+                        cluster,
+                        name,
+                        at,
+                        EventKind::Xid,
+                        format!("XID {}: {} ({} in window)", x.code, info.name, x.count),
+                        format!("xid:{gpu}:{}:{}", x.code, x.count),
+                    );
+                    e.subject_kind = SubjectKind::Gpu;
+                    e.subject = clean(&gpu);
+                    e.gpus = 1;
+                    out.push(e);
+                }
             }
             if let Some(o) = old
                 && g.ecc.dbe > o.2
@@ -167,10 +186,10 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                     s.now,
                     EventKind::Ecc,
                     format!("ECC double-bit errors {} → {}", o.2, g.ecc.dbe),
-                    format!("ecc:{gpu}:{}", g.ecc.dbe),
+                    format!("ecc:{}:{}", gpu(), g.ecc.dbe),
                 );
                 e.subject_kind = SubjectKind::Gpu;
-                e.subject = clean(&gpu);
+                e.subject = clean(&gpu());
                 e.gpus = 1;
                 out.push(e);
             }
@@ -585,6 +604,25 @@ mod tests {
             !again.iter().any(|e| matches!(e.kind, EventKind::Xid | EventKind::Ecc | EventKind::PortDown)
                 && e.node.as_deref() == Some(n0.as_str()))
         );
+        // The same XID re-dated by a poll is not new; its count rising is, dated now.
+        relist(&mut s, t0 + 9, |nodes, _| {
+            nodes[0].gpus[3].xid = Some(XidEvent { code: 79, at: t0 + 9, count: 1 })
+        });
+        let (snap3, ev) = diff(Some(&snap2), &s);
+        assert!(
+            !ev.iter().any(|e| e.kind == EventKind::Xid && e.node.as_deref() == Some(n0.as_str())),
+            "{:?}",
+            kinds(&ev)
+        );
+        relist(&mut s, t0 + 12, |nodes, _| {
+            nodes[0].gpus[3].xid = Some(XidEvent { code: 79, at: t0 + 9, count: 2 })
+        });
+        let (_, ev) = diff(Some(&snap3), &s);
+        let x2 = ev
+            .iter()
+            .find(|e| e.kind == EventKind::Xid && e.node.as_deref() == Some(n0.as_str()))
+            .expect("a repeat");
+        assert_eq!((x2.at, x2.dedupe.as_str()), (t0 + 12, format!("xid:{n0}/gpu3:79:2").as_str()));
     }
 
     #[test]
