@@ -8,8 +8,10 @@ use crate::model::protocol::Update;
 use crate::model::timeline::TimelineLoad;
 use crate::store::timeline::{Answer, JournalError, Query, Request, Writer};
 
-/// How often the console reads the journal again (events other consoles recorded show within it).
+/// How often the console reads the journal again while the Timeline is shown (events other
+/// consoles recorded show within it), and while it is not.
 pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
+pub const REFRESH_HIDDEN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// How far back the Timeline view reads (at most [`crate::state::journal::SHOWN_MAX`] events).
 pub const SHOWN_S: i64 = 7 * 86_400;
@@ -54,7 +56,8 @@ pub fn tick(app: &mut App) {
     if !events.is_empty() {
         l.writer.send(Request::Record(events));
     }
-    if l.asked.is_none_or(|t| t.elapsed() >= REFRESH) && !s.cluster.is_empty() {
+    let every = if app.ui.view == super::views::timeline::ID { REFRESH } else { REFRESH_HIDDEN };
+    if l.asked.is_none_or(|t| t.elapsed() >= every) && !s.cluster.is_empty() {
         l.asked = Some(std::time::Instant::now());
         let mut clusters: Vec<String> = s.clusters().iter().map(|c| s.cluster_of(c).to_string()).collect();
         clusters.dedup();
