@@ -277,6 +277,15 @@ pub enum Command {
         #[command(subcommand)]
         command: SilenceCommand,
     },
+    /// What changed, for a handover or a postmortem: node state transitions (with the reason
+    /// and who set it), XIDs and ECC errors, ports going down and flapping, failed and
+    /// preempted jobs, actions and acks, alerts firing and resolving — from the event journal
+    /// the consoles on this data dir write ([timeline] in the config), and the audit log's
+    /// actions. `-o markdown` is a postmortem skeleton: summary, what happened when, who did
+    /// what, GPU-hours lost (from the usage ledger, or "unknown"), open questions. JSON and
+    /// CSV hold the fields of docs/get.md (`timeline`). Exit status: 0 printed (an empty
+    /// window too); 2 a bad time or filter, or a journal that cannot be read.
+    Timeline(TimelineArgs),
     /// Check the whole configuration before an incident, one line per check (OK, WARN or FAIL
     /// with the fix). Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL.
     ///
@@ -331,6 +340,43 @@ pub enum Command {
         #[command(subcommand)]
         command: AcceptanceCommand,
     },
+}
+
+/// `gpuplane timeline`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TimelineArgs {
+    /// Start: a duration back from now (2h, 30m, 1d) or a date (2026-11-01, 00:00 UTC) or an
+    /// RFC 3339 time.
+    #[arg(long, value_name = "WHEN", default_value = "24h")]
+    pub since: String,
+    /// End, included: the same forms (default: now).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Only events about this node (its GPUs and ports too).
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// Only events about this job.
+    #[arg(long, value_name = "ID")]
+    pub job: Option<u64>,
+    /// Only events about this team's jobs (Slurm account, Kubernetes namespace).
+    #[arg(long, value_name = "TEAM")]
+    pub team: Option<String>,
+    /// Only this kind: node-state, xid, ecc, port-down, port-flap, job-failed, job-preempted,
+    /// action, ack, alert-firing, alert-resolved.
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+    /// table (for people), markdown (a postmortem skeleton), json or csv (docs/get.md).
+    #[arg(short, long, value_enum, default_value_t = TimelineOutput::Table)]
+    pub output: TimelineOutput,
+}
+
+/// `timeline -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimelineOutput {
+    Table,
+    Markdown,
+    Json,
+    Csv,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]

@@ -141,6 +141,7 @@ struct FileConfig {
     alertmanager: Option<crate::backend::alertmanager::client::AmSection>,
     acceptance: crate::acceptance::config::AcceptanceSection,
     ledger: LedgerSection,
+    timeline: TimelineSection,
     efficiency: crate::cost::eff::Rules,
     limits: crate::ops::guard::GuardConfig,
     /// `[[cluster]]` entries: the fleet (`--cluster a,b`, `--all-clusters`).
@@ -157,6 +158,20 @@ struct LedgerSection {
     dir: Option<PathBuf>,
     /// Records older than this are forgotten (default 400 days; 0 keeps everything).
     retention_days: Option<u32>,
+}
+
+/// `[timeline]`: the event journal (what changed; the Timeline view, `gpuplane timeline`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct TimelineSection {
+    /// `false` turns the journal off (the Timeline shows what this console saw).
+    enabled: Option<bool>,
+    /// The journal's file; default `timeline.sqlite` beside the audit log (the data dir).
+    path: Option<PathBuf>,
+    /// Events older than this are forgotten (default 30 days; 0: no limit by age).
+    retention_days: Option<u32>,
+    /// At most this many events are kept, the oldest go first (default 1,000,000; 0: no limit).
+    max_events: Option<u64>,
 }
 
 /// A simulated cluster's size and seed.
@@ -238,6 +253,12 @@ pub struct Config {
     pub ledger_dir: Option<PathBuf>,
     /// Days the ledger keeps (0: everything).
     pub ledger_retention_days: u32,
+    /// The event journal's file (`[timeline] path`); `None`: beside the audit log. Off when
+    /// `timeline_enabled` is false.
+    pub timeline_path: Option<PathBuf>,
+    pub timeline_enabled: bool,
+    /// How long the event journal keeps events (days, rows).
+    pub timeline_retention: crate::store::timeline::Retention,
     /// Blast-radius limits (`[limits]`): nodes out of service, drains an hour, per cluster and
     /// pool.
     pub limits: crate::ops::guard::GuardConfig,
@@ -403,6 +424,12 @@ impl Config {
                 None
             },
             ledger_retention_days: file.ledger.retention_days.unwrap_or(400),
+            timeline_path: file.timeline.path.clone(),
+            timeline_enabled: file.timeline.enabled.unwrap_or(true),
+            timeline_retention: crate::store::timeline::Retention {
+                days: file.timeline.retention_days.unwrap_or(crate::store::timeline::DEFAULT_RETENTION_DAYS),
+                max_rows: file.timeline.max_events.unwrap_or(crate::store::timeline::DEFAULT_MAX_ROWS),
+            },
             limits: file.limits,
             clusters,
             cluster_names,

@@ -313,11 +313,34 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 Err(e) => tracing::warn!("ack store thread: {e}"),
             }
         }
+        // The event journal beside the ack store: its own thread writes and reads it.
+        let mut timeline_answers = None;
+        if config.timeline_enabled {
+            let (ttx, trx) = tokio::sync::mpsc::unbounded_channel();
+            match gpuplane::store::timeline::Writer::spawn(
+                gpuplane::commands::timeline_path(&config),
+                config.timeline_retention,
+                move |a| {
+                    let _ = ttx.send(a);
+                },
+            ) {
+                Ok(w) => {
+                    app.timeline = Some(gpuplane::tui::journal::TimelineLink::new(w));
+                    timeline_answers = Some(trx);
+                }
+                Err(e) => tracing::warn!("event journal thread: {e}"),
+            }
+        }
         let exit = tui::run(
             app,
             rx,
             ev_rx,
-            RunOpts { exit_after_frames: config.exit_after_frames, ledger_answers, ack_answers },
+            RunOpts {
+                exit_after_frames: config.exit_after_frames,
+                ledger_answers,
+                ack_answers,
+                timeline_answers,
+            },
         )
         .await;
         cancel.cancel();

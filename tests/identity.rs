@@ -80,6 +80,8 @@ fn names(o: &ObjKey) -> Vec<String> {
         // An alert's row shows its labels, not its fingerprint (the selection is compared).
         ObjKey::Alert(_) => vec![],
         ObjKey::Silence(id) => vec![id.get(..8).unwrap_or(id).to_string()],
+        // An event's row shows its subject and words, not its key (the selection is compared).
+        ObjKey::Event(_) => vec![],
     }
 }
 

@@ -548,3 +548,17 @@ fn storage_forecasts_time_to_full() {
     let detail = render(&mut a, 120, 40);
     assert!(detail.contains("full in") && detail.contains("at the fill rate of the last"), "{detail}");
 }
+
+/// The Timeline on the fixed cluster: what its first look dated (XIDs, drains with their
+/// reason time, jobs that ended failed or preempted), newest first, times with their zone.
+#[test]
+fn timeline() {
+    snap("timeline", ":timeline\r");
+}
+
+/// A timeline event's detail, and the view filtered to one kind.
+#[test]
+fn timeline_detail_and_filtered() {
+    snap("timeline_detail", ":timeline\r\r");
+    snap("timeline_xid", ":timeline kind=xid since=1h\r");
+}

@@ -45,6 +45,7 @@ pub fn identity(resource: &str) -> &'static [&'static str] {
         "alerts" => &["fingerprint", "name"],
         "silences" => &["id"],
         "audit" => &["seq"],
+        "timeline" => &["at", "kind", "subject"],
         _ => &["id", "name"],
     }
 }

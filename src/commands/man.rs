@@ -113,6 +113,12 @@ fn files(r: &mut Roff) {
          filesystem), with its witness journal and signing key beside it.",
     );
     item(r, "$XDG_DATA_HOME/gpuplane/ledger/", "The usage ledger (SQLite) that cost windows are read from.");
+    item(
+        r,
+        "$XDG_DATA_HOME/gpuplane/timeline.sqlite",
+        "The event journal (SQLite, beside the audit log; [timeline] path moves it) that the Timeline \
+         view and gpuplane timeline read.",
+    );
     item(r, "$XDG_STATE_HOME/gpuplane/gpuplane.log", "The log; nothing is logged to the terminal.");
 }
 
@@ -169,6 +175,11 @@ fn exit_status(r: &mut Roff, page: &str) {
             ("1", "Alertmanager refused or failed."),
             ("2", "Refused before anything was sent (usage, read-only, no audit record, unknown silence)."),
             ("3", "Done, but its outcome could not be audited."),
+        ],
+        "gpuplane-timeline" => &[
+            ("0", "Printed (an empty window too)."),
+            ("1", "The output could not be written."),
+            ("2", "Usage (a bad --since, --until or --kind), or the event journal could not be read."),
         ],
         "gpuplane-audit-verify" => {
             &[("0", "The log is intact."), ("1", "Tampered with or torn."), ("2", "It could not be read.")]
@@ -242,6 +253,17 @@ fn examples(r: &mut Roff, page: &str) {
         "gpuplane-completions" => {
             &[("gpuplane completions bash > /etc/bash_completion.d/gpuplane", "Install bash completion.")]
         }
+        "gpuplane-timeline" => &[
+            (
+                "gpuplane timeline --since 2h -o markdown > postmortem.md",
+                "Draft the postmortem of the last two hours: what happened when, who did what, GPU-hours lost.",
+            ),
+            ("gpuplane timeline --since 1d --node gpu-004", "What happened to one node today."),
+            (
+                "gpuplane timeline --since 2026-11-01 --until 2026-11-02 --kind xid -o csv",
+                "A day's XIDs, for a spreadsheet.",
+            ),
+        ],
         "gpuplane-audit-verify" => &[(
             "gpuplane audit verify --witness /var/log/syslog",
             "Check the chain against the witnessed heads.",

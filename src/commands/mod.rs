@@ -9,6 +9,7 @@ pub mod machine;
 pub mod man;
 pub mod report;
 pub mod silence;
+pub mod timeline;
 
 use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
 use crate::backend::sim::{Sim, SimConfig};
@@ -37,6 +38,15 @@ pub fn ack_store_path(config: &Config) -> std::path::PathBuf {
     });
     let dir = log.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     crate::store::acks::path_in(&dir)
+}
+
+/// The event journal's file: `[timeline] path`, else `timeline.sqlite` beside the ack store
+/// (the audit log's directory).
+pub fn timeline_path(config: &Config) -> std::path::PathBuf {
+    config.timeline_path.clone().unwrap_or_else(|| {
+        let acks = ack_store_path(config);
+        crate::store::timeline::path_in(acks.parent().unwrap_or(std::path::Path::new("")))
+    })
 }
 
 /// The acks and audited node actions the incidents' lifecycle comes from, read once (for
@@ -92,6 +102,7 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         ),
         Command::Silence { command } => silence::run(command, config),
         Command::Report { command } => report::run(command, config),
+        Command::Timeline(a) => timeline::run(a, config),
         Command::Completions { shell, list } => complete::run(*shell, *list, config),
         Command::Man { page, dir } => man::run(page, dir.as_deref()),
     }

@@ -51,6 +51,8 @@ pub enum ObjKey {
     Alert(Text),
     /// A silence, by its id.
     Silence(Text),
+    /// A timeline event, by its cluster, dedupe key and time (`model::timeline::Event::id`).
+    Event(String),
 }
 
 impl ObjKey {

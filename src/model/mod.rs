@@ -14,6 +14,7 @@ mod node;
 pub mod protocol;
 mod queue;
 mod storage;
+pub mod timeline;
 pub mod triage;
 mod xid;
 

@@ -139,6 +139,8 @@ pub enum Update {
     /// Acknowledgements (the ack store) and node actions (the audit log) the incidents'
     /// lifecycle is derived from (replaces what was there).
     Handling(Box<super::triage::Handling>),
+    /// Events read from the event journal for the Timeline view (replaces the last load).
+    Timeline(Box<super::timeline::TimelineLoad>),
     /// An update from one configured cluster's source (a fleet console): what it carries
     /// belongs to `cluster` and replaces only that cluster's objects.
     Cluster {

@@ -10,6 +10,7 @@ mod derive;
 mod fleet;
 pub mod history;
 mod incidents;
+pub mod journal;
 mod lifecycle;
 pub mod suspects;
 pub mod why;
@@ -94,6 +95,8 @@ pub struct ClusterState {
     pub handling: crate::model::Handling,
     /// The remediation catalogue each incident's next step comes from.
     pub playbooks: std::sync::Arc<crate::playbook::Playbooks>,
+    /// What changed (the Timeline view): the event journal's window and what this state saw.
+    pub timeline: journal::Timeline,
     // derived
     pub totals: Totals,
     pub queue_stats: Vec<QueueStats>,
@@ -269,6 +272,7 @@ impl ClusterState {
             return changed;
         }
         self.note_scope();
+        let is_delta = matches!(update, Update::Delta(_));
         let changed = match update {
             Update::Cluster { .. } => unreachable!("unwrapped above"),
             Update::Status(status) => {
@@ -318,6 +322,13 @@ impl ClusterState {
                 self.incidents = incidents::detect(self, &self.flag_scan());
                 true
             }
+            Update::Timeline(load) => {
+                if !self.timeline.load(*load) {
+                    return false;
+                }
+                self.generation += 1;
+                return true;
+            }
             Update::PodNames(names) => {
                 if self.pod_names == names {
                     return false;
@@ -352,6 +363,12 @@ impl ClusterState {
                 true
             }
         };
+        // What changed becomes timeline events (a compact snapshot is compared); telemetry
+        // within the second of the last look waits for the next one.
+        if !is_delta || self.timeline.looked_at() != Some(self.now) {
+            let (snap, events) = journal::Timeline::observe(self);
+            self.timeline.add(snap, events);
+        }
         self.generation += 1;
         changed
     }

@@ -48,6 +48,8 @@ pub enum Msg {
     Ledger(crate::store::ledger::Answer),
     /// Acks loaded or stored, or a failure, from the ack store's thread.
     Acks(crate::store::acks::Answer),
+    /// Events read, or a failure, from the event journal's thread.
+    Timeline(crate::store::timeline::Answer),
 }
 
 /// The console's side of the usage ledger: what to record (the tracker, on this task; cheap)
@@ -302,6 +304,8 @@ pub struct App {
     doctor_rx: Option<tokio::sync::oneshot::Receiver<Vec<DoctorLine>>>,
     /// The ack store shared by the consoles on this data dir, when there is one.
     pub acks: Option<AckLink>,
+    /// The event journal (Timeline), when there is one.
+    pub timeline: Option<super::journal::TimelineLink>,
     /// Acks and audited node actions, as last handed to the state.
     handling: crate::model::Handling,
     /// The cluster label the ops road writes in the audit log (the slurmrestd URL,
@@ -364,6 +368,7 @@ impl App {
             doctor: None,
             doctor_rx: None,
             acks: None,
+            timeline: None,
             handling: Default::default(),
             audit_cluster: None,
         }
@@ -409,6 +414,7 @@ impl App {
             }
             Msg::Ledger(a) => self.on_ledger(a),
             Msg::Acks(a) => self.on_acks(a),
+            Msg::Timeline(a) => super::journal::on_answer(self, a),
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod draw;
 pub mod help;
+pub mod journal;
 pub mod keymap;
 pub mod plugins;
 pub mod theme;
@@ -100,6 +101,8 @@ pub struct RunOpts {
     pub ledger_answers: Option<mpsc::UnboundedReceiver<crate::store::ledger::Answer>>,
     /// Answers from the ack store's thread (`app.acks`), when there is one.
     pub ack_answers: Option<mpsc::UnboundedReceiver<crate::store::acks::Answer>>,
+    /// Answers from the event journal's thread (`app.timeline`), when there is one.
+    pub timeline_answers: Option<mpsc::UnboundedReceiver<crate::store::timeline::Answer>>,
 }
 
 fn wall_now() -> i64 {
@@ -167,6 +170,8 @@ pub async fn run(
     let mut ledger_open = ledger_answers.is_some();
     let mut ack_answers = opts.ack_answers.take();
     let mut acks_open = ack_answers.is_some();
+    let mut timeline_answers = opts.timeline_answers.take();
+    let mut timeline_open = timeline_answers.is_some();
     app.acks_tick();
     // Key-to-frame latency: from a key's arrival to the end of the frame that shows its effect
     // (summarised in the log at exit; benchmarks read it there).
@@ -276,6 +281,8 @@ pub async fn run(
                     while let Ok(u) = updates.try_recv() {
                         dirty |= app.update(Msg::Update(u));
                     }
+                    // What changed goes to the event journal, off this task.
+                    journal::tick(&mut app);
                 }
                 // Every backend is gone: keep showing the last data, keep reading keys.
                 None => updates_open = false,
@@ -308,11 +315,22 @@ pub async fn run(
                 Some(a) => dirty |= app.update(Msg::Acks(a)),
                 None => acks_open = false,
             },
+            a = async {
+                match timeline_answers.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            }, if timeline_open => match a {
+                Some(a) => dirty |= app.update(Msg::Timeline(a)),
+                None => timeline_open = false,
+            },
             _ = tick.tick() => {
                 // The ledger records once a minute of source time, off this task.
                 app.ledger_tick();
                 // Acks made in other consoles on this data dir, read off this task.
                 app.acks_tick();
+                // The Timeline's window, read again (events other consoles recorded).
+                journal::tick(&mut app);
                 // Only real sources, pause and break-glass have ages that move on the screen.
                 if !app.state().is_simulated() || app.ui.paused || app.break_glass.is_some() {
                     app.wall_now = wall_now();
@@ -333,6 +351,10 @@ pub async fn run(
             l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
         }
         let _ = tokio::task::spawn_blocking(move || l.writer.finish()).await;
+    }
+    // The event journal writes what was seen last before the console goes.
+    if let Some(w) = journal::finish(&mut app) {
+        let _ = tokio::task::spawn_blocking(move || w.finish()).await;
     }
     if !key_ms.is_empty() {
         key_ms.sort_by(f64::total_cmp);

@@ -16,6 +16,7 @@ pub mod queues;
 pub mod quotas;
 pub mod sources;
 pub mod storage;
+pub mod timeline;
 pub mod topology;
 
 use super::app::App;
@@ -38,6 +39,7 @@ pub static VIEWS: &[&dyn View] = &[
     &audit::VIEW,
     &sources::VIEW,
     &alerts::View,
+    &timeline::View,
 ];
 
 /// A view, named by its canonical command name (`nodes`).

@@ -10,7 +10,8 @@
 //! * `key==value` exactly, `key!=value` / `!key=value` / `!text` negated;
 //! * `key>N`, `>=`, `<`, `<=` on numbers with units as displayed (`temp>85`, `mem>70%`,
 //!   `age>2h`, `power>=5kW`, `cost>1,000`);
-//! * `key~regex` (any case).
+//! * `key~regex` (any case);
+//! * `key=DURATION` on an age column (the Timeline's `since=2h`): at most that old.
 //!
 //! Terms are separated by spaces (quote a value with spaces: `reason="not responding"`) and must
 //! all match. An unknown key or a malformed term is an error naming the keys the table accepts:
@@ -197,9 +198,18 @@ impl Filter {
                         vals.extend(src.field(cx, row, key));
                     }
                     let exact_col = cell.as_ref().is_some_and(|(c, _)| c.exact);
+                    // An age column: `since=2h` is at most two hours old, by the exact age
+                    // its field gives when it has one.
+                    let within = *op == Op::Has
+                        && cell.as_ref().is_some_and(|(c, _)| c.within)
+                        && num.as_ref().is_some_and(|q| q.unit == Unit::Duration);
+                    let op = if within { Op::Le } else { *op };
                     let test = |v: &str, from_cell: bool| {
-                        value_matches(*op, value, num.as_ref(), re.as_ref(), v, from_cell && exact_col)
+                        value_matches(op, value, num.as_ref(), re.as_ref(), v, from_cell && exact_col)
                     };
+                    if within && !vals.is_empty() {
+                        return vals.iter().any(|v| test(v, false)) != t.negate;
+                    }
                     cell.as_ref().is_some_and(|(_, v)| test(v, true)) || vals.iter().any(|v| test(v, false))
                 }
             };

@@ -56,6 +56,8 @@ pub struct Column {
     pub num: Option<NumFn>,
     /// Shown only when the state holds more than one cluster (CLUSTER), and then first.
     pub fleet: bool,
+    /// An age: `key=DURATION` means at most that old (`since=2h`: the last two hours).
+    pub within: bool,
 }
 
 /// A column's value as a plain number.
@@ -76,6 +78,7 @@ pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> 
         whole: false,
         num: None,
         fleet: false,
+        within: false,
     }
 }
 
@@ -118,6 +121,13 @@ impl Column {
     /// Only with more than one cluster, and then first (the CLUSTER column).
     pub const fn fleet(mut self) -> Self {
         self.fleet = true;
+        self
+    }
+
+    /// Its values are ages: `key=2h` keeps rows at most two hours old (its field, when the
+    /// table has one by the column's long name, gives the exact age in seconds).
+    pub const fn within(mut self) -> Self {
+        self.within = true;
         self
     }
 
