@@ -114,6 +114,8 @@ struct ClusterSection {
     prices: Option<PriceCard>,
     /// Slurm account or Kubernetes namespace → team.
     teams: std::collections::BTreeMap<String, String>,
+    /// Slurm user or Kubernetes user (label) → person.
+    people: std::collections::BTreeMap<String, String>,
 }
 
 /// The config file as written.
@@ -145,6 +147,8 @@ struct FileConfig {
     limits: crate::ops::guard::GuardConfig,
     /// `[[cluster]]` entries: the fleet (`--cluster a,b`, `--all-clusters`).
     cluster: Vec<ClusterSection>,
+    /// `[[shared_hosts]]`: hosts that are nodes of a Slurm and of a Kubernetes cluster.
+    shared_hosts: Vec<crate::state::HostPairing>,
 }
 
 /// `[ledger]`: the usage ledger (cost windows from what was recorded).
@@ -185,6 +189,8 @@ pub struct ClusterConfig {
     pub prices: PriceCard,
     /// Slurm account or Kubernetes namespace → team.
     pub teams: std::collections::BTreeMap<String, String>,
+    /// Slurm user or Kubernetes user (label) → person.
+    pub people: std::collections::BTreeMap<String, String>,
 }
 
 /// The resolved configuration.
@@ -246,6 +252,9 @@ pub struct Config {
     pub clusters: Vec<ClusterConfig>,
     /// Every `[[cluster]]` name of the config (for completion and `--cluster` errors).
     pub cluster_names: Vec<String>,
+    /// Hosts of a Slurm cluster that are nodes of a Kubernetes cluster (`[[shared_hosts]]`),
+    /// for the clusters opened.
+    pub shared_hosts: Vec<crate::state::HostPairing>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -357,6 +366,7 @@ impl Config {
         };
         let clusters = fleet(cli, &file.cluster, &sim_size, readonly, &prices, &mut warnings);
         let cluster_names = file.cluster.iter().map(|c| c.name.clone()).collect();
+        let shared_hosts = shared_hosts(&file.shared_hosts, &file.cluster, &clusters, &mut warnings);
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -406,6 +416,7 @@ impl Config {
             limits: file.limits,
             clusters,
             cluster_names,
+            shared_hosts,
         };
         (config, warnings)
     }
@@ -522,7 +533,43 @@ fn cluster_config(
         readonly: readonly || c.readonly.unwrap_or(false),
         prices: c.prices.clone().map(|p| price_card(p, warnings)).unwrap_or_else(|| prices.clone()),
         teams: c.teams.clone(),
+        people: c.people.clone(),
     }
+}
+
+/// The `[[shared_hosts]]` pairings of the clusters opened. A pairing that names a cluster the
+/// config does not have, or one cluster twice, is a warning and ignored; one of clusters not
+/// opened now is left out quietly.
+fn shared_hosts(
+    pairs: &[crate::state::HostPairing],
+    sections: &[ClusterSection],
+    open: &[ClusterConfig],
+    warnings: &mut Vec<String>,
+) -> Vec<crate::state::HostPairing> {
+    let opened = |n: &str| open.iter().any(|c| c.name == n);
+    let known = |n: &str| sections.iter().any(|c| c.name == n) || opened(n);
+    pairs
+        .iter()
+        .filter(|p| {
+            let bad = [&p.slurm, &p.kube].into_iter().find(|n| !known(n));
+            if let Some(n) = bad {
+                warnings.push(format!(
+                    "config: [[shared_hosts]] slurm = {:?}, kube = {:?}: no [[cluster]] named {n:?}; ignored",
+                    p.slurm, p.kube
+                ));
+                return false;
+            }
+            if p.slurm == p.kube {
+                warnings.push(format!(
+                    "config: [[shared_hosts]] pairs the cluster {:?} with itself; ignored",
+                    p.slurm
+                ));
+                return false;
+            }
+            opened(&p.slurm) && opened(&p.kube)
+        })
+        .cloned()
+        .collect()
 }
 
 impl Config {
@@ -554,6 +601,17 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The opened clusters' team and people names, for the state's roll-ups.
+    pub fn directory(&self) -> crate::state::Directory {
+        let mut d = crate::state::Directory::default();
+        for c in &self.clusters {
+            d.add(&c.name, &c.teams, &c.people);
+        }
+        d
+    }
+}
+
 impl ClusterConfig {
     fn empty(readonly: bool, prices: &PriceCard) -> Self {
         ClusterConfig {
@@ -567,6 +625,7 @@ impl ClusterConfig {
             readonly,
             prices: prices.clone(),
             teams: Default::default(),
+            people: Default::default(),
         }
     }
 

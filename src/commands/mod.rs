@@ -360,6 +360,8 @@ async fn fleet_state(config: &Config) -> Result<ClusterState, String> {
         (c.name.clone(), r.await)
     });
     let mut fleet = ClusterState::new(config.prices.clone(), config.thresholds.clone());
+    fleet.host_pairs = config.shared_hosts.clone();
+    fleet.directory = config.directory();
     for (name, read) in futures::future::join_all(reads).await {
         let s = read.map_err(|e| format!("cluster {name}: {e}"))?;
         let wrap = |u| Update::Cluster { cluster: name.as_str().into(), update: Box::new(u) };
