@@ -904,6 +904,41 @@ mod tests {
     }
 
     #[test]
+    fn shared_hosts_and_people_are_read_and_a_pairing_of_an_unknown_cluster_is_named() {
+        let (c, w) = with_file(
+            "[[cluster]]\nname = \"prod-a\"\n[cluster.sim]\nnodes = 2\n[cluster.people]\nasmith = \"alice\"\n\
+             [[cluster]]\nname = \"prod-k8s\"\n[cluster.sim]\nnodes = 2\n[cluster.teams]\nml = \"research\"\n\
+             [[shared_hosts]]\nslurm = \"prod-a\"\nkube = \"prod-k8s\"\nkube_suffix = \".prod.internal\"\n\
+             [shared_hosts.hosts]\n\"slinky-0\" = \"gpu-node-17\"\n\
+             [[shared_hosts]]\nslurm = \"prod-a\"\nkube = \"prod-z\"\n",
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("no [[cluster]] named \"prod-z\""), "{w:?}");
+        assert_eq!(c.shared_hosts.len(), 1);
+        let p = &c.shared_hosts[0];
+        assert_eq!(
+            (p.kube_name("gpu-001"), p.kube_name("slinky-0")),
+            ("gpu-001.prod.internal".to_string(), "gpu-node-17".to_string())
+        );
+        let mut s = crate::state::ClusterState::default();
+        s.directory = c.directory();
+        assert_eq!(s.person_of(&"prod-a".into(), "asmith"), "alice");
+        assert_eq!(s.person_of(&"prod-k8s".into(), "asmith"), "asmith");
+        assert_eq!(s.team_of(&"prod-k8s".into(), "ml"), "research");
+        assert_eq!(s.team_of(&"prod-a".into(), "ml"), "ml");
+        // Opening one of the two clusters leaves the pairing out.
+        let (c, _) = with_file(
+            "[[cluster]]\nname = \"a\"\n[[cluster]]\nname = \"b\"\n[[shared_hosts]]\nslurm = \"a\"\nkube = \"b\"\n",
+        );
+        assert_eq!(c.shared_hosts.len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[[cluster]]\nname = \"a\"\n[[cluster]]\nname = \"b\"\n[[shared_hosts]]\nslurm = \"a\"\nkube = \"b\"\n").unwrap();
+        let (c, _) = Config::load(&Cli { config: Some(path), clusters: vec!["a".into()], ..Cli::default() });
+        assert!(c.shared_hosts.is_empty());
+    }
+
+    #[test]
     fn a_cluster_without_a_usable_name_is_refused() {
         let (c, w) =
             with_file("[[cluster]]\nname = \"a/b\"\n[[cluster]]\nname = \"x\"\n[[cluster]]\nname = \"x\"\n");

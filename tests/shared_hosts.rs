@@ -59,7 +59,9 @@ async fn until(
     while !pred(a.state()) {
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, rx.recv()).await {
-            Ok(Some(u)) => a.update(wrap("prod-k8s", u)),
+            Ok(Some(u)) => {
+                a.update(wrap("prod-k8s", u));
+            }
             _ => panic!("timed out waiting for {what}"),
         }
     }
@@ -74,6 +76,7 @@ fn twin_incidents(s: &ClusterState) -> Vec<(String, String, String)> {
 }
 
 fn nodes_rows(a: &mut App) -> Vec<(String, String)> {
+    common::typed(a, ":nodes\r");
     a.prepare();
     let s = a.state();
     a.ui.tables[gpuplane::tui::views::nodes::TABLE]
@@ -150,7 +153,8 @@ async fn a_host_in_slurm_and_kubernetes_is_one_row_and_a_disagreement_is_an_inci
     let screen = common::render(&mut a, 160, 48);
     assert!(screen.contains("OTHER SCHED"), "{screen}");
     assert!(screen.contains("!k8s cordoned"), "{screen}");
-    assert!(screen.contains("k8s alloc"), "{busy}'s twin is busy: {screen}");
+    let busy_row = screen.lines().find(|l| l.contains(&format!(" {busy} "))).unwrap_or_default();
+    assert!(busy_row.contains(" k8s "), "{busy}'s row shows its Kubernetes node's state: {screen}");
     common::typed(&mut a, &format!(":nodes {cordoned}\r"));
     a.prepare();
     common::typed(&mut a, "\r");
