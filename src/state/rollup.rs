@@ -39,6 +39,7 @@ impl Directory {
 /// One cluster's part of a team's or a person's roll-up (`cluster` empty: the whole).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Part {
+    #[serde(skip_serializing_if = "Text::is_empty")]
     pub cluster: Text,
     /// GPU quota and GPUs in use by the quotas mapped to the team (people have none).
     pub gpu_quota: u32,
