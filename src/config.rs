@@ -114,6 +114,8 @@ struct ClusterSection {
     prices: Option<PriceCard>,
     /// Slurm account or Kubernetes namespace → team.
     teams: std::collections::BTreeMap<String, String>,
+    /// Slurm user or Kubernetes user (label) → person.
+    people: std::collections::BTreeMap<String, String>,
 }
 
 /// The config file as written.
@@ -146,6 +148,8 @@ struct FileConfig {
     limits: crate::ops::guard::GuardConfig,
     /// `[[cluster]]` entries: the fleet (`--cluster a,b`, `--all-clusters`).
     cluster: Vec<ClusterSection>,
+    /// `[[shared_hosts]]`: hosts that are nodes of a Slurm and of a Kubernetes cluster.
+    shared_hosts: Vec<crate::state::HostPairing>,
 }
 
 /// `[ledger]`: the usage ledger (cost windows from what was recorded).
@@ -200,6 +204,8 @@ pub struct ClusterConfig {
     pub prices: PriceCard,
     /// Slurm account or Kubernetes namespace → team.
     pub teams: std::collections::BTreeMap<String, String>,
+    /// Slurm user or Kubernetes user (label) → person.
+    pub people: std::collections::BTreeMap<String, String>,
 }
 
 /// The resolved configuration.
@@ -267,6 +273,9 @@ pub struct Config {
     pub clusters: Vec<ClusterConfig>,
     /// Every `[[cluster]]` name of the config (for completion and `--cluster` errors).
     pub cluster_names: Vec<String>,
+    /// Hosts of a Slurm cluster that are nodes of a Kubernetes cluster (`[[shared_hosts]]`),
+    /// for the clusters opened.
+    pub shared_hosts: Vec<crate::state::HostPairing>,
 }
 
 fn dirs() -> Option<directories::ProjectDirs> {
@@ -378,6 +387,7 @@ impl Config {
         };
         let clusters = fleet(cli, &file.cluster, &sim_size, readonly, &prices, &mut warnings);
         let cluster_names = file.cluster.iter().map(|c| c.name.clone()).collect();
+        let shared_hosts = shared_hosts(&file.shared_hosts, &file.cluster, &clusters, &mut warnings);
         let config = Config {
             theme: cli.theme.clone().or(file.theme).unwrap_or_else(|| "dark".into()),
             keymap: cli.keymap.clone().or(file.keymap).unwrap_or_else(|| "default".into()),
@@ -433,6 +443,7 @@ impl Config {
             limits: file.limits,
             clusters,
             cluster_names,
+            shared_hosts,
         };
         (config, warnings)
     }
@@ -549,7 +560,43 @@ fn cluster_config(
         readonly: readonly || c.readonly.unwrap_or(false),
         prices: c.prices.clone().map(|p| price_card(p, warnings)).unwrap_or_else(|| prices.clone()),
         teams: c.teams.clone(),
+        people: c.people.clone(),
     }
+}
+
+/// The `[[shared_hosts]]` pairings of the clusters opened. A pairing that names a cluster the
+/// config does not have, or one cluster twice, is a warning and ignored; one of clusters not
+/// opened now is left out quietly.
+fn shared_hosts(
+    pairs: &[crate::state::HostPairing],
+    sections: &[ClusterSection],
+    open: &[ClusterConfig],
+    warnings: &mut Vec<String>,
+) -> Vec<crate::state::HostPairing> {
+    let opened = |n: &str| open.iter().any(|c| c.name == n);
+    let known = |n: &str| sections.iter().any(|c| c.name == n) || opened(n);
+    pairs
+        .iter()
+        .filter(|p| {
+            let bad = [&p.slurm, &p.kube].into_iter().find(|n| !known(n));
+            if let Some(n) = bad {
+                warnings.push(format!(
+                    "config: [[shared_hosts]] slurm = {:?}, kube = {:?}: no [[cluster]] named {n:?}; ignored",
+                    p.slurm, p.kube
+                ));
+                return false;
+            }
+            if p.slurm == p.kube {
+                warnings.push(format!(
+                    "config: [[shared_hosts]] pairs the cluster {:?} with itself; ignored",
+                    p.slurm
+                ));
+                return false;
+            }
+            opened(&p.slurm) && opened(&p.kube)
+        })
+        .cloned()
+        .collect()
 }
 
 impl Config {
@@ -581,6 +628,17 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The opened clusters' team and people names, for the state's roll-ups.
+    pub fn directory(&self) -> crate::state::Directory {
+        let mut d = crate::state::Directory::default();
+        for c in &self.clusters {
+            d.add(&c.name, &c.teams, &c.people);
+        }
+        d
+    }
+}
+
 impl ClusterConfig {
     fn empty(readonly: bool, prices: &PriceCard) -> Self {
         ClusterConfig {
@@ -594,6 +652,7 @@ impl ClusterConfig {
             readonly,
             prices: prices.clone(),
             teams: Default::default(),
+            people: Default::default(),
         }
     }
 
@@ -873,6 +932,41 @@ mod tests {
             .map(|c| (c.name.clone(), c.sim.as_ref().unwrap().nodes, c.sim.as_ref().unwrap().seed))
             .collect();
         assert_eq!(got, [("sim-1".into(), 80, 1), ("sim-2".into(), 70, 2), ("sim-3".into(), 60, 3)]);
+    }
+
+    #[test]
+    fn shared_hosts_and_people_are_read_and_a_pairing_of_an_unknown_cluster_is_named() {
+        let (c, w) = with_file(
+            "[[cluster]]\nname = \"prod-a\"\n[cluster.sim]\nnodes = 2\n[cluster.people]\nasmith = \"alice\"\n\
+             [[cluster]]\nname = \"prod-k8s\"\n[cluster.sim]\nnodes = 2\n[cluster.teams]\nml = \"research\"\n\
+             [[shared_hosts]]\nslurm = \"prod-a\"\nkube = \"prod-k8s\"\nkube_suffix = \".prod.internal\"\n\
+             [shared_hosts.hosts]\n\"slinky-0\" = \"gpu-node-17\"\n\
+             [[shared_hosts]]\nslurm = \"prod-a\"\nkube = \"prod-z\"\n",
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("no [[cluster]] named \"prod-z\""), "{w:?}");
+        assert_eq!(c.shared_hosts.len(), 1);
+        let p = &c.shared_hosts[0];
+        assert_eq!(
+            (p.kube_name("gpu-001"), p.kube_name("slinky-0")),
+            ("gpu-001.prod.internal".to_string(), "gpu-node-17".to_string())
+        );
+        let mut s = crate::state::ClusterState::default();
+        s.directory = c.directory();
+        assert_eq!(s.person_of(&"prod-a".into(), "asmith"), "alice");
+        assert_eq!(s.person_of(&"prod-k8s".into(), "asmith"), "asmith");
+        assert_eq!(s.team_of(&"prod-k8s".into(), "ml"), "research");
+        assert_eq!(s.team_of(&"prod-a".into(), "ml"), "ml");
+        // Opening one of the two clusters leaves the pairing out.
+        let (c, _) = with_file(
+            "[[cluster]]\nname = \"a\"\n[[cluster]]\nname = \"b\"\n[[shared_hosts]]\nslurm = \"a\"\nkube = \"b\"\n",
+        );
+        assert_eq!(c.shared_hosts.len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[[cluster]]\nname = \"a\"\n[[cluster]]\nname = \"b\"\n[[shared_hosts]]\nslurm = \"a\"\nkube = \"b\"\n").unwrap();
+        let (c, _) = Config::load(&Cli { config: Some(path), clusters: vec!["a".into()], ..Cli::default() });
+        assert!(c.shared_hosts.is_empty());
     }
 
     #[test]

@@ -68,6 +68,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     // One point of the cluster-wide history per refresh interval, however many sources send.
     state.history_step_s = config.refresh.as_secs().max(1) as i64;
     state.playbooks = std::sync::Arc::new(playbooks);
+    // One host, two schedulers: the nodes of a Slurm and a Kubernetes cluster that are one host.
+    state.host_pairs = config.shared_hosts.clone();
+    // Each cluster's names for teams and people, for the roll-ups across the fleet.
+    state.directory = config.directory();
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
     // `:doctor`: the checks of `gpuplane doctor` (the config's warnings among them).

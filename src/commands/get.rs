@@ -155,7 +155,7 @@ pub fn run(
     // CLUSTER (a fleet's) first; otherwise not at all.
     let shown: Vec<usize> = (0..cols.len())
         .filter(|&i| cols[i].fleet && state.is_fleet())
-        .chain((0..cols.len()).filter(|&i| !cols[i].fleet))
+        .chain((0..cols.len()).filter(|&i| !cols[i].fleet && cols[i].shown_for(&state)))
         .filter(|&i| {
             !cols[i].name.is_empty() && (output != Output::Table || cols[i].drop <= 2 || cols[i].fleet)
         })

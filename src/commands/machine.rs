@@ -135,6 +135,7 @@ pub fn field_of(resource: &str, col: &Column) -> String {
 /// Fields that hold a time: epoch seconds in the model, RFC 3339 (plus `_unix`) here.
 pub const TIME_FIELDS: &[&str] = &[
     "since",
+    "mismatch_since",
     "submit",
     "start",
     "end",

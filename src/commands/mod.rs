@@ -400,6 +400,8 @@ async fn fleet_read_all(config: &Config) -> (ClusterState, FleetExecs, Vec<(Stri
     let mut fleet = ClusterState::new(config.prices.clone(), config.thresholds.clone());
     let mut execs = FleetExecs::new();
     let mut failed = Vec::new();
+    fleet.host_pairs = config.shared_hosts.clone();
+    fleet.directory = config.directory();
     for (name, read) in futures::future::join_all(reads).await {
         let (s, exec) = match read {
             Ok(r) => r,

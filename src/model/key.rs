@@ -36,8 +36,10 @@ pub enum ObjKey {
     Filesystem(Text),
     Queue(Text),
     Quota(Text),
-    /// A team (or account) in the cost report.
+    /// A team (or account) in the cost report, or across the fleet.
     Team(Text),
+    /// A person across the fleet (each cluster's user names mapped to one).
+    Person(Text),
     /// An incident: its cluster (as the incident carries it: a fleet cluster's name, empty for
     /// one cluster), subject and signal (`gpu-004/gpu3`, `xid:79`), which identify it while it
     /// lasts and after it resolves (its title carries counts that change). Two clusters'

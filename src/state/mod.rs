@@ -12,14 +12,18 @@ pub mod history;
 mod incidents;
 pub mod journal;
 mod lifecycle;
+mod rollup;
 pub mod suspects;
+mod twins;
 pub mod why;
 
 pub use derive::{QueueStats, Totals};
 pub use fleet::port_flagged;
 pub use incidents::{Incident, Plane, Severity, alert_severity};
 pub use lifecycle::{Lifecycle, RESOLVED_KEEP_S, actions_from_audit};
+pub use rollup::{Directory, Part, Rollup};
 pub use suspects::{Evidence, Suspect, suspects};
+pub use twins::{HostPairing, Scheduler, Twin};
 pub use why::{Wait, explain};
 
 use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
@@ -119,6 +123,18 @@ pub struct ClusterState {
     pub history_step_s: i64,
     /// The step of the newest history point.
     history_bucket: Option<i64>,
+    /// Hosts that are a node of a Slurm cluster and of a Kubernetes cluster (`[[shared_hosts]]`).
+    pub host_pairs: Vec<HostPairing>,
+    /// Their pairing in the current node listing, and since when each pair disagrees.
+    twins: twins::Twins,
+    /// Per cluster: account or namespace → team, user → person (`[cluster.teams]`,
+    /// `[cluster.people]`).
+    pub directory: Directory,
+    /// Quotas and active jobs per team and per person across the fleet, with each
+    /// cluster's part (derived when jobs or quotas change).
+    pub team_rollup: Vec<Rollup>,
+    pub people_rollup: Vec<Rollup>,
+    rollup_dirty: bool,
 }
 
 impl ClusterState {
@@ -515,11 +531,13 @@ impl ClusterState {
         self.nodes = nodes;
         self.node_ix =
             self.nodes.iter().enumerate().map(|(i, n)| ((n.cluster.clone(), n.name.clone()), i)).collect();
+        self.pair_hosts();
     }
 
     /// Replaces the quotas of the cluster being applied.
     fn set_quotas(&mut self, mut quotas: Vec<Quota>) {
         let scope = &self.scope;
+        self.rollup_dirty = true;
         quotas.iter_mut().for_each(|q| q.cluster = scope.clone());
         self.quotas.retain(|q| q.cluster != *scope);
         self.quotas.extend(quotas);
@@ -655,6 +673,10 @@ impl ClusterState {
             self.totals.jobs_pending = pending;
         }
         self.totals.jobs_failed = self.jobs_failed;
+        if jobs_changed || self.rollup_dirty {
+            self.roll_up();
+        }
+        self.track_twins();
         self.incidents = incidents::detect(self, &flags);
         self.sample_history();
     }

@@ -14,6 +14,7 @@ pub mod nodes;
 pub mod overview;
 pub mod queues;
 pub mod quotas;
+pub mod rollup;
 pub mod sources;
 pub mod storage;
 pub mod timeline;

@@ -16,7 +16,7 @@ pub struct NodesTable;
 
 pub const TABLE: TableId = TableId("nodes");
 
-static COLS: [Column; 12] = [
+static COLS: [Column; 13] = [
     col(
         "NAME",
         12,
@@ -33,6 +33,27 @@ static COLS: [Column; 12] = [
         },
     )
     .exact(),
+    // One host, two schedulers: the other scheduler's state of a paired host (`!`: they
+    // disagree). Only when some host is paired.
+    col(
+        "OTHER SCHED",
+        13,
+        |cx, k| SortKey::Int(twin_order(cx.s, k as usize)),
+        |cx, k| match cx.s.twin(k as usize) {
+            Some(t) => {
+                let bang = if t.mismatch_since.is_some() { "!" } else { "" };
+                let style = if t.mismatch_since.is_some() {
+                    cx.theme.warn.add_modifier(Modifier::BOLD)
+                } else {
+                    state_style(cx, t.node.state)
+                };
+                Span::styled(format!("{bang}{} {}", t.other.short(), t.node.state.label()), style)
+            }
+            None => Span::raw(""),
+        },
+    )
+    .only_if(ClusterState::has_twins)
+    .drop(1),
     col(
         "POOL",
         8,
@@ -155,6 +176,35 @@ fn node(s: &ClusterState, key: RowKey) -> &Node {
     &s.nodes[key as usize]
 }
 
+/// Sorts disagreeing pairs first, then by the other scheduler's state; unpaired nodes last.
+fn twin_order(s: &ClusterState, i: usize) -> i64 {
+    match s.twin(i) {
+        Some(t) if t.mismatch_since.is_some() => -1,
+        Some(t) => t.node.state as i64,
+        None => i64::MAX,
+    }
+}
+
+/// The node's JSON, with the other scheduler's node of a paired host under `twin`.
+fn node_json(s: &ClusterState, i: usize) -> serde_json::Value {
+    let mut v = to_json(&s.nodes[i]);
+    if let (Some(t), Some(o)) = (s.twin(i), v.as_object_mut()) {
+        let n = t.node;
+        o.insert(
+            "twin".into(),
+            serde_json::json!({
+                "scheduler": t.other,
+                "cluster": s.cluster_of(&n.cluster),
+                "name": n.name,
+                "state": n.state,
+                "reason": n.reason,
+                "mismatch_since": t.mismatch_since,
+            }),
+        );
+    }
+    v
+}
+
 impl TableSource for NodesTable {
     fn id(&self) -> TableId {
         TABLE
@@ -165,7 +215,7 @@ impl TableSource for NodesTable {
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(&cx.s.nodes[key as usize])
+        node_json(cx.s, key as usize)
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -178,12 +228,18 @@ impl TableSource for NodesTable {
 
     fn locate(&self, cx: &Cx<'_>, id: &ObjKey) -> Option<RowKey> {
         let ObjKey::Node(n) = id else { return None };
-        cx.s.node_at(n).map(|i| i as RowKey)
+        // Either node of a paired host is found on its host's row (the Slurm node's).
+        cx.s.node_at(n).map(|i| cx.s.host_row(i) as RowKey)
     }
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
         let s = cx.s;
-        out.extend(0..s.nodes.len() as RowKey);
+        if s.has_twins() {
+            // A paired host is one row: its Kubernetes node shows in the Slurm node's row.
+            out.extend((0..s.nodes.len()).filter(|&i| !s.is_kube_twin(i)).map(|i| i as RowKey));
+        } else {
+            out.extend(0..s.nodes.len() as RowKey);
+        }
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
@@ -206,12 +262,17 @@ impl TableSource for NodesTable {
             "model" => n.gpu_model().into(),
             "reason" => n.reason.as_ref()?.text.as_str().into(),
             "driver" => n.driver.as_deref()?.into(),
+            "twin" => {
+                let t = cx.s.twin(key as usize)?;
+                format!("{}/{}", cx.s.cluster_of(&t.node.cluster), t.node.name).into()
+            }
+            "twin_state" => cx.s.twin(key as usize)?.node.state.label().into(),
             label => n.labels.iter().find(|(k, _)| k.eq_ignore_ascii_case(label))?.1.as_str().into(),
         })
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["cluster", "name", "state", "pool", "partition", "model", "reason", "driver"]
+        &["cluster", "name", "state", "pool", "partition", "model", "reason", "driver", "twin", "twin_state"]
     }
 
     fn marked(&self, cx: &Cx<'_>, key: RowKey) -> bool {
@@ -237,6 +298,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
             Span::styled(format!("{} {}", super::super::widgets::safe(&r.by), ago(s.now, r.at)), t.dim),
         ));
     }
+    out.extend(twin_lines(cx, key as usize));
     // What is wrong comes first: each incident about this node, its GPU or its port, worst
     // first (the one the operator jumped from is among them), above the fold at 80×24.
     let faults = faults(s, n);
@@ -373,6 +435,40 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
                 untrusted(v, t.text),
             ]));
         }
+    }
+    out
+}
+
+/// A paired host's other scheduler: its node, state, reason with who set it and when, and
+/// since when the two disagree.
+fn twin_lines<'a>(cx: &Cx<'a>, i: usize) -> Vec<Line<'a>> {
+    let s = cx.s;
+    let t = cx.theme;
+    let Some(tw) = s.twin(i) else { return vec![] };
+    let n = tw.node;
+    let safe = super::super::widgets::safe;
+    let mut out = vec![
+        section(cx, &format!("one host, two schedulers: this node in {}", tw.own.label())),
+        kv(
+            cx,
+            tw.other.short(),
+            Span::styled(format!("{}/{}", safe(s.cluster_of(&n.cluster)), safe(&n.name)), t.accent),
+        ),
+        kv(cx, "its state", Span::styled(n.state.label(), state_style(cx, n.state))),
+    ];
+    if let Some(r) = &n.reason {
+        out.push(kv(cx, "its reason", untrusted(&r.text, t.warn)));
+        out.push(kv(cx, "set by", Span::styled(format!("{} {}", safe(&r.by), ago(s.now, r.at)), t.dim)));
+    }
+    if let Some(since) = tw.mismatch_since {
+        out.push(kv(
+            cx,
+            "mismatch",
+            Span::styled(
+                format!("{} since {}", safe(&tw.states(&s.nodes[i])), crate::clock::clock_rel(s.now, since)),
+                t.warn.add_modifier(Modifier::BOLD),
+            ),
+        ));
     }
     out
 }

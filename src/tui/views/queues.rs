@@ -450,12 +450,15 @@ impl TableSource for MyJobsTable {
         cx.s.job_at(j).map(|i| i as RowKey)
     }
 
+    /// The console user's active jobs on every cluster: theirs by each cluster's name for
+    /// the same person (`[cluster.people]`).
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
+        let me = cx.s.person(cx.user);
         out.extend(
             cx.s.jobs
                 .iter()
                 .enumerate()
-                .filter(|(_, j)| j.user == cx.user && j.state.is_active())
+                .filter(|(_, j)| j.state.is_active() && cx.s.is_persons(j, me))
                 .map(|(i, _)| i as RowKey),
         );
     }

@@ -4,7 +4,7 @@ use super::super::widgets::table::to_json;
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col};
 use super::super::widgets::untrusted;
 use super::detail::kv;
-use super::{TableId, TableView, ViewId};
+use super::{TableId, ViewId};
 use crate::model::ObjKey;
 use crate::model::Quota;
 use crate::state::ClusterState;
@@ -227,8 +227,51 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
     out
 }
 
-/// Quotas: GPU quotas per team, used and borrowed.
-pub static VIEW: TableView =
-    TableView { id: ID, title: "Quotas", aliases: &["quota", "quo"], table: &[&QuotasTable] };
+/// Quotas: GPU quotas per team, used and borrowed; below, teams and people across the fleet
+/// (quotas and active jobs summed over the clusters, each row expanding per cluster in its
+/// detail pane).
+pub struct QuotasView;
+
+pub static VIEW: QuotasView = QuotasView;
+
+impl super::View for QuotasView {
+    fn id(&self) -> ViewId {
+        ID
+    }
+
+    fn title(&self) -> &'static str {
+        "Quotas"
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["quota", "quo", "teams", "people"]
+    }
+
+    fn tables(&self) -> &'static [&'static dyn TableSource] {
+        &[&QuotasTable, &super::rollup::TeamsTable, &super::rollup::PeopleTable]
+    }
+
+    fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, app: &mut crate::tui::app::App) {
+        use crate::tui::draw::table_with_detail;
+        use ratatui::layout::{Constraint, Layout};
+        let focus = app.ui.focus;
+        let names = [(TABLE, "Quotas"), (super::rollup::TEAMS, "Teams"), (super::rollup::PEOPLE, "People")];
+        if app.ui.detail && area.width < 120 {
+            let (id, name) = names[focus.min(2)];
+            table_with_detail(f, area, app, id, name, true);
+            return;
+        }
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
+        let [left, right] = if area.width >= 100 {
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom)
+        } else {
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom)
+        };
+        for (i, a) in [top, left, right].into_iter().enumerate() {
+            table_with_detail(f, a, app, names[i].0, names[i].1, focus == i);
+        }
+    }
+}
 
 pub const ID: ViewId = ViewId("quotas");

@@ -58,6 +58,9 @@ pub struct Column {
     pub fleet: bool,
     /// An age: `key=DURATION` means at most that old (`since=2h`: the last two hours).
     pub within: bool,
+    /// Shown only when this holds of the state (the other scheduler's state: only when some
+    /// host is paired).
+    pub only: Option<fn(&ClusterState) -> bool>,
 }
 
 /// A column's value as a plain number.
@@ -79,6 +82,7 @@ pub const fn col(name: &'static str, width: u16, sort: SortFn, cell: CellFn) -> 
         num: None,
         fleet: false,
         within: false,
+        only: None,
     }
 }
 
@@ -115,6 +119,17 @@ impl Column {
     pub const fn num(mut self, f: NumFn) -> Self {
         self.num = Some(f);
         self
+    }
+
+    /// Shows the column only when `f` holds of the state.
+    pub const fn only_if(mut self, f: fn(&ClusterState) -> bool) -> Self {
+        self.only = Some(f);
+        self
+    }
+
+    /// Whether the column is shown for this state at all.
+    pub fn shown_for(&self, s: &ClusterState) -> bool {
+        self.only.is_none_or(|f| f(s))
     }
 
     /// Lets the column grow up to `max` cells for long values when there is room.
@@ -645,7 +660,8 @@ pub fn layout_for(cols: &[Column], content: &[usize], width: u16, fleet: bool) -
         keep.iter().map(|&i| w(i)).sum::<usize>() + keep.len().saturating_sub(1)
     };
     let mut keep: Vec<usize> = (0..cols.len()).filter(|&i| fleet && cols[i].fleet).collect();
-    keep.extend((0..cols.len()).filter(|&i| !cols[i].fleet));
+    // A column shown only for some states is measured as empty (0) for the others.
+    keep.extend((0..cols.len()).filter(|&i| !cols[i].fleet && (cols[i].only.is_none() || content(i) > 0)));
     while total(&keep, &need) > width {
         let Some((pos, _)) = keep
             .iter()
@@ -807,6 +823,9 @@ pub fn render<S: TableSource + ?Sized>(
         .collect();
     let content: Vec<usize> = (0..cols.len())
         .map(|i| {
+            if !cols[i].shown_for(cx.s) {
+                return 0;
+            }
             let head = cols[i].name.width() + arrow(i).width();
             visible.iter().map(|(_, _, _, c)| c[i].content.width()).fold(head, usize::max)
         })
