@@ -73,9 +73,10 @@ fn names(o: &ObjKey) -> Vec<String> {
         ObjKey::Gpu(g) => vec![g.node.name.to_string(), g.index.to_string()],
         ObjKey::Job(j) => vec![j.id.to_string()],
         ObjKey::Port(n, p) => vec![n.name.to_string(), p.to_string()],
-        ObjKey::Filesystem(x) | ObjKey::Queue(x) | ObjKey::Quota(x) | ObjKey::Team(x) | ObjKey::Person(x) => {
-            vec![x.to_string()]
-        }
+        ObjKey::Filesystem(x) | ObjKey::Quota(x) | ObjKey::Team(x) | ObjKey::Person(x) => vec![x.to_string()],
+        // A queue, or a team's wait in a queue (`team/queue`, the Cost view's waits): each part
+        // is its own cell.
+        ObjKey::Queue(x) => x.split('/').map(str::to_string).collect(),
         ObjKey::Incident(_, subject, _) => vec![subject.to_string()],
         ObjKey::Audit(seq) => vec![format!("gpu-{seq:03}")],
         ObjKey::Source(x) => vec![x.to_string()],
