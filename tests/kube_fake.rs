@@ -250,6 +250,12 @@ async fn watch_410_after_compaction_makes_the_watcher_relist_and_lose_nothing() 
     let lists_before =
         fake.requests().iter().filter(|r| r.path == "/api/v1/pods" && !r.query.contains("watch")).count();
 
+    // The first watch open before it is dropped: a watch still on its way would subscribe after
+    // the drop, see the changes live, and never need the relist this test is about.
+    eventually("the first watch is open", || {
+        fake.requests().iter().any(|r| r.path == "/api/v1/pods" && r.query.contains("watch"))
+    })
+    .await;
     // The client is between watches while the cluster changes and the history is compacted.
     fake.pause_watches();
     fake.drop_watches();
