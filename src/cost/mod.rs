@@ -373,7 +373,9 @@ fn build<'a>(
         t.useful_gpu_hours += uh;
         t.cost += cost;
         t.idle_cost += idle_cost;
-        if j.state.is_failure() || (j.state == JobState::Cancelled && j.exit_reason.is_some()) {
+        // Failed as Slurm's accounting says it: FAILED (and OOM), TIMEOUT, NODE_FAIL. A cancelled
+        // job ended by signal (scancel) is a cancellation; the cause split tells those apart.
+        if j.state.is_failure() {
             t.failed_gpu_hours += gh;
             t.failed_cost += cost;
         }

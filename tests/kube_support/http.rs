@@ -742,10 +742,13 @@ fn watch(
     let ns = ns.to_string();
     let version = version.to_string();
     let bookmark_every = sh.opts.bookmark_interval;
+    // Subscribed here, before the stream's task runs: a `drop_watches` after this request was
+    // accepted ends it even if the task has not started yet, and one before it found the gate
+    // closed (tests pause, then drop), so no watch slips between a drop and a pause.
+    let mut rv_rx = sh.rv_tx.subscribe();
+    let mut drop_rx = sh.drop_tx.subscribe();
+    let mut gate = sh.watch_gate.subscribe();
     sh.rt().spawn(async move {
-        let mut rv_rx = sh2.rv_tx.subscribe();
-        let mut drop_rx = sh2.drop_tx.subscribe();
-        let mut gate = sh2.watch_gate.subscribe();
         while *gate.borrow_and_update() {
             tokio::select! {
                 r = gate.changed() => if r.is_err() { return },
