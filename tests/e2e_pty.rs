@@ -78,12 +78,21 @@ fn spawn_cmd(
     let hup = hangup.clone();
     let master: Box<dyn MasterPty + Send> = pair.master;
     std::thread::spawn(move || {
+        // Polled, not a blocking read: a hang-up is noticed within 100 ms even when the console
+        // has nothing new to draw (a read would wait for its next frame, seconds under load).
+        let fd = master.as_raw_fd().expect("the master's fd");
         let _master = master;
         let mut buf = [0u8; 8192];
         loop {
             if hup.load(Ordering::SeqCst) {
                 // dropping the reader and the master closes the terminal's master side
                 break;
+            }
+            let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd for the duration of the call; the fd is the master's,
+            // kept open by `_master` until this thread ends.
+            if unsafe { libc::poll(&mut pfd, 1, 100) } == 0 {
+                continue;
             }
             match reader.read(&mut buf) {
                 Ok(0) | Err(_) => break,

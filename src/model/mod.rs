@@ -24,7 +24,10 @@ pub use fabric::{FabricKind, FabricPort, PortState};
 pub use gpu::{EccCounts, Gpu, GpuLocal, GpuProc, LinkErrors, MigSlice, XidEvent, throttle_names};
 pub use job::{Job, JobId, JobState, pending_reason_text};
 pub use key::{GpuKey, JobKey, NodeKey, ObjKey};
-pub use node::{LinkKind, MAX_GPUS_PER_NODE, MAX_MIG_PER_GPU, Nic, Node, NodeReason, NodeState, Topology};
+pub use node::{
+    GPUS_CLAIMED_LABEL, LinkKind, MAX_GPUS_PER_NODE, MAX_MIG_PER_GPU, Nic, Node, NodeReason, NodeState,
+    Topology,
+};
 pub use queue::{Queue, QueueKind, Quota};
 pub use storage::{Filesystem, StorageKind};
 pub use triage::{Ack, ActionMark, Handling, IncidentKey};

@@ -166,6 +166,10 @@ impl Topology {
 /// sums over a node's GPUs.
 pub const MAX_GPUS_PER_NODE: u32 = 64;
 
+/// The label a backend puts on a node whose answer claimed more than [`MAX_GPUS_PER_NODE`]
+/// GPUs: the claimed count, so the cut is shown (an incident) rather than silent.
+pub const GPUS_CLAIMED_LABEL: &str = "gpuplane.io/gpus-claimed";
+
 /// The most MIG slices kept per GPU of a node. An A100 or H100 holds at most 7; the device
 /// plugin's counts are spread over the GPUs whatever the profile, so the cap leaves room (a
 /// node's advertised slices of every profile together may exceed 7 per GPU) while a hostile

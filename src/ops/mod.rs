@@ -179,7 +179,7 @@ impl Plan {
     }
 
     pub fn affected_gpus(&self) -> u32 {
-        self.steps.iter().flat_map(|s| &s.affected).map(|a| a.gpus).sum()
+        self.steps.iter().flat_map(|s| &s.affected).map(|a| a.gpus).fold(0, u32::saturating_add)
     }
 
     /// Every job the plan touches, once, with the GPUs and nodes of it the targets hold.
@@ -195,7 +195,7 @@ impl Plan {
                 job_gpus: a.job_gpus,
                 job_nodes: a.job_nodes,
             });
-            j.gpus += a.gpus;
+            j.gpus = j.gpus.saturating_add(a.gpus);
             // A node action touches the job on each target node; a job action, everywhere.
             j.nodes = if self.kind.on_jobs() { a.job_nodes } else { j.nodes + 1 };
         }
@@ -233,7 +233,10 @@ impl Plan {
         let tests: Vec<_> = self.steps.iter().filter_map(|s| s.job.as_ref()).collect();
         if !tests.is_empty() {
             let nodes: usize = tests.iter().map(|j| j.nodes.len()).sum();
-            let gpus: u32 = tests.iter().map(|j| j.gpus_per_node * j.nodes.len() as u32).sum();
+            let gpus = tests
+                .iter()
+                .map(|j| j.gpus_per_node.saturating_mul(u32::try_from(j.nodes.len()).unwrap_or(u32::MAX)))
+                .fold(0u32, u32::saturating_add);
             return format!(
                 "{} test job(s) to submit on {nodes} node(s), {gpus} GPUs; running jobs are not touched",
                 tests.len()

@@ -4,7 +4,9 @@
 use super::Samples;
 use super::history::NONE_U8;
 use super::{ClusterState, Thresholds, Totals};
-use crate::model::{Epoch, FabricPort, Gpu, JobId, NodeState, PortState};
+use crate::model::{
+    Epoch, FabricPort, GPUS_CLAIMED_LABEL, Gpu, JobId, MAX_GPUS_PER_NODE, Node, NodeState, PortState,
+};
 
 /// Where incidents may be: found during the walk, turned into incidents afterwards.
 #[derive(Debug, Default)]
@@ -12,6 +14,14 @@ pub(super) struct Flags {
     pub nodes: Vec<usize>,
     pub gpus: Vec<(usize, usize)>,
     pub ports: Vec<(usize, usize)>,
+    /// Nodes whose answer claimed more GPUs than the cap (see [`GPUS_CLAIMED_LABEL`]).
+    pub capped: Vec<usize>,
+}
+
+/// Whether the backend cut the node's GPU count to the cap (a rare case: the label is looked up
+/// only for nodes at the cap).
+fn capped(n: &Node) -> bool {
+    n.gpu_slots >= MAX_GPUS_PER_NODE && n.labels.contains_key(GPUS_CLAIMED_LABEL)
 }
 
 fn gpu_flagged(g: &Gpu, now: Epoch, th: &Thresholds) -> bool {
@@ -33,6 +43,9 @@ pub(super) fn flags_only(s: &ClusterState) -> Flags {
     for (ni, n) in s.nodes.iter().enumerate() {
         if n.state.is_unhealthy() {
             f.nodes.push(ni);
+        }
+        if capped(n) {
+            f.capped.push(ni);
         }
         f.gpus.extend(
             n.gpus
@@ -84,6 +97,9 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: 
                 t.nodes_drained += 1
             }
             _ => t.nodes_schedulable += 1,
+        }
+        if capped(node) {
+            flags.capped.push(ni);
         }
         t.gpus += node.gpu_slots;
         t.gpus_alloc += node.gpu_alloc;

@@ -266,6 +266,24 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             "node-down",
         ));
     }
+    for &ni in &flags.capped {
+        let Some(n) = s.nodes.get(ni) else { continue };
+        let claimed = n.labels.get(crate::model::GPUS_CLAIMED_LABEL).map_or("?", |c| c.as_str());
+        out.push(inc(
+            n,
+            Severity::Warning,
+            Plane::Compute,
+            n.name.clone(),
+            format!(
+                "claims {} GPUs; counted as {} (the most a node is taken to have)",
+                crate::sanitize::sanitize(claimed),
+                crate::model::MAX_GPUS_PER_NODE
+            ),
+            "check the node's GPU count at its source: Slurm's Gres= / gres.conf, or the device plugin's nvidia.com/gpu capacity and the nvidia.com/gpu.count label",
+            None,
+            "gpu-count",
+        ));
+    }
     for &(ni, k) in &flags.gpus {
         let Some((n, g)) = s.nodes.get(ni).and_then(|n| Some((n, n.gpus.get(k)?))) else { continue };
         let subject = || Text::from(format!("{}/gpu{}", n.name, g.index));

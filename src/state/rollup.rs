@@ -52,12 +52,12 @@ pub struct Part {
 
 impl Part {
     fn add(&mut self, o: &Part) {
-        self.gpu_quota += o.gpu_quota;
-        self.gpu_used += o.gpu_used;
-        self.running += o.running;
-        self.pending += o.pending;
-        self.running_gpus += o.running_gpus;
-        self.pending_gpus += o.pending_gpus;
+        self.gpu_quota = self.gpu_quota.saturating_add(o.gpu_quota);
+        self.gpu_used = self.gpu_used.saturating_add(o.gpu_used);
+        self.running = self.running.saturating_add(o.running);
+        self.pending = self.pending.saturating_add(o.pending);
+        self.running_gpus = self.running_gpus.saturating_add(o.running_gpus);
+        self.pending_gpus = self.pending_gpus.saturating_add(o.pending_gpus);
     }
 }
 
@@ -119,8 +119,9 @@ impl ClusterState {
         let (mut teams, mut people): (Acc<'_>, Acc<'_>) = Default::default();
         for q in &self.quotas {
             let t = teams.entry((self.team_of(&q.cluster, &q.team), &q.cluster)).or_default();
-            t.gpu_quota += q.gpu_quota;
-            t.gpu_used += q.gpu_used;
+            // Sums of cluster figures saturate: a hostile quota or job size never overflows.
+            t.gpu_quota = t.gpu_quota.saturating_add(q.gpu_quota);
+            t.gpu_used = t.gpu_used.saturating_add(q.gpu_used);
         }
         for (cluster, id) in self.active.keys() {
             let Some(&i) = self.job_ix.get(&(cluster.clone(), *id)) else { continue };
@@ -133,10 +134,10 @@ impl ClusterState {
             ] {
                 if j.state == JobState::Pending {
                     p.pending += 1;
-                    p.pending_gpus += j.gpus;
+                    p.pending_gpus = p.pending_gpus.saturating_add(j.gpus);
                 } else {
                     p.running += 1;
-                    p.running_gpus += j.gpus;
+                    p.running_gpus = p.running_gpus.saturating_add(j.gpus);
                 }
             }
         }

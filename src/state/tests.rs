@@ -324,3 +324,25 @@ fn one_cluster_s_inventory_and_error_touch_only_that_cluster() {
     let inc = s.incidents.iter().find(|i| i.title == "connection refused").unwrap();
     assert_eq!(inc.cluster, "lab");
 }
+
+/// A node whose answer claimed more GPUs than the cap is shown as an incident naming the claim
+/// (the cut is never silent), and only that node; the totals count the capped figure.
+#[test]
+fn a_node_cut_to_the_gpu_cap_is_an_incident() {
+    let s = crate::testing::state_after(SimConfig::default(), 3);
+    assert!(!s.incidents.iter().any(|i| i.signal == "gpu-count"));
+    let mut big = s.clone();
+    let n = &mut big.nodes[0];
+    n.gpu_slots = crate::model::MAX_GPUS_PER_NODE;
+    n.labels.insert(crate::model::GPUS_CLAIMED_LABEL.into(), "4000000000".into());
+    let name = n.name.clone();
+    let big = rebuilt(&big);
+    let cut: Vec<_> = big.incidents.iter().filter(|i| i.signal == "gpu-count").collect();
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    assert_eq!(cut[0].node.as_ref(), Some(&name));
+    assert!(cut[0].title.contains("claims 4000000000 GPUs; counted as 64"), "{}", cut[0].title);
+    // A node at the cap without the label (a real 64-GPU node) is no incident.
+    let mut real = s.clone();
+    real.nodes[0].gpu_slots = crate::model::MAX_GPUS_PER_NODE;
+    assert!(!rebuilt(&real).incidents.iter().any(|i| i.signal == "gpu-count"));
+}

@@ -93,7 +93,7 @@ fn free_gpus(s: &ClusterState, cluster: &Text, queue: &str) -> u32 {
         .iter()
         .filter(|n| n.cluster == *cluster && in_queue(n, queue) && n.state.schedulable())
         .map(|n| n.gpu_slots.saturating_sub(n.gpu_alloc))
-        .sum()
+        .fold(0, u32::saturating_add)
 }
 
 /// The pending jobs of `j`'s queue ranked ahead of it, in queue order.
@@ -164,7 +164,7 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
         ));
     }
     if waits_for_capacity(reason) {
-        if let Some(q) = quota.filter(|q| q.gpu_used + j.gpus <= q.gpu_quota) {
+        if let Some(q) = quota.filter(|q| q.gpu_used.saturating_add(j.gpus) <= q.gpu_quota) {
             // Teams over their quota that run in this queue hold GPUs lent by the others.
             let mut lenders: Vec<(String, u32)> =
                 s.quotas
@@ -198,7 +198,7 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
         }
         let before = ahead(s, j);
         if reason == "Priority" && !before.is_empty() {
-            let gpus: u32 = before.iter().map(|o| o.gpus).sum();
+            let gpus = before.iter().map(|o| o.gpus).fold(0u32, u32::saturating_add);
             let n = before.len();
             let (jobs, ask) = if n == 1 { ("job", "asks") } else { ("jobs", "ask") };
             w.causes.push(format!("{n} {jobs} ahead of it in {qname} {ask} for {gpus} GPUs"));
@@ -276,7 +276,7 @@ fn no_estimate(
     let in_service = total.saturating_sub(down.len()) as u32;
     if let Some(g) = gpn
         && total > 0
-        && j.gpus > in_service * g
+        && j.gpus > in_service.saturating_mul(g)
     {
         return format!(
             "it needs {} and {} has {in_service} in service",
@@ -326,6 +326,7 @@ fn other_queue(s: &ClusterState, j: &Job, here: Option<&Queue>) -> Option<String
 mod tests {
     use super::*;
     use crate::backend::sim::SimConfig;
+    use crate::model::JobId;
     use crate::model::protocol::{Inventory, Update};
 
     /// The researcher's planted pending job in the simulator.
@@ -355,6 +356,34 @@ mod tests {
 
     fn job_named<'a>(s: &'a ClusterState, name: &str) -> &'a Job {
         s.jobs.iter().find(|j| j.name == name && j.state == JobState::Pending).expect(name)
+    }
+
+    /// Jobs asking for 4 billion GPUs (a broken or hostile answer) ahead of each other, in a
+    /// team at its quota: the sums saturate (they overflowed, a panic in debug builds) and the
+    /// explanation still names the figures.
+    #[test]
+    fn hostile_gpu_counts_saturate_in_the_explanation() {
+        let s = sim_state();
+        let a100: Vec<JobId> = {
+            let mut v: Vec<&Job> =
+                s.jobs.iter().filter(|j| j.queue == "a100" && j.state == JobState::Pending).collect();
+            v.sort_by_key(|j| j.rank);
+            v.iter().map(|j| j.id).collect()
+        };
+        assert!(a100.len() >= 3, "three jobs pend in a100");
+        let hostile = changed(&s, |inv| {
+            for j in inv.jobs.as_mut().unwrap() {
+                if a100.contains(&j.id) {
+                    (j.gpus, j.est_start, j.pending_reason) = (u32::MAX, None, Some("Priority".into()));
+                }
+            }
+            for q in inv.quotas.as_mut().unwrap() {
+                q.gpu_used = u32::MAX - 1;
+            }
+        });
+        let last = hostile.job(a100[2]).unwrap();
+        let w = explain(&hostile, last, "researcher").expect("a pending job is explained");
+        assert!(w.causes.iter().any(|c| c.contains(&format!("ask for {} GPUs", u32::MAX))), "{:?}", w.causes);
     }
 
     #[test]

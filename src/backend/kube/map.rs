@@ -4,8 +4,8 @@
 use super::kueue::{ClusterQueue, LocalQueue, Pending, WlState, Workload};
 use super::slim::{self, SlimEvent, SlimNode, SlimPod, SlimQuota};
 use crate::model::{
-    Epoch, Gpu, Job, JobId, JobState, MAX_GPUS_PER_NODE, MAX_MIG_PER_GPU, MigSlice, Node, NodeReason,
-    NodeState, Queue, QueueKind, Quota, Text,
+    Epoch, GPUS_CLAIMED_LABEL, Gpu, Job, JobId, JobState, MAX_GPUS_PER_NODE, MAX_MIG_PER_GPU, MigSlice, Node,
+    NodeReason, NodeState, Queue, QueueKind, Quota, Text,
 };
 use crate::sanitize::sanitize;
 use std::collections::{BTreeMap, HashMap};
@@ -297,7 +297,7 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
         .find_map(|k| labels.get(k))
         .map(|s| text(s))
         .unwrap_or_else(|| Text::from("default"));
-    let keep: BTreeMap<Text, Text> = labels
+    let mut keep: BTreeMap<Text, Text> = labels
         .iter()
         .filter(|(k, _)| {
             k.starts_with("nvidia.com/")
@@ -307,6 +307,10 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
         })
         .map(|(k, v)| (text(k), text(v)))
         .collect();
+    let claimed = physical_gpus_claimed(n);
+    if claimed > count {
+        keep.insert(Text::from(GPUS_CLAIMED_LABEL), Text::from(claimed.to_string()));
+    }
     let label = |k: &str| labels.get(k).map(|s| text(s));
     let driver = label("nvidia.com/cuda.driver-version.full").or_else(|| {
         let p = ["major", "minor", "rev"].map(|x| labels.get(&format!("nvidia.com/cuda.driver.{x}")));
@@ -944,6 +948,7 @@ mod tests {
         let b = build(&s, &Mapping::default());
         let n = &b.nodes[0];
         assert_eq!((n.gpu_slots, n.gpus.len()), (MAX_GPUS_PER_NODE, MAX_GPUS_PER_NODE as usize));
+        assert_eq!(n.labels.get(GPUS_CLAIMED_LABEL).map(|c| c.to_string()), Some(huge.to_string()));
         let slices: Vec<usize> = n.gpus.iter().map(|g| g.mig.len()).collect();
         assert!(slices.iter().all(|&k| k == MAX_MIG_PER_GPU as usize), "{slices:?}");
         // The first pod takes every GPU; the sums saturate instead of overflowing.

@@ -4,7 +4,8 @@
 
 use super::text::{expand_hostlist, gres_gpus, gres_total, tres_gpus, tres_per_gpus};
 use crate::model::{
-    Epoch, Gpu, Job, JobId, JobState, MAX_GPUS_PER_NODE, Node, NodeReason, NodeState, Queue, QueueKind, Text,
+    Epoch, GPUS_CLAIMED_LABEL, Gpu, Job, JobId, JobState, MAX_GPUS_PER_NODE, Node, NodeReason, NodeState,
+    Queue, QueueKind, Text,
 };
 use std::collections::BTreeMap;
 
@@ -154,6 +155,7 @@ pub fn node(n: NodeIn) -> Node {
         slots = tres_gpus(&n.tres).unwrap_or(0);
     }
     // `gpu:a100:999999999` is a broken or hostile answer: no node has more than the cap.
+    let claimed = slots;
     let slots = slots.min(MAX_GPUS_PER_NODE);
     let used = gres_gpus(&n.gres_used);
     let mut gpu_alloc = used.iter().map(|g| g.count).fold(0u32, u32::saturating_add);
@@ -184,6 +186,9 @@ pub fn node(n: NodeIn) -> Node {
     let mut labels = BTreeMap::new();
     if let Some(m) = &model {
         labels.insert(Text::from("slurm.gpu.type"), m.clone());
+    }
+    if claimed > slots {
+        labels.insert(Text::from(GPUS_CLAIMED_LABEL), Text::from(claimed.to_string()));
     }
     Node {
         cluster: Default::default(),
@@ -445,6 +450,8 @@ mod tests {
             ..Default::default()
         });
         assert_eq!((n.gpu_slots, n.gpus.len(), n.gpu_alloc), (MAX_GPUS_PER_NODE, 64, 64));
+        // The cut is kept, for the incident that shows it (999999999 + 4294967295 saturates).
+        assert_eq!(n.labels.get(GPUS_CLAIMED_LABEL).map(|c| c.as_str()), Some("4294967295"));
         assert!(n.gpus.iter().all(|g| g.model == "a100"));
         let mut allocs = Vec::new();
         let j = job(
