@@ -166,6 +166,9 @@ pub async fn run(
     // Background plugins report their output here.
     let (plugin_tx, mut plugin_rx) = mpsc::unbounded_channel::<Vec<(String, bool)>>();
     let mut seen_jobs = false;
+    // In a fleet, the clusters whose nodes have been on a frame (each logged once, so a large
+    // source delaying a small one shows in the log).
+    let mut clusters_drawn: Vec<crate::model::Text> = Vec::new();
     let mut ledger_answers = opts.ledger_answers.take();
     let mut ledger_open = ledger_answers.is_some();
     let mut ack_answers = opts.ack_answers.take();
@@ -215,6 +218,19 @@ pub async fn run(
                 frames += 1;
                 if frames == 1 {
                     tracing::info!(ms = started.elapsed().as_millis() as u64, "first frame with data");
+                }
+            }
+            let st = app.state();
+            if st.is_fleet() && clusters_drawn.len() < st.clusters().len() {
+                for c in st.clusters() {
+                    if !clusters_drawn.contains(c) && st.nodes.iter().any(|n| n.cluster == *c) {
+                        tracing::info!(
+                            ms = started.elapsed().as_millis() as u64,
+                            cluster = %crate::sanitize::sanitize(c),
+                            "first frame with the cluster's nodes"
+                        );
+                        clusters_drawn.push(c.clone());
+                    }
                 }
             }
             if !seen_jobs && !app.state().jobs.is_empty() {
