@@ -7,11 +7,12 @@
 //! other writer, and a thread of its own ([`Worker`]) so the console never touches the file.
 
 use crate::model::{Ack, Epoch, IncidentKey};
-use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, params};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const SCHEMA_VERSION: i64 = 1;
+const _: () = assert!(SCHEMA_VERSION == super::sqlite::version_of(MIGRATIONS));
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`.
 pub const MIGRATIONS: &[&str] = &[r#"
@@ -74,42 +75,17 @@ impl std::fmt::Debug for AckStore {
 impl AckStore {
     /// Opens (creating it and its directory) and migrates the store at `path`.
     pub fn open(path: &Path) -> Result<AckStore, AckError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| AckError {
-                path: path.to_path_buf(),
-                detail: format!("cannot create {}: {e}", dir.display()),
+        let conn =
+            super::sqlite::open(path, Duration::from_secs(2), MIGRATIONS, |_| Ok(())).map_err(|e| {
+                let detail = match e {
+                    super::sqlite::OpenError::Sqlite(e) => return AckError::of(path, &e),
+                    super::sqlite::OpenError::Dir(d) => d,
+                    super::sqlite::OpenError::TooNew(v, ours) => {
+                        format!("schema version {v} is newer than this gpuplane reads ({ours})")
+                    }
+                };
+                AckError { path: path.to_path_buf(), detail }
             })?;
-        }
-        let err = |e: rusqlite::Error| AckError::of(path, &e);
-        let mut conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(2)).map_err(err)?;
-        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
-        let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-        if current > SCHEMA_VERSION {
-            return Err(AckError {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "schema version {current} is newer than this gpuplane reads ({SCHEMA_VERSION})"
-                ),
-            });
-        }
-        if current < SCHEMA_VERSION {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
-            // Read again under the write lock: another console may have migrated meanwhile.
-            let mut v: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-            while v < SCHEMA_VERSION {
-                let step =
-                    usize::try_from(v).ok().and_then(|i| MIGRATIONS.get(i)).ok_or_else(|| AckError {
-                        path: path.to_path_buf(),
-                        detail: format!("no migration from schema version {v}"),
-                    })?;
-                tx.execute_batch(step).map_err(err)?;
-                v += 1;
-                tx.pragma_update(None, "user_version", v).map_err(err)?;
-            }
-            tx.commit().map_err(err)?;
-        }
         Ok(AckStore { conn, path: path.to_path_buf() })
     }
 

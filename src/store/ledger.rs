@@ -23,6 +23,7 @@ use std::time::Duration;
 
 /// The version [`MIGRATIONS`] brings a file to.
 pub const SCHEMA_VERSION: i64 = 2;
+const _: () = assert!(SCHEMA_VERSION == super::sqlite::version_of(MIGRATIONS));
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -268,21 +269,27 @@ impl Ledger {
     }
 
     pub fn open_with(path: &Path, busy: Duration) -> Result<Ledger, LedgerError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| LedgerError {
-                path: path.to_path_buf(),
-                kind: LedgerErrorKind::Other,
-                detail: format!("cannot create {}: {e}", dir.display()),
-            })?;
-        }
         let err = |e: rusqlite::Error| LedgerError::of(path, &e);
-        let mut conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(busy).map_err(err)?;
-        // The first statement that reads the file: a damaged one fails here.
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err)?;
-        tracing::debug!(path = %path.display(), mode, "ledger opened");
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
-        migrate(&mut conn, path)?;
+        // The migration that creates the file records when the ledger began ("data since").
+        let created = |tx: &rusqlite::Transaction<'_>| {
+            tx.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('created', CAST(strftime('%s', 'now') AS TEXT))",
+                [],
+            )
+            .map(drop)
+        };
+        let conn = super::sqlite::open(path, busy, MIGRATIONS, created).map_err(|e| match e {
+            super::sqlite::OpenError::Sqlite(e) => LedgerError::of(path, &e),
+            super::sqlite::OpenError::Dir(detail) => {
+                LedgerError { path: path.to_path_buf(), kind: LedgerErrorKind::Other, detail }
+            }
+            super::sqlite::OpenError::TooNew(v, _) => LedgerError {
+                path: path.to_path_buf(),
+                kind: LedgerErrorKind::TooNew(v),
+                detail: String::new(),
+            },
+        })?;
+        tracing::debug!(path = %path.display(), "ledger opened");
         let mut l = Ledger { conn, path: path.to_path_buf(), nodes: HashMap::new() };
         l.load_nodes().map_err(err)?;
         Ok(l)
@@ -561,41 +568,6 @@ fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRecord> {
         last_seen: r.get(17)?,
         time_limit: r.get(18)?,
     })
-}
-
-/// Brings the file to [`SCHEMA_VERSION`], or says it is too new.
-fn migrate(conn: &mut Connection, path: &Path) -> Result<(), LedgerError> {
-    let err = |e: rusqlite::Error| LedgerError::of(path, &e);
-    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-    if current == SCHEMA_VERSION {
-        return Ok(());
-    }
-    if current > SCHEMA_VERSION {
-        return Err(LedgerError {
-            path: path.to_path_buf(),
-            kind: LedgerErrorKind::TooNew(current),
-            detail: String::new(),
-        });
-    }
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
-    // Read again under the write lock: another process may have migrated meanwhile.
-    let mut v: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-    while v < SCHEMA_VERSION {
-        let step = usize::try_from(v).ok().and_then(|i| MIGRATIONS.get(i)).ok_or_else(|| LedgerError {
-            path: path.to_path_buf(),
-            kind: LedgerErrorKind::Other,
-            detail: format!("no migration from schema version {v}"),
-        })?;
-        tx.execute_batch(step).map_err(err)?;
-        v += 1;
-        tx.pragma_update(None, "user_version", v).map_err(err)?;
-    }
-    tx.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('created', CAST(strftime('%s', 'now') AS TEXT))",
-        [],
-    )
-    .map_err(err)?;
-    tx.commit().map_err(err)
 }
 
 /// A request to the ledger's thread.

@@ -8,6 +8,7 @@
 
 pub mod acks;
 pub mod ledger;
+pub mod sqlite;
 pub mod timeline;
 
 pub use ledger::{

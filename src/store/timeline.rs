@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const SCHEMA_VERSION: i64 = 1;
+const _: () = assert!(SCHEMA_VERSION == super::sqlite::version_of(MIGRATIONS));
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`.
 pub const MIGRATIONS: &[&str] = &[r#"
@@ -141,42 +142,19 @@ impl std::fmt::Debug for Journal {
 impl Journal {
     /// Opens (creating it and its directory) and migrates the journal at `path`.
     pub fn open(path: &Path) -> Result<Journal, JournalError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| JournalError {
-                path: path.to_path_buf(),
-                detail: format!("cannot create {}: {e}", dir.display()),
+        let conn =
+            super::sqlite::open(path, Duration::from_secs(2), MIGRATIONS, |_| Ok(())).map_err(|e| {
+                let detail = match e {
+                    super::sqlite::OpenError::Sqlite(e) => return JournalError::of(path, &e),
+                    super::sqlite::OpenError::Dir(d) => d,
+                    super::sqlite::OpenError::TooNew(v, ours) => {
+                        format!(
+                            "schema version {v} is newer than this gpuplane reads ({ours}): upgrade gpuplane"
+                        )
+                    }
+                };
+                JournalError { path: path.to_path_buf(), detail }
             })?;
-        }
-        let err = |e: rusqlite::Error| JournalError::of(path, &e);
-        let mut conn = Connection::open(path).map_err(err)?;
-        conn.busy_timeout(Duration::from_secs(2)).map_err(err)?;
-        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(err)?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
-        let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-        if current > SCHEMA_VERSION {
-            return Err(JournalError {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "schema version {current} is newer than this gpuplane reads ({SCHEMA_VERSION}): upgrade gpuplane"
-                ),
-            });
-        }
-        if current < SCHEMA_VERSION {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
-            // Read again under the write lock: another console may have migrated meanwhile.
-            let mut v: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
-            while v < SCHEMA_VERSION {
-                let step =
-                    usize::try_from(v).ok().and_then(|i| MIGRATIONS.get(i)).ok_or_else(|| JournalError {
-                        path: path.to_path_buf(),
-                        detail: format!("no migration from schema version {v}"),
-                    })?;
-                tx.execute_batch(step).map_err(err)?;
-                v += 1;
-                tx.pragma_update(None, "user_version", v).map_err(err)?;
-            }
-            tx.commit().map_err(err)?;
-        }
         Ok(Journal { conn, path: path.to_path_buf() })
     }
 
