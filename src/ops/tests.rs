@@ -88,7 +88,7 @@ async fn read_only_mode_blocks_every_action() {
         assert!(matches!(plan(&r, &s, &*exec.planner(), true), Err(OpError::ReadOnly(_))));
         // even a plan made elsewhere does not run
         let p =
-            Plan { kind, steps: vec![], refused: vec![], confirm_word: None, guard: None, groups: vec![] };
+            Plan { kind, steps: vec![], refused: vec![], confirm_word: None, guard: None, groups: vec![], notes: vec![] };
         assert!(matches!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::ReadOnly(_))));
     }
     assert!(ops.audit.read_all().unwrap().is_empty());
@@ -258,8 +258,8 @@ async fn start_hands_the_console_the_executors_planner_and_runs_its_plans() {
     // A dry run sends nothing: no refresh.
     let mut dry = r.clone();
     dry.dry_run = true;
-    tx.send(OpMsg::Run(OpJob { req: dry, plan: p.clone(), break_glass: None })).unwrap();
-    tx.send(OpMsg::Run(OpJob { req: r, plan: p, break_glass: None })).unwrap();
+    tx.send(OpMsg::Run(OpJob { req: dry, plan: p.clone(), break_glass: None, op_id: None })).unwrap();
+    tx.send(OpMsg::Run(OpJob { req: r, plan: p, break_glass: None, op_id: None })).unwrap();
     let mut done = Vec::new();
     while done.len() < 2 {
         match tokio::time::timeout(std::time::Duration::from_secs(10), ev_rx.recv()).await.unwrap().unwrap() {

@@ -115,6 +115,12 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
     if let Some(e) = &c.error {
         bottom.push(Line::styled(e.clone(), t.crit));
     }
+    if !c.plan.notes.is_empty() {
+        bottom.push(Line::styled(
+            format!("schedulers of paired hosts: {} (^s: both, slurm, kube)", c.pick.label()),
+            t.info,
+        ));
+    }
     bottom.push(Line::styled("tab field · enter run · ^d dry run · pgdn plan · esc cancel", t.dim));
     let height = |ls: &[Line]| -> u16 {
         Paragraph::new(ls.to_vec()).wrap(Wrap { trim: false }).line_count(inner.width) as u16
