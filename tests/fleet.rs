@@ -244,6 +244,7 @@ fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
     assert_eq!(c.plan.confirm_word.as_deref(), Some("2"));
     common::typed(&mut a, "replace fans\t\t2\r");
     assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);
+    let mut op_ids = Vec::new();
     for (c, rx) in &mut rxs {
         let sent: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         match *c {
@@ -253,9 +254,13 @@ fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
                 assert_eq!(job.req.targets, vec![name.to_string()], "{c}");
                 assert_eq!(job.plan.steps.len(), 1);
                 assert_eq!(job.req.reason, "replace fans");
+                op_ids.push(job.op_id.clone().expect("the plan's op id"));
             }
         }
     }
+    // Confirmed once: one op id for every cluster's part.
+    assert_eq!(op_ids.len(), 2);
+    assert_eq!(op_ids[0], op_ids[1]);
     assert!(a.marks.nodes.is_empty());
 }
 
@@ -286,6 +291,81 @@ fn command_line_targets_name_their_cluster() {
     let cordons: Vec<_> = recs.iter().filter(|r| r.action == "cordon").collect();
     assert_eq!(cordons.len(), 2, "intent and outcome");
     assert!(cordons.iter().all(|r| r.cluster == "sim-2" && r.targets == ["gpu-001"]), "{cordons:?}");
+    // One plan on two clusters, confirmed once: every record of it carries one op id, each
+    // naming its own cluster and backend identity.
+    let out = run(&["cordon", "sim-1/gpu-002", "sim-3/gpu-002", "--reason", "fans"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = gpuplane::audit::AuditLog::new(log.clone()).read_all().unwrap();
+    let these: Vec<_> = recs.iter().filter(|r| r.action == "cordon" && r.targets == ["gpu-002"]).collect();
+    assert_eq!(these.len(), 4, "intent and outcome on each cluster: {these:?}");
+    assert!(these.iter().all(|r| r.op_id == these[0].op_id), "{these:?}");
+    assert_ne!(these[0].op_id, cordons[0].op_id, "another plan, another op id");
+    let mut clusters: Vec<&str> = these.iter().map(|r| r.cluster.as_str()).collect();
+    clusters.dedup();
+    assert_eq!(clusters, ["sim-1", "sim-3"]);
+    assert!(these.iter().all(|r| r.params.get("backend").map(String::as_str) == Some("sim")), "{these:?}");
+    assert!(these.iter().all(|r| r.identity.as_deref().is_some_and(|i| i.starts_with("sim:"))), "{these:?}");
+}
+
+/// A fleet command reads only the clusters its targets name: one unreachable cluster does not
+/// block an action on another. A bare name still looks in every cluster, and refuses when one
+/// cannot be read (the name might be there too).
+#[test]
+fn a_command_needs_only_the_clusters_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tok = dir.path().join("tok");
+    std::fs::write(&tok, "not-a-token").unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[cluster]]\nname = \"lab\"\n[cluster.sim]\nnodes = 8\n\n\
+             [[cluster]]\nname = \"gone\"\n[cluster.slurm]\nurl = \"http://{}\"\ntoken_file = \"{}\"\n",
+            dead.local_addr().unwrap(),
+            tok.display()
+        ),
+    )
+    .unwrap();
+    drop(dead);
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_CONFIG", &cfg)
+            .env("GPUPLANE_SIM_START", START.to_string())
+            .output()
+            .unwrap()
+    };
+    // A node of lab's that takes work (`get` prints the clusters it can read).
+    let out = common::gpuplane_cmd(dir.path())
+        .args(["get", "nodes", "-o", "json"])
+        .env("GPUPLANE_CONFIG", &cfg)
+        .env("GPUPLANE_SIM_START", START.to_string())
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let node = rows
+        .iter()
+        .find(|r| r["cluster"] == "lab" && ["idle", "mixed", "allocated"].iter().any(|s| r["state"] == *s))
+        .and_then(|r| r["name"].as_str())
+        .expect("a schedulable node")
+        .to_string();
+    let out = run(&["cordon", &format!("lab/{node}"), "--reason", "fans"]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    assert!(text.contains("fleet lab\n") && text.contains(&format!("ok   lab/{node}")), "{text}");
+    let out = run(&["cordon", "gpu-002", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot tell whether gpu-002 also exists on gone (unreachable"), "{err}");
+    let recs = gpuplane::audit::AuditLog::new(log.clone()).read_all().unwrap();
+    assert!(recs.iter().all(|r| r.targets != ["gpu-002"]), "nothing audited for the refused name");
+    let out = run(&["cordon", "gone/gpu-002", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("gone/gpu-002: cluster gone cannot be read"), "{err}");
 }
 
 /// `:cluster NAME` focuses one cluster in every table (and the header), `:cluster all` returns;

@@ -83,7 +83,11 @@ fn fleet_launch(a: &crate::cli::AcceptanceRunArgs, config: &Config, req: &crate:
             }
         };
         if out.dry_run {
-            println!("{}: dry run: nothing was submitted (recorded in {})", r.cluster, r.ops.audit.path.display());
+            println!(
+                "{}: dry run: nothing was submitted (recorded in {})",
+                r.cluster,
+                r.ops.audit.path.display()
+            );
             continue;
         }
         let Some(launcher) = p.execs.get(&r.cluster).and_then(|e| e.launcher()) else {

@@ -384,7 +384,11 @@ pub(crate) type FleetExecs = std::collections::BTreeMap<crate::model::Text, Box<
 /// name, with the Kubernetes (or Slurm) cluster sharing hosts with one of them where `pick`
 /// acts there (`[[shared_hosts]]`); `None` (every cluster) when a target is a bare name, whose
 /// cluster is found by looking in all.
-pub(crate) fn clusters_named(config: &Config, targets: &[String], pick: ops::fleet::Pick) -> Option<Vec<String>> {
+pub(crate) fn clusters_named(
+    config: &Config,
+    targets: &[String],
+    pick: ops::fleet::Pick,
+) -> Option<Vec<String>> {
     use crate::state::Scheduler;
     let mut named: Vec<String> = Vec::new();
     for t in targets {
@@ -394,7 +398,9 @@ pub(crate) fn clusters_named(config: &Config, targets: &[String], pick: ops::fle
         }
     }
     for p in &config.shared_hosts {
-        for (from, to, side) in [(&p.slurm, &p.kube, Scheduler::Kubernetes), (&p.kube, &p.slurm, Scheduler::Slurm)] {
+        for (from, to, side) in
+            [(&p.slurm, &p.kube, Scheduler::Kubernetes), (&p.kube, &p.slurm, Scheduler::Slurm)]
+        {
             if named.contains(from) && !named.contains(to) && pick.takes(side) {
                 named.push(to.clone());
             }
@@ -848,7 +854,12 @@ impl FleetPrepared {
                 let e = ops::OpError::Target(format!("not sent: {why}"));
                 runs.push(PartRun {
                     cluster: p.cluster.clone(),
-                    ops: Ops { audit: log.clone(), readonly: true, cluster: p.cluster.to_string(), break_glass: None },
+                    ops: Ops {
+                        audit: log.clone(),
+                        readonly: true,
+                        cluster: p.cluster.to_string(),
+                        break_glass: None,
+                    },
                     out: Err(e),
                 });
                 continue;
@@ -861,14 +872,15 @@ impl FleetPrepared {
                 break_glass: self.break_glass.clone(),
             };
             let cluster = p.cluster.clone();
-            let out = self.rt.block_on(ops.run_as(Some(op_id.clone()), &p.req, &p.plan, exec.as_mut(), |t| {
-                println!(
-                    "  {} {}: {}",
-                    if t.ok { "ok  " } else { "FAIL" },
-                    crate::sanitize::sanitize(&ops::fleet::qualify(&cluster, &t.target)),
-                    crate::sanitize::sanitize(&t.message)
-                );
-            }));
+            let out =
+                self.rt.block_on(ops.run_as(Some(op_id.clone()), &p.req, &p.plan, exec.as_mut(), |t| {
+                    println!(
+                        "  {} {}: {}",
+                        if t.ok { "ok  " } else { "FAIL" },
+                        crate::sanitize::sanitize(&ops::fleet::qualify(&cluster, &t.target)),
+                        crate::sanitize::sanitize(&t.message)
+                    );
+                }));
             if let Err(e) = &out {
                 stopped = Some(format!("{} refused the action ({e})", p.cluster));
             }
@@ -908,7 +920,11 @@ fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
                 3
             }
             Ok(o) if o.dry_run => {
-                println!("{}: dry run: nothing was executed (recorded in {})", r.cluster, r.ops.audit.path.display());
+                println!(
+                    "{}: dry run: nothing was executed (recorded in {})",
+                    r.cluster,
+                    r.ops.audit.path.display()
+                );
                 0
             }
             Ok(o) => u8::from(!o.results.iter().all(|r| r.ok)),

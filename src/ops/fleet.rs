@@ -79,7 +79,10 @@ impl Pick {
 
     /// Whether a paired host's node in scheduler `s` is acted on.
     pub fn takes(self, s: Scheduler) -> bool {
-        matches!((self, s), (Self::Both, _) | (Self::Slurm, Scheduler::Slurm) | (Self::Kube, Scheduler::Kubernetes))
+        matches!(
+            (self, s),
+            (Self::Both, _) | (Self::Slurm, Scheduler::Slurm) | (Self::Kube, Scheduler::Kubernetes)
+        )
     }
 
     /// In words, for the plan: `in both schedulers`, `in Slurm only`.
@@ -123,7 +126,8 @@ fn expand(kind: ActionKind, resolved: Vec<(Text, String)>, s: &ClusterState, pic
     let mut out = Vec::with_capacity(resolved.len());
     let mut notes = Vec::new();
     let mut paired = Vec::new();
-    let node_action = matches!(kind, ActionKind::Cordon | ActionKind::Uncordon | ActionKind::Drain | ActionKind::Resume);
+    let node_action =
+        matches!(kind, ActionKind::Cordon | ActionKind::Uncordon | ActionKind::Drain | ActionKind::Resume);
     for (c, name) in resolved {
         let key = NodeKey { cluster: c.clone(), name: Text::from(name.as_str()) };
         let sides = if node_action { s.schedulers_for(&key) } else { Vec::new() };
@@ -488,8 +492,123 @@ mod tests {
         // The last hour's drains are counted per cluster too.
         let limits = guard::GuardConfig { max_drains_per_hour: Some(1), ..Default::default() };
         let recent = |c: &str| if c == "b" { vec!["gpu-009".to_string()] } else { Vec::new() };
-        let ck = Checks { routes: &routes, limits: &limits, recent: &recent, elevated: false, pick: Pick::Both };
+        let ck =
+            Checks { routes: &routes, limits: &limits, recent: &recent, elevated: false, pick: Pick::Both };
         assert!(plan(&req(ActionKind::Drain, &["a/gpu-001"]), &s, &ck).is_ok());
         assert!(matches!(plan(&req(ActionKind::Drain, &["b/gpu-001"]), &s, &ck), Err(OpError::Limits(_))));
+    }
+
+    /// `a` (Slurm) and `k` (Kubernetes) share the host `gpu-001` (`gpu-001.x` in `k`); `a`
+    /// also has `gpu-009`, a host of its own.
+    fn shared() -> ClusterState {
+        let mut s = ClusterState::default();
+        s.set_host_pairs(vec![crate::state::HostPairing {
+            slurm: "a".into(),
+            kube: "k".into(),
+            kube_suffix: ".x".into(),
+            ..Default::default()
+        }]);
+        for (c, nodes) in [
+            ("a", vec![node("gpu-001", NodeState::Idle), node("gpu-009", NodeState::Idle)]),
+            ("k", vec![node("gpu-001.x", NodeState::Idle)]),
+        ] {
+            s.apply(Update::Cluster {
+                cluster: c.into(),
+                update: Box::new(Update::Inventory {
+                    at: 100,
+                    inventory: Box::new(Inventory {
+                        source: "sim".into(),
+                        nodes: Some(nodes),
+                        ..Default::default()
+                    }),
+                }),
+            });
+        }
+        s
+    }
+
+    fn shared_routes(readonly_k: bool) -> BTreeMap<Text, Route> {
+        let r = |readonly| Route { planner: Arc::new(SimPlanner::new("op")), readonly, tx: None };
+        BTreeMap::from([(Text::from("a"), r(false)), (Text::from("k"), r(readonly_k))])
+    }
+
+    fn parts_of(parts: &[Part]) -> Vec<(&str, &str, Vec<String>)> {
+        parts.iter().map(|p| (p.cluster.as_str(), p.req.kind.label(), p.req.targets.clone())).collect()
+    }
+
+    #[test]
+    fn a_paired_host_is_acted_on_in_the_schedulers_picked() {
+        let s = shared();
+        let (routes, limits) = (shared_routes(false), guard::GuardConfig::default());
+        let with = |pick| Checks { pick, ..checks(&routes, &limits) };
+        // Named by either of its nodes, a drain goes to both schedulers, each its own node.
+        for t in ["a/gpu-001", "k/gpu-001.x"] {
+            let (shown, parts) = plan(&req(ActionKind::Drain, &[t]), &s, &with(Pick::Both)).unwrap();
+            assert_eq!(
+                parts_of(&parts),
+                [("a", "drain", vec!["gpu-001".to_string()]), ("k", "drain", vec!["gpu-001.x".to_string()])],
+                "{t}"
+            );
+            assert_eq!(
+                shown.notes,
+                [
+                    "host gpu-001 is Slurm a/gpu-001 (drain) and Kubernetes k/gpu-001.x (drain): drain in both schedulers"
+                ]
+            );
+            assert_eq!(shown.body()[0], shown.notes[0]);
+        }
+        // One scheduler only: the other is named as not picked and gets nothing.
+        let (shown, parts) = plan(&req(ActionKind::Drain, &["a/gpu-001"]), &s, &with(Pick::Kube)).unwrap();
+        assert_eq!(parts_of(&parts), [("k", "drain", vec!["gpu-001.x".to_string()])]);
+        assert!(shown.notes[0].contains("Slurm a/gpu-001 (not picked)"), "{:?}", shown.notes);
+        let (_, parts) = plan(&req(ActionKind::Drain, &["k/gpu-001.x"]), &s, &with(Pick::Slurm)).unwrap();
+        assert_eq!(parts_of(&parts), [("a", "drain", vec!["gpu-001".to_string()])]);
+        // A host of one scheduler is acted on where it is, whatever the pick.
+        let (shown, parts) = plan(&req(ActionKind::Drain, &["a/gpu-009"]), &s, &with(Pick::Kube)).unwrap();
+        assert_eq!(parts_of(&parts), [("a", "drain", vec!["gpu-009".to_string()])]);
+        assert!(shown.notes.is_empty());
+        // Slurm has no cordon: a paired host's cordon is a drain there (no new jobs, running
+        // ones finish), said on its cluster's line and its step.
+        let (shown, parts) = plan(&req(ActionKind::Cordon, &["a/gpu-001"]), &s, &with(Pick::Both)).unwrap();
+        assert_eq!(
+            parts_of(&parts),
+            [("a", "drain", vec!["gpu-001".to_string()]), ("k", "cordon", vec!["gpu-001.x".to_string()])]
+        );
+        let body = shown.body();
+        assert!(body.contains(&"on a (sim as sim:op): 1 target(s), drain".to_string()), "{body:?}");
+        assert!(body.iter().any(|l| l.starts_with("drain a/gpu-001: ")), "{body:?}");
+        assert!(body.iter().any(|l| l.starts_with("cordon k/gpu-001.x: ")), "{body:?}");
+    }
+
+    #[test]
+    fn a_paired_host_one_scheduler_refuses_gets_nothing_in_either() {
+        let s = shared();
+        let (routes, limits) = (shared_routes(true), guard::GuardConfig::default());
+        let with = |pick| Checks { pick, ..checks(&routes, &limits) };
+        // k is read-only: the host's drain is refused whole, naming why; a's own host would run.
+        let e = plan(&req(ActionKind::Drain, &["a/gpu-001", "a/gpu-009"]), &s, &with(Pick::Both))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("k/gpu-001.x") && e.contains("read-only") && e.contains("nothing was sent to either"),
+            "{e}"
+        );
+        // Picking Slurm alone leaves the read-only side out: it runs.
+        let (_, parts) = plan(&req(ActionKind::Drain, &["a/gpu-001"]), &s, &with(Pick::Slurm)).unwrap();
+        assert_eq!(parts_of(&parts), [("a", "drain", vec!["gpu-001".to_string()])]);
+        // A twin's cluster this fleet has no executor for: refused whole too.
+        let only_a: BTreeMap<Text, Route> =
+            shared_routes(false).into_iter().filter(|(c, _)| c == "a").collect();
+        let ck = Checks {
+            routes: &only_a,
+            limits: &limits,
+            recent: &|_| Vec::new(),
+            elevated: false,
+            pick: Pick::Both,
+        };
+        let e = plan(&req(ActionKind::Drain, &["a/gpu-001"]), &s, &ck).unwrap_err().to_string();
+        assert!(e.contains("k/gpu-001.x") && e.contains("nothing was sent"), "{e}");
+        assert_eq!("kubernetes".parse::<Pick>(), Ok(Pick::Kube));
+        assert!("lsf".parse::<Pick>().is_err());
     }
 }

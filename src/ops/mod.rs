@@ -283,13 +283,7 @@ impl Plan {
                 out.push(format!("on {}", g.line()));
                 label = g.action.unwrap_or(self.kind.label());
             }
-            out.push(format!(
-                "{}{} {}: {}",
-                flag(&s.target).unwrap_or(""),
-                label,
-                s.target,
-                s.call
-            ));
+            out.push(format!("{}{} {}: {}", flag(&s.target).unwrap_or(""), label, s.target, s.call));
             for a in &s.affected {
                 let fate = if a.fate.is_empty() { String::new() } else { format!(" — {}", a.fate) };
                 out.push(format!("    job {} {} ({}), {} GPUs{fate}", a.job, a.name, a.user, a.gpus));
@@ -531,7 +525,15 @@ fn plan_acceptance(
         });
     }
     let confirm_word = (steps.len() > 1).then(|| steps.len().to_string());
-    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word, guard: None, groups: Vec::new(), notes: Vec::new() })
+    Ok(Plan {
+        kind: req.kind,
+        steps,
+        refused: Vec::new(),
+        confirm_word,
+        guard: None,
+        groups: Vec::new(),
+        notes: Vec::new(),
+    })
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
@@ -647,7 +649,15 @@ pub fn plan_batch_in(
     } else {
         None
     };
-    Ok(Plan { kind: req.kind, steps, refused, confirm_word, guard: None, groups: Vec::new(), notes: Vec::new() })
+    Ok(Plan {
+        kind: req.kind,
+        steps,
+        refused,
+        confirm_word,
+        guard: None,
+        groups: Vec::new(),
+        notes: Vec::new(),
+    })
 }
 
 /// One target's preflight: the jobs it affects, or why it is refused.

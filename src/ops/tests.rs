@@ -87,8 +87,15 @@ async fn read_only_mode_blocks_every_action() {
         let r = req(kind, &[target]);
         assert!(matches!(plan(&r, &s, &*exec.planner(), true), Err(OpError::ReadOnly(_))));
         // even a plan made elsewhere does not run
-        let p =
-            Plan { kind, steps: vec![], refused: vec![], confirm_word: None, guard: None, groups: vec![], notes: vec![] };
+        let p = Plan {
+            kind,
+            steps: vec![],
+            refused: vec![],
+            confirm_word: None,
+            guard: None,
+            groups: vec![],
+            notes: vec![],
+        };
         assert!(matches!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::ReadOnly(_))));
     }
     assert!(ops.audit.read_all().unwrap().is_empty());

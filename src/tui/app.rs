@@ -1892,7 +1892,8 @@ impl App {
                 while pick != c.pick {
                     match self.plan_fleet(&c.req, pick) {
                         Ok((plan, parts)) => {
-                            (c.plan, c.parts, c.pick, c.typed, c.scroll) = (plan, parts, pick, String::new(), 0);
+                            (c.plan, c.parts, c.pick, c.typed, c.scroll) =
+                                (plan, parts, pick, String::new(), 0);
                             break;
                         }
                         Err(e) => skipped.push(format!("{}: {e}", pick.label())),
@@ -1958,8 +1959,12 @@ impl App {
         };
         self.op_panel =
             vec![(format!("{} {} target(s): running…", req.kind.label(), req.targets.len()), false)];
-        let job =
-            OpJob { req, plan: c.plan, break_glass: self.break_glass.as_ref().map(BreakGlass::tag), op_id: None };
+        let job = OpJob {
+            req,
+            plan: c.plan,
+            break_glass: self.break_glass.as_ref().map(BreakGlass::tag),
+            op_id: None,
+        };
         if tx.send(OpMsg::Run(job)).is_err() {
             self.op_panel = vec![("the ops task stopped: nothing was done".into(), true)];
         }
@@ -1984,7 +1989,9 @@ impl App {
         // other (a paired host is never acted on in one scheduler when both were confirmed).
         let gone: Vec<&str> = parts
             .iter()
-            .filter(|p| self.routes.get(&p.cluster).and_then(|r| r.tx.as_ref()).is_none_or(|tx| tx.is_closed()))
+            .filter(|p| {
+                self.routes.get(&p.cluster).and_then(|r| r.tx.as_ref()).is_none_or(|tx| tx.is_closed())
+            })
             .map(|p| p.cluster.as_str())
             .collect();
         if !gone.is_empty() {
