@@ -256,8 +256,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
             }
             v
         };
-        let used: usize = left.iter().chain(&right).map(|x| x.width()).sum();
-        let fits = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
+        let width = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>();
         // Narrowest: how many clusters have a source not live, and how many are live.
         let counted = || {
             let (mut bad, mut good) = (0, 0);
@@ -271,8 +270,20 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
             v.push(Span::styled(format!("{good} {}", app.glyphs.dot()), t.ok));
             v
         };
-        let chosen = [level(0), level(1), level(2)].into_iter().find(|v| fits(v)).unwrap_or_else(counted);
-        left.extend(chosen);
+        let levels = [level(0), level(1), level(2)];
+        let room = usize::from(area.width);
+        let pick = |used: usize| levels.iter().find(|v| width(v) + used <= room).cloned();
+        let mut chosen = pick(width(&left) + width(&right));
+        if chosen.is_none() {
+            // Narrow (60 columns): the simulated badge short and the user left out, so that
+            // the clusters' freshness keeps its names; only then counted.
+            for x in left.iter_mut().filter(|x| x.content == " SIMULATED ") {
+                *x = Span::styled(" SIM ", x.style);
+            }
+            right.retain(|x| !x.content.starts_with("user "));
+            chosen = pick(width(&left) + width(&right));
+        }
+        left.extend(chosen.unwrap_or_else(counted));
     } else {
         for src in &s.sources {
             let (text, style, _) = fresh(src);
