@@ -493,3 +493,85 @@ fn marks_outside_the_focus_are_flagged_in_the_plan() {
         "{body:?}"
     );
 }
+
+/// A host in two schedulers (`[[shared_hosts]]`: here sim-1's nodes are also sim-2's, by the
+/// same name) named once: the plan names both schedulers and acts in both; ^s picks Slurm only
+/// (then Kubernetes only) and plans again; what is confirmed goes to the picked scheduler's
+/// ops task alone, under the plan's op id.
+#[test]
+fn a_paired_hosts_plan_names_both_schedulers_and_the_operator_picks() {
+    use gpuplane::model::NodeKey;
+    use gpuplane::ops::{ActionKind, OpMsg, fleet::Route};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut a = fleet(5, false);
+    a.live.set_host_pairs(vec![gpuplane::state::HostPairing {
+        slurm: "sim-1".into(),
+        kube: "sim-2".into(),
+        ..Default::default()
+    }]);
+    let mut rxs = Vec::new();
+    for (c, ..) in FLEET {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: Some(tx) });
+        rxs.push((c, rx));
+    }
+    let name = {
+        let s = a.state();
+        let ok = |c: &str, n: &gpuplane::model::Text| {
+            s.node_in(&c.into(), n).is_some_and(|n| n.state.schedulable())
+        };
+        s.nodes
+            .iter()
+            .find(|n| n.cluster == "sim-1" && ok("sim-2", &n.name) && n.state.schedulable())
+            .map(|n| n.name.clone())
+            .expect("a host in service in both")
+    };
+    a.marks.nodes.insert(NodeKey { cluster: "sim-2".into(), name: name.clone() });
+    a.start_action(ActionKind::Drain);
+    let targets = |a: &App| {
+        let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else {
+            panic!("no confirmation: {:?}", a.ui.message)
+        };
+        (c.plan.notes.clone(), c.parts.iter().map(|p| p.cluster.to_string()).collect::<Vec<_>>())
+    };
+    let (notes, parts) = targets(&a);
+    assert_eq!(
+        notes,
+        [format!(
+            "host {name} is Slurm sim-1/{name} (drain) and Kubernetes sim-2/{name} (drain): drain in both schedulers"
+        )]
+    );
+    assert_eq!(parts, ["sim-1", "sim-2"]);
+    let screen = common::render(&mut a, 160, 48);
+    assert!(screen.contains("schedulers of paired hosts: both (^s: both, slurm, kube)"), "{screen}");
+    let ctrl_s = || Msg::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    a.update(ctrl_s());
+    let (notes, parts) = targets(&a);
+    assert!(notes[0].ends_with("drain in Slurm only") && notes[0].contains("(not picked)"), "{notes:?}");
+    assert_eq!(parts, ["sim-1"]);
+    a.update(ctrl_s());
+    assert_eq!(targets(&a).1, ["sim-2"]);
+    a.update(ctrl_s());
+    a.update(ctrl_s());
+    assert_eq!(targets(&a).1, ["sim-1"], "round again to Slurm only");
+    common::typed(&mut a, "fans\t\t");
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!() };
+    let word = c.plan.confirm_word.clone().unwrap_or_default();
+    common::typed(&mut a, &format!("{word}\r"));
+    assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);
+    for (c, rx) in &mut rxs {
+        let sent: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        match *c {
+            "sim-1" => {
+                let [OpMsg::Run(job)] = sent.as_slice() else { panic!("{c}: {sent:?}") };
+                assert_eq!(
+                    (job.req.kind, job.req.targets.clone()),
+                    (ActionKind::Drain, vec![name.to_string()])
+                );
+                assert!(job.op_id.is_some());
+            }
+            _ => assert!(sent.is_empty(), "{c}: {sent:?}"),
+        }
+    }
+}
