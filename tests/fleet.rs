@@ -366,6 +366,10 @@ fn a_command_needs_only_the_clusters_it_names() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("gone/gpu-002: cluster gone cannot be read"), "{err}");
+    let out = run(&["cordon", "labb/gpu-002", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no cluster \"labb\" in this fleet (clusters: lab, gone)"), "{err}");
 }
 
 /// `:cluster NAME` focuses one cluster in every table (and the header), `:cluster all` returns;

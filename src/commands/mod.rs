@@ -787,6 +787,14 @@ pub(crate) fn fleet_prepare(
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail(&e, 1))?;
     let only = clusters_named(config, &req.targets, pick);
+    // A cluster the fleet does not have: said before anything is read.
+    let known: Vec<&str> = config.clusters.iter().map(|c| c.name.as_str()).collect();
+    if let Some(bad) = only.iter().flatten().find(|c| !known.contains(&c.as_str())) {
+        return Err(fail(
+            &format!("no cluster {bad:?} in this fleet (clusters: {}); nothing was sent", known.join(", ")),
+            2,
+        ));
+    }
     let (state, execs, failed) = rt.block_on(fleet_read_all(config, only.as_deref()));
     if !failed.is_empty() {
         return Err(fail(&unreadable(&req.targets, &failed), 2));
