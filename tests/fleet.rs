@@ -578,4 +578,26 @@ fn a_paired_hosts_plan_names_both_schedulers_and_the_operator_picks() {
             _ => assert!(sent.is_empty(), "{c}: {sent:?}"),
         }
     }
+    // The Kubernetes side read-only: the plan runs nothing until one scheduler is picked.
+    a.routes.get_mut(&gpuplane::model::Text::from("sim-2")).unwrap().readonly = true;
+    a.marks.nodes.insert(NodeKey { cluster: "sim-1".into(), name: name.clone() });
+    a.start_action(ActionKind::Drain);
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!("{:?}", a.ui.message) };
+    assert!(c.plan.steps.is_empty() && c.parts.is_empty());
+    let why = c.plan.refused_line().unwrap();
+    assert!(
+        why.contains(&format!("sim-2/{name}")) && why.contains("nothing will be sent to either"),
+        "{why}"
+    );
+    common::typed(&mut a, "fans\r");
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else {
+        panic!("Enter ran a plan with nothing in it")
+    };
+    assert!(
+        c.error.as_deref().is_some_and(|e| e.starts_with("nothing will run as planned")),
+        "{:?}",
+        c.error
+    );
+    a.update(ctrl_s());
+    assert_eq!(targets(&a).1, ["sim-1"]);
 }

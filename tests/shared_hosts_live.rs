@@ -87,7 +87,7 @@ async fn a_drain_of_a_paired_host_drains_it_in_slurm_and_cordons_it_in_kubernete
     let (rc, out, err) = act(&kube_readonly, &["drain", &target, "--reason", "shared host test"]);
     assert_eq!(rc, Some(2), "{out}{err}");
     assert!(
-        err.contains(&format!("prod-k8s/{kname}")) && err.contains("nothing was sent to either"),
+        err.contains(&format!("prod-k8s/{kname}")) && err.contains("nothing will be sent to either"),
         "{err}"
     );
     assert!(!drained() && !unschedulable(), "nothing sent");

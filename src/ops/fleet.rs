@@ -238,8 +238,10 @@ pub struct Checks<'a> {
 /// cluster, each preflighted by its own cluster; a cluster that refuses (read-only, no
 /// permission, nothing left to do) has its targets listed as refused and the others run. Past
 /// a blast-radius limit of any cluster without break-glass, the whole request is refused
-/// (nothing is sent). Returns the plan to show (targets as `cluster/name`, grouped by cluster)
-/// and each cluster's part to run.
+/// (nothing is sent). A paired host (`[[shared_hosts]]`) adds its twin in the other scheduler
+/// as `checks.pick` says; when either side refuses the action itself (read-only, permission,
+/// no executor there), the plan has no steps and no parts, only that refusal. Returns the plan
+/// to show (targets as `cluster/name`, grouped by cluster) and each cluster's part to run.
 pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(Plan, Vec<Part>), OpError> {
     if req.targets.is_empty() {
         return Err(OpError::NoTargets(req.kind.label()));
@@ -261,10 +263,8 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
         let Some(route) = checks.routes.get(&c) else {
             // A paired host's twin in a cluster this fleet cannot act on: fail closed.
             if let Some(n) = names.iter().find(|n| paired.contains(&(c.clone(), n.to_string()))) {
-                return Err(OpError::Target(format!(
-                    "{}: cluster {c} has no scheduler to act through here; nothing was sent (pick one scheduler)",
-                    qualify(&c, n)
-                )));
+                let why = format!("cluster {c} has no scheduler to act through here");
+                return Ok(refused_whole(req.kind, qualify(&c, n), &why, notes));
             }
             continue;
         };
@@ -282,15 +282,14 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
             Err(e @ OpError::Limits(_)) => return Err(e),
             // A paired host whose one scheduler refuses the action itself (read-only, no
             // permission, no such action): neither scheduler gets it.
+            // The plan shows it refused with nothing to run (the operator may pick the other
+            // scheduler alone).
             Err(e @ (OpError::ReadOnly(_) | OpError::Preflight { .. }))
                 if names.iter().any(|n| paired.contains(&(c.clone(), n.to_string()))) =>
             {
                 let n = names.iter().find(|n| paired.contains(&(c.clone(), n.to_string()))).cloned();
-                return Err(OpError::Target(format!(
-                    "{} is one host in two schedulers and {c} refuses: {e}; nothing was sent to either \
-                     (pick one scheduler to act in the other alone)",
-                    qualify(&c, &n.unwrap_or_default())
-                )));
+                let why = format!("{c} refuses: {e}");
+                return Ok(refused_whole(req.kind, qualify(&c, &n.unwrap_or_default()), &why, notes));
             }
             Err(e) => refused.extend(names.iter().map(|n| Refused {
                 target: qualify(&c, n),
@@ -313,6 +312,20 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
     let mut shown = merge(req.kind, &parts, refused, checks);
     shown.notes = notes;
     Ok((shown, parts))
+}
+
+/// A plan with nothing to run: one side of the paired host `target` refuses (`why`), so
+/// neither scheduler gets anything.
+fn refused_whole(kind: ActionKind, target: String, why: &str, notes: Vec<String>) -> (Plan, Vec<Part>) {
+    let error = OpError::Target(format!(
+        "{target} is one host in two schedulers and {why}; nothing will be sent to either \
+         (pick one scheduler to act in the other alone)"
+    ));
+    let refused = vec![Refused { target, error }];
+    (
+        Plan { kind, steps: Vec::new(), refused, confirm_word: None, guard: None, groups: Vec::new(), notes },
+        Vec::new(),
+    )
 }
 
 /// The plan shown for confirmation: every part's steps under its cluster's line, targets as
@@ -585,12 +598,16 @@ mod tests {
         let s = shared();
         let (routes, limits) = (shared_routes(true), guard::GuardConfig::default());
         let with = |pick| Checks { pick, ..checks(&routes, &limits) };
-        // k is read-only: the host's drain is refused whole, naming why; a's own host would run.
-        let e = plan(&req(ActionKind::Drain, &["a/gpu-001", "a/gpu-009"]), &s, &with(Pick::Both))
-            .unwrap_err()
-            .to_string();
+        // k is read-only: the host's drain is refused whole, naming why, with nothing to run
+        // (a's own host would have run).
+        let (shown, parts) =
+            plan(&req(ActionKind::Drain, &["a/gpu-001", "a/gpu-009"]), &s, &with(Pick::Both)).unwrap();
+        assert!(parts.is_empty() && shown.steps.is_empty());
+        let e = shown.refused_line().unwrap();
         assert!(
-            e.contains("k/gpu-001.x") && e.contains("read-only") && e.contains("nothing was sent to either"),
+            e.contains("k/gpu-001.x")
+                && e.contains("read-only")
+                && e.contains("nothing will be sent to either"),
             "{e}"
         );
         // Picking Slurm alone leaves the read-only side out: it runs.
@@ -606,8 +623,10 @@ mod tests {
             elevated: false,
             pick: Pick::Both,
         };
-        let e = plan(&req(ActionKind::Drain, &["a/gpu-001"]), &s, &ck).unwrap_err().to_string();
-        assert!(e.contains("k/gpu-001.x") && e.contains("nothing was sent"), "{e}");
+        let (shown, parts) = plan(&req(ActionKind::Drain, &["a/gpu-001"]), &s, &ck).unwrap();
+        assert!(parts.is_empty() && shown.steps.is_empty());
+        let e = shown.refused[0].message();
+        assert!(e.contains("k/gpu-001.x") && e.contains("no scheduler to act through"), "{e}");
         assert_eq!("kubernetes".parse::<Pick>(), Ok(Pick::Kube));
         assert!("lsf".parse::<Pick>().is_err());
     }

@@ -1922,7 +1922,10 @@ impl App {
             }
             KeyCode::Char(ch) if !ctrl => field.push(ch),
             KeyCode::Enter => {
-                if c.reason.trim().is_empty() {
+                if c.plan.steps.is_empty() {
+                    // A paired host one scheduler refuses: nothing runs as planned.
+                    c.error = Some("nothing will run as planned: ^s picks one scheduler, esc cancels".into());
+                } else if c.reason.trim().is_empty() {
                     c.error = Some("a reason is required".into());
                     c.field = 0;
                 } else if let Some(w) = c.plan.confirm_word.as_ref().filter(|w| c.typed.trim() != w.as_str())
