@@ -260,11 +260,14 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
     let mut parts = Vec::new();
     let mut refused = Vec::new();
     for ((c, kind), names) in by {
+        // A node of a paired host among this cluster's targets.
+        let twin =
+            names.iter().find(|n| paired.contains(&(c.clone(), n.to_string()))).map(|n| qualify(&c, n));
         let Some(route) = checks.routes.get(&c) else {
             // A paired host's twin in a cluster this fleet cannot act on: fail closed.
-            if let Some(n) = names.iter().find(|n| paired.contains(&(c.clone(), n.to_string()))) {
+            if let Some(t) = twin {
                 let why = format!("cluster {c} has no scheduler to act through here");
-                return Ok(refused_whole(req.kind, qualify(&c, n), &why, notes));
+                return Ok(refused_whole(req.kind, t, &why, notes));
             }
             continue;
         };
@@ -281,15 +284,11 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
             // Fail closed: past a limit, nothing of the request is sent.
             Err(e @ OpError::Limits(_)) => return Err(e),
             // A paired host whose one scheduler refuses the action itself (read-only, no
-            // permission, no such action): neither scheduler gets it.
-            // The plan shows it refused with nothing to run (the operator may pick the other
-            // scheduler alone).
-            Err(e @ (OpError::ReadOnly(_) | OpError::Preflight { .. }))
-                if names.iter().any(|n| paired.contains(&(c.clone(), n.to_string()))) =>
-            {
-                let n = names.iter().find(|n| paired.contains(&(c.clone(), n.to_string()))).cloned();
+            // permission, no such action): neither scheduler gets it; the plan shows why,
+            // with nothing to run (the operator may pick the other scheduler alone).
+            Err(e @ (OpError::ReadOnly(_) | OpError::Preflight { .. })) if twin.is_some() => {
                 let why = format!("{c} refuses: {e}");
-                return Ok(refused_whole(req.kind, qualify(&c, &n.unwrap_or_default()), &why, notes));
+                return Ok(refused_whole(req.kind, twin.unwrap_or_default(), &why, notes));
             }
             Err(e) => refused.extend(names.iter().map(|n| Refused {
                 target: qualify(&c, n),

@@ -215,7 +215,11 @@ async fn follow(
     lock: Arc<tokio::sync::Mutex<()>>,
     events: mpsc::UnboundedSender<OpEvent>,
 ) {
-    let target = job.target();
+    // In a fleet, the console says which cluster's run it is.
+    let target = match &acc.cluster {
+        Some(c) => format!("{c}/{}", job.target()),
+        None => job.target(),
+    };
     let ev = events.clone();
     let (t, id) = (target.clone(), sub.job_id.clone());
     let c = track(l.as_ref(), &job, &sub, acc.wait, acc.every, move |p| {
