@@ -549,6 +549,7 @@ fn a_paired_hosts_plan_names_both_schedulers_and_the_operator_picks() {
     assert_eq!(parts, ["sim-1", "sim-2"]);
     let screen = common::render(&mut a, 160, 48);
     assert!(screen.contains("schedulers of paired hosts: both (^s: both, slurm, kube)"), "{screen}");
+    insta::assert_snapshot!("fleet_paired_host_confirm_80x24", common::render(&mut a, 80, 24));
     let ctrl_s = || Msg::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
     a.update(ctrl_s());
     let (notes, parts) = targets(&a);
