@@ -218,6 +218,10 @@ pub struct ActionArgs {
     /// Do not ask for confirmation.
     #[arg(long, short)]
     pub yes: bool,
+    /// A host that is a node of a Slurm and of a Kubernetes cluster (`[[shared_hosts]]`): act
+    /// in both schedulers (the default), or in one only.
+    #[arg(long, value_name = "slurm|kube|both", default_value = "both")]
+    pub sched: crate::ops::fleet::Pick,
 }
 
 /// Subcommands: actions through the same road and audit log as the console, and the audit log.

@@ -146,7 +146,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             match exec {
                 Ok(Some(exec)) => {
                     let (otx, orx) = tokio::sync::mpsc::unbounded_channel();
-                    let planner = gpuplane::ops::start(ops(c.name.clone()), exec, orx, ev_tx.clone(), None);
+                    // Its acceptance runs are followed to their result by its own ops task,
+                    // recorded with the cluster's name.
+                    let acc = acceptance.as_ref().map(|a| a.in_cluster(&c.name));
+                    let planner = gpuplane::ops::start(ops(c.name.clone()), exec, orx, ev_tx.clone(), acc);
                     app.routes.insert(
                         c.name.as_str().into(),
                         gpuplane::ops::fleet::Route { planner, readonly: one.readonly, tx: Some(otx) },

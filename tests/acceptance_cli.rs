@@ -107,3 +107,57 @@ fn run_on_the_simulator_records_judges_and_audits() {
     assert_eq!(rc, Some(2));
     assert!(err.contains("even number"), "{err}");
 }
+
+/// In a fleet, runs submitted on several clusters under one confirmation are each followed to
+/// their result through their own cluster and recorded with it, all under one op id.
+#[test]
+fn fleet_runs_are_followed_per_cluster_and_recorded_with_their_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = |args: &[&str]| {
+        let out = common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--sim-clusters", "2"])
+            .env("GPUPLANE_SIM_START", "1767225600")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // A node of each cluster that takes jobs.
+    let (_, json, _) = fleet(&["get", "nodes", "-o", "json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let pick = |c: &str| -> String {
+        rows.iter()
+            .find(|r| r["cluster"] == c && ["idle", "mixed", "allocated"].iter().any(|s| r["state"] == *s))
+            .and_then(|r| r["name"].as_str())
+            .map(|n| format!("{c}/{n}"))
+            .expect("a node that takes jobs")
+    };
+    let (a, b) = (pick("sim-1"), pick("sim-2"));
+    let (rc, out, err) = fleet(&["acceptance", "run", &a, &b, "--reason", "after repair", "--yes"]);
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert!(out.contains("on sim-1:") && out.contains("on sim-2:"), "{out}");
+    assert_eq!(out.matches("PASS job sim-").count(), 2, "{out}");
+    let (_, json, _) = run(dir.path(), &["get", "acceptance", "-o", "json"]);
+    let runs: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let mut got: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["cluster"].as_str().unwrap_or("-").to_string(),
+                r["nodes"][0].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = |t: &str| {
+        let (c, n) = t.split_once('/').unwrap();
+        (c.to_string(), n.to_string())
+    };
+    assert_eq!(got, vec![want(&a), want(&b)]);
+    assert!(runs.iter().all(|r| r["judgement"]["verdict"] == "pass"), "{runs:?}");
+    assert_eq!(runs[0]["op_id"], runs[1]["op_id"], "one confirmation, one op id");
+}

@@ -102,7 +102,7 @@ async fn slurm24_acceptance_runs_on_exactly_the_chosen_nodes_and_is_recorded() {
 
     // Collected, parsed, recorded, judged.
     let store = Store::new(dir.path().join("acceptance.jsonl"));
-    let origin = Origin { op_id: Some(&out.op_id), backend: launcher.backend(), image: None };
+    let origin = Origin { op_id: Some(&out.op_id), backend: launcher.backend(), image: None, cluster: None };
     let rec = record(origin, job, sub, &collected, &[], &JudgeConfig::default());
     store.append(&rec).unwrap();
     assert!(rec.error.is_none(), "{:?}", rec.error);
@@ -171,6 +171,7 @@ async fn slurm24_acceptance_from_the_console_is_followed_to_its_verdict() {
         judge: JudgeConfig::default(),
         wait: Duration::from_secs(120),
         every: Duration::from_millis(500),
+        cluster: None,
     };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -454,6 +454,7 @@ async fn acceptance_key_on_marked_simulated_nodes_runs_tracks_and_judges() {
         judge,
         wait: Duration::from_secs(60),
         every: Duration::from_millis(1),
+        cluster: None,
     };
     tokio::spawn(worker_with(ops, Box::new(exec), rx, ev_tx, Some(setup)));
     let mut next = async || {

@@ -144,7 +144,13 @@ async fn actions_under_break_glass_carry_ticket_and_session_and_every_start_has_
     };
     for ticket in [None, Some("CHG-1")] {
         let plan = ops::plan(&req(ticket), &state, planner.as_ref(), false).unwrap();
-        tx.send(OpMsg::Run(OpJob { req: req(ticket), plan, break_glass: Some(session.clone()) })).unwrap();
+        tx.send(OpMsg::Run(OpJob {
+            req: req(ticket),
+            plan,
+            break_glass: Some(session.clone()),
+            op_id: None,
+        }))
+        .unwrap();
     }
     let mut done = 0;
     while done < 2 {

@@ -244,6 +244,7 @@ fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
     assert_eq!(c.plan.confirm_word.as_deref(), Some("2"));
     common::typed(&mut a, "replace fans\t\t2\r");
     assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);
+    let mut op_ids = Vec::new();
     for (c, rx) in &mut rxs {
         let sent: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         match *c {
@@ -253,9 +254,13 @@ fn a_plan_across_clusters_sends_each_cluster_its_own_part() {
                 assert_eq!(job.req.targets, vec![name.to_string()], "{c}");
                 assert_eq!(job.plan.steps.len(), 1);
                 assert_eq!(job.req.reason, "replace fans");
+                op_ids.push(job.op_id.clone().expect("the plan's op id"));
             }
         }
     }
+    // Confirmed once: one op id for every cluster's part.
+    assert_eq!(op_ids.len(), 2);
+    assert_eq!(op_ids[0], op_ids[1]);
     assert!(a.marks.nodes.is_empty());
 }
 
@@ -286,6 +291,85 @@ fn command_line_targets_name_their_cluster() {
     let cordons: Vec<_> = recs.iter().filter(|r| r.action == "cordon").collect();
     assert_eq!(cordons.len(), 2, "intent and outcome");
     assert!(cordons.iter().all(|r| r.cluster == "sim-2" && r.targets == ["gpu-001"]), "{cordons:?}");
+    // One plan on two clusters, confirmed once: every record of it carries one op id, each
+    // naming its own cluster and backend identity.
+    let out = run(&["cordon", "sim-1/gpu-002", "sim-3/gpu-002", "--reason", "fans"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = gpuplane::audit::AuditLog::new(log.clone()).read_all().unwrap();
+    let these: Vec<_> = recs.iter().filter(|r| r.action == "cordon" && r.targets == ["gpu-002"]).collect();
+    assert_eq!(these.len(), 4, "intent and outcome on each cluster: {these:?}");
+    assert!(these.iter().all(|r| r.op_id == these[0].op_id), "{these:?}");
+    assert_ne!(these[0].op_id, cordons[0].op_id, "another plan, another op id");
+    let mut clusters: Vec<&str> = these.iter().map(|r| r.cluster.as_str()).collect();
+    clusters.dedup();
+    assert_eq!(clusters, ["sim-1", "sim-3"]);
+    assert!(these.iter().all(|r| r.params.get("backend").map(String::as_str) == Some("sim")), "{these:?}");
+    assert!(these.iter().all(|r| r.identity.as_deref().is_some_and(|i| i.starts_with("sim:"))), "{these:?}");
+}
+
+/// A fleet command reads only the clusters its targets name: one unreachable cluster does not
+/// block an action on another. A bare name still looks in every cluster, and refuses when one
+/// cannot be read (the name might be there too).
+#[test]
+fn a_command_needs_only_the_clusters_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tok = dir.path().join("tok");
+    std::fs::write(&tok, "not-a-token").unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[cluster]]\nname = \"lab\"\n[cluster.sim]\nnodes = 8\n\n\
+             [[cluster]]\nname = \"gone\"\n[cluster.slurm]\nurl = \"http://{}\"\ntoken_file = \"{}\"\n",
+            dead.local_addr().unwrap(),
+            tok.display()
+        ),
+    )
+    .unwrap();
+    drop(dead);
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_CONFIG", &cfg)
+            .env("GPUPLANE_SIM_START", START.to_string())
+            .output()
+            .unwrap()
+    };
+    // A node of lab's that takes work (`get` prints the clusters it can read).
+    let out = common::gpuplane_cmd(dir.path())
+        .args(["get", "nodes", "-o", "json"])
+        .env("GPUPLANE_CONFIG", &cfg)
+        .env("GPUPLANE_SIM_START", START.to_string())
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let node = rows
+        .iter()
+        .find(|r| r["cluster"] == "lab" && ["idle", "mixed", "allocated"].iter().any(|s| r["state"] == *s))
+        .and_then(|r| r["name"].as_str())
+        .expect("a schedulable node")
+        .to_string();
+    let out = run(&["cordon", &format!("lab/{node}"), "--reason", "fans"]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    assert!(text.contains("fleet lab\n") && text.contains(&format!("ok   lab/{node}")), "{text}");
+    let out = run(&["cordon", "gpu-002", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot tell whether gpu-002 also exists on gone (unreachable"), "{err}");
+    let recs = gpuplane::audit::AuditLog::new(log.clone()).read_all().unwrap();
+    assert!(recs.iter().all(|r| r.targets != ["gpu-002"]), "nothing audited for the refused name");
+    let out = run(&["cordon", "gone/gpu-002", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("gone/gpu-002: cluster gone cannot be read"), "{err}");
+    let out = run(&["cordon", "labb/gpu-002", "--reason", "fans"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no cluster \"labb\" in this fleet (clusters: lab, gone)"), "{err}");
 }
 
 /// `:cluster NAME` focuses one cluster in every table (and the header), `:cluster all` returns;
@@ -412,4 +496,109 @@ fn marks_outside_the_focus_are_flagged_in_the_plan() {
         )),
         "{body:?}"
     );
+}
+
+/// A host in two schedulers (`[[shared_hosts]]`: here sim-1's nodes are also sim-2's, by the
+/// same name) named once: the plan names both schedulers and acts in both; ^s picks Slurm only
+/// (then Kubernetes only) and plans again; what is confirmed goes to the picked scheduler's
+/// ops task alone, under the plan's op id.
+#[test]
+fn a_paired_hosts_plan_names_both_schedulers_and_the_operator_picks() {
+    use gpuplane::model::NodeKey;
+    use gpuplane::ops::{ActionKind, OpMsg, fleet::Route};
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut a = fleet(5, false);
+    a.live.set_host_pairs(vec![gpuplane::state::HostPairing {
+        slurm: "sim-1".into(),
+        kube: "sim-2".into(),
+        ..Default::default()
+    }]);
+    let mut rxs = Vec::new();
+    for (c, ..) in FLEET {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let planner = std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"));
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: Some(tx) });
+        rxs.push((c, rx));
+    }
+    let name = {
+        let s = a.state();
+        let ok = |c: &str, n: &gpuplane::model::Text| {
+            s.node_in(&c.into(), n).is_some_and(|n| n.state.schedulable())
+        };
+        s.nodes
+            .iter()
+            .find(|n| n.cluster == "sim-1" && ok("sim-2", &n.name) && n.state.schedulable())
+            .map(|n| n.name.clone())
+            .expect("a host in service in both")
+    };
+    a.marks.nodes.insert(NodeKey { cluster: "sim-2".into(), name: name.clone() });
+    a.start_action(ActionKind::Drain);
+    let targets = |a: &App| {
+        let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else {
+            panic!("no confirmation: {:?}", a.ui.message)
+        };
+        (c.plan.notes.clone(), c.parts.iter().map(|p| p.cluster.to_string()).collect::<Vec<_>>())
+    };
+    let (notes, parts) = targets(&a);
+    assert_eq!(
+        notes,
+        [format!(
+            "host {name} is Slurm sim-1/{name} (drain) and Kubernetes sim-2/{name} (drain): drain in both schedulers"
+        )]
+    );
+    assert_eq!(parts, ["sim-1", "sim-2"]);
+    let screen = common::render(&mut a, 160, 48);
+    assert!(screen.contains("schedulers of paired hosts: both (^s: both, slurm, kube)"), "{screen}");
+    insta::assert_snapshot!("fleet_paired_host_confirm_80x24", common::render(&mut a, 80, 24));
+    let ctrl_s = || Msg::Key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    a.update(ctrl_s());
+    let (notes, parts) = targets(&a);
+    assert!(notes[0].ends_with("drain in Slurm only") && notes[0].contains("(not picked)"), "{notes:?}");
+    assert_eq!(parts, ["sim-1"]);
+    a.update(ctrl_s());
+    assert_eq!(targets(&a).1, ["sim-2"]);
+    a.update(ctrl_s());
+    a.update(ctrl_s());
+    assert_eq!(targets(&a).1, ["sim-1"], "round again to Slurm only");
+    common::typed(&mut a, "fans\t\t");
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!() };
+    let word = c.plan.confirm_word.clone().unwrap_or_default();
+    common::typed(&mut a, &format!("{word}\r"));
+    assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Confirm(_)), "{:?}", a.ui.message);
+    for (c, rx) in &mut rxs {
+        let sent: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        match *c {
+            "sim-1" => {
+                let [OpMsg::Run(job)] = sent.as_slice() else { panic!("{c}: {sent:?}") };
+                assert_eq!(
+                    (job.req.kind, job.req.targets.clone()),
+                    (ActionKind::Drain, vec![name.to_string()])
+                );
+                assert!(job.op_id.is_some());
+            }
+            _ => assert!(sent.is_empty(), "{c}: {sent:?}"),
+        }
+    }
+    // The Kubernetes side read-only: the plan runs nothing until one scheduler is picked.
+    a.routes.get_mut(&gpuplane::model::Text::from("sim-2")).unwrap().readonly = true;
+    a.marks.nodes.insert(NodeKey { cluster: "sim-1".into(), name: name.clone() });
+    a.start_action(ActionKind::Drain);
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else { panic!("{:?}", a.ui.message) };
+    assert!(c.plan.steps.is_empty() && c.parts.is_empty());
+    let why = c.plan.refused_line().unwrap();
+    assert!(
+        why.contains(&format!("sim-2/{name}")) && why.contains("nothing will be sent to either"),
+        "{why}"
+    );
+    common::typed(&mut a, "fans\r");
+    let gpuplane::tui::app::Mode::Confirm(c) = &a.ui.mode else {
+        panic!("Enter ran a plan with nothing in it")
+    };
+    assert!(
+        c.error.as_deref().is_some_and(|e| e.starts_with("nothing will run as planned")),
+        "{:?}",
+        c.error
+    );
+    a.update(ctrl_s());
+    assert_eq!(targets(&a).1, ["sim-1"]);
 }

@@ -2,7 +2,7 @@
 //! `prod-a` and `prod-b` are the 24.11 cluster (so every node name is in two clusters) and
 //! `lab` is 22.05, each reached through its own counting proxy. A drain of `prod-a/NODE` goes
 //! out through prod-a's proxy only — neither prod-b's (the same server, the same node name) nor
-//! lab's sees a write — and is audited under prod-a with its endpoint; a bare name that two
+//! lab's sees a write, nor even a read — and is audited under prod-a with its endpoint; a bare name that two
 //! clusters have is refused, naming both; the node is resumed after. One cluster whose
 //! slurmrestd does not answer is stale alone.
 //!
@@ -75,8 +75,11 @@ async fn a_drain_on_one_cluster_reaches_only_that_clusters_slurmrestd() {
     }
 
     // Named with its cluster: the plan names the cluster, its backend and identity, and the
-    // write goes through prod-a's proxy alone.
+    // write goes through prod-a's proxy alone. Only prod-a is read: the others get no request
+    // at all (one cluster unreachable would not block an action on another).
     let target = format!("prod-a/{node}");
+    let asked = |seen: &std::sync::Arc<std::sync::Mutex<Vec<String>>>| seen.lock().unwrap().len();
+    let (before_b, before_lab) = (asked(&seen_b), asked(&seen_lab));
     let (rc, out, err) = tokio::task::block_in_place(|| {
         run(&["drain", &target, "--reason", "fleet routing test", "--ticket", "FLEET-1"])
     });
@@ -88,7 +91,7 @@ async fn a_drain_on_one_cluster_reaches_only_that_clusters_slurmrestd() {
     assert!(w.iter().any(|l| l.starts_with("POST ") && l.contains(&format!("/node/{node} "))), "{w:?}");
     assert_eq!(writes(&seen_b), Vec::<String>::new(), "prod-b (same server, same name) got no write");
     assert_eq!(writes(&seen_lab), Vec::<String>::new(), "lab got no write");
-    assert!(!seen_lab.lock().unwrap().is_empty(), "lab was read (the fleet is read whole)");
+    assert_eq!((asked(&seen_b), asked(&seen_lab)), (before_b, before_lab), "only prod-a was read");
     assert!(c24.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
 
     // Audited under prod-a, with the backend identity and the endpoint it went to.
@@ -106,13 +109,12 @@ async fn a_drain_on_one_cluster_reaches_only_that_clusters_slurmrestd() {
     assert_eq!(drains[1].result.as_deref(), Some("ok"));
 
     // Back in service through the same road, again only through prod-a.
-    let before_b = seen_b.lock().unwrap().len();
     let (rc, out, err) =
         tokio::task::block_in_place(|| run(&["resume", &target, "--reason", "fleet routing test done"]));
     assert_eq!(rc, Some(0), "{out}{err}");
     assert_eq!(writes(&seen_b), Vec::<String>::new());
     assert_eq!(writes(&seen_lab), Vec::<String>::new());
-    assert!(seen_b.lock().unwrap().len() > before_b, "prod-b was read again, not written");
+    assert_eq!((asked(&seen_b), asked(&seen_lab)), (before_b, before_lab), "prod-b and lab untouched");
     for _ in 0..40 {
         if !c24.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
             return;

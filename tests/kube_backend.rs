@@ -706,7 +706,7 @@ async fn acceptance_runs_as_a_job_pinned_to_the_node_and_its_log_is_judged() {
             .await;
     assert_eq!(collected.state.as_deref(), Some("COMPLETED"), "{collected:?}");
     assert_eq!(collected.nodes, vec!["gpu-node-1".to_string()]);
-    let origin = Origin { op_id: Some(&out.op_id), backend: launcher.backend(), image: None };
+    let origin = Origin { op_id: Some(&out.op_id), backend: launcher.backend(), image: None, cluster: None };
     let rec = record(origin, &job, &sub, &collected, &[], &JudgeConfig::default());
     assert!(rec.error.is_none(), "{:?}", rec.error);
     assert_eq!(rec.busbw, Some(338.82));

@@ -126,6 +126,7 @@ async fn slurm24_break_glass_uses_the_privileged_token_only_during_the_session()
             plan,
             break_glass: session
                 .map(|s| gpuplane::audit::BreakGlass { session: s.into(), ticket: "INC-1".into() }),
+            op_id: None,
         })
     };
     let mut done = async || loop {

@@ -117,12 +117,14 @@ pub fn judge(rec: &RunRecord, history: &[RunRecord], cfg: &JudgeConfig) -> Judge
     }
 }
 
-/// Per node: the latest run, its history and its drift. `runs` oldest first.
+/// Per node: the latest run, its history and its drift. `runs` oldest first. A fleet
+/// cluster's runs name their nodes `cluster/node` ([`RunRecord::node_key`]): two clusters'
+/// nodes of one name stay apart.
 pub fn by_node(runs: &[RunRecord], cfg: &JudgeConfig) -> BTreeMap<String, NodeAcceptance> {
-    let mut latest: BTreeMap<&str, &RunRecord> = BTreeMap::new();
+    let mut latest: BTreeMap<String, &RunRecord> = BTreeMap::new();
     for r in runs {
         for n in &r.nodes {
-            let e = latest.entry(n).or_insert(r);
+            let e = latest.entry(r.node_key(n)).or_insert(r);
             if r.submitted_at >= e.submitted_at {
                 *e = r;
             }
@@ -134,7 +136,7 @@ pub fn by_node(runs: &[RunRecord], cfg: &JudgeConfig) -> BTreeMap<String, NodeAc
             let shape = r.shape();
             let history: Vec<f64> = runs
                 .iter()
-                .filter(|x| x.nodes.iter().any(|n| n == node) && x.shape() == shape)
+                .filter(|x| x.nodes.iter().any(|n| x.node_key(n) == *node) && x.shape() == shape)
                 .filter_map(clean)
                 .collect();
             let na = NodeAcceptance {
@@ -160,7 +162,7 @@ pub fn by_node(runs: &[RunRecord], cfg: &JudgeConfig) -> BTreeMap<String, NodeAc
     out
 }
 
-fn drift(latest: &BTreeMap<&str, &RunRecord>, runs: &[RunRecord], cfg: &JudgeConfig) -> Vec<Drift> {
+fn drift(latest: &BTreeMap<String, &RunRecord>, runs: &[RunRecord], cfg: &JudgeConfig) -> Vec<Drift> {
     let mut out = Vec::new();
     type Field = fn(&RunRecord) -> Option<&str>;
     let fields: [(DriftKind, Field); 4] = [
@@ -199,7 +201,7 @@ fn drift(latest: &BTreeMap<&str, &RunRecord>, runs: &[RunRecord], cfg: &JudgeCon
             .filter(|x| {
                 x.id != last.id
                     && x.submitted_at <= last.submitted_at
-                    && x.nodes.iter().any(|n| n == node)
+                    && x.nodes.iter().any(|n| x.node_key(n) == *node)
                     && x.shape() == shape
             })
             .filter_map(clean)

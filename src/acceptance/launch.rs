@@ -183,6 +183,8 @@ pub struct Origin<'a> {
     pub op_id: Option<&'a str>,
     pub backend: &'a str,
     pub image: Option<&'a str>,
+    /// The fleet cluster it runs on (`None` outside a fleet).
+    pub cluster: Option<&'a str>,
 }
 
 /// Parses, checks placement and judges: the record to store. `history`: the stored runs.
@@ -220,6 +222,7 @@ pub fn record(
         mode: job.mode,
         nodes: job.nodes.clone(),
         backend: origin.backend.into(),
+        cluster: origin.cluster.map(String::from),
         job_id: Some(sub.job_id.clone()),
         job_state: c.state.clone(),
         gpus_per_node: job.gpus_per_node,
@@ -599,7 +602,7 @@ mod tests {
         assert_eq!(c.state.as_deref(), Some("COMPLETED"));
         assert_eq!(seen, ["PENDING (Resources)", "RUNNING", "COMPLETED"]);
         let r = record(
-            Origin { op_id: Some("op"), backend: "sim", image: None },
+            Origin { op_id: Some("op"), backend: "sim", image: None, cluster: None },
             &j,
             &sub,
             &c,

@@ -43,6 +43,10 @@ pub struct RunRecord {
     pub nodes: Vec<String>,
     /// `slurm`, `sim`, `kube`.
     pub backend: String,
+    /// The fleet cluster it ran on (a `[[cluster]]` name); absent for a single-cluster console's
+    /// runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     pub job_id: Option<String>,
     /// The scheduler's final state of the job (`COMPLETED`, `FAILED`, `TIMEOUT`, ...).
     pub job_state: Option<String>,
@@ -66,6 +70,15 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// How the per-node picture names node `n` of this run: `cluster/node` for a fleet
+    /// cluster's run, the node's name otherwise.
+    pub fn node_key(&self, n: &str) -> String {
+        match &self.cluster {
+            Some(c) => format!("{c}/{n}"),
+            None => n.to_string(),
+        }
+    }
+
     /// `8xH100` for one node, `2x8xH100` for several.
     pub fn shape(&self) -> String {
         shape(self.nodes.len(), self.gpus_per_node, self.gpu_model.as_deref())
@@ -192,6 +205,7 @@ pub(crate) mod tests {
             mode: if nodes.len() == 1 { Mode::PerNode } else { Mode::All },
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
             backend: "sim".into(),
+            cluster: None,
             job_id: Some(format!("job-{id}")),
             job_state: Some("COMPLETED".into()),
             gpus_per_node: 8,

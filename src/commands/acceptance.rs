@@ -25,7 +25,6 @@ pub fn run(cmd: &AcceptanceCommand, config: &Config) -> ExitCode {
 
 /// `gpuplane acceptance run`: plan, confirm, audit, submit; then track, collect, record, judge.
 fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
-    use crate::acceptance::launch::{Origin, record, track};
     use crate::ops::{ActionKind, OpRequest};
     let req = OpRequest {
         kind: ActionKind::Acceptance(a.mode),
@@ -34,12 +33,14 @@ fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
         ticket: a.ticket.clone(),
         dry_run: a.dry_run,
     };
+    if !config.clusters.is_empty() {
+        return fleet_launch(a, config, &req);
+    }
     let mut p = match super::prepare(config, req, a.yes) {
         Ok(p) => p,
         Err(code) => return code,
     };
     let (ops, out) = p.run(config);
-    let (rt, exec) = (&p.rt, &p.exec);
     let out = match out {
         Ok(o) => o,
         Err(e) => {
@@ -47,26 +48,89 @@ fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(w) = &out.audit_warning {
-        eprintln!("gpuplane: {w}");
-    }
     if out.dry_run {
+        if let Some(w) = &out.audit_warning {
+            eprintln!("gpuplane: {w}");
+        }
         println!("dry run: nothing was submitted (recorded in {})", ops.audit.path.display());
         return ExitCode::SUCCESS;
     }
-    let Some(launcher) = exec.launcher() else { return ExitCode::from(2) };
+    let Some(launcher) = p.exec.launcher() else { return ExitCode::from(2) };
+    let st = store(config);
+    let worst = follow(&p.rt, launcher.as_ref(), &out, None, a, config, &st);
+    println!("recorded in {}", st.path.display());
+    ExitCode::from(worst)
+}
+
+/// `gpuplane acceptance run` in a fleet: each cluster's runs submitted through its own
+/// executor (one op id for all), then each followed to its result through its own cluster's
+/// launcher and recorded with the cluster's name. The worst cluster's exit code wins.
+fn fleet_launch(a: &crate::cli::AcceptanceRunArgs, config: &Config, req: &crate::ops::OpRequest) -> ExitCode {
+    let mut p = match super::fleet_prepare(config, req, crate::ops::fleet::Pick::Both, a.yes) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let runs = p.run(config);
     let st = store(config);
     let mut worst = 0u8;
+    for r in &runs {
+        let out = match &r.out {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("gpuplane: {}: {e}", r.cluster);
+                worst = worst.max(2);
+                continue;
+            }
+        };
+        if out.dry_run {
+            println!(
+                "{}: dry run: nothing was submitted (recorded in {})",
+                r.cluster,
+                r.ops.audit.path.display()
+            );
+            continue;
+        }
+        let Some(launcher) = p.execs.get(&r.cluster).and_then(|e| e.launcher()) else {
+            worst = worst.max(2);
+            continue;
+        };
+        println!("on {}:", r.cluster);
+        worst = worst.max(follow(&p.rt, launcher.as_ref(), out, Some(r.cluster.as_str()), a, config, &st));
+    }
+    if !runs.is_empty() && runs.iter().all(|r| r.out.as_ref().is_ok_and(|o| !o.dry_run)) {
+        println!("recorded in {}", st.path.display());
+    }
+    ExitCode::from(worst)
+}
+
+/// Follows each job one submission sent (through `launcher`, its cluster's) to its end, then
+/// records and judges the run (with its fleet cluster, when there is one). 0 when every run
+/// passed, 1 when one is degraded or failed, 2 when a submission failed or a run could not be
+/// recorded.
+fn follow(
+    rt: &tokio::runtime::Runtime,
+    launcher: &dyn crate::acceptance::launch::Launcher,
+    out: &crate::ops::Outcome,
+    cluster: Option<&str>,
+    a: &crate::cli::AcceptanceRunArgs,
+    config: &Config,
+    st: &Store,
+) -> u8 {
+    use crate::acceptance::launch::{Origin, record, track};
+    if let Some(w) = &out.audit_warning {
+        eprintln!("gpuplane: {w}");
+    }
+    let mut worst = 0u8;
     for (job, sub) in &out.submitted {
-        let c =
-            rt.block_on(track(launcher.as_ref(), job, sub, a.wait, std::time::Duration::from_secs(2), |p| {
-                println!("  job {} ({}): {}", sub.job_id, job.target(), crate::sanitize::sanitize(&p.label()))
-            }));
+        let c = rt.block_on(track(launcher, job, sub, a.wait, std::time::Duration::from_secs(2), |p| {
+            println!("  job {} ({}): {}", sub.job_id, job.target(), crate::sanitize::sanitize(&p.label()))
+        }));
         let history = st.load().map(|l| l.runs).unwrap_or_default();
         let origin = Origin {
             op_id: Some(&out.op_id),
             backend: launcher.backend(),
             image: launcher.template().image.as_deref(),
+            cluster,
         };
         let rec = record(origin, job, sub, &c, &history, &config.acceptance.judge);
         let j = rec.judgement.clone();
@@ -78,11 +142,10 @@ fn launch(a: &crate::cli::AcceptanceRunArgs, config: &Config) -> ExitCode {
         println!("  {} job {} ({}): {} — {}", verdict.to_uppercase(), sub.job_id, job.target(), verdict, why);
         worst = worst.max(report::verdict_rank(rec.judgement.map(|j| j.verdict)).saturating_sub(1));
     }
-    println!("recorded in {}", st.path.display());
     if out.results.iter().any(|r| !r.ok) || out.submitted.is_empty() {
-        return ExitCode::from(2);
+        return 2;
     }
-    ExitCode::from(worst.min(1))
+    worst.min(1)
 }
 
 fn read_limited(r: impl Read) -> std::io::Result<Vec<u8>> {

@@ -361,13 +361,18 @@ pub(crate) async fn target_cluster(
 /// merged into one state where each object carries its cluster: what the console shows with
 /// the same clusters. Fails when any cluster cannot be read, naming it.
 async fn fleet_state(config: &Config) -> Result<ClusterState, String> {
-    fleet_read(config).await.map(|(s, _)| s)
+    match fleet_read_all(config, None).await {
+        (s, _, failed) if failed.is_empty() => Ok(s),
+        (_, _, failed) => {
+            Err(failed.iter().map(|(name, e)| format!("cluster {name}: {e}")).collect::<Vec<_>>().join("; "))
+        }
+    }
 }
 
 /// [`fleet_state`] that keeps going past a cluster that cannot be read: the others' objects,
 /// and each failed cluster with why (for `get`, which prints what it could read).
 pub(crate) async fn fleet_state_partial(config: &Config) -> (ClusterState, Vec<(String, String)>) {
-    let (s, _, failed) = fleet_read_all(config).await;
+    let (s, _, failed) = fleet_read_all(config, None).await;
     (s, failed)
 }
 
@@ -375,20 +380,44 @@ pub(crate) async fn fleet_state_partial(config: &Config) -> (ClusterState, Vec<(
 /// cluster name.
 pub(crate) type FleetExecs = std::collections::BTreeMap<crate::model::Text, Box<dyn Executor>>;
 
-/// [`fleet_state`], keeping each cluster's executor.
-pub(crate) async fn fleet_read(config: &Config) -> Result<(ClusterState, FleetExecs), String> {
-    match fleet_read_all(config).await {
-        (s, execs, failed) if failed.is_empty() => Ok((s, execs)),
-        (_, _, failed) => {
-            Err(failed.iter().map(|(name, e)| format!("cluster {name}: {e}")).collect::<Vec<_>>().join("; "))
+/// The clusters a fleet action on `targets` must read: the ones its `cluster/name` targets
+/// name, with the Kubernetes (or Slurm) cluster sharing hosts with one of them where `pick`
+/// acts there (`[[shared_hosts]]`); `None` (every cluster) when a target is a bare name, whose
+/// cluster is found by looking in all.
+pub(crate) fn clusters_named(
+    config: &Config,
+    targets: &[String],
+    pick: ops::fleet::Pick,
+) -> Option<Vec<String>> {
+    use crate::state::Scheduler;
+    let mut named: Vec<String> = Vec::new();
+    for t in targets {
+        let (Some(c), _) = ops::fleet::split(t.trim()) else { return None };
+        if !named.iter().any(|n| n == c) {
+            named.push(c.to_string());
         }
     }
+    for p in &config.shared_hosts {
+        for (from, to, side) in
+            [(&p.slurm, &p.kube, Scheduler::Kubernetes), (&p.kube, &p.slurm, Scheduler::Slurm)]
+        {
+            if named.contains(from) && !named.contains(to) && pick.takes(side) {
+                named.push(to.clone());
+            }
+        }
+    }
+    Some(named)
 }
 
-/// Every cluster read side by side; the ones that could not be read, with why.
-async fn fleet_read_all(config: &Config) -> (ClusterState, FleetExecs, Vec<(String, String)>) {
+/// Every cluster (or those of `only`) read side by side; the ones that could not be read,
+/// with why.
+async fn fleet_read_all(
+    config: &Config,
+    only: Option<&[String]>,
+) -> (ClusterState, FleetExecs, Vec<(String, String)>) {
     use crate::model::protocol::{Inventory, Update};
-    let reads = config.clusters.iter().map(|c| async move {
+    let chosen = config.clusters.iter().filter(|c| only.is_none_or(|o| o.contains(&c.name)));
+    let reads = chosen.map(|c| async move {
         let one = config.for_cluster(c);
         let r = async {
             let (mut s, exec, _) = cluster_only(&one).await?;
@@ -601,12 +630,7 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
         Some(Err(_)) => Vec::new(),
     };
     let now = jiff::Timestamp::now().as_second();
-    let me = crate::audit::os_user();
-    let break_glass = crate::audit::open_sessions(&records)
-        .into_iter()
-        .rev()
-        .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
-        .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
+    let break_glass = open_break_glass(&records, now);
     let recent = ops::guard::drains_in_window(&records, &state.cluster, now);
     let guarded = ops::guard_plan(&mut plan, &state, &limits, &recent, break_glass.is_some());
     println!("cluster {label}");
@@ -683,79 +707,134 @@ fn action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
     }
 }
 
-/// An action on a fleet (`[[cluster]]` entries, `--cluster`, `--sim-clusters`): targets are
-/// `cluster/node` (or `cluster/jobid`), a bare name only where one cluster has it. Each
-/// cluster's part is planned by its own executor's planner (its read-only flag, permission
-/// preflight and blast-radius limits), shown grouped by cluster, and run through that
-/// executor, audited under the cluster's name. Exit codes as for one cluster; the worst of the
-/// clusters' wins.
-fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
+/// This operator's open break-glass session in the audit records (started in a console), which
+/// a command-line action runs under.
+fn open_break_glass(records: &[Record], now: i64) -> Option<crate::audit::BreakGlass> {
+    let me = crate::audit::os_user();
+    crate::audit::open_sessions(records)
+        .into_iter()
+        .rev()
+        .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
+        .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session })
+}
+
+/// A fleet action read, planned, shown and confirmed: what a fleet's `action` and
+/// `gpuplane acceptance run` share.
+pub(crate) struct FleetPrepared {
+    pub rt: tokio::runtime::Runtime,
+    /// Each cluster read, with its executor.
+    pub execs: FleetExecs,
+    /// The clusters whose configuration makes them read-only.
+    pub readonly: Vec<crate::model::Text>,
+    pub parts: Vec<ops::fleet::Part>,
+    pub break_glass: Option<crate::audit::BreakGlass>,
+    pub simulated: bool,
+}
+
+/// One cluster's part of a fleet action, run: through which audit road, and its outcome.
+pub(crate) struct PartRun {
+    pub cluster: crate::model::Text,
+    pub ops: Ops,
+    pub out: Result<ops::Outcome, ops::OpError>,
+}
+
+/// Why a fleet action cannot go ahead when clusters it needs could not be read: a target named
+/// in an unreadable cluster, a bare name that might also be in one, the other scheduler of a
+/// paired host.
+fn unreadable(targets: &[String], failed: &[(String, String)]) -> String {
+    let mut why = Vec::new();
+    for (c, e) in failed {
+        let mut said = false;
+        for t in targets.iter().map(|t| t.trim()) {
+            match ops::fleet::split(t) {
+                (None, name) => why.push(format!(
+                    "cannot tell whether {name} also exists on {c} (unreachable: {e}); name it as CLUSTER/{name}"
+                )),
+                (Some(k), _) if k == c => why.push(format!("{t}: cluster {c} cannot be read: {e}")),
+                _ => continue,
+            }
+            said = true;
+        }
+        if !said {
+            why.push(format!(
+                "cluster {c} shares hosts with a target's cluster and cannot be read ({e}): \
+                 --sched names the one scheduler to act in"
+            ));
+        }
+    }
+    format!("{}; nothing was sent", why.join("; "))
+}
+
+/// Reads the clusters a fleet action needs (only those its targets name, see
+/// [`clusters_named`]), plans it per cluster ([`ops::fleet::plan`]), shows the plan and asks
+/// for its confirmation. Refused whole (nothing sent) when a needed cluster cannot be read or
+/// any target is refused.
+pub(crate) fn fleet_prepare(
+    config: &Config,
+    req: &OpRequest,
+    pick: ops::fleet::Pick,
+    yes: bool,
+) -> Result<FleetPrepared, ExitCode> {
     let fail = |e: &dyn std::fmt::Display, code: u8| {
         eprintln!("gpuplane: {e}");
         ExitCode::from(code)
     };
-    let req = OpRequest {
-        kind,
-        targets: a.targets.clone(),
-        reason: a.reason.clone(),
-        ticket: a.ticket.clone(),
-        dry_run: a.dry_run,
-    };
     if req.reason.trim().is_empty() {
-        return fail(
-            &format!("a reason is required to {} (--reason TEXT); nothing was planned", kind.label()),
+        return Err(fail(
+            &format!("a reason is required to {} (--reason TEXT); nothing was planned", req.kind.label()),
             2,
-        );
+        ));
     }
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(&e, 1),
-    };
-    let (state, mut execs) = match rt.block_on(fleet_read(config)) {
-        Ok(r) => r,
-        Err(e) => return fail(&format!("cannot read the fleet: {e}"), 2),
-    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail(&e, 1))?;
+    let only = clusters_named(config, &req.targets, pick);
+    // A cluster the fleet does not have: said before anything is read.
+    let known: Vec<&str> = config.clusters.iter().map(|c| c.name.as_str()).collect();
+    if let Some(bad) = only.iter().flatten().find(|c| !known.contains(&c.as_str())) {
+        return Err(fail(
+            &format!("no cluster {bad:?} in this fleet (clusters: {}); nothing was sent", known.join(", ")),
+            2,
+        ));
+    }
+    let (state, execs, failed) = rt.block_on(fleet_read_all(config, only.as_deref()));
+    if !failed.is_empty() {
+        return Err(fail(&unreadable(&req.targets, &failed), 2));
+    }
+    let readonly: Vec<crate::model::Text> =
+        config.clusters.iter().filter(|c| c.readonly).map(|c| c.name.as_str().into()).collect();
     let routes: std::collections::BTreeMap<_, _> = execs
         .iter()
         .map(|(c, e)| {
-            let readonly = config.clusters.iter().any(|k| k.name == c.as_str() && k.readonly);
-            (c.clone(), ops::fleet::Route { planner: e.planner(), readonly, tx: None })
+            let route = ops::fleet::Route { planner: e.planner(), readonly: readonly.contains(c), tx: None };
+            (c.clone(), route)
         })
         .collect();
     let records = match audit_log(config).tail(ops::guard::RATE_RECORDS) {
         Ok(r) => r,
         Err(e)
-            if ops::guard::takes_out(kind)
+            if ops::guard::takes_out(req.kind)
                 && config.clusters.iter().any(|c| config.limits.for_cluster(&c.name).has_rate()) =>
         {
-            return fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2);
+            return Err(fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2));
         }
         Err(_) => Vec::new(),
     };
     let now = jiff::Timestamp::now().as_second();
-    let me = crate::audit::os_user();
-    let break_glass = crate::audit::open_sessions(&records)
-        .into_iter()
-        .rev()
-        .find(|o| o.os_user == me && o.until.is_some_and(|u| u > now))
-        .map(|o| crate::audit::BreakGlass { ticket: o.ticket.unwrap_or_default(), session: o.session });
+    let break_glass = open_break_glass(&records, now);
     let recent = |c: &str| ops::guard::drains_in_window(&records, c, now);
     let checks = ops::fleet::Checks {
         routes: &routes,
         limits: &config.limits,
         recent: &recent,
         elevated: break_glass.is_some(),
+        pick,
     };
-    let (plan, parts) = match ops::fleet::plan(&req, &state, &checks) {
-        Ok(p) => p,
-        Err(e) => return fail(&e, 2),
-    };
+    let (plan, parts) = ops::fleet::plan(req, &state, &checks).map_err(|e| fail(&e, 2))?;
     // As for one cluster, a command runs all its targets or none: any refusal refuses it.
     if !plan.refused.is_empty() {
         let why: Vec<String> = plan.refused.iter().map(ops::Refused::message).collect();
-        return fail(&format!("{}; nothing was sent", why.join("; ")), 2);
+        return Err(fail(&format!("{}; nothing was sent", why.join("; ")), 2));
     }
-    let names: Vec<&str> = config.clusters.iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<&str> = execs.keys().map(|c| c.as_str()).collect();
     println!("fleet {}", names.join(", "));
     for l in plan.lines() {
         println!("  {l}");
@@ -763,51 +842,106 @@ fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
     if let Some(bg) = &break_glass {
         println!("  under break-glass session {} ({})", bg.session, bg.ticket);
     }
-    if let Err(code) = confirm(&plan, kind, a.yes, a.dry_run) {
-        return code;
+    confirm(&plan, req.kind, yes, req.dry_run)?;
+    let simulated = state.is_simulated();
+    Ok(FleetPrepared { rt, execs, readonly, parts, break_glass, simulated })
+}
+
+impl FleetPrepared {
+    /// Runs each cluster's part through that cluster's executor and audit road, all under one
+    /// op id, printing each target's result as `cluster/target`. A part refused before it sent
+    /// anything (its audit record could not be written, read-only, past a limit) stops the
+    /// parts after it: they are reported as not sent.
+    pub fn run(&mut self, config: &Config) -> Vec<PartRun> {
+        let log = audit_log(config);
+        let op_id = ops::new_op_id();
+        let mut runs = Vec::new();
+        let mut stopped: Option<String> = None;
+        for p in &self.parts {
+            if let Some(why) = &stopped {
+                let e = ops::OpError::Target(format!("not sent: {why}"));
+                runs.push(PartRun {
+                    cluster: p.cluster.clone(),
+                    ops: Ops {
+                        audit: log.clone(),
+                        readonly: true,
+                        cluster: p.cluster.to_string(),
+                        break_glass: None,
+                    },
+                    out: Err(e),
+                });
+                continue;
+            }
+            let Some(exec) = self.execs.get_mut(&p.cluster) else { continue };
+            let ops = Ops {
+                audit: log.clone(),
+                readonly: config.readonly || self.readonly.contains(&p.cluster),
+                cluster: p.cluster.to_string(),
+                break_glass: self.break_glass.clone(),
+            };
+            let cluster = p.cluster.clone();
+            let out =
+                self.rt.block_on(ops.run_as(Some(op_id.clone()), &p.req, &p.plan, exec.as_mut(), |t| {
+                    println!(
+                        "  {} {}: {}",
+                        if t.ok { "ok  " } else { "FAIL" },
+                        crate::sanitize::sanitize(&ops::fleet::qualify(&cluster, &t.target)),
+                        crate::sanitize::sanitize(&t.message)
+                    );
+                }));
+            if let Err(e) = &out {
+                stopped = Some(format!("{} refused the action ({e})", p.cluster));
+            }
+            runs.push(PartRun { cluster: p.cluster.clone(), ops, out });
+        }
+        if self.simulated {
+            println!("{SIMULATED_NOTE}");
+        }
+        runs
     }
-    let log = audit_log(config);
-    let mut code = ExitCode::SUCCESS;
+}
+
+/// An action on a fleet (`[[cluster]]` entries, `--cluster`, `--sim-clusters`): targets are
+/// `cluster/node` (or `cluster/jobid`), a bare name only where one cluster has it. Each
+/// cluster's part is planned by its own executor's planner (its read-only flag, permission
+/// preflight and blast-radius limits), shown grouped by cluster, and run through that
+/// executor, audited under the cluster's name and the one op id of the action. A host in two
+/// schedulers is acted on in those `--sched` picks. Exit codes as for one cluster; the worst of
+/// the clusters' wins.
+fn fleet_action(kind: ActionKind, a: &ActionArgs, config: &Config) -> ExitCode {
+    let req = OpRequest {
+        kind,
+        targets: a.targets.clone(),
+        reason: a.reason.clone(),
+        ticket: a.ticket.clone(),
+        dry_run: a.dry_run,
+    };
+    let mut p = match fleet_prepare(config, &req, a.sched, a.yes) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let mut worst = 0u8;
-    for p in parts {
-        let Some(exec) = execs.get_mut(&p.cluster) else { continue };
-        let ops = Ops {
-            audit: log.clone(),
-            readonly: config.readonly || routes.get(&p.cluster).is_some_and(|r| r.readonly),
-            cluster: p.cluster.to_string(),
-            break_glass: break_glass.clone(),
-        };
-        let cluster = p.cluster.clone();
-        let out = rt.block_on(ops.run(&p.req, &p.plan, exec.as_mut(), |t| {
-            println!(
-                "  {} {}: {}",
-                if t.ok { "ok  " } else { "FAIL" },
-                crate::sanitize::sanitize(&ops::fleet::qualify(&cluster, &t.target)),
-                crate::sanitize::sanitize(&t.message)
-            );
-        }));
-        let c = match out {
+    for r in p.run(config) {
+        let c = match r.out {
             Ok(o) if o.audit_warning.is_some() => {
-                eprintln!("gpuplane: {}: {}", p.cluster, o.audit_warning.unwrap_or_default());
+                eprintln!("gpuplane: {}: {}", r.cluster, o.audit_warning.unwrap_or_default());
                 3
             }
             Ok(o) if o.dry_run => {
-                println!("{}: dry run: nothing was executed (recorded in {})", p.cluster, log.path.display());
+                println!(
+                    "{}: dry run: nothing was executed (recorded in {})",
+                    r.cluster,
+                    r.ops.audit.path.display()
+                );
                 0
             }
             Ok(o) => u8::from(!o.results.iter().all(|r| r.ok)),
             Err(e) => {
-                eprintln!("gpuplane: {}: {e}", p.cluster);
+                eprintln!("gpuplane: {}: {e}", r.cluster);
                 2
             }
         };
-        if c > worst {
-            worst = c;
-            code = ExitCode::from(c);
-        }
+        worst = worst.max(c);
     }
-    if state.is_simulated() {
-        println!("{SIMULATED_NOTE}");
-    }
-    code
+    ExitCode::from(worst)
 }

@@ -36,18 +36,25 @@ pub struct Tracker {
 }
 
 /// GPUs of each model by what they are doing now: allocated, unallocated (schedulable, free),
-/// drained (draining, drained, cordoned), down (down, unknown), maintenance.
+/// drained (draining, drained, cordoned), down (down, unknown), maintenance. A host in two
+/// schedulers (`[[shared_hosts]]`) is counted once, as its Slurm node, with both schedulers'
+/// allocations (at most all its GPUs).
 pub fn capacity_now(s: &ClusterState) -> Vec<CapacitySample> {
     let mut by: BTreeMap<&str, CapacitySample> = BTreeMap::new();
-    for n in &s.nodes {
-        let slots = n.gpu_slots.max(n.gpus.len() as u32);
+    for (i, n) in s.nodes.iter().enumerate() {
+        if s.is_kube_twin(i) {
+            continue;
+        }
+        let twin = s.twin(i).map(|t| t.node);
+        let slots_of = |n: &crate::model::Node| n.gpu_slots.max(n.gpus.len() as u32);
+        let slots = slots_of(n).max(twin.map_or(0, slots_of));
         if slots == 0 {
             continue;
         }
         let model = n.gpu_model();
         let c =
             by.entry(model).or_insert_with(|| CapacitySample { model: model.into(), ..Default::default() });
-        let alloc = n.gpu_alloc.min(slots);
+        let alloc = (n.gpu_alloc + twin.map_or(0, |t| t.gpu_alloc)).min(slots);
         let free = slots - alloc;
         c.allocated += alloc;
         match n.state {

@@ -129,6 +129,9 @@ pub struct Plan {
     /// A fleet plan's clusters, in the order of their steps (empty for one cluster): the body
     /// heads each cluster's steps with its line.
     pub groups: Vec<PlanGroup>,
+    /// Lines said before the steps: a fleet plan names each paired host's two schedulers and
+    /// which of them it acts in.
+    pub notes: Vec<String>,
 }
 
 /// One cluster's share of a fleet plan: its steps (that many, in order), and the backend and
@@ -139,13 +142,17 @@ pub struct PlanGroup {
     pub backend: String,
     pub identity: Option<String>,
     pub steps: usize,
+    /// What these steps do where it is not the plan's action (a paired host's cordon is a
+    /// drain in Slurm).
+    pub action: Option<&'static str>,
 }
 
 impl PlanGroup {
     /// `prod-a (slurm as gpuops): 2 target(s)`.
     pub fn line(&self) -> String {
         let who = self.identity.as_deref().map(|i| format!(" as {i}")).unwrap_or_default();
-        format!("{} ({}{who}): {} target(s)", self.cluster, self.backend, self.steps)
+        let action = self.action.map(|a| format!(", {a}")).unwrap_or_default();
+        format!("{} ({}{who}): {} target(s){action}", self.cluster, self.backend, self.steps)
     }
 }
 
@@ -259,7 +266,7 @@ impl Plan {
 
     /// [`Plan::body`], with `flag(target)` put before that target's line.
     pub fn body_with<'f>(&self, flag: impl Fn(&str) -> Option<&'f str>) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out = self.notes.clone();
         if self.refused.len() > 1 {
             out.push("refused, will not run:".to_string());
             out.extend(
@@ -270,20 +277,16 @@ impl Plan {
         let mut heads = BTreeMap::new();
         let mut at = 0;
         for g in &self.groups {
-            heads.insert(at, g.line());
+            heads.insert(at, g);
             at += g.steps;
         }
+        let mut label = self.kind.label();
         for (i, s) in self.steps.iter().enumerate() {
-            if let Some(h) = heads.get(&i) {
-                out.push(format!("on {h}"));
+            if let Some(g) = heads.get(&i) {
+                out.push(format!("on {}", g.line()));
+                label = g.action.unwrap_or(self.kind.label());
             }
-            out.push(format!(
-                "{}{} {}: {}",
-                flag(&s.target).unwrap_or(""),
-                self.kind.label(),
-                s.target,
-                s.call
-            ));
+            out.push(format!("{}{} {}: {}", flag(&s.target).unwrap_or(""), label, s.target, s.call));
             for a in &s.affected {
                 let fate = if a.fate.is_empty() { String::new() } else { format!(" — {}", a.fate) };
                 out.push(format!("    job {} {} ({}), {} GPUs{fate}", a.job, a.name, a.user, a.gpus));
@@ -525,7 +528,15 @@ fn plan_acceptance(
         });
     }
     let confirm_word = (steps.len() > 1).then(|| steps.len().to_string());
-    Ok(Plan { kind: req.kind, steps, refused: Vec::new(), confirm_word, guard: None, groups: Vec::new() })
+    Ok(Plan {
+        kind: req.kind,
+        steps,
+        refused: Vec::new(),
+        confirm_word,
+        guard: None,
+        groups: Vec::new(),
+        notes: Vec::new(),
+    })
 }
 
 /// Preflight: checks the request against the state and builds the plan (the reason is asked
@@ -641,7 +652,15 @@ pub fn plan_batch_in(
     } else {
         None
     };
-    Ok(Plan { kind: req.kind, steps, refused, confirm_word, guard: None, groups: Vec::new() })
+    Ok(Plan {
+        kind: req.kind,
+        steps,
+        refused,
+        confirm_word,
+        guard: None,
+        groups: Vec::new(),
+        notes: Vec::new(),
+    })
 }
 
 /// One target's preflight: the jobs it affects, or why it is refused.
@@ -764,6 +783,11 @@ pub fn guard_plan_in(
     }
 }
 
+/// A fresh op id: what ties an operation's audit records together.
+pub fn new_op_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// The audit side of the road.
 #[derive(Debug, Clone)]
 pub struct Ops {
@@ -806,6 +830,20 @@ impl Ops {
         req: &OpRequest,
         plan: &Plan,
         exec: &mut dyn Executor,
+        progress: impl FnMut(&TargetResult) + Send,
+    ) -> Result<Outcome, OpError> {
+        self.run_as(None, req, plan, exec, progress).await
+    }
+
+    /// [`Ops::run`] under a given op id (`None`: a new one). A fleet plan confirmed once runs
+    /// as one part per cluster, each on its own ops task, all under the one op id, so that
+    /// every cluster's records of it read as one operation.
+    pub async fn run_as(
+        &self,
+        op_id: Option<String>,
+        req: &OpRequest,
+        plan: &Plan,
+        exec: &mut dyn Executor,
         mut progress: impl FnMut(&TargetResult) + Send,
     ) -> Result<Outcome, OpError> {
         if self.readonly {
@@ -815,7 +853,7 @@ impl Ops {
             return Err(OpError::NoReason);
         }
         self.guard_at_run(req, plan).await?;
-        let op_id = uuid::Uuid::new_v4().to_string();
+        let op_id = op_id.unwrap_or_else(new_op_id);
         let mut params = BTreeMap::new();
         params.insert("backend".to_string(), exec.backend().to_string());
         if let Some(e) = exec.endpoint() {

@@ -87,8 +87,15 @@ async fn read_only_mode_blocks_every_action() {
         let r = req(kind, &[target]);
         assert!(matches!(plan(&r, &s, &*exec.planner(), true), Err(OpError::ReadOnly(_))));
         // even a plan made elsewhere does not run
-        let p =
-            Plan { kind, steps: vec![], refused: vec![], confirm_word: None, guard: None, groups: vec![] };
+        let p = Plan {
+            kind,
+            steps: vec![],
+            refused: vec![],
+            confirm_word: None,
+            guard: None,
+            groups: vec![],
+            notes: vec![],
+        };
         assert!(matches!(ops.run(&r, &p, &mut exec, |_| {}).await, Err(OpError::ReadOnly(_))));
     }
     assert!(ops.audit.read_all().unwrap().is_empty());
@@ -258,8 +265,10 @@ async fn start_hands_the_console_the_executors_planner_and_runs_its_plans() {
     // A dry run sends nothing: no refresh.
     let mut dry = r.clone();
     dry.dry_run = true;
-    tx.send(OpMsg::Run(OpJob { req: dry, plan: p.clone(), break_glass: None })).unwrap();
-    tx.send(OpMsg::Run(OpJob { req: r, plan: p, break_glass: None })).unwrap();
+    tx.send(OpMsg::Run(OpJob { req: dry, plan: p.clone(), break_glass: None, op_id: None })).unwrap();
+    // A fleet plan's part arrives with the plan's op id: its records carry it.
+    let op_id = Some("op-of-the-fleet-plan".to_string());
+    tx.send(OpMsg::Run(OpJob { req: r, plan: p, break_glass: None, op_id: op_id.clone() })).unwrap();
     let mut done = Vec::new();
     while done.len() < 2 {
         match tokio::time::timeout(std::time::Duration::from_secs(10), ev_rx.recv()).await.unwrap().unwrap() {
@@ -280,6 +289,9 @@ async fn start_hands_the_console_the_executors_planner_and_runs_its_plans() {
     };
     let said = format!(r#"{}: forbidden: User "viewer" cannot patch"#, two[1]);
     assert!(recs[3].error.as_deref().unwrap().contains(&said), "{:?}", recs[3]);
+    assert_eq!(done[1].op_id, "op-of-the-fleet-plan");
+    assert!(recs[2..].iter().all(|r| Some(&r.op_id) == op_id.as_ref()), "{recs:?}");
+    assert!(recs[0].op_id != recs[2].op_id, "the dry run had its own");
 }
 
 /// A job on more than one node whose nodes can all be drained.

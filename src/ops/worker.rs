@@ -21,12 +21,35 @@ pub struct AcceptanceSetup {
     pub judge: JudgeConfig,
     pub wait: Duration,
     pub every: Duration,
+    /// The fleet cluster this ops task acts on (`None` outside a fleet): its runs are recorded
+    /// with it, and only its runs make its per-node picture.
+    pub cluster: Option<String>,
 }
 
 impl AcceptanceSetup {
     pub fn new(store: Store, judge: JudgeConfig) -> AcceptanceSetup {
         // A real job waits in the queue, then runs a few minutes.
-        AcceptanceSetup { store, judge, wait: Duration::from_secs(3600), every: Duration::from_secs(2) }
+        AcceptanceSetup {
+            store,
+            judge,
+            wait: Duration::from_secs(3600),
+            every: Duration::from_secs(2),
+            cluster: None,
+        }
+    }
+
+    /// This setup for the ops task of fleet cluster `cluster`.
+    pub fn in_cluster(&self, cluster: &str) -> AcceptanceSetup {
+        AcceptanceSetup { cluster: Some(cluster.to_string()), ..self.clone() }
+    }
+
+    /// Every node's latest result as the console takes it: for a fleet cluster, that
+    /// cluster's share of the picture.
+    fn event(&self, by_node: BTreeMap<String, NodeAcceptance>) -> OpEvent {
+        match &self.cluster {
+            Some(c) => OpEvent::ClusterAcceptance { cluster: c.clone(), by_node: Box::new(by_node) },
+            None => OpEvent::Acceptance(Box::new(by_node)),
+        }
     }
 }
 
@@ -38,6 +61,9 @@ pub struct OpJob {
     /// The break-glass session to tag the records with (its id, and its ticket when the
     /// action names none).
     pub break_glass: Option<crate::audit::BreakGlass>,
+    /// The op id to audit it under: a fleet plan's parts share the one the operator confirmed
+    /// (`None`: a new one).
+    pub op_id: Option<String>,
 }
 
 /// Break-glass start and end, sent by the console.
@@ -127,6 +153,12 @@ pub enum OpEvent {
     },
     /// Every node's latest acceptance result (at start-up and after each run is recorded).
     Acceptance(Box<BTreeMap<String, NodeAcceptance>>),
+    /// [`OpEvent::Acceptance`] from a fleet cluster's ops task: that cluster's nodes, keyed
+    /// `cluster/node`.
+    ClusterAcceptance {
+        cluster: String,
+        by_node: Box<BTreeMap<String, NodeAcceptance>>,
+    },
     /// The run store could not be read.
     AcceptanceError(String),
 }
@@ -143,26 +175,29 @@ async fn audit_snapshot(ops: &Ops, events: &mpsc::UnboundedSender<OpEvent>) {
     let _ = events.send(ev);
 }
 
-/// The runs of one backend in the store (a simulator's runs do not judge a cluster's), and how
-/// many lines could not be read. Blocking: call off the async tasks.
-fn load_runs(store: &Store, backend: &str) -> Result<Vec<RunRecord>, String> {
+/// The runs of one backend (and, in a fleet, of one cluster) in the store (a simulator's runs
+/// do not judge a cluster's), and how many lines could not be read. Blocking: call off the
+/// async tasks.
+fn load_runs(store: &Store, backend: &str, cluster: Option<&str>) -> Result<Vec<RunRecord>, String> {
     let loaded = store.load().map_err(|e| e.to_string())?;
     if loaded.skipped > 0 {
         tracing::warn!(path = %store.path.display(), skipped = loaded.skipped, "unreadable acceptance runs");
     }
-    Ok(loaded.runs.into_iter().filter(|r| r.backend == backend).collect())
+    Ok(loaded.runs.into_iter().filter(|r| r.backend == backend && r.cluster.as_deref() == cluster).collect())
 }
 
 /// Reads the run store off the async tasks and sends what it holds per node.
 async fn acceptance_snapshot(acc: &AcceptanceSetup, backend: &str, events: &mpsc::UnboundedSender<OpEvent>) {
     let (store, backend, judge) = (acc.store.clone(), backend.to_string(), acc.judge.clone());
-    let r =
-        tokio::task::spawn_blocking(move || load_runs(&store, &backend).map(|runs| by_node(&runs, &judge)))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r);
+    let cluster = acc.cluster.clone();
+    let r = tokio::task::spawn_blocking(move || {
+        load_runs(&store, &backend, cluster.as_deref()).map(|runs| by_node(&runs, &judge))
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r);
     let _ = events.send(match r {
-        Ok(m) => OpEvent::Acceptance(Box::new(m)),
+        Ok(m) => acc.event(m),
         Err(e) => OpEvent::AcceptanceError(e),
     });
 }
@@ -180,7 +215,11 @@ async fn follow(
     lock: Arc<tokio::sync::Mutex<()>>,
     events: mpsc::UnboundedSender<OpEvent>,
 ) {
-    let target = job.target();
+    // In a fleet, the console says which cluster's run it is.
+    let target = match &acc.cluster {
+        Some(c) => format!("{c}/{}", job.target()),
+        None => job.target(),
+    };
     let ev = events.clone();
     let (t, id) = (target.clone(), sub.job_id.clone());
     let c = track(l.as_ref(), &job, &sub, acc.wait, acc.every, move |p| {
@@ -195,10 +234,16 @@ async fn follow(
     let backend = l.backend().to_string();
     let image = l.template().image.clone();
     let job_id = sub.job_id.clone();
+    let setup = acc.clone();
     let done = tokio::task::spawn_blocking(move || {
-        let history = load_runs(&acc.store, &backend);
+        let history = load_runs(&acc.store, &backend, acc.cluster.as_deref());
         let mut runs = history.as_ref().cloned().unwrap_or_default();
-        let origin = Origin { op_id: Some(&op_id), backend: &backend, image: image.as_deref() };
+        let origin = Origin {
+            op_id: Some(&op_id),
+            backend: &backend,
+            image: image.as_deref(),
+            cluster: acc.cluster.as_deref(),
+        };
         let rec = record(origin, &job, &sub, &c, &runs, &acc.judge);
         let recorded = match (&history, acc.store.append(&rec)) {
             (_, Err(e)) => Err(e.to_string()),
@@ -223,7 +268,7 @@ async fn follow(
                 why: sanitize(&why).into_owned(),
                 recorded,
             });
-            let _ = events.send(OpEvent::Acceptance(Box::new(nodes)));
+            let _ = events.send(setup.event(nodes));
         }
         Err(e) => {
             let _ = events.send(OpEvent::AcceptanceError(format!("{target}: recording failed: {e}")));
@@ -415,7 +460,7 @@ pub async fn worker_with(
         })));
         let ev = events.clone();
         let result = ops
-            .run(&job.req, &job.plan, exec.as_mut(), move |t| {
+            .run_as(job.op_id.clone(), &job.req, &job.plan, exec.as_mut(), move |t| {
                 let _ = ev.send(OpEvent::Target { kind, result: t.clone() });
             })
             .await;

@@ -64,7 +64,7 @@ pub(super) fn flags_only(s: &ClusterState) -> Flags {
 /// The fused walk. With `telemetry`, also accounts `dt` seconds of GPU time to jobs, tracks
 /// idle allocated GPUs and writes a history row.
 pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: Samples) -> Flags {
-    let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, .. } = s;
+    let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, twins, .. } = s;
     // Cursor into the samples (ascending node indexes; usize::MAX entries are skipped).
     let mut next = 0;
     let now = *now;
@@ -181,6 +181,45 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: 
         }
     }
     t.mean_util = (util_n > 0).then(|| util_sum as f32 / util_n as f32);
+    for &(a, b) in &twins.pairs {
+        once_per_host(&mut t, &nodes[a], &nodes[b], now, th);
+    }
     s.totals = t;
     flags
+}
+
+/// A host that is a node of a Slurm and of a Kubernetes cluster is one host in the totals:
+/// counted once as a node (as its Slurm node: the row the Nodes view shows it on), its GPUs
+/// once (the larger count), its allocated GPUs the two schedulers' together, at most all of
+/// them, and its GPUs' telemetry once where both nodes carry it. Undoes the walk's second
+/// count of the Kubernetes node `k8`.
+fn once_per_host(
+    t: &mut Totals,
+    sl: &crate::model::Node,
+    k8: &crate::model::Node,
+    now: Epoch,
+    th: &Thresholds,
+) {
+    t.nodes = t.nodes.saturating_sub(1);
+    let bucket = match k8.state {
+        NodeState::Down | NodeState::Unknown => &mut t.nodes_down,
+        NodeState::Drained | NodeState::Draining | NodeState::Cordoned | NodeState::Maintenance => {
+            &mut t.nodes_drained
+        }
+        _ => &mut t.nodes_schedulable,
+    };
+    *bucket = bucket.saturating_sub(1);
+    let slots = sl.gpu_slots.max(k8.gpu_slots);
+    t.gpus = t.gpus.saturating_sub(sl.gpu_slots + k8.gpu_slots - slots);
+    let alloc = sl.gpu_alloc + k8.gpu_alloc;
+    t.gpus_alloc = t.gpus_alloc.saturating_sub(alloc - alloc.min(slots));
+    if !sl.gpus.is_empty() {
+        for g in &k8.gpus {
+            t.gpus_failed = t.gpus_failed.saturating_sub(u32::from(g.is_failed()));
+            t.gpus_hot = t.gpus_hot.saturating_sub(u32::from(g.temp_c.is_some_and(|c| c >= th.hot_temp_c)));
+            let idle = g.idle_since.is_some_and(|since| now - since >= th.idle_after_s);
+            t.gpus_idle_alloc = t.gpus_idle_alloc.saturating_sub(u32::from(idle));
+            t.power_w = t.power_w.saturating_sub(u64::from(g.power_w.unwrap_or(0)));
+        }
+    }
 }

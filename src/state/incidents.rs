@@ -99,7 +99,14 @@ pub struct Incident {
 fn acceptance(s: &ClusterState, out: &mut Vec<Incident>) {
     use crate::model::acceptance::Verdict;
     for (name, a) in &s.acceptance {
-        let Some(n) = s.node(name) else { continue };
+        // A fleet cluster's runs name their node `cluster/node`; a run without its cluster
+        // judges no node of a fleet (it cannot say which cluster's).
+        let n = match name.split_once('/') {
+            Some((c, node)) => s.node_in(&Text::from(c), node),
+            None if s.is_fleet() => None,
+            None => s.node(name),
+        };
+        let Some(n) = n else { continue };
         let vs = match (a.last_busbw, a.last_baseline, a.last_pct) {
             (Some(bw), Some(base), Some(pct)) => {
                 format!("{bw:.1} GB/s vs baseline {base:.1} GB/s ({pct:.0}%)")

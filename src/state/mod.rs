@@ -185,6 +185,16 @@ impl ClusterState {
         if cluster.is_empty() { &self.cluster } else { cluster }
     }
 
+    /// The latest acceptance result of node `n`: under `cluster/node` for a fleet cluster's
+    /// node, its name otherwise.
+    pub fn acceptance_of(&self, n: &crate::model::Node) -> Option<&crate::model::acceptance::NodeAcceptance> {
+        if n.cluster.is_empty() {
+            self.acceptance.get(n.name.as_str())
+        } else {
+            self.acceptance.get(&format!("{}/{}", n.cluster, n.name))
+        }
+    }
+
     /// The configured clusters the state holds objects of, in order (empty names: the one
     /// cluster of a single-cluster console).
     pub fn clusters(&self) -> &[Text] {
@@ -295,6 +305,20 @@ impl ClusterState {
                 if !self.set_status(status) {
                     return false;
                 }
+                self.incidents = incidents::detect(self, &self.flag_scan());
+                true
+            }
+            // A fleet cluster's picture replaces that cluster's share (its `cluster/node`
+            // keys) only.
+            Update::Acceptance(by_node) if !self.scope.is_empty() => {
+                let prefix = format!("{}/", self.scope);
+                let mine: std::collections::BTreeMap<_, _> =
+                    self.acceptance.iter().filter(|(k, _)| k.starts_with(&prefix)).collect();
+                if mine.len() == by_node.len() && by_node.iter().all(|(k, v)| mine.get(k) == Some(&v)) {
+                    return false;
+                }
+                self.acceptance.retain(|k, _| !k.starts_with(&prefix));
+                self.acceptance.extend(by_node.into_iter().filter(|(k, _)| k.starts_with(&prefix)));
                 self.incidents = incidents::detect(self, &self.flag_scan());
                 true
             }

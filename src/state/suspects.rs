@@ -73,7 +73,7 @@ fn fabric(n: &Node, s: &ClusterState) -> Option<(String, f64)> {
 pub fn suspects(s: &ClusterState) -> Vec<Suspect> {
     let mut out = Vec::new();
     for n in &s.nodes {
-        let acc = s.acceptance.get(n.name.as_str());
+        let acc = s.acceptance_of(n);
         let verdict = acc.and_then(|a| a.last_verdict).filter(|v| *v != Verdict::Pass);
         let drift = acc.map(drift_phrases).unwrap_or_default();
         let ports = fabric(n, s);

@@ -345,4 +345,27 @@ fn a_node_cut_to_the_gpu_cap_is_an_incident() {
     let mut real = s.clone();
     real.nodes[0].gpu_slots = crate::model::MAX_GPUS_PER_NODE;
     assert!(!rebuilt(&real).incidents.iter().any(|i| i.signal == "gpu-count"));
+
+#[test]
+fn each_fleet_cluster_s_acceptance_picture_is_its_own() {
+    use crate::acceptance::store::tests::record;
+    let (mut s, ..) = two_clusters(1);
+    let cfg = crate::acceptance::JudgeConfig::default();
+    let name = s.nodes.iter().find(|n| n.cluster == "lab").unwrap().name.to_string();
+    let picture = |c: &str, bw: f64| {
+        let mut r = record(c, &[name.as_str()], Some(bw));
+        r.cluster = Some(c.to_string());
+        Box::new(crate::acceptance::by_node(&[r], &cfg))
+    };
+    let wrap = |c: &str, u| Update::Cluster { cluster: c.into(), update: Box::new(u) };
+    s.apply(wrap("prod-a", Update::Acceptance(picture("prod-a", 400.0))));
+    s.apply(wrap("lab", Update::Acceptance(picture("lab", 300.0))));
+    // Each cluster's ops task sends its own picture: the other cluster's stays.
+    let bw = |s: &ClusterState, c: &str| {
+        s.acceptance_of(s.node_in(&c.into(), &name).unwrap()).and_then(|a| a.last_busbw)
+    };
+    assert_eq!((bw(&s, "prod-a"), bw(&s, "lab")), (Some(400.0), Some(300.0)));
+    s.apply(wrap("lab", Update::Acceptance(picture("lab", 250.0))));
+    assert_eq!((bw(&s, "prod-a"), bw(&s, "lab")), (Some(400.0), Some(250.0)));
+    assert_eq!(s.acceptance.len(), 2);
 }

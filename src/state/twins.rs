@@ -438,4 +438,50 @@ mod tests {
         assert!(s.twins.of.is_empty());
         assert!(mismatches(&s).is_empty());
     }
+
+    #[test]
+    fn a_paired_hosts_gpus_are_counted_once_in_the_fleet_totals_and_capacity() {
+        let gpus = |mut n: Node, slots: u32, alloc: u32| {
+            (n.gpu_slots, n.gpu_alloc) = (slots, alloc);
+            n
+        };
+        let mut s = ClusterState::default();
+        s.set_host_pairs(vec![pairing()]);
+        nodes(
+            &mut s,
+            "prod-a",
+            1000,
+            vec![
+                gpus(node("gpu-001", NodeState::Mixed, None), 8, 4),
+                gpus(node("solo", NodeState::Idle, None), 8, 0),
+            ],
+        );
+        nodes(
+            &mut s,
+            "prod-k8s",
+            1000,
+            vec![
+                gpus(node("gpu-001.prod.internal", NodeState::Mixed, None), 8, 6),
+                gpus(node("gpu-009", NodeState::Idle, None), 4, 1),
+            ],
+        );
+        let t = &s.totals;
+        // gpu-001 is one host of 8 GPUs: 3 nodes, 20 GPUs (not 4 nodes, 28 GPUs); its
+        // allocations together (4 + 6) are at most its 8.
+        assert_eq!((t.nodes, t.nodes_schedulable, t.gpus, t.gpus_alloc), (3, 3, 20, 8 + 1));
+        let cap = crate::cost::track::capacity_now(&s);
+        let total: u32 =
+            cap.iter().map(|c| c.allocated + c.unallocated + c.drained + c.down + c.maintenance).sum();
+        assert_eq!(total, 20);
+        assert_eq!(cap.iter().map(|c| c.allocated).sum::<u32>(), 9);
+        // Without the pairing the two nodes are two hosts again.
+        s.set_host_pairs(Vec::new());
+        nodes(
+            &mut s,
+            "prod-k8s",
+            1010,
+            vec![gpus(node("gpu-001.prod.internal", NodeState::Mixed, None), 8, 6)],
+        );
+        assert_eq!((s.totals.nodes, s.totals.gpus), (3, 24));
+    }
 }

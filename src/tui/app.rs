@@ -121,6 +121,8 @@ pub struct Confirm {
     /// In a fleet: each cluster's part of the plan, sent to that cluster's ops task (empty
     /// for one cluster: the plan goes to the one ops task).
     pub parts: Vec<ops::fleet::Part>,
+    /// Which schedulers of a paired host the plan acts in (^s cycles, planning again).
+    pub pick: ops::fleet::Pick,
 }
 
 /// A time-boxed elevation for incidents.
@@ -1810,10 +1812,7 @@ impl App {
         // In a fleet each cluster plans its own targets (its preflight, read-only flag and
         // limits, its own last hour of drains) and the plan shows them grouped by cluster.
         let planned = if fleet {
-            let recent = |c: &str| ops::guard::drains_in_window(&self.audit, c, self.wall_now);
-            let checks =
-                ops::fleet::Checks { routes: &self.routes, limits: &self.limits, recent: &recent, elevated };
-            ops::fleet::plan(&req, self.state(), &checks)
+            self.plan_fleet(&req, ops::fleet::Pick::default())
         } else {
             let Some(planner) = self.planner.clone() else { return };
             let recent = ops::guard::drains_in_window(&self.audit, &self.state().cluster, self.wall_now);
@@ -1838,10 +1837,29 @@ impl App {
                     note,
                     scroll: 0,
                     parts,
+                    pick: ops::fleet::Pick::default(),
                 }))
             }
             Err(e) => self.ui.message = Some((e.to_string(), true)),
         }
+    }
+
+    /// A fleet plan: each cluster plans its own targets (its preflight, read-only flag and
+    /// limits, its own last hour of drains), a paired host in the schedulers `pick` names.
+    fn plan_fleet(
+        &self,
+        req: &OpRequest,
+        pick: ops::fleet::Pick,
+    ) -> Result<(Plan, Vec<ops::fleet::Part>), ops::OpError> {
+        let recent = |c: &str| ops::guard::drains_in_window(&self.audit, c, self.wall_now);
+        let checks = ops::fleet::Checks {
+            routes: &self.routes,
+            limits: &self.limits,
+            recent: &recent,
+            elevated: self.break_glass.is_some(),
+            pick,
+        };
+        ops::fleet::plan(req, self.state(), &checks)
     }
 
     fn on_confirm_key(&mut self, k: KeyEvent, mut c: Confirm) {
@@ -1865,6 +1883,25 @@ impl App {
             }
             // Dry run: audit the plan, execute nothing.
             KeyCode::Char('d') if ctrl => c.req.dry_run = !c.req.dry_run,
+            // A paired host: act in both schedulers, Slurm only or Kubernetes only, planned
+            // again. A pick that cannot be planned (a scheduler refuses it, nothing is left to
+            // do there) is passed over, saying why.
+            KeyCode::Char('s') if ctrl && !c.plan.notes.is_empty() => {
+                let mut pick = c.pick.next();
+                let mut skipped = Vec::new();
+                while pick != c.pick {
+                    match self.plan_fleet(&c.req, pick) {
+                        Ok((plan, parts)) => {
+                            (c.plan, c.parts, c.pick, c.typed, c.scroll) =
+                                (plan, parts, pick, String::new(), 0);
+                            break;
+                        }
+                        Err(e) => skipped.push(format!("{}: {e}", pick.label())),
+                    }
+                    pick = pick.next();
+                }
+                c.error = (!skipped.is_empty()).then(|| skipped.join("; "));
+            }
             // The plan scrolls before confirming (the fields take every printable key).
             KeyCode::PageDown | KeyCode::PageUp | KeyCode::Home | KeyCode::End => {
                 let page = usize::from(Shown::page(self.ui.shown.plan_rows));
@@ -1885,7 +1922,10 @@ impl App {
             }
             KeyCode::Char(ch) if !ctrl => field.push(ch),
             KeyCode::Enter => {
-                if c.reason.trim().is_empty() {
+                if c.plan.steps.is_empty() {
+                    // A paired host one scheduler refuses: nothing runs as planned.
+                    c.error = Some("nothing will run as planned: ^s picks one scheduler, esc cancels".into());
+                } else if c.reason.trim().is_empty() {
                     c.error = Some("a reason is required".into());
                     c.field = 0;
                 } else if let Some(w) = c.plan.confirm_word.as_ref().filter(|w| c.typed.trim() != w.as_str())
@@ -1922,7 +1962,12 @@ impl App {
         };
         self.op_panel =
             vec![(format!("{} {} target(s): running…", req.kind.label(), req.targets.len()), false)];
-        let job = OpJob { req, plan: c.plan, break_glass: self.break_glass.as_ref().map(BreakGlass::tag) };
+        let job = OpJob {
+            req,
+            plan: c.plan,
+            break_glass: self.break_glass.as_ref().map(BreakGlass::tag),
+            op_id: None,
+        };
         if tx.send(OpMsg::Run(job)).is_err() {
             self.op_panel = vec![("the ops task stopped: nothing was done".into(), true)];
         }
@@ -1943,12 +1988,39 @@ impl App {
             false,
         )];
         let tag = self.break_glass.as_ref().map(BreakGlass::tag);
+        // Fail closed: a cluster whose ops task is gone gets nothing, and then neither does any
+        // other (a paired host is never acted on in one scheduler when both were confirmed).
+        let gone: Vec<&str> = parts
+            .iter()
+            .filter(|p| {
+                self.routes.get(&p.cluster).and_then(|r| r.tx.as_ref()).is_none_or(|tx| tx.is_closed())
+            })
+            .map(|p| p.cluster.as_str())
+            .collect();
+        if !gone.is_empty() {
+            self.op_panel = vec![(
+                format!(
+                    "{}: ops task not running: nothing was sent to any cluster",
+                    crate::sanitize::sanitize(&gone.join(", "))
+                ),
+                true,
+            )];
+            return;
+        }
+        // Confirmed once: one op id in every cluster's records of it.
+        let op_id = Some(ops::new_op_id());
         for p in parts {
             let mut r = p.req.clone();
             r.targets = p.plan.steps.iter().map(|s| s.target.clone()).collect();
             (r.reason, r.ticket, r.dry_run) = (req.reason.clone(), req.ticket.clone(), req.dry_run);
             let sent = self.routes.get(&p.cluster).and_then(|route| route.tx.as_ref()).is_some_and(|tx| {
-                tx.send(OpMsg::Run(OpJob { req: r, plan: p.plan, break_glass: tag.clone() })).is_ok()
+                tx.send(OpMsg::Run(OpJob {
+                    req: r,
+                    plan: p.plan,
+                    break_glass: tag.clone(),
+                    op_id: op_id.clone(),
+                }))
+                .is_ok()
             });
             if !sent {
                 self.op_panel.push((
@@ -2056,6 +2128,12 @@ impl App {
             }
             OpEvent::Acceptance(by_node) => {
                 self.live.apply(crate::model::protocol::Update::Acceptance(by_node));
+            }
+            OpEvent::ClusterAcceptance { cluster, by_node } => {
+                self.live.apply(crate::model::protocol::Update::Cluster {
+                    cluster: cluster.as_str().into(),
+                    update: Box::new(crate::model::protocol::Update::Acceptance(by_node)),
+                });
             }
             OpEvent::AcceptanceError(e) => {
                 self.ui.message = Some((format!("acceptance runs: {e}"), true));

@@ -115,6 +115,12 @@ fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
     if let Some(e) = &c.error {
         bottom.push(Line::styled(e.clone(), t.crit));
     }
+    if !c.plan.notes.is_empty() {
+        bottom.push(Line::styled(
+            format!("schedulers of paired hosts: {} (^s: both, slurm, kube)", c.pick.label()),
+            t.info,
+        ));
+    }
     bottom.push(Line::styled("tab field · enter run · ^d dry run · pgdn plan · esc cancel", t.dim));
     let height = |ls: &[Line]| -> u16 {
         Paragraph::new(ls.to_vec()).wrap(Wrap { trim: false }).line_count(inner.width) as u16
@@ -250,8 +256,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
             }
             v
         };
-        let used: usize = left.iter().chain(&right).map(|x| x.width()).sum();
-        let fits = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>() + used <= usize::from(area.width);
+        let width = |v: &[Span]| v.iter().map(|x| x.width()).sum::<usize>();
         // Narrowest: how many clusters have a source not live, and how many are live.
         let counted = || {
             let (mut bad, mut good) = (0, 0);
@@ -265,8 +270,20 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
             v.push(Span::styled(format!("{good} {}", app.glyphs.dot()), t.ok));
             v
         };
-        let chosen = [level(0), level(1), level(2)].into_iter().find(|v| fits(v)).unwrap_or_else(counted);
-        left.extend(chosen);
+        let levels = [level(0), level(1), level(2)];
+        let room = usize::from(area.width);
+        let pick = |used: usize| levels.iter().find(|v| width(v) + used <= room).cloned();
+        let mut chosen = pick(width(&left) + width(&right));
+        if chosen.is_none() {
+            // Narrow (60 columns): the simulated badge short and the user left out, so that
+            // the clusters' freshness keeps its names; only then counted.
+            for x in left.iter_mut().filter(|x| x.content == " SIMULATED ") {
+                *x = Span::styled(" SIM ", x.style);
+            }
+            right.retain(|x| !x.content.starts_with("user "));
+            chosen = pick(width(&left) + width(&right));
+        }
+        left.extend(chosen.unwrap_or_else(counted));
     } else {
         for src in &s.sources {
             let (text, style, _) = fresh(src);

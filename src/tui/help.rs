@@ -78,6 +78,7 @@ pub fn entries(app: &App) -> Vec<Entry> {
     out.push(item("pgup pgdn".into(), "scroll the plan (home / end: its ends)"));
     out.push(item("enter".into(), "run (on the targets that were not refused)"));
     out.push(item("^d".into(), "dry run: audit the plan, execute nothing"));
+    out.push(item("^s".into(), "a host in two schedulers: act in both, Slurm only, Kubernetes only"));
     out.push(item("esc".into(), "cancel: nothing is done"));
     out.push(Entry::Heading("in this help".into()));
     out.push(item(format!("{up} {down} {pgup} {pgdn}"), "scroll"));

@@ -479,7 +479,7 @@ static NODE_COLS: [Column; 9] = [
 ];
 
 fn acceptance<'a>(s: &'a ClusterState, n: &Node) -> Option<&'a NodeAcceptance> {
-    s.acceptance.get(n.name.as_str())
+    s.acceptance_of(n)
 }
 
 /// The verdict's label and theme style.
@@ -552,7 +552,7 @@ impl TableSource for NodesTable {
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
         let node = &cx.s.nodes[key as usize];
         serde_json::json!({"node": node.name, "ports": node.ports,
-                           "acceptance": cx.s.acceptance.get(node.name.as_str())})
+                           "acceptance": cx.s.acceptance_of(node)})
     }
 
     fn columns(&self) -> &'static [Column] {
