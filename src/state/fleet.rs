@@ -5,7 +5,7 @@ use super::Samples;
 use super::history::NONE_U8;
 use super::{ClusterState, Thresholds, Totals};
 use crate::model::{
-    Epoch, FabricPort, GPUS_CLAIMED_LABEL, Gpu, JobId, MAX_GPUS_PER_NODE, Node, NodeState, PortState,
+    Epoch, FabricPort, GPUS_CLAIMED_LABEL, Gpu, JobId, MAX_GPUS_PER_NODE, Node, NodeState, PortState, Text,
 };
 
 /// Where incidents may be: found during the walk, turned into incidents afterwards.
@@ -61,9 +61,12 @@ pub(super) fn flags_only(s: &ClusterState) -> Flags {
     f
 }
 
-/// The fused walk. With `telemetry`, also accounts `dt` seconds of GPU time to jobs, tracks
-/// idle allocated GPUs and writes a history row.
-pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: Samples) -> Flags {
+/// The fused walk. For the nodes of each cluster in `dts` (those that sent telemetry), also
+/// accounts that cluster's seconds of GPU time to its jobs and tracks idle allocated GPUs; with
+/// any telemetry, writes a history row. A cluster's telemetry never accounts time to another
+/// cluster's jobs.
+pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Samples) -> Flags {
+    let telemetry = !dts.is_empty();
     let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, twins, .. } = s;
     // Cursor into the samples (ascending node indexes; usize::MAX entries are skipped).
     let mut next = 0;
@@ -88,6 +91,10 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: 
             super::apply_node_sample(node, &mut samples.samples[next]);
             next += 1;
         }
+        // This node's cluster's telemetry interval, if it sent any (one entry in a
+        // single-cluster console, a few in a fleet batch).
+        let node_dt =
+            if telemetry { dts.iter().find(|(c, _)| *c == node.cluster).map(|d| d.1) } else { None };
         match node.state {
             NodeState::Down | NodeState::Unknown => {
                 t.nodes_down += 1;
@@ -122,7 +129,7 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: 
         // GPUs of one job sit next to each other: remember the last job's index.
         let mut last: Option<(JobId, usize)> = None;
         for (k, g) in node.gpus.iter_mut().enumerate() {
-            if telemetry {
+            if let Some(dt) = node_dt {
                 let idle = g.job.is_some() && g.util.is_some_and(|u| u < th.idle_util_pct);
                 if !idle {
                     g.idle_since = None;
@@ -143,12 +150,13 @@ pub(super) fn pass(s: &mut ClusterState, dt: f64, telemetry: bool, mut samples: 
                         j.useful_gpu_seconds += dt * f64::from(g.util.unwrap_or(0)) / 100.0;
                     }
                 }
-                if let (Some((gu, gt, ..)), Some(b)) = (rows.as_mut(), base)
-                    && let (Some(u), Some(c)) = (gu.get_mut(b + k), gt.get_mut(b + k))
-                {
-                    *u = g.util.map_or(NONE_U8, |v| v.min(100));
-                    *c = g.temp_c.map_or(NONE_U8, |v| v.min(254));
-                }
+            }
+            // The history row holds every GPU's latest values (another cluster's too).
+            if let (Some((gu, gt, ..)), Some(b)) = (rows.as_mut(), base)
+                && let (Some(u), Some(c)) = (gu.get_mut(b + k), gt.get_mut(b + k))
+            {
+                *u = g.util.map_or(NONE_U8, |v| v.min(100));
+                *c = g.temp_c.map_or(NONE_U8, |v| v.min(254));
             }
             if g.is_failed() {
                 t.gpus_failed += 1;

@@ -135,6 +135,20 @@ pub struct ClusterState {
     pub team_rollup: Vec<Rollup>,
     pub people_rollup: Vec<Rollup>,
     rollup_dirty: bool,
+    /// While [`Self::apply_batch`] applies several updates: what to derive once at its end.
+    batch: Option<Batch>,
+}
+
+/// What a batch of updates left to derive (one walk over the fleet for the whole batch,
+/// instead of one per update: a fleet of ten large clusters sends ten updates per tick).
+#[derive(Debug, Clone, Default)]
+struct Batch {
+    rederive: bool,
+    jobs_changed: bool,
+    /// Seconds of telemetry per cluster that sent some (each cluster its own interval).
+    dts: Vec<(Text, f64)>,
+    incidents: bool,
+    observe: bool,
 }
 
 impl ClusterState {
@@ -305,7 +319,7 @@ impl ClusterState {
                 if !self.set_status(status) {
                     return false;
                 }
-                self.incidents = incidents::detect(self, &self.flag_scan());
+                self.redetect();
                 true
             }
             // A fleet cluster's picture replaces that cluster's share (its `cluster/node`
@@ -319,7 +333,7 @@ impl ClusterState {
                 }
                 self.acceptance.retain(|k, _| !k.starts_with(&prefix));
                 self.acceptance.extend(by_node.into_iter().filter(|(k, _)| k.starts_with(&prefix)));
-                self.incidents = incidents::detect(self, &self.flag_scan());
+                self.redetect();
                 true
             }
             Update::Acceptance(by_node) => {
@@ -327,7 +341,7 @@ impl ClusterState {
                     return false;
                 }
                 self.acceptance = *by_node;
-                self.incidents = incidents::detect(self, &self.flag_scan());
+                self.redetect();
                 true
             }
             Update::Inventory { at, inventory } => {
@@ -340,7 +354,7 @@ impl ClusterState {
                 self.now = self.now.max(at);
                 let jobs_changed = inventory.jobs.is_some();
                 self.apply_inventory(*inventory);
-                self.rederive(jobs_changed, 0.0, false);
+                self.derive(jobs_changed, None, Samples::default());
                 true
             }
             Update::Alerts(snap) => {
@@ -351,7 +365,7 @@ impl ClusterState {
                 let snap = *snap;
                 self.alerts = snap.alerts;
                 self.silences = snap.silences;
-                self.incidents = incidents::detect(self, &self.flag_scan());
+                self.redetect();
                 true
             }
             Update::Handling(h) => {
@@ -359,7 +373,7 @@ impl ClusterState {
                     return false;
                 }
                 self.handling = *h;
-                self.incidents = incidents::detect(self, &self.flag_scan());
+                self.redetect();
                 true
             }
             Update::Timeline(load) => {
@@ -399,18 +413,82 @@ impl ClusterState {
                     self.last_telemetry_at.insert(self.scope.clone(), delta.at);
                 }
                 let samples = self.apply_delta(*delta);
-                self.rederive_with(jobs_changed, dt, telemetry, samples);
+                self.derive(jobs_changed, telemetry.then_some(dt), samples);
                 true
             }
         };
         // What changed becomes timeline events (a compact snapshot is compared); telemetry
         // within the second of the last look waits for the next one.
         if !is_delta || self.timeline.looked_at() != Some(self.now) {
+            match self.batch.as_mut() {
+                Some(b) => b.observe = true,
+                None => {
+                    let (snap, events) = journal::Timeline::observe(self);
+                    self.timeline.add(snap, events);
+                }
+            }
+        }
+        self.generation += 1;
+        changed
+    }
+
+    /// Applies updates that arrived together, deriving once at the end (the fleet walk, the
+    /// incidents, the timeline's look) instead of after each. The result equals applying them
+    /// one by one, except that telemetry within the batch is accounted at the batch's end
+    /// (each cluster for its own interval). Returns whether anything shown changed.
+    pub fn apply_batch(&mut self, updates: Vec<Update>) -> bool {
+        if updates.len() < 2 {
+            return updates.into_iter().fold(false, |c, u| self.apply(u) | c);
+        }
+        self.batch = Some(Batch::default());
+        let mut changed = false;
+        for u in updates {
+            changed |= self.apply(u);
+        }
+        let b = self.batch.take().unwrap_or_default();
+        if b.rederive {
+            self.rederive_with(b.jobs_changed, &b.dts, Samples::default());
+        } else if b.incidents {
+            self.incidents = incidents::detect(self, &self.flag_scan());
+        }
+        if b.observe {
             let (snap, events) = journal::Timeline::observe(self);
             self.timeline.add(snap, events);
         }
         self.generation += 1;
         changed
+    }
+
+    /// Incidents again after a change that touches no node data (now, or at the batch's end).
+    fn redetect(&mut self) {
+        match self.batch.as_mut() {
+            Some(b) => b.incidents = true,
+            None => self.incidents = incidents::detect(self, &self.flag_scan()),
+        }
+    }
+
+    /// Derives after data changed; `telemetry`: the seconds of telemetry of the update's
+    /// cluster (`None`: no telemetry). In a batch, the node samples are applied now and the
+    /// walk waits for the batch's end.
+    fn derive(&mut self, jobs_changed: bool, telemetry: Option<f64>, mut samples: Samples) {
+        let Some(b) = self.batch.as_mut() else {
+            let dts = telemetry.map(|dt| vec![(self.scope.clone(), dt)]).unwrap_or_default();
+            self.rederive_with(jobs_changed, &dts, samples);
+            return;
+        };
+        b.rederive = true;
+        b.jobs_changed |= jobs_changed;
+        if let Some(dt) = telemetry {
+            match b.dts.iter_mut().find(|(c, _)| *c == self.scope) {
+                Some((_, sum)) => *sum += dt,
+                None => b.dts.push((self.scope.clone(), dt)),
+            }
+        }
+        for (&ni, sample) in samples.at.iter().zip(samples.samples.iter_mut()) {
+            if let Some(node) = self.nodes.get_mut(ni) {
+                apply_node_sample(node, sample);
+            }
+        }
     }
 
     /// Data from a source is proof of life: its last success moves to `at`. Returns whether
@@ -675,14 +753,11 @@ impl ClusterState {
         }
     }
 
-    /// Recomputes what is derived from the raw data after an update.
-    fn rederive(&mut self, jobs_changed: bool, dt: f64, telemetry: bool) {
-        self.rederive_with(jobs_changed, dt, telemetry, Samples::default());
-    }
-
-    fn rederive_with(&mut self, jobs_changed: bool, dt: f64, telemetry: bool, samples: Samples) {
+    /// Recomputes what is derived from the raw data after an update; `dts`: the seconds of
+    /// telemetry per cluster that sent some (empty: no telemetry).
+    fn rederive_with(&mut self, jobs_changed: bool, dts: &[(Text, f64)], samples: Samples) {
         let (running, pending) = (self.totals.jobs_running, self.totals.jobs_pending);
-        let flags = fleet::pass(self, dt, telemetry, samples);
+        let flags = fleet::pass(self, dts, samples);
         if jobs_changed || self.queue_stats.len() != self.queues.len() {
             if self.waits_at.is_none_or(|t| self.now - t >= 60) {
                 self.waits = derive::wait_percentiles(self);

@@ -345,6 +345,7 @@ fn a_node_cut_to_the_gpu_cap_is_an_incident() {
     let mut real = s.clone();
     real.nodes[0].gpu_slots = crate::model::MAX_GPUS_PER_NODE;
     assert!(!rebuilt(&real).incidents.iter().any(|i| i.signal == "gpu-count"));
+}
 
 #[test]
 fn each_fleet_cluster_s_acceptance_picture_is_its_own() {
@@ -368,4 +369,69 @@ fn each_fleet_cluster_s_acceptance_picture_is_its_own() {
     s.apply(wrap("lab", Update::Acceptance(picture("lab", 250.0))));
     assert_eq!((bw(&s, "prod-a"), bw(&s, "lab")), (Some(400.0), Some(250.0)));
     assert_eq!(s.acceptance.len(), 2);
+}
+
+/// A single-cluster state of `sim`'s cluster wrapped as `cluster` (the fleet's view of it).
+fn alone(cluster: &str, cfg: SimConfig, ticks: usize) -> ClusterState {
+    let mut sim = Sim::new(cfg);
+    let mut s = ClusterState::new(PriceCard::default(), Thresholds::default());
+    let wrap = |u| Update::Cluster { cluster: cluster.into(), update: Box::new(u) };
+    for u in sim.initial() {
+        s.apply(wrap(u));
+    }
+    for _ in 0..ticks {
+        s.apply(wrap(sim.tick()));
+    }
+    s
+}
+
+fn gpu_seconds(s: &ClusterState, cluster: &str) -> f64 {
+    s.jobs.iter().filter(|j| j.cluster == cluster).map(|j| j.gpu_seconds).sum()
+}
+
+/// One cluster's telemetry accounts GPU time to its own jobs only: in a fleet, each cluster's
+/// jobs hold exactly the GPU-seconds they hold when their cluster is opened alone (they held
+/// one cluster's interval more for every other cluster's update).
+#[test]
+fn a_cluster_s_telemetry_accounts_gpu_time_to_its_own_jobs_only() {
+    let (fleet, ..) = two_clusters(30);
+    for (name, cfg) in [
+        ("prod-a", SimConfig { nodes: 12, seed: 1, ..SimConfig::default() }),
+        ("lab", SimConfig { nodes: 8, seed: 2, ..SimConfig::default() }),
+    ] {
+        let own = gpu_seconds(&alone(name, cfg, 30), name);
+        assert!(own > 0.0, "{name} accounts GPU time");
+        let in_fleet = gpu_seconds(&fleet, name);
+        assert!((in_fleet - own).abs() < 1e-6, "{name}: {in_fleet} GPU-s in the fleet, {own} alone");
+    }
+}
+
+/// Updates applied as one batch give the state that applying them one by one gives: the same
+/// nodes, jobs, GPU-seconds, totals and incidents (a fleet's ticks arrive together).
+#[test]
+fn a_batch_of_updates_equals_applying_them_one_by_one() {
+    let (mut one, mut a1, mut b1) = two_clusters(5);
+    let (mut batched, mut a2, mut b2) = two_clusters(5);
+    let wrap = |c: &str, u| Update::Cluster { cluster: c.into(), update: Box::new(u) };
+    for _ in 0..20 {
+        let (ua, ub) = (a1.tick(), b1.tick());
+        assert_eq!(format!("{ua:?}"), format!("{:?}", a2.tick()), "the simulators agree");
+        b2.tick();
+        one.apply(wrap("prod-a", ua.clone()));
+        one.apply(wrap("lab", ub.clone()));
+        assert!(batched.apply_batch(vec![wrap("prod-a", ua), wrap("lab", ub)]));
+    }
+    let view = |s: &ClusterState| {
+        let jobs: Vec<String> = s
+            .jobs
+            .iter()
+            .map(|j| format!("{}/{} {:?} {:.3}", j.cluster, j.id, j.state, j.gpu_seconds))
+            .collect();
+        let nodes: Vec<String> =
+            s.nodes.iter().map(|n| format!("{}/{} {:?}", n.cluster, n.name, n.state)).collect();
+        let incidents: Vec<String> =
+            s.incidents.iter().map(|i| format!("{}/{}", i.cluster, i.title)).collect();
+        (jobs, nodes, incidents, format!("{:?}", s.totals))
+    };
+    assert_eq!(view(&one), view(&batched));
 }

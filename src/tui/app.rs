@@ -39,6 +39,8 @@ macro_rules! cx_of {
 pub enum Msg {
     Key(KeyEvent),
     Update(Update),
+    /// Updates that arrived together: applied as one batch (derived once).
+    Updates(Vec<Update>),
     /// A second passed (ages in the header move).
     Tick,
     Resize,
@@ -398,6 +400,7 @@ impl App {
                 // screen does not change, except the header's PAUSED age.
                 self.live.apply(u) && !self.ui.paused
             }
+            Msg::Updates(us) => self.live.apply_batch(us) && !self.ui.paused,
             Msg::Tick => {
                 self.expire_break_glass();
                 self.poll_doctor();

@@ -142,6 +142,9 @@ async fn ready_event(events: &mut EventStream) -> Option<Option<io::Result<Event
     .await
 }
 
+/// The most queued updates applied as one batch (one derivation) before keys are read again.
+const UPDATE_BATCH_MAX: usize = 64;
+
 /// Runs the console until the user quits, the terminal goes away or a signal arrives.
 pub async fn run(
     mut app: App,
@@ -292,11 +295,16 @@ pub async fn run(
             }
             u = updates.recv(), if updates_open => match u {
                 Some(u) => {
-                    dirty |= app.update(Msg::Update(u));
-                    // Apply whatever else is queued before drawing once.
-                    while let Ok(u) = updates.try_recv() {
-                        dirty |= app.update(Msg::Update(u));
+                    // Apply whatever else is queued with it, deriving once, before drawing
+                    // once (a fleet's clusters tick together). Bounded, so keys are read
+                    // between batches however fast sources send.
+                    let mut batch = vec![u];
+                    while batch.len() < UPDATE_BATCH_MAX
+                        && let Ok(u) = updates.try_recv()
+                    {
+                        batch.push(u);
                     }
+                    dirty |= app.update(Msg::Updates(batch));
                     // What changed goes to the event journal, off this task.
                     journal::tick(&mut app);
                 }
