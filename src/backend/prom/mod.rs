@@ -30,6 +30,7 @@
 pub mod api;
 pub mod client;
 pub mod config;
+pub mod evidence;
 pub mod focus;
 pub mod jobstats;
 pub mod map;
