@@ -77,8 +77,12 @@ pub fn load_expr(cfg: &PromConfig, kind: EvidenceKind, re: &str, step: i64) -> S
     let r = rate_window(cfg, step);
     match kind {
         EvidenceKind::Storage => {
-            let names = format!("__name__=~\"{}|{}\"", quoted(&m.nfs_read), quoted(&m.nfs_written));
-            format!("sum by ({}) ({})", by(cfg), over(cfg, "rate", "", re, &names, r))
+            // Read and written bytes are told apart by a label of their own: their rates
+            // (names dropped) would otherwise be two series with one label set.
+            let side = |metric: &str, dir: &str| {
+                format!("label_replace({}, \"rw\", \"{dir}\", \"\", \"\")", over(cfg, "rate", metric, re, "", r))
+            };
+            format!("sum by ({}) ({} or {})", by(cfg), side(&m.nfs_read, "r"), side(&m.nfs_written, "w"))
         }
         EvidenceKind::Disk => {
             let dev = format!("device=~\"{}\"", quoted(&cfg.disk_devices));
@@ -321,8 +325,10 @@ mod tests {
         let q = query(&c, Figure::Mean(EvidenceKind::Storage), &re, 3600, 60);
         assert_eq!(
             q,
-            "avg_over_time((sum by (instance) (rate({instance=~\"(gpu\\\\-016)([.:].*)?\",\
-             __name__=~\"node_mountstats_nfs_total_read_bytes_total|node_mountstats_nfs_total_write_bytes_total\"}[120s])))[3600s:60s])"
+            "avg_over_time((sum by (instance) (\
+             label_replace(rate(node_mountstats_nfs_total_read_bytes_total{instance=~\"(gpu\\\\-016)([.:].*)?\"}[120s]), \"rw\", \"r\", \"\", \"\") or \
+             label_replace(rate(node_mountstats_nfs_total_write_bytes_total{instance=~\"(gpu\\\\-016)([.:].*)?\"}[120s]), \"rw\", \"w\", \"\", \"\")\
+             ))[3600s:60s])"
         );
         let q = query(&c, Figure::HighCount(EvidenceKind::Storage), &re, 3600, 60);
         assert!(q.starts_with("count_over_time((") && q.ends_with(" >= 1800000000)[3600s:60s])"), "{q}");
