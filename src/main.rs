@@ -290,9 +290,21 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         if let Some(dir) = config.ledger_dir.clone() {
             let (ltx, lrx) = tokio::sync::mpsc::unbounded_channel();
             let retention = i64::from(config.ledger_retention_days) * 86_400;
-            match gpuplane::store::ledger::Writer::spawn(dir, retention, move |a| {
-                let _ = ltx.send(a);
-            }) {
+            // With Prometheus, the ledger's thread also keeps each ended job's efficiency
+            // summary (asked between writes, never on the console's task).
+            let summarise = config.prometheus.clone().and_then(|p| {
+                let f = gpuplane::cost::summary::summariser(p, config.efficiency.clone(), config.prices.clone())?;
+                let f: gpuplane::store::ledger::Summariser = Box::new(f);
+                Some((f, gpuplane::cost::summary::SUMMARY_MAX_AGE_S))
+            });
+            match gpuplane::store::ledger::Writer::spawn_with(
+                dir,
+                retention,
+                move |a| {
+                    let _ = ltx.send(a);
+                },
+                summarise,
+            ) {
                 Ok(w) => {
                     app.ledger = Some(gpuplane::tui::app::LedgerLink::new(w));
                     ledger_answers = Some(lrx);

@@ -270,4 +270,16 @@ fn evidence_beside_idle_gpus_equals_promql_and_says_no_data() {
     let text = home.text(gone, 77004);
     assert!(text.contains("from the ledger, recorded at ") && text.contains(&want), "{text}");
     assert!(Path::new(&path).exists());
+
+    // The console's ledger thread makes the same summary at the job's end.
+    let mut f = gpuplane::cost::summary::summariser(PromConfig::new(&url), Default::default(), Default::default())
+        .expect("a summariser");
+    let rec = record(77004, "gpu-006", storage_job.0, storage_job.1);
+    let json = f(&rec, &[iv(77004, "gpu-006", 2, storage_job), iv(77004, "gpu-006", 3, storage_job)])
+        .expect("a summary");
+    let s: gpuplane::cost::eff::Summary = serde_json::from_str(&json).unwrap();
+    assert_eq!(s.telemetry.source, "prometheus");
+    let ev = s.evidence.expect("evidence beside the idle GPUs");
+    assert_eq!(ev.findings.len(), 1, "{ev:#?}");
+    assert_eq!(ev.findings[0].text, want);
 }

@@ -446,3 +446,76 @@ fn the_chargeback_total_equals_the_cost_view() {
     let shown = gpuplane::tui::widgets::money(printed, "USD");
     assert!(screen.contains(&format!(" {shown} total")), "{shown} on\n{screen}");
 }
+
+/// The console's writer thread records a summary of each job it sees end (a recent end only,
+/// each job asked once), between writes, and the summary is read back as written; a file from
+/// before summaries (version 2) migrates to a table that holds them.
+#[test]
+fn the_writer_records_a_summary_when_a_job_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let summarise: ledger::Summariser = Box::new(move |r: &JobRecord, iv: &[GpuInterval]| {
+        seen.lock().unwrap().push((r.id, iv.len()));
+        // Job 3 has nothing in Prometheus: no summary.
+        (r.id != 3).then(|| format!("{{\"job\":{},\"gpus\":{}}}", r.id, iv.len()))
+    });
+    let w = Writer::spawn_with(dir.path().to_path_buf(), 0, |_| {}, Some((summarise, 3600))).expect("writer");
+    let mut o = obs(T0, vec![job(1, "a", T0 - 7200, None, 2, T0)]);
+    o.intervals = vec![GpuInterval {
+        job: 1,
+        node: "node-1".into(),
+        gpu: Some(0),
+        gpus: 1,
+        start: T0 - 7200,
+        end: T0,
+        util: Some(10.0),
+    }];
+    assert!(w.send(Request::Record(Box::new(o))));
+    // Job 1 ends; job 2 ended two days ago (accounting history: not asked); job 3 ends too.
+    let ended = obs(
+        T0 + 60,
+        vec![
+            job(1, "a", T0 - 7200, Some(T0 + 30), 2, T0 + 60),
+            job(2, "a", T0 - 3 * DAY, Some(T0 - 2 * DAY), 1, T0 + 60),
+            job(3, "a", T0 - 600, Some(T0 + 50), 1, T0 + 60),
+        ],
+    );
+    assert!(w.send(Request::Record(Box::new(ended.clone()))));
+    // The same end seen again (another observation) is not asked again.
+    assert!(w.send(Request::Record(Box::new(ended))));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while asked.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (done, wait) = std::sync::mpsc::channel();
+    assert!(w.send(Request::Flush(done)));
+    wait.recv_timeout(Duration::from_secs(20)).expect("flushed");
+    w.finish();
+    assert_eq!(*asked.lock().unwrap(), vec![(1, 1), (3, 0)], "job 2 ended too long ago");
+    let l = Ledger::open(&ledger::path_for(dir.path(), "c1")).expect("open");
+    let (at, s) = l.summary(1).expect("read").expect("job 1's summary");
+    assert_eq!(s, "{\"job\":1,\"gpus\":1}");
+    assert!(at > 0);
+    assert_eq!(l.summary(3).expect("read"), None, "Prometheus had nothing: no summary");
+    assert_eq!(l.summary(2).expect("read"), None);
+    drop(l);
+
+    // A version-2 file gains the table and keeps its jobs.
+    let path = dir.path().join("old.sqlite");
+    let mut l = Ledger::open(&path).expect("new");
+    l.record(&[obs(T0, vec![job(9, "a", T0 - 600, Some(T0), 1, T0)])]).expect("record");
+    drop(l);
+    let c = rusqlite::Connection::open(&path).expect("sqlite");
+    c.execute_batch("DROP TABLE job_summaries").expect("drop");
+    c.pragma_update(None, "user_version", 2).expect("version 2");
+    drop(c);
+    let mut l = Ledger::open(&path).expect("migrated");
+    assert_eq!(l.version().expect("version"), ledger::SCHEMA_VERSION);
+    assert!(l.job(9).expect("read").is_some());
+    l.put_summary(9, T0, "{}").expect("a summary");
+    assert_eq!(l.summary(9).expect("read"), Some((T0, "{}".into())));
+    // Pruning a job forgets its summary.
+    l.prune(T0 + 1).expect("prune");
+    assert_eq!(l.summary(9).expect("read"), None);
+}

@@ -84,13 +84,18 @@ pub fn summariser(
     prices: PriceCard,
 ) -> Option<impl FnMut(&JobRecord, &[GpuInterval]) -> Option<String> + Send + 'static> {
     let client = PromClient::new(&cfg).map_err(|e| tracing::warn!("job summaries: {e}")).ok()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| tracing::warn!("job summaries: {e}"))
-        .ok()?;
+    // Made on the ledger's thread at first use (and dropped there), never on the console's.
+    let mut rt: Option<tokio::runtime::Runtime> = None;
     Some(move |r: &JobRecord, intervals: &[GpuInterval]| {
         let end = r.end?;
+        if rt.is_none() {
+            rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| tracing::warn!("job summaries: {e}"))
+                .ok();
+        }
+        let rt = rt.as_ref()?;
         let mut e = eff::job(r, intervals, &rules);
         let done = rt.block_on(measure(&client, &cfg, &rules, &prices, &mut e, r, placement(intervals), end));
         if let Err(err) = done {
