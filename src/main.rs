@@ -108,6 +108,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         let (ops_tx, ops_rx) = tokio::sync::mpsc::unbounded_channel();
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
         app.readonly = config.readonly;
+        app.efficiency = config.efficiency.clone();
         app.break_glass_limits = (config.break_glass_default_min, config.break_glass_max_min);
         app.limits = config.limits.clone();
         // Acceptance runs the console launches are followed, judged and recorded by the ops task.

@@ -98,7 +98,7 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
     if j.start.is_none() || j.gpus == 0 {
         return Vec::new();
     }
-    let rules = crate::cost::eff::Rules::default();
+    let rules = cx.rules;
     let mut out = vec![section(cx, "Efficiency")];
     let util = super::jobs::eff(j);
     out.push(kv(
