@@ -294,7 +294,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             // With Prometheus, the ledger's thread also keeps each ended job's efficiency
             // summary (asked between writes, never on the console's task).
             let summarise = config.prometheus.clone().and_then(|p| {
-                let f = gpuplane::cost::summary::summariser(p, config.efficiency.clone(), config.prices.clone())?;
+                let f =
+                    gpuplane::cost::summary::summariser(p, config.efficiency.clone(), config.prices.clone())?;
                 let f: gpuplane::store::ledger::Summariser = Box::new(f);
                 Some((f, gpuplane::cost::summary::SUMMARY_MAX_AGE_S))
             });

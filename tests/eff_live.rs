@@ -11,29 +11,16 @@
 
 mod common;
 
-use gpuplane::backend::prom::{PromClient, PromConfig};
 use gpuplane::store::{GpuInterval, JobRecord, Ledger, Observation};
 use serde_json::Value;
 
 fn url() -> String {
-    match std::env::var("GPUPLANE_TEST_PROM_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ => panic!(
-            "GPUPLANE_TEST_PROM_URL is not set: this test needs the real Prometheus that the test command starts — run scripts/test"
-        ),
-    }
+    common::prom_url()
 }
 
 /// One value of an instant query at `at` (`None`: no series).
 fn q(url: &str, promql: &str, at: i64) -> Option<f64> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let c = PromClient::new(&PromConfig::new(url)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
-    let r = body.parse().unwrap();
-    let v: Vec<f64> = r.results.iter().filter_map(|s| s.last()).map(|p| p.v).collect();
-    assert!(v.len() <= 1, "{promql}: {v:?}");
-    v.first().copied()
+    common::prom_value(url, promql, at)
 }
 
 fn record(id: u64, name: &str, gpus: u32, model: &str, start: i64, end: i64) -> JobRecord {

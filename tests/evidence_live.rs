@@ -12,30 +12,18 @@
 
 mod common;
 
-use gpuplane::backend::prom::{PromClient, PromConfig};
+use gpuplane::backend::prom::PromConfig;
 use gpuplane::store::{GpuInterval, JobRecord, Ledger, Observation};
 use serde_json::Value;
 use std::path::Path;
 
 fn url() -> String {
-    match std::env::var("GPUPLANE_TEST_PROM_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ => panic!(
-            "GPUPLANE_TEST_PROM_URL is not set: this test needs the real Prometheus that the test command starts — run scripts/test"
-        ),
-    }
+    common::prom_url()
 }
 
 /// One value of an instant query at `at` (`None`: no series).
 fn q(url: &str, promql: &str, at: i64) -> Option<f64> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let c = PromClient::new(&PromConfig::new(url)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
-    let r = body.parse().unwrap();
-    let v: Vec<f64> = r.results.iter().filter_map(|s| s.last()).map(|p| p.v).collect();
-    assert!(v.len() <= 1, "{promql}: {v:?}");
-    v.first().copied()
+    common::prom_value(url, promql, at)
 }
 
 /// A planted job's run, from its GPU series: the first sample and one step past the last.
@@ -175,7 +163,9 @@ fn evidence_beside_idle_gpus_equals_promql_and_says_no_data() {
             r#"(sum(rate(node_mountstats_nfs_total_read_bytes_total{{instance="{node}:9100"}}[2m])) + sum(rate(node_mountstats_nfs_total_write_bytes_total{{instance="{node}:9100"}}[2m])))"#
         )
     };
-    let cpu = |node: &str| format!(r#"(1 - avg(rate(node_cpu_seconds_total{{instance="{node}:9100",mode="idle"}}[2m])))"#);
+    let cpu = |node: &str| {
+        format!(r#"(1 - avg(rate(node_cpu_seconds_total{{instance="{node}:9100",mode="idle"}}[2m])))"#)
+    };
     let over = |f: &str, e: &str, (s, t): (i64, i64)| q(&url, &format!("{f}(({e})[{}s:60s])", t - s), t);
 
     // 77004: its GPUs idle while storage sits at the ceiling.
@@ -237,7 +227,12 @@ fn evidence_beside_idle_gpus_equals_promql_and_says_no_data() {
     let n = &e["evidence"]["nodes"][0];
     assert_eq!(n["node"], "gpu-016");
     assert_eq!(e["evidence"]["findings"], serde_json::json!([]), "{e:#}");
-    near(&n["storage"]["mean"], over("avg_over_time", &nfs("gpu-016"), quiet_job).unwrap(), 1e-4, "quiet storage");
+    near(
+        &n["storage"]["mean"],
+        over("avg_over_time", &nfs("gpu-016"), quiet_job).unwrap(),
+        1e-4,
+        "quiet storage",
+    );
     assert_eq!(n["ib_link_downed"], 0.0);
     assert_eq!(e["evidence"]["no_data"], serde_json::json!([]));
 
@@ -271,9 +266,31 @@ fn evidence_beside_idle_gpus_equals_promql_and_says_no_data() {
     assert!(text.contains("from the ledger, recorded at ") && text.contains(&want), "{text}");
     assert!(Path::new(&path).exists());
 
+    // The console's detail pane: the history of a job's focus carries the evidence on its
+    // nodes over the same hour (here the hour up to 77004's end, which holds its saturation).
+    let cfg = PromConfig::new(&url);
+    let client = gpuplane::backend::prom::PromClient::new(&cfg).unwrap();
+    let focus =
+        gpuplane::model::protocol::Focus::Job(77004, vec![("gpu-006".into(), 2), ("gpu-006".into(), 3)]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let h = rt
+        .block_on(gpuplane::backend::prom::focus::fetch(&client, &cfg, &focus, storage_job.1))
+        .expect("history")
+        .expect("a job focus is asked for");
+    let ev = h.evidence.expect("the job's nodes over the hour");
+    assert_eq!((ev.end - ev.start, ev.nodes.len()), (3600, 1));
+    let hour = (ev.start, ev.end);
+    let s = ev.nodes[0].storage.clone();
+    assert_eq!(
+        s.at_ceiling_s,
+        over("count_over_time", &format!("{} >= 1.8e9", nfs("gpu-006")), hour).map(|n| n as i64 * 60)
+    );
+    assert!(ev.findings.iter().any(|f| f.text.ends_with("of the last hour on gpu-006")), "{ev:#?}");
+
     // The console's ledger thread makes the same summary at the job's end.
-    let mut f = gpuplane::cost::summary::summariser(PromConfig::new(&url), Default::default(), Default::default())
-        .expect("a summariser");
+    let mut f =
+        gpuplane::cost::summary::summariser(PromConfig::new(&url), Default::default(), Default::default())
+            .expect("a summariser");
     let rec = record(77004, "gpu-006", storage_job.0, storage_job.1);
     let json = f(&rec, &[iv(77004, "gpu-006", 2, storage_job), iv(77004, "gpu-006", 3, storage_job)])
         .expect("a summary");

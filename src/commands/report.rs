@@ -109,7 +109,8 @@ fn telemetry(
     gpus.dedup();
     let end = rec.end.unwrap_or(state.now);
     let done = PromClient::new(cfg).map_err(|e| e.to_string()).and_then(|client| {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+        let rt =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
         rt.block_on(crate::cost::summary::measure(
             &client,
             cfg,
@@ -159,7 +160,10 @@ fn keep_or_restore(
                 let why = e.telemetry_missing.take();
                 crate::cost::eff::from_ledger(e, rec, s, at, &config.efficiency);
                 if let Some(why) = why {
-                    eprintln!("gpuplane: {why}; the figures are the ledger's, recorded at {}", crate::clock::stamp(at));
+                    eprintln!(
+                        "gpuplane: {why}; the figures are the ledger's, recorded at {}",
+                        crate::clock::stamp(at)
+                    );
                 }
             }
             Err(err) => eprintln!("gpuplane: the ledger's summary of job {}: {err}", rec.id),
@@ -311,8 +315,8 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
 /// The evidence seen on the job's nodes while its GPUs idled: the findings, each node's
 /// figures beside their ceilings, and what had no data.
 fn evidence_markdown(o: &mut String, e: &crate::cost::eff::JobEfficiency) {
-    use crate::backend::prom::evidence::rate_text;
     use crate::sanitize::sanitize;
+    use crate::tui::widgets::rate as rate_text;
     use std::fmt::Write;
     let Some(ev) = &e.evidence else {
         if let Some(why) = &e.evidence_missing {

@@ -171,8 +171,7 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
         .map(|g| format!("{}:{}", g.node, g.gpu.unwrap_or_default()))
         .collect();
     let time_limit_used = time_used(r, run_s);
-    let notes =
-        notes(&Seen { r, run_s, util, idle: &idle_gpus, time_used: time_limit_used, t: None }, rules);
+    let notes = notes(&Seen { r, run_s, util, idle: &idle_gpus, time_used: time_limit_used, t: None }, rules);
     JobEfficiency {
         id: r.id,
         name: r.name.clone(),
@@ -282,10 +281,8 @@ pub fn with_telemetry(
 fn renote(e: &mut JobEfficiency, r: &JobRecord, rules: &Rules) {
     let t = e.telemetry.as_ref();
     let util = t.and_then(|t| t.util).or(e.util);
-    let mut v = notes(
-        &Seen { r, run_s: e.run_s, util, idle: &e.idle_gpus, time_used: e.time_limit_used, t },
-        rules,
-    );
+    let mut v =
+        notes(&Seen { r, run_s: e.run_s, util, idle: &e.idle_gpus, time_used: e.time_limit_used, t }, rules);
     if let Some(ev) = &e.evidence
         && e.run_s >= rules.min_run_s
     {

@@ -25,7 +25,14 @@ pub struct Ceilings {
 
 impl Default for Ceilings {
     fn default() -> Self {
-        Ceilings { storage_bytes_s: 2.0e9, disk_busy: 0.9, cpu_busy: 0.9, near: 0.9, min_s: 300, ib_errors: 10.0 }
+        Ceilings {
+            storage_bytes_s: 2.0e9,
+            disk_busy: 0.9,
+            cpu_busy: 0.9,
+            near: 0.9,
+            min_s: 300,
+            ib_errors: 10.0,
+        }
     }
 }
 

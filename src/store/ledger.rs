@@ -784,7 +784,8 @@ fn writer_loop(
                         }
                         if let Some((_, max_age)) = &summarise {
                             for o in &batch {
-                                for j in o.jobs.iter().filter(|j| j.end.is_some_and(|e| o.at - e <= *max_age)) {
+                                for j in o.jobs.iter().filter(|j| j.end.is_some_and(|e| o.at - e <= *max_age))
+                                {
                                     if todo.len() < SUMMARY_QUEUE && asked.insert(j.id) {
                                         todo.push_back((cluster.clone(), j.id));
                                     }
@@ -824,7 +825,13 @@ fn writer_loop(
 }
 
 /// Records the summary of job `id` of `cluster` unless the ledger has one already.
-fn summarise_one(open: &mut Option<(String, Ledger)>, dir: &Path, cluster: &str, id: u64, f: &mut Summariser) {
+fn summarise_one(
+    open: &mut Option<(String, Ledger)>,
+    dir: &Path,
+    cluster: &str,
+    id: u64,
+    f: &mut Summariser,
+) {
     let r = ledger_for(open, dir, cluster).and_then(|l| {
         if l.summary(id)?.is_some() {
             return Ok(None);

@@ -216,3 +216,25 @@ pub fn app_with_alerts() -> App {
     a.update(Msg::Update(gpuplane::model::protocol::Update::Alerts(Box::new(recorded_alerts(now)))));
     a
 }
+
+/// The URL of the test Prometheus (scripts/test starts it); a live test fails without it.
+pub fn prom_url() -> String {
+    match std::env::var("GPUPLANE_TEST_PROM_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => panic!(
+            "GPUPLANE_TEST_PROM_URL is not set: this test needs the real Prometheus that the test command starts — run scripts/test"
+        ),
+    }
+}
+
+/// One value of an instant PromQL query at `at` (`None`: no series; more than one fails).
+pub fn prom_value(url: &str, promql: &str, at: i64) -> Option<f64> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let c = gpuplane::backend::prom::PromClient::new(&gpuplane::backend::prom::PromConfig::new(url)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
+    let r = body.parse().unwrap();
+    let v: Vec<f64> = r.results.iter().filter_map(|s| s.last()).map(|p| p.v).collect();
+    assert!(v.len() <= 1, "{promql}: {v:?}");
+    v.first().copied()
+}

@@ -13,7 +13,7 @@
 
 use super::client::{Body, PromClient, PromError};
 use super::config::PromConfig;
-use super::focus::{host_regex, quoted};
+use super::focus::{host_regex, matchers, quoted};
 use crate::model::Epoch;
 use crate::model::evidence::{Ceilings, Evidence, EvidenceKind, Finding, Load, NodeEvidence};
 use std::collections::BTreeMap;
@@ -50,18 +50,10 @@ fn by(cfg: &PromConfig) -> String {
 
 /// `func(metric{host=~re,extra}[w])` for each node host label, joined with `or`.
 fn over(cfg: &PromConfig, func: &str, metric: &str, re: &str, extra: &str, w: i64) -> String {
-    let terms: Vec<String> = cfg
-        .labels
-        .node_host
+    let host = format!("=~\"{}\"", quoted(re));
+    let terms: Vec<String> = matchers(cfg, &cfg.labels.node_host, &host, extra)
         .iter()
-        .map(|h| {
-            let parts: Vec<String> =
-                [cfg.selector.clone(), format!("{h}=~\"{}\"", quoted(re)), extra.to_string()]
-                    .into_iter()
-                    .filter(|p| !p.is_empty())
-                    .collect();
-            format!("{func}({metric}{{{}}}[{w}s])", parts.join(","))
-        })
+        .map(|m| format!("{func}({metric}{{{m}}}[{w}s])"))
         .collect();
     terms.join(" or ")
 }
@@ -80,7 +72,10 @@ pub fn load_expr(cfg: &PromConfig, kind: EvidenceKind, re: &str, step: i64) -> S
             // Read and written bytes are told apart by a label of their own: their rates
             // (names dropped) would otherwise be two series with one label set.
             let side = |metric: &str, dir: &str| {
-                format!("label_replace({}, \"rw\", \"{dir}\", \"\", \"\")", over(cfg, "rate", metric, re, "", r))
+                format!(
+                    "label_replace({}, \"rw\", \"{dir}\", \"\", \"\")",
+                    over(cfg, "rate", metric, re, "", r)
+                )
             };
             format!("sum by ({}) ({} or {})", by(cfg), side(&m.nfs_read, "r"), side(&m.nfs_written, "w"))
         }
@@ -89,7 +84,11 @@ pub fn load_expr(cfg: &PromConfig, kind: EvidenceKind, re: &str, step: i64) -> S
             format!("max by ({}) ({})", by(cfg), over(cfg, "rate", &m.disk_io_time, re, &dev, r))
         }
         EvidenceKind::Cpu | EvidenceKind::Infiniband => {
-            format!("1 - avg by ({}) ({})", by(cfg), over(cfg, "rate", &m.cpu_seconds, re, "mode=\"idle\"", r))
+            format!(
+                "1 - avg by ({}) ({})",
+                by(cfg),
+                over(cfg, "rate", &m.cpu_seconds, re, "mode=\"idle\"", r)
+            )
         }
     }
 }
@@ -107,7 +106,9 @@ pub fn ceiling(c: &Ceilings, kind: EvidenceKind) -> f64 {
 pub fn query(cfg: &PromConfig, f: Figure, re: &str, span: i64, step: i64) -> String {
     let sub = |e: String| format!("({e})[{}s:{step}s]", span.max(1));
     let thr = |k| cfg.evidence.near * ceiling(&cfg.evidence, k);
-    let ib = |metric: &str| format!("sum by ({}) ({})", by(cfg), over(cfg, "increase", metric, re, "", span.max(1)));
+    let ib = |metric: &str| {
+        format!("sum by ({}) ({})", by(cfg), over(cfg, "increase", metric, re, "", span.max(1)))
+    };
     match f {
         Figure::Mean(k) => format!("avg_over_time({})", sub(load_expr(cfg, k, re, step))),
         Figure::Peak(k) => format!("max_over_time({})", sub(load_expr(cfg, k, re, step))),
@@ -135,20 +136,6 @@ pub fn values(cfg: &PromConfig, body: &Body) -> Result<BTreeMap<String, f64>, Pr
         }
     }
     Ok(out)
-}
-
-/// Decimal bytes per second: `2.0 GB/s`, `512 MB/s`.
-pub fn rate_text(bps: f64) -> String {
-    let (v, u) = if bps >= 1e9 {
-        (bps / 1e9, "GB/s")
-    } else if bps >= 1e6 {
-        (bps / 1e6, "MB/s")
-    } else if bps >= 1e3 {
-        (bps / 1e3, "kB/s")
-    } else {
-        (bps, "B/s")
-    };
-    if v >= 100.0 { format!("{v:.0} {u}") } else { format!("{v:.1} {u}") }
 }
 
 /// Assembles the answers for `nodes` into per-node figures, findings and what had no data.
@@ -221,7 +208,8 @@ fn say_missing(out: &mut Vec<String>, label: &str, metric: &str, missing: &[&str
 pub fn findings(nodes: &[NodeEvidence], c: &Ceilings, window: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     for n in nodes {
-        for (k, l) in [(EvidenceKind::Storage, &n.storage), (EvidenceKind::Disk, &n.disk), (EvidenceKind::Cpu, &n.cpu)]
+        for (k, l) in
+            [(EvidenceKind::Storage, &n.storage), (EvidenceKind::Disk, &n.disk), (EvidenceKind::Cpu, &n.cpu)]
         {
             let (Some(secs), Some(v)) = (l.at_ceiling_s, l.at_ceiling_mean) else { continue };
             if secs < c.min_s.max(1) {
@@ -233,8 +221,8 @@ pub fn findings(nodes: &[NodeEvidence], c: &Ceilings, window: &str) -> Vec<Findi
             let node = crate::sanitize::sanitize(&n.node);
             let text = match k {
                 EvidenceKind::Storage => format!(
-                    "storage at {pct:.0}% of its {} ceiling for {dur} of {window} on {node}",
-                    rate_text(ceil)
+                    "storage at {pct:.0}% of its {:.1} GB/s ceiling for {dur} of {window} on {node}",
+                    ceil / 1e9
                 ),
                 EvidenceKind::Disk => format!(
                     "local disk {:.0}% busy (ceiling {:.0}%) for {dur} of {window} on {node}",
@@ -247,7 +235,14 @@ pub fn findings(nodes: &[NodeEvidence], c: &Ceilings, window: &str) -> Vec<Findi
                     100.0 * ceil
                 ),
             };
-            out.push(Finding { kind: k, node: n.node.clone(), value: v, ceiling: Some(ceil), seconds: Some(secs), text });
+            out.push(Finding {
+                kind: k,
+                node: n.node.clone(),
+                value: v,
+                ceiling: Some(ceil),
+                seconds: Some(secs),
+                text,
+            });
         }
         let node = crate::sanitize::sanitize(&n.node);
         if let Some(d) = n.ib_link_downed.map(f64::round).filter(|d| *d >= 1.0) {
@@ -308,8 +303,14 @@ pub async fn fetch(
     }
     let m = &cfg.metrics;
     let storage = format!("{}, {}", m.nfs_read, m.nfs_written);
-    let mut ev =
-        assemble(&nodes, &answers, &cfg.evidence, (start, end, step), window, [&storage, &m.disk_io_time, &m.cpu_seconds]);
+    let mut ev = assemble(
+        &nodes,
+        &answers,
+        &cfg.evidence,
+        (start, end, step),
+        window,
+        [&storage, &m.disk_io_time, &m.cpu_seconds],
+    );
     ev.queries = fs.len();
     Ok(Some(ev))
 }
@@ -333,17 +334,30 @@ mod tests {
         let q = query(&c, Figure::HighCount(EvidenceKind::Storage), &re, 3600, 60);
         assert!(q.starts_with("count_over_time((") && q.ends_with(" >= 1800000000)[3600s:60s])"), "{q}");
         let q = query(&c, Figure::HighMean(EvidenceKind::Cpu), &re, 600, 60);
-        assert!(q.contains("1 - avg by (instance) (rate(node_cpu_seconds_total{") && q.contains("mode=\"idle\""), "{q}");
+        assert!(
+            q.contains("1 - avg by (instance) (rate(node_cpu_seconds_total{") && q.contains("mode=\"idle\""),
+            "{q}"
+        );
         assert!(q.contains(" >= 0.81)[600s:60s]"), "{q}");
         let q = query(&c, Figure::Peak(EvidenceKind::Disk), &re, 3600, 60);
-        assert!(q.contains("max by (instance) (rate(node_disk_io_time_seconds_total{") && q.contains("device=~\"nvme"), "{q}");
+        assert!(
+            q.contains("max by (instance) (rate(node_disk_io_time_seconds_total{")
+                && q.contains("device=~\"nvme"),
+            "{q}"
+        );
         let q = query(&c, Figure::IbDowned, &re, 3600, 60);
-        assert!(q.starts_with("sum by (instance) (increase(node_infiniband_link_downed_total{") && q.ends_with("[3600s]))"));
+        assert!(
+            q.starts_with("sum by (instance) (increase(node_infiniband_link_downed_total{")
+                && q.ends_with("[3600s]))")
+        );
         // A long run keeps the subquery bounded: its step grows.
         assert_eq!(figures().len(), 15);
         let week = 7 * 86_400;
         let step = super::super::jobstats::step_for(week);
-        assert!(query(&c, Figure::Mean(EvidenceKind::Cpu), &re, week, step).contains(&format!("[{week}s:{step}s]")));
+        assert!(
+            query(&c, Figure::Mean(EvidenceKind::Cpu), &re, week, step)
+                .contains(&format!("[{week}s:{step}s]"))
+        );
         // The rate window is never finer than the step.
         assert!(load_expr(&c, EvidenceKind::Cpu, &re, 300).contains("[300s]"));
     }
@@ -393,7 +407,14 @@ mod tests {
         assert_eq!(ev.findings[0].value, 1.96e9);
         assert_eq!(ev.no_data, ["no data for local disk (io)", "no data for CPU on a"]);
         // Nothing measured at all: every figure says so; no finding claims health.
-        let ev = assemble(&nodes, &BTreeMap::new(), &Ceilings::default(), (0, 3600, 60), "the run", ["nfs", "io", "cpu"]);
+        let ev = assemble(
+            &nodes,
+            &BTreeMap::new(),
+            &Ceilings::default(),
+            (0, 3600, 60),
+            "the run",
+            ["nfs", "io", "cpu"],
+        );
         assert!(ev.findings.is_empty());
         assert_eq!(ev.no_data.len(), 4, "{:?}", ev.no_data);
         assert!(ev.no_data[0].starts_with("no data for storage throughput (nfs)"), "{:?}", ev.no_data);
@@ -406,7 +427,5 @@ mod tests {
         c.evidence.near = 0.5;
         let q = query(&c, Figure::HighCount(EvidenceKind::Storage), "a", 60, 60);
         assert!(q.contains(" >= 500000000)"), "{q}");
-        assert_eq!(rate_text(1.96e9), "2.0 GB/s");
-        assert_eq!(rate_text(512e6), "512 MB/s");
     }
 }

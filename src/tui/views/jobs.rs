@@ -546,6 +546,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         ));
     }
     out.extend(super::detail::efficiency(cx, j));
+    out.extend(super::detail::evidence(cx, j));
     if j.state == JobState::Running {
         let w = (width as usize).saturating_sub(14).min(120);
         let series: Vec<_> = j
