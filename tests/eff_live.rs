@@ -25,25 +25,8 @@ fn q(url: &str, promql: &str, at: i64) -> Option<f64> {
 
 fn record(id: u64, name: &str, gpus: u32, model: &str, start: i64, end: i64) -> JobRecord {
     JobRecord {
-        id,
-        name: name.into(),
-        user: "alice".into(),
-        account: "vision".into(),
-        queue: "gpu".into(),
-        state: "COMPLETED".into(),
-        submit: start - 60,
-        start: Some(start),
-        end: Some(end),
-        gpus,
-        gpu_model: Some(model.into()),
-        nodes: vec!["gpu-016".into()],
-        exit_reason: None,
-        gpu_seconds: f64::from(gpus) * (end - start) as f64,
-        useful_gpu_seconds: 0.0,
-        mean_util: None,
-        first_seen: start,
-        last_seen: end,
         time_limit: Some(86_400),
+        ..common::finished_job(id, name, gpus, model, "gpu-016", (start, end))
     }
 }
 

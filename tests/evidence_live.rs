@@ -37,27 +37,7 @@ fn window(url: &str, job: &str, gpu: u8) -> (i64, i64) {
 }
 
 fn record(id: u64, node: &str, start: i64, end: i64) -> JobRecord {
-    JobRecord {
-        id,
-        name: format!("planted-{id}"),
-        user: "alice".into(),
-        account: "vision".into(),
-        queue: "gpu".into(),
-        state: "COMPLETED".into(),
-        submit: start - 60,
-        start: Some(start),
-        end: Some(end),
-        gpus: 2,
-        gpu_model: Some("NVIDIA H100 80GB HBM3".into()),
-        nodes: vec![node.into()],
-        exit_reason: None,
-        gpu_seconds: 2.0 * (end - start) as f64,
-        useful_gpu_seconds: 0.0,
-        mean_util: None,
-        first_seen: start,
-        last_seen: end,
-        time_limit: None,
-    }
+    common::finished_job(id, &format!("planted-{id}"), 2, "NVIDIA H100 80GB HBM3", node, (start, end))
 }
 
 struct Home {

@@ -238,3 +238,36 @@ pub fn prom_value(url: &str, promql: &str, at: i64) -> Option<f64> {
     assert!(v.len() <= 1, "{promql}: {v:?}");
     v.first().copied()
 }
+
+/// A finished job as the scheduler side records it in the usage ledger (alice, vision, queue
+/// gpu, COMPLETED), on `node`, holding `gpus` GPUs of `model` for `[start, end)`.
+pub fn finished_job(
+    id: u64,
+    name: &str,
+    gpus: u32,
+    model: &str,
+    node: &str,
+    (start, end): (i64, i64),
+) -> gpuplane::store::JobRecord {
+    gpuplane::store::JobRecord {
+        id,
+        name: name.into(),
+        user: "alice".into(),
+        account: "vision".into(),
+        queue: "gpu".into(),
+        state: "COMPLETED".into(),
+        submit: start - 60,
+        start: Some(start),
+        end: Some(end),
+        gpus,
+        gpu_model: Some(model.into()),
+        nodes: vec![node.into()],
+        exit_reason: None,
+        gpu_seconds: f64::from(gpus) * (end - start) as f64,
+        useful_gpu_seconds: 0.0,
+        mean_util: None,
+        first_seen: start,
+        last_seen: end,
+        time_limit: None,
+    }
+}
