@@ -519,3 +519,68 @@ fn the_writer_records_a_summary_when_a_job_ends() {
     l.prune(T0 + 1).expect("prune");
     assert_eq!(l.summary(9).expect("read"), None);
 }
+
+/// `report job` with no Prometheus to ask: the summary the ledger recorded at the job's end
+/// answers, and the report says whose figures they are and when they were recorded.
+#[test]
+fn report_job_answers_from_the_ledgers_summary_without_prometheus() {
+    common::pin_utc();
+    let home = tempfile::tempdir().expect("tempdir");
+    let config = home.path().join("config.toml");
+    let dir = home.path().join("ledger").display().to_string();
+    std::fs::write(&config, format!("[ledger]\ndir = {dir:?}\n")).expect("config");
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(home.path())
+            .args(["--config", config.to_str().expect("utf-8"), "report", "job"])
+            .args(args)
+            .output()
+            .expect("run gpuplane")
+    };
+    let out = run(&["1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
+    let path = path.unwrap_or_else(|| panic!("the ledger's path in {err}"));
+    let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
+    let (start, end) = (T0 - 3600, T0);
+    l.record(&[obs(end, vec![job(4242, "vision", start, Some(end), 2, end)])]).expect("record");
+    let finding = "storage at 98% of its 2.0 GB/s ceiling for 20m00s of the run on node-1";
+    let summary = serde_json::json!({
+        "telemetry": {"source": "prometheus", "selected_by": "placement", "start": start, "end": end,
+                      "step_s": 60, "util": 9.5, "mem_peak_mib": 30000.0, "energy_kwh": 0.21,
+                      "never_ran": ["node-1:1"], "gpus": []},
+        "evidence": {"start": start, "end": end, "step_s": 60, "ceilings": {}, "nodes": [],
+                     "findings": [{"kind": "storage", "node": "node-1", "value": 1.96e9,
+                                   "ceiling": 2.0e9, "seconds": 1200, "text": finding}],
+                     "no_data": ["no data for CPU (node_cpu_seconds_total)"], "queries": 15},
+        "evidence_missing": null,
+    });
+    l.put_summary(4242, T0 + 600, &summary.to_string()).expect("summary");
+    drop(l);
+    let out = run(&["4242", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let t = &e["telemetry"];
+    assert_eq!(
+        (t["source"].as_str(), t["recorded_at_unix"].as_i64()),
+        (Some("ledger"), Some(T0 + 600)),
+        "{e:#}"
+    );
+    assert_eq!((t["util"].as_f64(), t["energy_kwh"].as_f64()), (Some(9.5), Some(0.21)));
+    assert!(e.get("telemetry_missing").is_none(), "the ledger answered: {e:#}");
+    assert_eq!(e["evidence"]["findings"][0]["value"].as_f64(), Some(1.96e9));
+    let notes = e["notes"].to_string();
+    assert!(notes.contains("never ran a process") && notes.contains(finding), "{notes}");
+    let out = run(&["4242", "-o", "text"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let when = gpuplane::clock::stamp(T0 + 600);
+    assert!(text.contains(&format!("From Prometheus (from the ledger, recorded at {when})")), "{text}");
+    assert!(text.contains(finding) && text.contains("no data for CPU"), "{text}");
+    // A job with no summary says why there are no figures, and invents none.
+    let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
+    l.record(&[obs(end, vec![job(4243, "vision", start, Some(end), 2, end)])]).expect("record");
+    drop(l);
+    let e: serde_json::Value = serde_json::from_slice(&run(&["4243", "-o", "json"]).stdout).expect("json");
+    assert!(e["telemetry"].is_null() && e["evidence"].is_null(), "{e:#}");
+    assert_eq!(e["telemetry_missing"], "no Prometheus configured ([prometheus] url)");
+}

@@ -572,4 +572,59 @@ mod tests {
         r.end = None;
         assert_eq!(job(&r, &[], &Rules::default()).time_limit_used, None);
     }
+
+    #[test]
+    fn evidence_beside_idle_gpus_becomes_a_note_and_a_ledger_summary_says_when() {
+        use crate::model::evidence::{Evidence, EvidenceKind, Finding};
+        let r = rec(2, &["n1"], 3600);
+        let mut e = job(&r, &[], &Rules::default());
+        assert_eq!(idle_cause(&e, &Rules::default()), None, "nothing measured: nothing to explain");
+        with_telemetry(
+            &mut e,
+            &r,
+            tel(vec![gpu("n1", "0", 90.0, 40000.0), gpu("n1", "1", 80.0, 40000.0)]),
+            &Rules::default(),
+            &Default::default(),
+        );
+        assert_eq!(idle_cause(&e, &Rules::default()), None, "busy GPUs");
+        with_telemetry(
+            &mut e,
+            &r,
+            tel(vec![gpu("n1", "0", 20.0, 40000.0), gpu("n1", "1", 0.0, 0.0)]),
+            &Rules::default(),
+            &Default::default(),
+        );
+        assert_eq!(idle_cause(&e, &Rules::default()).as_deref(), Some("1 GPU(s) never ran a process"));
+        let text = "storage at 98% of its 2.0 GB/s ceiling for 20m00s of the run on n1".to_string();
+        let ev = Evidence {
+            findings: vec![Finding {
+                kind: EvidenceKind::Storage,
+                node: "n1".into(),
+                value: 1.96e9,
+                ceiling: Some(2.0e9),
+                seconds: Some(1200),
+                text: text.clone(),
+            }],
+            ..Default::default()
+        };
+        with_evidence(&mut e, &r, ev, &Rules::default());
+        assert!(
+            e.notes
+                .iter()
+                .any(|n| n.level == Level::Warn && n.text == format!("beside the idle GPUs: {text}")),
+            "{:?}",
+            e.notes
+        );
+        // The summary the ledger keeps, read back: the same figures, said to be the ledger's.
+        let s = Summary::of(&e).expect("Prometheus answered");
+        let json = serde_json::to_string(&s).unwrap();
+        let mut back = job(&r, &[], &Rules::default());
+        from_ledger(&mut back, &r, serde_json::from_str(&json).unwrap(), 1234, &Rules::default());
+        let t = back.telemetry.as_ref().unwrap();
+        assert_eq!((t.source.as_str(), t.recorded_at), ("ledger", Some(1234)));
+        assert_eq!(t.util, e.telemetry.as_ref().unwrap().util);
+        assert_eq!(back.evidence, e.evidence);
+        assert_eq!(back.notes, e.notes);
+        assert!(Summary::of(&back).is_none(), "a summary is not kept again from itself");
+    }
 }
