@@ -292,8 +292,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             let (ltx, lrx) = tokio::sync::mpsc::unbounded_channel();
             let retention = i64::from(config.ledger_retention_days) * 86_400;
             // With Prometheus, the ledger's thread also keeps each ended job's efficiency
-            // summary (asked between writes, never on the console's task).
-            let summarise = config.prometheus.clone().and_then(|p| {
+            // summary (asked between writes, never on the console's task). Not in a fleet:
+            // each cluster's jobs would need that cluster's Prometheus.
+            let prom = config.prometheus.clone().filter(|_| config.clusters.is_empty());
+            let summarise = prom.and_then(|p| {
                 let f =
                     gpuplane::cost::summary::summariser(p, config.efficiency.clone(), config.prices.clone())?;
                 let f: gpuplane::store::ledger::Summariser = Box::new(f);

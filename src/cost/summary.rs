@@ -87,7 +87,7 @@ pub fn summariser(
     // Made on the ledger's thread at first use (and dropped there), never on the console's.
     let mut rt: Option<tokio::runtime::Runtime> = None;
     Some(move |r: &JobRecord, intervals: &[GpuInterval]| {
-        let end = r.end?;
+        let end = r.end.filter(|_| r.gpus > 0)?;
         if rt.is_none() {
             rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
