@@ -146,7 +146,7 @@ pub fn assemble(
     c: &Ceilings,
     (start, end, step): (Epoch, Epoch, i64),
     window: &str,
-    names: [&str; 3],
+    names: [&str; 4],
 ) -> Evidence {
     let get = |f: Figure, n: &str| answers.get(&f).and_then(|m| m.get(n)).copied();
     let load = |k: EvidenceKind, n: &str| {
@@ -171,7 +171,7 @@ pub fn assemble(
             ib_link_downed: get(Figure::IbDowned, n),
         });
     }
-    for (k, what) in LOADS.into_iter().zip(names) {
+    for (k, what) in LOADS.into_iter().zip(&names[..3]) {
         let pick = |e: &NodeEvidence| match k {
             EvidenceKind::Storage => e.storage.clone(),
             EvidenceKind::Disk => e.disk.clone(),
@@ -187,7 +187,7 @@ pub fn assemble(
         .filter(|e| e.ib_errors_received.is_none() && e.ib_link_downed.is_none())
         .map(|e| e.node.as_str())
         .collect();
-    say_missing(&mut ev.no_data, "InfiniBand port counters", "node_infiniband_*", &missing, nodes.len());
+    say_missing(&mut ev.no_data, "InfiniBand port counters", names[3], &missing, nodes.len());
     ev.findings = findings(&ev.nodes, c, window);
     ev
 }
@@ -303,13 +303,14 @@ pub async fn fetch(
     }
     let m = &cfg.metrics;
     let storage = format!("{}, {}", m.nfs_read, m.nfs_written);
+    let ib = format!("{}, {}", m.ib_rcv_errors, m.ib_link_downed);
     let mut ev = assemble(
         &nodes,
         &answers,
         &cfg.evidence,
         (start, end, step),
         window,
-        [&storage, &m.disk_io_time, &m.cpu_seconds],
+        [&storage, &m.disk_io_time, &m.cpu_seconds, &ib],
     );
     ev.queries = fs.len();
     Ok(Some(ev))
@@ -391,7 +392,8 @@ mod tests {
             (Figure::IbReceived, "a", 0.0),
         ]);
         let nodes = vec!["a".to_string(), "b".to_string()];
-        let ev = assemble(&nodes, &a, &Ceilings::default(), (0, 3600, 60), "the run", ["nfs", "io", "cpu"]);
+        let ev =
+            assemble(&nodes, &a, &Ceilings::default(), (0, 3600, 60), "the run", ["nfs", "io", "cpu", "ib"]);
         assert_eq!(ev.nodes[0].storage.at_ceiling_s, Some(41 * 60));
         assert_eq!(ev.nodes[1].storage.at_ceiling_s, Some(0));
         assert_eq!(ev.nodes[0].cpu.at_ceiling_s, None, "no data is not 0 s");
@@ -413,10 +415,11 @@ mod tests {
             &Ceilings::default(),
             (0, 3600, 60),
             "the run",
-            ["nfs", "io", "cpu"],
+            ["nfs", "io", "cpu", "ib"],
         );
         assert!(ev.findings.is_empty());
         assert_eq!(ev.no_data.len(), 4, "{:?}", ev.no_data);
+        assert_eq!(ev.no_data[3], "no data for InfiniBand port counters (ib)");
         assert!(ev.no_data[0].starts_with("no data for storage throughput (nfs)"), "{:?}", ev.no_data);
     }
 
