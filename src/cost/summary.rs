@@ -75,9 +75,16 @@ pub fn placement(intervals: &[GpuInterval]) -> Vec<(Text, u8)> {
 /// only about runs a console saw end, not about every job accounting history brings in.
 pub const SUMMARY_MAX_AGE_S: i64 = 6 * 3600;
 
+/// The longest one job's summary may take: the ledger's thread (and the console's exit, which
+/// waits for it) is held no longer.
+pub const SUMMARY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(15);
+/// After Prometheus failed a summary, ended jobs get none for this long (a Prometheus that is
+/// down is not asked about every job).
+pub const SUMMARY_PAUSE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The ledger thread's summariser: for a job that ended, its figures from Prometheus as the JSON
 /// the ledger keeps (`None`: Prometheus had nothing, or failed — said in the log). It blocks the
-/// ledger's own thread, never the console's; each query is bounded by `[prometheus] timeout`.
+/// ledger's own thread, never the console's, for at most [`SUMMARY_DEADLINE`].
 pub fn summariser(
     cfg: PromConfig,
     rules: Rules,
@@ -86,8 +93,12 @@ pub fn summariser(
     let client = PromClient::new(&cfg).map_err(|e| tracing::warn!("job summaries: {e}")).ok()?;
     // Made on the ledger's thread at first use (and dropped there), never on the console's.
     let mut rt: Option<tokio::runtime::Runtime> = None;
+    let mut paused_until: Option<std::time::Instant> = None;
     Some(move |r: &JobRecord, intervals: &[GpuInterval]| {
         let end = r.end.filter(|_| r.gpus > 0)?;
+        if paused_until.is_some_and(|t| std::time::Instant::now() < t) {
+            return None;
+        }
         if rt.is_none() {
             rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -97,10 +108,50 @@ pub fn summariser(
         }
         let rt = rt.as_ref()?;
         let mut e = eff::job(r, intervals, &rules);
-        let done = rt.block_on(measure(&client, &cfg, &rules, &prices, &mut e, r, placement(intervals), end));
-        if let Err(err) = done {
-            tracing::warn!(job = r.id, "job summary: {err}");
+        let ask = measure(&client, &cfg, &rules, &prices, &mut e, r, placement(intervals), end);
+        let done = rt.block_on(async { tokio::time::timeout(SUMMARY_DEADLINE, ask).await });
+        let failed = match done {
+            Ok(Ok(())) => None,
+            Ok(Err(err)) => Some(err),
+            Err(_) => Some(format!("no answer within {} s", SUMMARY_DEADLINE.as_secs())),
+        };
+        if let Some(err) = failed {
+            tracing::warn!(job = r.id, "job summary: {err}; none for {} min", SUMMARY_PAUSE.as_secs() / 60);
+            paused_until = Some(std::time::Instant::now() + SUMMARY_PAUSE);
+            return None;
         }
         Summary::of(&e).and_then(|s| serde_json::to_string(&s).ok())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(id: u64, gpus: u32) -> JobRecord {
+        JobRecord { id, gpus, start: Some(1000), end: Some(4600), nodes: vec!["n1".into()], ..Default::default() }
+    }
+
+    /// A Prometheus that never answers: no summary once its timeout passes, and the next jobs
+    /// are not asked about for a while (each would wait as long); a job without GPUs, or not
+    /// ended, is never asked about.
+    #[test]
+    fn a_failing_prometheus_gives_no_summary_and_pauses_the_asking() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        // Connections are accepted (the listen backlog) and never answered.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut cfg = PromConfig::new(format!("http://{}", silent.local_addr().unwrap()));
+        cfg.timeout = std::time::Duration::from_millis(300);
+        let mut f = summariser(cfg, Rules::default(), PriceCard::default()).expect("a summariser");
+        let t = std::time::Instant::now();
+        assert_eq!(f(&ended(1, 2), &[]), None);
+        let waited = t.elapsed();
+        assert!(waited >= std::time::Duration::from_millis(300) && waited < SUMMARY_DEADLINE, "{waited:?}");
+        let t = std::time::Instant::now();
+        assert_eq!(f(&ended(2, 2), &[]), None);
+        assert!(t.elapsed() < std::time::Duration::from_millis(50), "paused: not asked ({:?})", t.elapsed());
+        assert_eq!(f(&ended(3, 0), &[]), None);
+        let running = JobRecord { end: None, ..ended(4, 2) };
+        assert_eq!(f(&running, &[]), None);
+    }
 }
