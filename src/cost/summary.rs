@@ -129,7 +129,14 @@ mod tests {
     use super::*;
 
     fn ended(id: u64, gpus: u32) -> JobRecord {
-        JobRecord { id, gpus, start: Some(1000), end: Some(4600), nodes: vec!["n1".into()], ..Default::default() }
+        JobRecord {
+            id,
+            gpus,
+            start: Some(1000),
+            end: Some(4600),
+            nodes: vec!["n1".into()],
+            ..Default::default()
+        }
     }
 
     /// A Prometheus that never answers: no summary once its timeout passes, and the next jobs
