@@ -71,11 +71,7 @@ fn report_job_equals_promql_over_the_run_for_planted_jobs() {
             .expect("run gpuplane")
     };
     // The ledger's file is named after the cluster: the report says which when a job is missing.
-    let out = run(&["1"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
-    let path = path.unwrap_or_else(|| panic!("the ledger's path in {err}"));
+    let path = common::ledger_path_of(&run(&["1"]));
     let iv = |job: u64, g: u8| GpuInterval {
         job,
         node: "gpu-016".into(),

@@ -76,11 +76,7 @@ impl Home {
 
     /// The ledger's file (its name is the cluster's: the report says it when a job is missing).
     fn ledger(&self) -> std::path::PathBuf {
-        let out = self.run("", &["1"]);
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
-        path.unwrap_or_else(|| panic!("the ledger's path in {err}")).into()
+        common::ledger_path_of(&self.run("", &["1"]))
     }
 }
 

@@ -536,11 +536,7 @@ fn report_job_answers_from_the_ledgers_summary_without_prometheus() {
             .output()
             .expect("run gpuplane")
     };
-    let out = run(&["1"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
-    let path = path.unwrap_or_else(|| panic!("the ledger's path in {err}"));
+    let path = common::ledger_path_of(&run(&["1"]));
     let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
     let (start, end) = (T0 - 3600, T0);
     l.record(&[obs(end, vec![job(4242, "vision", start, Some(end), 2, end)])]).expect("record");

@@ -579,22 +579,13 @@ mod tests {
         let r = rec(2, &["n1"], 3600);
         let mut e = job(&r, &[], &Rules::default());
         assert_eq!(idle_cause(&e, &Rules::default()), None, "nothing measured: nothing to explain");
-        with_telemetry(
-            &mut e,
-            &r,
-            tel(vec![gpu("n1", "0", 90.0, 40000.0), gpu("n1", "1", 80.0, 40000.0)]),
-            &Rules::default(),
-            &Default::default(),
-        );
-        assert_eq!(idle_cause(&e, &Rules::default()), None, "busy GPUs");
-        with_telemetry(
-            &mut e,
-            &r,
-            tel(vec![gpu("n1", "0", 20.0, 40000.0), gpu("n1", "1", 0.0, 0.0)]),
-            &Rules::default(),
-            &Default::default(),
-        );
-        assert_eq!(idle_cause(&e, &Rules::default()).as_deref(), Some("1 GPU(s) never ran a process"));
+        // Busy GPUs: nothing to explain; a GPU that never ran a process: evidence is looked for.
+        for (second, mem, cause) in [(80.0, 40000.0, None), (0.0, 0.0, Some("1 GPU(s) never ran a process"))]
+        {
+            let t = tel(vec![gpu("n1", "0", 90.0 - second, 40000.0), gpu("n1", "1", second, mem)]);
+            with_telemetry(&mut e, &r, t, &Rules::default(), &Default::default());
+            assert_eq!(idle_cause(&e, &Rules::default()).as_deref(), cause);
+        }
         let text = "storage at 98% of its 2.0 GB/s ceiling for 20m00s of the run on n1".to_string();
         let ev = Evidence {
             findings: vec![Finding {

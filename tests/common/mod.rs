@@ -271,3 +271,12 @@ pub fn finished_job(
         time_limit: None,
     }
 }
+
+/// The ledger file `report job` reads, from its answer for a job that is not there (it names
+/// the file, which is named after the cluster).
+pub fn ledger_path_of(missing_job: &std::process::Output) -> std::path::PathBuf {
+    assert_eq!(missing_job.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing_job.stderr).to_string();
+    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
+    path.unwrap_or_else(|| panic!("the ledger's path in {err}")).into()
+}
