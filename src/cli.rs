@@ -398,7 +398,9 @@ pub enum ReportCommand {
     /// A job's efficiency, for the researcher who ran it: GPU utilisation per GPU and weighted
     /// by GPU-hours, GPUs idle the whole run, and notes ([efficiency] in the config: util below
     /// 15 % red, below 25 % a warning; no notes for runs under 5 minutes). From the usage
-    /// ledger, so it outlives Prometheus retention.
+    /// ledger, so it outlives Prometheus retention. With Prometheus, its GPUs' figures over the
+    /// run and, when they idled, what its nodes were doing meanwhile (storage, disk, CPU and
+    /// InfiniBand against [prometheus.evidence] ceilings); the ledger keeps both at the job's end.
     Job {
         /// The job id.
         id: u64,

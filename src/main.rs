@@ -108,6 +108,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         let (ops_tx, ops_rx) = tokio::sync::mpsc::unbounded_channel();
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
         app.readonly = config.readonly;
+        app.efficiency = config.efficiency.clone();
         app.break_glass_limits = (config.break_glass_default_min, config.break_glass_max_min);
         app.limits = config.limits.clone();
         // Acceptance runs the console launches are followed, judged and recorded by the ops task.
@@ -293,9 +294,24 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         if let Some(dir) = config.ledger_dir.clone() {
             let (ltx, lrx) = tokio::sync::mpsc::unbounded_channel();
             let retention = i64::from(config.ledger_retention_days) * 86_400;
-            match gpuplane::store::ledger::Writer::spawn(dir, retention, move |a| {
-                let _ = ltx.send(a);
-            }) {
+            // With Prometheus, the ledger's thread also keeps each ended job's efficiency
+            // summary (asked between writes, never on the console's task). Not in a fleet:
+            // each cluster's jobs would need that cluster's Prometheus.
+            let prom = config.prometheus.clone().filter(|_| config.clusters.is_empty());
+            let summarise = prom.and_then(|p| {
+                let f =
+                    gpuplane::cost::summary::summariser(p, config.efficiency.clone(), config.prices.clone())?;
+                let f: gpuplane::store::ledger::Summariser = Box::new(f);
+                Some((f, gpuplane::cost::summary::SUMMARY_MAX_AGE_S))
+            });
+            match gpuplane::store::ledger::Writer::spawn_with(
+                dir,
+                retention,
+                move |a| {
+                    let _ = ltx.send(a);
+                },
+                summarise,
+            ) {
                 Ok(w) => {
                     app.ledger = Some(gpuplane::tui::app::LedgerLink::new(w));
                     ledger_answers = Some(lrx);

@@ -210,6 +210,8 @@ async fn prometheus_series_missing_are_named_with_what_they_disable() {
             m.disk_written,
             m.nfs_read,
             m.nfs_written,
+            m.disk_io_time,
+            m.cpu_seconds,
         ]
         .into()
     };

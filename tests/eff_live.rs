@@ -11,52 +11,22 @@
 
 mod common;
 
-use gpuplane::backend::prom::{PromClient, PromConfig};
 use gpuplane::store::{GpuInterval, JobRecord, Ledger, Observation};
 use serde_json::Value;
 
 fn url() -> String {
-    match std::env::var("GPUPLANE_TEST_PROM_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ => panic!(
-            "GPUPLANE_TEST_PROM_URL is not set: this test needs the real Prometheus that the test command starts — run scripts/test"
-        ),
-    }
+    common::prom_url()
 }
 
 /// One value of an instant query at `at` (`None`: no series).
 fn q(url: &str, promql: &str, at: i64) -> Option<f64> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let c = PromClient::new(&PromConfig::new(url)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
-    let r = body.parse().unwrap();
-    let v: Vec<f64> = r.results.iter().filter_map(|s| s.last()).map(|p| p.v).collect();
-    assert!(v.len() <= 1, "{promql}: {v:?}");
-    v.first().copied()
+    common::prom_value(url, promql, at)
 }
 
 fn record(id: u64, name: &str, gpus: u32, model: &str, start: i64, end: i64) -> JobRecord {
     JobRecord {
-        id,
-        name: name.into(),
-        user: "alice".into(),
-        account: "vision".into(),
-        queue: "gpu".into(),
-        state: "COMPLETED".into(),
-        submit: start - 60,
-        start: Some(start),
-        end: Some(end),
-        gpus,
-        gpu_model: Some(model.into()),
-        nodes: vec!["gpu-016".into()],
-        exit_reason: None,
-        gpu_seconds: f64::from(gpus) * (end - start) as f64,
-        useful_gpu_seconds: 0.0,
-        mean_util: None,
-        first_seen: start,
-        last_seen: end,
         time_limit: Some(86_400),
+        ..common::finished_job(id, name, gpus, model, "gpu-016", (start, end))
     }
 }
 
@@ -101,11 +71,7 @@ fn report_job_equals_promql_over_the_run_for_planted_jobs() {
             .expect("run gpuplane")
     };
     // The ledger's file is named after the cluster: the report says which when a job is missing.
-    let out = run(&["1"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
-    let path = path.unwrap_or_else(|| panic!("the ledger's path in {err}"));
+    let path = common::ledger_path_of(&run(&["1"]));
     let iv = |job: u64, g: u8| GpuInterval {
         job,
         node: "gpu-016".into(),

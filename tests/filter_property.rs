@@ -197,7 +197,7 @@ proptest! {
         let cost = gpuplane::cost::CostReport::default();
         let theme = Theme::builtin("monochrome");
         let marks = Marks::default();
-        let cx = Cx { s: &state, cost: &cost, theme: &theme, glyphs: Glyphs::ASCII, user: "u", audit: &[], marked: &marks };
+        let cx = Cx { s: &state, cost: &cost, theme: &theme, glyphs: Glyphs::ASCII, user: "u", audit: &[], marked: &marks, rules: &Default::default() };
         let raw = raw(&terms);
         let mut f = Filter::parse(&raw).map_err(|e| TestCaseError::fail(format!("{raw}: {e}")))?;
         f.bind(&Random, &cx).map_err(|e| TestCaseError::fail(format!("{raw}: {e}")))?;

@@ -149,6 +149,7 @@ fn get_all_clusters_json_equals_the_console_rows() {
             user: "researcher",
             audit: &[],
             marked: &marks,
+            rules: &Default::default(),
         };
         // Through text, as `get` prints it (serde_json reads a float back to the nearest it
         // parses, not always the value written).

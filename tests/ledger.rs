@@ -446,3 +446,137 @@ fn the_chargeback_total_equals_the_cost_view() {
     let shown = gpuplane::tui::widgets::money(printed, "USD");
     assert!(screen.contains(&format!(" {shown} total")), "{shown} on\n{screen}");
 }
+
+/// The console's writer thread records a summary of each job it sees end (a recent end only,
+/// each job asked once), between writes, and the summary is read back as written; a file from
+/// before summaries (version 2) migrates to a table that holds them.
+#[test]
+fn the_writer_records_a_summary_when_a_job_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let summarise: ledger::Summariser = Box::new(move |r: &JobRecord, iv: &[GpuInterval]| {
+        seen.lock().unwrap().push((r.id, iv.len()));
+        // Job 3 has nothing in Prometheus: no summary.
+        (r.id != 3).then(|| format!("{{\"job\":{},\"gpus\":{}}}", r.id, iv.len()))
+    });
+    let w = Writer::spawn_with(dir.path().to_path_buf(), 0, |_| {}, Some((summarise, 3600))).expect("writer");
+    let mut o = obs(T0, vec![job(1, "a", T0 - 7200, None, 2, T0)]);
+    o.intervals = vec![GpuInterval {
+        job: 1,
+        node: "node-1".into(),
+        gpu: Some(0),
+        gpus: 1,
+        start: T0 - 7200,
+        end: T0,
+        util: Some(10.0),
+    }];
+    assert!(w.send(Request::Record(Box::new(o))));
+    // Job 1 ends; job 2 ended two days ago (accounting history: not asked); job 3 ends too.
+    let ended = obs(
+        T0 + 60,
+        vec![
+            job(1, "a", T0 - 7200, Some(T0 + 30), 2, T0 + 60),
+            job(2, "a", T0 - 3 * DAY, Some(T0 - 2 * DAY), 1, T0 + 60),
+            job(3, "a", T0 - 600, Some(T0 + 50), 1, T0 + 60),
+        ],
+    );
+    assert!(w.send(Request::Record(Box::new(ended.clone()))));
+    // The same end seen again (another observation) is not asked again.
+    assert!(w.send(Request::Record(Box::new(ended))));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while asked.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (done, wait) = std::sync::mpsc::channel();
+    assert!(w.send(Request::Flush(done)));
+    wait.recv_timeout(Duration::from_secs(20)).expect("flushed");
+    w.finish();
+    assert_eq!(*asked.lock().unwrap(), vec![(1, 1), (3, 0)], "job 2 ended too long ago");
+    let l = Ledger::open(&ledger::path_for(dir.path(), "c1")).expect("open");
+    let (at, s) = l.summary(1).expect("read").expect("job 1's summary");
+    assert_eq!(s, "{\"job\":1,\"gpus\":1}");
+    assert!(at > 0);
+    assert_eq!(l.summary(3).expect("read"), None, "Prometheus had nothing: no summary");
+    assert_eq!(l.summary(2).expect("read"), None);
+    drop(l);
+
+    // A version-2 file gains the table and keeps its jobs.
+    let path = dir.path().join("old.sqlite");
+    let mut l = Ledger::open(&path).expect("new");
+    l.record(&[obs(T0, vec![job(9, "a", T0 - 600, Some(T0), 1, T0)])]).expect("record");
+    drop(l);
+    let c = rusqlite::Connection::open(&path).expect("sqlite");
+    c.execute_batch("DROP TABLE job_summaries").expect("drop");
+    c.pragma_update(None, "user_version", 2).expect("version 2");
+    drop(c);
+    let mut l = Ledger::open(&path).expect("migrated");
+    assert_eq!(l.version().expect("version"), ledger::SCHEMA_VERSION);
+    assert!(l.job(9).expect("read").is_some());
+    l.put_summary(9, T0, "{}").expect("a summary");
+    assert_eq!(l.summary(9).expect("read"), Some((T0, "{}".into())));
+    // Pruning a job forgets its summary.
+    l.prune(T0 + 1).expect("prune");
+    assert_eq!(l.summary(9).expect("read"), None);
+}
+
+/// `report job` with no Prometheus to ask: the summary the ledger recorded at the job's end
+/// answers, and the report says whose figures they are and when they were recorded.
+#[test]
+fn report_job_answers_from_the_ledgers_summary_without_prometheus() {
+    common::pin_utc();
+    let home = tempfile::tempdir().expect("tempdir");
+    let config = home.path().join("config.toml");
+    let dir = home.path().join("ledger").display().to_string();
+    std::fs::write(&config, format!("[ledger]\ndir = {dir:?}\n")).expect("config");
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(home.path())
+            .args(["--config", config.to_str().expect("utf-8"), "report", "job"])
+            .args(args)
+            .output()
+            .expect("run gpuplane")
+    };
+    let path = common::ledger_path_of(&run(&["1"]));
+    let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
+    let (start, end) = (T0 - 3600, T0);
+    l.record(&[obs(end, vec![job(4242, "vision", start, Some(end), 2, end)])]).expect("record");
+    let finding = "storage at 98% of its 2.0 GB/s ceiling for 20m00s of the run on node-1";
+    let summary = serde_json::json!({
+        "telemetry": {"source": "prometheus", "selected_by": "placement", "start": start, "end": end,
+                      "step_s": 60, "util": 9.5, "mem_peak_mib": 30000.0, "energy_kwh": 0.21,
+                      "never_ran": ["node-1:1"], "gpus": []},
+        "evidence": {"start": start, "end": end, "step_s": 60, "ceilings": {}, "nodes": [],
+                     "findings": [{"kind": "storage", "node": "node-1", "value": 1.96e9,
+                                   "ceiling": 2.0e9, "seconds": 1200, "text": finding}],
+                     "no_data": ["no data for CPU (node_cpu_seconds_total)"], "queries": 15},
+        "evidence_missing": null,
+    });
+    l.put_summary(4242, T0 + 600, &summary.to_string()).expect("summary");
+    drop(l);
+    let out = run(&["4242", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let t = &e["telemetry"];
+    assert_eq!(
+        (t["source"].as_str(), t["recorded_at_unix"].as_i64()),
+        (Some("ledger"), Some(T0 + 600)),
+        "{e:#}"
+    );
+    assert_eq!((t["util"].as_f64(), t["energy_kwh"].as_f64()), (Some(9.5), Some(0.21)));
+    assert!(e.get("telemetry_missing").is_none(), "the ledger answered: {e:#}");
+    assert_eq!(e["evidence"]["findings"][0]["value"].as_f64(), Some(1.96e9));
+    let notes = e["notes"].to_string();
+    assert!(notes.contains("never ran a process") && notes.contains(finding), "{notes}");
+    let out = run(&["4242", "-o", "text"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let when = gpuplane::clock::stamp(T0 + 600);
+    assert!(text.contains(&format!("From Prometheus (from the ledger, recorded at {when})")), "{text}");
+    assert!(text.contains(finding) && text.contains("no data for CPU"), "{text}");
+    // A job with no summary says why there are no figures, and invents none.
+    let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
+    l.record(&[obs(end, vec![job(4243, "vision", start, Some(end), 2, end)])]).expect("record");
+    drop(l);
+    let e: serde_json::Value = serde_json::from_slice(&run(&["4243", "-o", "json"]).stdout).expect("json");
+    assert!(e["telemetry"].is_null() && e["evidence"].is_null(), "{e:#}");
+    assert_eq!(e["telemetry_missing"], "no Prometheus configured ([prometheus] url)");
+}

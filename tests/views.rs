@@ -86,6 +86,82 @@ fn jobs_running_detail() {
     snap("jobs_running_detail", ":jobs id==100034\r\r");
 }
 
+/// A job's detail with the evidence on its nodes over the hour beside its Efficiency section:
+/// a finding with its figure, ceiling and time, a quiet node's measured figures, and a figure
+/// that had no data said as such.
+#[test]
+fn jobs_detail_evidence() {
+    use gpuplane::model::evidence::{Ceilings, Evidence, EvidenceKind, Finding, Load, NodeEvidence};
+    use gpuplane::model::protocol::{Focus, FocusHistory, Update};
+    use gpuplane::tui::app::Msg;
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
+        let mut a = app();
+        typed(&mut a, ":jobs id==100034\r\r");
+        render(&mut a, w, h);
+        let focus = a.focus().expect("the open pane has a focus");
+        let Focus::Job(id, gpus) = &focus else { panic!("{focus:?}") };
+        let mut nodes: Vec<String> = gpus.iter().map(|(n, _)| n.to_string()).collect();
+        nodes.dedup();
+        let now = a.state().now;
+        let load = |mean: f64, at: i64| Load {
+            mean: Some(mean),
+            peak: Some(mean * 1.2),
+            at_ceiling_s: Some(at),
+            at_ceiling_mean: (at > 0).then_some(mean),
+        };
+        let node = |n: &str, storage: f64, at: i64| NodeEvidence {
+            node: n.into(),
+            storage: load(storage, at),
+            disk: load(0.02, 0),
+            cpu: Load::default(),
+            ib_errors_received: Some(0.0),
+            ib_symbol_errors: Some(0.0),
+            ib_link_downed: Some(0.0),
+        };
+        let mut ev_nodes = vec![node(&nodes[0], 1.96e9, 2460)];
+        ev_nodes.extend(nodes.iter().skip(1).map(|n| node(n, 3.0e6, 0)));
+        ev_nodes.push(node("quiet-1", 3.0e6, 0));
+        let text =
+            format!("storage at 98% of its 2.0 GB/s ceiling for 41m00s of the last hour on {}", nodes[0]);
+        let evidence = Evidence {
+            start: now - 3600,
+            end: now,
+            step_s: 60,
+            ceilings: Ceilings::default(),
+            nodes: ev_nodes,
+            findings: vec![Finding {
+                kind: EvidenceKind::Storage,
+                node: nodes[0].clone(),
+                value: 1.96e9,
+                ceiling: Some(2.0e9),
+                seconds: Some(2460),
+                text: text.clone(),
+            }],
+            no_data: vec!["no data for CPU (node_cpu_seconds_total)".into()],
+            queries: 15,
+        };
+        a.update(Msg::Update(Update::History(Box::new(FocusHistory {
+            focus: Focus::Job(*id, gpus.clone()),
+            start: now - 3600,
+            step: 30,
+            series: vec![gpuplane::model::protocol::HistorySeries {
+                metric: "util",
+                values: (0..121).map(|k| Some(if k % 10 < 2 { 90.0 } else { 3.0 })).collect(),
+            }],
+            at: now,
+            evidence: Some(Box::new(evidence)),
+        }))));
+        let screen = render(&mut a, w, h);
+        if h == 48 {
+            assert!(screen.contains("Evidence on its nodes (last 60 min"), "{screen}");
+            assert!(screen.contains("storage at 98% of its 2.0 GB/s"), "{screen}");
+            assert!(screen.contains("no data for CPU"), "{screen}");
+            assert!(screen.contains("quiet-1: nothing at a ceiling; storage 3.0MB/s"), "{screen}");
+        }
+        insta::assert_snapshot!(format!("jobs_detail_evidence_{w}x{h}"), screen);
+    }
+}
+
 #[test]
 fn jobs_pending_detail() {
     snap("jobs_pending_detail", ":jobs user==researcher state=pending\r\r");
@@ -223,6 +299,7 @@ fn nodes_detail_with_range_history() {
                 HistorySeries { metric: "nvlink", values: (0..121).map(|k| wave(k, 900.0, 400.0)).collect() },
             ],
             at: a.state().now,
+            evidence: None,
         }))));
         let screen = render(&mut a, w, h);
         if h == 48 {
@@ -259,6 +336,7 @@ fn wall_strip_charts_the_fleets_hour() {
             values: (0..121).map(|k| Some(k as f32 * 0.5 + 20.0)).collect(),
         }],
         at: a.state().now,
+        evidence: None,
     }))));
     let screen = render(&mut a, 80, 24);
     let strip = screen.lines().find(|l| l.contains("fleet 1h")).unwrap_or_else(|| panic!("{screen}"));

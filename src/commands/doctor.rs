@@ -1162,6 +1162,8 @@ fn series_needs(m: &prom::config::MetricNames) -> Vec<(&'static str, &str, &'sta
         ("series/storage", &m.disk_written, "local disk write throughput"),
         ("series/storage", &m.nfs_read, "NFS read throughput"),
         ("series/storage", &m.nfs_written, "NFS write throughput"),
+        ("series/storage", &m.disk_io_time, "local disk busy beside idle jobs (report job evidence)"),
+        ("series/cpu", &m.cpu_seconds, "CPU busy beside idle jobs (report job evidence)"),
     ]
 }
 
@@ -1182,6 +1184,7 @@ fn series_group(group: &str) -> (&'static str, &'static str) {
             "node_exporter's infiniband collector",
             "run node_exporter with the infiniband collector on the GPU nodes (fine to ignore on a fleet without InfiniBand)",
         ),
+        "series/cpu" => ("node_exporter's cpu collector", "run node_exporter with its default cpu collector"),
         _ => (
             "node_exporter's filesystem, diskstats and mountstats collectors",
             "run node_exporter with --collector.mountstats (NFS) and the default filesystem/diskstats collectors",

@@ -143,6 +143,7 @@ pub fn run(
         user: &config.user,
         audit: &audit,
         marked: &marks,
+        rules: &config.efficiency,
     };
     let mut st = TableState::default();
     st.set_filter(filter);

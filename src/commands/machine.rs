@@ -142,6 +142,7 @@ pub const TIME_FIELDS: &[&str] = &[
     "est_start",
     "ok_at",
     "at",
+    "recorded_at",
     "oldest_submit",
     "starts_at",
     "ends_at",

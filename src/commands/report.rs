@@ -45,11 +45,12 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
         if let Some(o) = crate::cost::track::Tracker::default().observe(&state) {
             l.record(&[o])?;
         }
-        l.job(id)
+        let job = l.job(id)?;
+        Ok((l, job))
     });
-    let (rec, intervals) = match found {
-        Ok(Some(x)) => x,
-        Ok(None) => {
+    let (mut ledger, rec, intervals) = match found {
+        Ok((l, Some((r, i)))) => (l, r, i),
+        Ok((_, None)) => {
             eprintln!("gpuplane: job {id} is not in the ledger of {} ({})", state.cluster, path.display());
             return ExitCode::from(2);
         }
@@ -60,6 +61,7 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
     };
     let mut e = crate::cost::eff::job(&rec, &intervals, &config.efficiency);
     telemetry(&mut e, &rec, &intervals, &state, config);
+    keep_or_restore(&mut e, &rec, &mut ledger, config);
     let text = match output {
         ReportOutput::Json => serde_json::to_value(&e)
             .map(|mut v| {
@@ -84,8 +86,8 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
     }
 }
 
-/// Adds what Prometheus measured over the job's run, when one is configured; says why not
-/// otherwise (`telemetry_missing`).
+/// Adds what Prometheus measured over the job's run (and, when its GPUs idled, the evidence on
+/// its nodes), when one is configured; says why not otherwise (`telemetry_missing`).
 fn telemetry(
     e: &mut crate::cost::eff::JobEfficiency,
     rec: &crate::store::JobRecord,
@@ -93,42 +95,81 @@ fn telemetry(
     state: &ClusterState,
     config: &Config,
 ) {
-    use crate::backend::prom::{PromClient, jobstats};
+    use crate::backend::prom::PromClient;
     let Some(cfg) = &config.prometheus else {
         e.telemetry_missing = Some("no Prometheus configured ([prometheus] url)".into());
         return;
     };
-    let Some(start) = rec.start else {
-        e.telemetry_missing = Some("the job has not started".into());
-        return;
-    };
-    let end = rec.end.unwrap_or(state.now).max(start + 1);
     // The placement: GPUs the ledger saw it hold, and those it holds now.
-    let mut gpus: Vec<(crate::model::Text, u8)> =
-        intervals.iter().filter_map(|i| Some((i.node.as_str().into(), i.gpu?))).collect();
+    let mut gpus = crate::cost::summary::placement(intervals);
     for n in &state.nodes {
         gpus.extend(n.gpus.iter().filter(|g| g.job == Some(rec.id)).map(|g| (n.name.clone(), g.index)));
     }
     gpus.sort();
     gpus.dedup();
-    let sel = jobstats::JobSelect { id: rec.id, start, end, gpus, idle_below: config.efficiency.idle_gpu };
-    let fetched = PromClient::new(cfg).and_then(|client| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| crate::backend::prom::PromError::Config(e.to_string()))?;
-        rt.block_on(jobstats::fetch(&client, cfg, &sel))
+    let end = rec.end.unwrap_or(state.now);
+    let done = PromClient::new(cfg).map_err(|e| e.to_string()).and_then(|client| {
+        let rt =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+        rt.block_on(crate::cost::summary::measure(
+            &client,
+            cfg,
+            &config.efficiency,
+            &config.prices,
+            e,
+            rec,
+            gpus,
+            end,
+        ))
     });
-    match fetched {
-        Ok(Some(t)) => crate::cost::eff::with_telemetry(e, rec, t, &config.efficiency, &config.prices),
-        Ok(None) => {
-            e.telemetry_missing =
-                Some("Prometheus has no GPU series of this job for its run (retention, or no labels)".into())
-        }
-        Err(err) => {
-            eprintln!("gpuplane: prometheus: {err}");
+    if let Err(err) = done {
+        eprintln!("gpuplane: prometheus: {err}");
+        if e.telemetry.is_none() && e.telemetry_missing.is_none() {
             e.telemetry_missing = Some(format!("prometheus: {err}"));
         }
+    }
+}
+
+/// A finished job's Prometheus figures are kept in the ledger; when Prometheus has nothing
+/// (forgotten, unreachable, not configured), the summary the ledger recorded answers instead.
+fn keep_or_restore(
+    e: &mut crate::cost::eff::JobEfficiency,
+    rec: &crate::store::JobRecord,
+    ledger: &mut crate::store::Ledger,
+    config: &Config,
+) {
+    use crate::cost::eff::Summary;
+    if rec.end.is_none() {
+        return;
+    }
+    if let Some(s) = Summary::of(e) {
+        match serde_json::to_string(&s) {
+            Ok(json) => {
+                let now = jiff::Timestamp::now().as_second();
+                if let Err(err) = ledger.put_summary(rec.id, now, &json) {
+                    eprintln!("gpuplane: {err}");
+                }
+            }
+            Err(err) => eprintln!("gpuplane: job summary: {err}"),
+        }
+        return;
+    }
+    match ledger.summary(rec.id) {
+        Ok(Some((at, json))) => match serde_json::from_str::<Summary>(&json) {
+            Ok(s) => {
+                let why = e.telemetry_missing.take();
+                crate::cost::eff::from_ledger(e, rec, s, at, &config.efficiency);
+                if let Some(why) = why {
+                    eprintln!(
+                        "gpuplane: {why}; the figures are the ledger's, recorded at {}",
+                        crate::clock::stamp(at)
+                    );
+                }
+            }
+            Err(err) => eprintln!("gpuplane: the ledger's summary of job {}: {err}", rec.id),
+        },
+        Ok(None) => {}
+        Err(err) => eprintln!("gpuplane: {err}"),
     }
 }
 
@@ -186,9 +227,15 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
     }
     match (&e.telemetry, &e.telemetry_missing) {
         (Some(t), _) => {
+            let origin = match t.recorded_at {
+                Some(at) if t.source == "ledger" => {
+                    format!(" (from the ledger, recorded at {})", crate::clock::stamp(at))
+                }
+                _ => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "\n## From Prometheus\n\n- {} to {}, GPUs selected by {}; idle stretches at {} s steps",
+                "\n## From Prometheus{origin}\n\n- {} to {}, GPUs selected by {}; idle stretches at {} s steps",
                 when(Some(t.start)),
                 when(Some(t.end)),
                 sanitize(&t.selected_by),
@@ -250,6 +297,7 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
         }
         (None, None) => {}
     }
+    evidence_markdown(&mut o, e);
     if !e.notes.is_empty() {
         o.push_str("\n## Notes\n\n");
         for n in &e.notes {
@@ -262,6 +310,66 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
         }
     }
     o
+}
+
+/// The evidence seen on the job's nodes while its GPUs idled: the findings, each node's
+/// figures beside their ceilings, and what had no data.
+fn evidence_markdown(o: &mut String, e: &crate::cost::eff::JobEfficiency) {
+    use crate::sanitize::sanitize;
+    use crate::tui::widgets::rate as rate_text;
+    use std::fmt::Write;
+    let Some(ev) = &e.evidence else {
+        if let Some(why) = &e.evidence_missing {
+            let _ = writeln!(o, "\nNo evidence from the nodes: {}.", sanitize(why));
+        }
+        return;
+    };
+    let c = &ev.ceilings;
+    let _ = writeln!(
+        o,
+        "\n## Evidence on its nodes\n\n- {} to {}, sampled every {} s; ceilings: storage {}, disk {:.0}% busy, CPU {:.0}% busy (at {:.0}% of a ceiling for {} or more)",
+        crate::clock::stamp(ev.start),
+        crate::clock::stamp(ev.end),
+        ev.step_s,
+        rate_text(c.storage_bytes_s),
+        100.0 * c.disk_busy,
+        100.0 * c.cpu_busy,
+        100.0 * c.near,
+        crate::clock::dur(c.min_s)
+    );
+    if ev.findings.is_empty() {
+        let _ = writeln!(o, "- nothing at a ceiling in what was measured");
+    }
+    for f in &ev.findings {
+        let _ = writeln!(o, "- **{}**", sanitize(&f.text));
+    }
+    for m in &ev.no_data {
+        let _ = writeln!(o, "- {}", sanitize(m));
+    }
+    let pct = |v: Option<f64>| fig(v.map(|v| 100.0 * v), "%", 0);
+    let secs = |s: Option<i64>| s.map_or_else(|| "-".to_string(), crate::clock::dur);
+    let _ = writeln!(
+        o,
+        "\n| node | storage mean | storage peak | at ceiling | disk busy mean | at ceiling | CPU busy mean | at ceiling | IB rcv errors | IB symbol errors | IB link downs |"
+    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for n in &ev.nodes {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            sanitize(&n.node).replace('|', "\\|"),
+            n.storage.mean.map_or_else(|| "-".to_string(), rate_text),
+            n.storage.peak.map_or_else(|| "-".to_string(), rate_text),
+            secs(n.storage.at_ceiling_s),
+            pct(n.disk.mean),
+            secs(n.disk.at_ceiling_s),
+            pct(n.cpu.mean),
+            secs(n.cpu.at_ceiling_s),
+            fig(n.ib_errors_received, "", 0),
+            fig(n.ib_symbol_errors, "", 0),
+            fig(n.ib_link_downed, "", 0),
+        );
+    }
 }
 
 /// A date (`2026-11-01`, midnight UTC) or an RFC 3339 time, as seconds since the epoch.

@@ -5,6 +5,7 @@
 pub use crate::backend::prom::jobstats::GpuTelemetry;
 use crate::backend::prom::jobstats::JobTelemetry;
 use crate::model::Epoch;
+use crate::model::evidence::Evidence;
 use crate::store::{GpuInterval, JobRecord};
 use std::collections::BTreeMap;
 
@@ -83,14 +84,23 @@ pub struct JobEfficiency {
     /// Why there is no telemetry (no Prometheus configured, no series, an error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry_missing: Option<String>,
+    /// What the job's nodes were doing over the run, when its GPUs were idle.
+    pub evidence: Option<Evidence>,
+    /// Why there is no evidence (the GPUs were busy, no Prometheus, an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence_missing: Option<String>,
     pub notes: Vec<Note>,
 }
 
 /// A job's figures from Prometheus: per GPU (or MIG slice) and for the job. Percentages are
 /// 0–100; a figure without data is `None`, never 0.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Telemetry {
-    pub source: &'static str,
+    /// `prometheus`, or `ledger` when the summary recorded at the job's end answers.
+    pub source: String,
+    /// When the ledger recorded it (a summary from the ledger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<Epoch>,
     /// How its GPUs were selected: by the `hpc_job` label or by placement.
     pub selected_by: String,
     pub start: Epoch,
@@ -161,8 +171,7 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
         .map(|g| format!("{}:{}", g.node, g.gpu.unwrap_or_default()))
         .collect();
     let time_limit_used = time_used(r, run_s);
-    let notes =
-        notes(&Evidence { r, run_s, util, idle: &idle_gpus, time_used: time_limit_used, t: None }, rules);
+    let notes = notes(&Seen { r, run_s, util, idle: &idle_gpus, time_used: time_limit_used, t: None }, rules);
     JobEfficiency {
         id: r.id,
         name: r.name.clone(),
@@ -183,6 +192,8 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
         time_limit_used,
         telemetry: None,
         telemetry_missing: None,
+        evidence: None,
+        evidence_missing: None,
         notes,
     }
 }
@@ -243,7 +254,8 @@ pub fn with_telemetry(
         (!v.is_empty()).then(|| v.iter().sum::<f64>())
     };
     let tel = Telemetry {
-        source: "prometheus",
+        source: "prometheus".into(),
+        recorded_at: None,
         selected_by: t.selected_by,
         start: t.start,
         end: t.end,
@@ -261,23 +273,82 @@ pub fn with_telemetry(
         never_ran: t.gpus.iter().filter(|g| g.never_ran == Some(true)).map(name).collect(),
         gpus: t.gpus,
     };
-    let util = tel.util.or(e.util);
-    e.notes = notes(
-        &Evidence {
-            r,
-            run_s: e.run_s,
-            util,
-            idle: &e.idle_gpus,
-            time_used: e.time_limit_used,
-            t: Some(&tel),
-        },
-        rules,
-    );
     e.telemetry = Some(tel);
+    renote(e, r, rules);
+}
+
+/// Writes the notes again from the figures `e` holds (the ledger's, Prometheus's, the nodes').
+fn renote(e: &mut JobEfficiency, r: &JobRecord, rules: &Rules) {
+    let t = e.telemetry.as_ref();
+    let util = t.and_then(|t| t.util).or(e.util);
+    let mut v =
+        notes(&Seen { r, run_s: e.run_s, util, idle: &e.idle_gpus, time_used: e.time_limit_used, t }, rules);
+    if let Some(ev) = &e.evidence
+        && e.run_s >= rules.min_run_s
+    {
+        for f in &ev.findings {
+            v.push(Note { level: Level::Warn, text: format!("beside the idle GPUs: {}", f.text) });
+        }
+    }
+    e.notes = v;
+}
+
+/// Why the job's GPUs count as idle (utilisation under the warning threshold, GPUs that never
+/// ran a process or sat idle all run), or `None` when they were busy.
+pub fn idle_cause(e: &JobEfficiency, rules: &Rules) -> Option<String> {
+    let t = e.telemetry.as_ref();
+    if let Some(t) = t.filter(|t| !t.never_ran.is_empty()) {
+        return Some(format!("{} GPU(s) never ran a process", t.never_ran.len()));
+    }
+    if t.is_none() && !e.idle_gpus.is_empty() {
+        return Some(format!("{} GPU(s) idle the whole run", e.idle_gpus.len()));
+    }
+    let util = t.and_then(|t| t.util).or(e.util)?;
+    (util < rules.util_warn).then(|| format!("GPU utilisation {util:.0}%"))
+}
+
+/// Adds the evidence seen on the job's nodes and writes the notes again with its findings.
+pub fn with_evidence(e: &mut JobEfficiency, r: &JobRecord, ev: Evidence, rules: &Rules) {
+    e.evidence = Some(ev);
+    e.evidence_missing = None;
+    renote(e, r, rules);
+}
+
+/// What the ledger keeps of a job's Prometheus figures at its end, so that its report still
+/// answers after Prometheus has forgotten the run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    pub telemetry: Telemetry,
+    pub evidence: Option<Evidence>,
+    pub evidence_missing: Option<String>,
+}
+
+impl Summary {
+    /// The summary of `e`, when Prometheus answered for it.
+    pub fn of(e: &JobEfficiency) -> Option<Summary> {
+        let t = e.telemetry.as_ref().filter(|t| t.source == "prometheus")?;
+        Some(Summary {
+            telemetry: t.clone(),
+            evidence: e.evidence.clone(),
+            evidence_missing: e.evidence_missing.clone(),
+        })
+    }
+}
+
+/// Puts a summary the ledger recorded at `at` in place of Prometheus's figures.
+pub fn from_ledger(e: &mut JobEfficiency, r: &JobRecord, s: Summary, at: Epoch, rules: &Rules) {
+    let mut t = s.telemetry;
+    t.source = "ledger".into();
+    t.recorded_at = Some(at);
+    e.telemetry = Some(t);
+    e.telemetry_missing = None;
+    e.evidence = s.evidence;
+    e.evidence_missing = s.evidence_missing;
+    renote(e, r, rules);
 }
 
 /// What the notes are written from.
-struct Evidence<'a> {
+struct Seen<'a> {
     r: &'a JobRecord,
     run_s: i64,
     /// Utilisation weighted by GPU-hours: Prometheus's when it answered, else the ledger's.
@@ -296,7 +367,7 @@ fn mig_fit(util: f64, peak_mib: f64, total_mib: f64) -> Option<(u32, u32)> {
         .find(|&(c, m)| util <= 100.0 * f64::from(c) / 7.0 && peak_mib <= total_mib * f64::from(m) / 8.0)
 }
 
-fn notes(ev: &Evidence<'_>, rules: &Rules) -> Vec<Note> {
+fn notes(ev: &Seen<'_>, rules: &Rules) -> Vec<Note> {
     let r = ev.r;
     let mut v = Vec::new();
     let note = |level, text: String| Note { level, text };
@@ -500,5 +571,51 @@ mod tests {
         // A running job has no time-limit use yet.
         r.end = None;
         assert_eq!(job(&r, &[], &Rules::default()).time_limit_used, None);
+    }
+
+    #[test]
+    fn evidence_beside_idle_gpus_becomes_a_note_and_a_ledger_summary_says_when() {
+        use crate::model::evidence::{Evidence, EvidenceKind, Finding};
+        let r = rec(2, &["n1"], 3600);
+        let mut e = job(&r, &[], &Rules::default());
+        assert_eq!(idle_cause(&e, &Rules::default()), None, "nothing measured: nothing to explain");
+        // Busy GPUs: nothing to explain; a GPU that never ran a process: evidence is looked for.
+        for (second, mem, cause) in [(80.0, 40000.0, None), (0.0, 0.0, Some("1 GPU(s) never ran a process"))]
+        {
+            let t = tel(vec![gpu("n1", "0", 90.0 - second, 40000.0), gpu("n1", "1", second, mem)]);
+            with_telemetry(&mut e, &r, t, &Rules::default(), &Default::default());
+            assert_eq!(idle_cause(&e, &Rules::default()).as_deref(), cause);
+        }
+        let text = "storage at 98% of its 2.0 GB/s ceiling for 20m00s of the run on n1".to_string();
+        let ev = Evidence {
+            findings: vec![Finding {
+                kind: EvidenceKind::Storage,
+                node: "n1".into(),
+                value: 1.96e9,
+                ceiling: Some(2.0e9),
+                seconds: Some(1200),
+                text: text.clone(),
+            }],
+            ..Default::default()
+        };
+        with_evidence(&mut e, &r, ev, &Rules::default());
+        assert!(
+            e.notes
+                .iter()
+                .any(|n| n.level == Level::Warn && n.text == format!("beside the idle GPUs: {text}")),
+            "{:?}",
+            e.notes
+        );
+        // The summary the ledger keeps, read back: the same figures, said to be the ledger's.
+        let s = Summary::of(&e).expect("Prometheus answered");
+        let json = serde_json::to_string(&s).unwrap();
+        let mut back = job(&r, &[], &Rules::default());
+        from_ledger(&mut back, &r, serde_json::from_str(&json).unwrap(), 1234, &Rules::default());
+        let t = back.telemetry.as_ref().unwrap();
+        assert_eq!((t.source.as_str(), t.recorded_at), ("ledger", Some(1234)));
+        assert_eq!(t.util, e.telemetry.as_ref().unwrap().util);
+        assert_eq!(back.evidence, e.evidence);
+        assert_eq!(back.notes, e.notes);
+        assert!(Summary::of(&back).is_none(), "a summary is not kept again from itself");
     }
 }

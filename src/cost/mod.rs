@@ -4,6 +4,7 @@
 pub mod bill;
 pub mod cause;
 pub mod eff;
+pub mod summary;
 pub mod track;
 
 use crate::model::{Epoch, Job, JobState, Text};

@@ -56,6 +56,7 @@ pub fn check(data: &[u8]) {
             user: "alice",
             audit: &[],
             marked: &fx.marks,
+            rules: &Default::default(),
         };
         let mut keys = Vec::new();
         src.keys(&cx, &mut keys);

@@ -177,6 +177,8 @@ pub struct FocusHistory {
     pub series: Vec<HistorySeries>,
     /// When it was fetched.
     pub at: Epoch,
+    /// For a job: what its nodes were doing over the same hour (storage, disk, CPU, InfiniBand).
+    pub evidence: Option<Box<super::evidence::Evidence>>,
 }
 
 impl FocusHistory {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The version [`MIGRATIONS`] brings a file to.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 const _: () = assert!(SCHEMA_VERSION == super::sqlite::version_of(MIGRATIONS));
 
 /// `MIGRATIONS[v]` takes a file from version `v` to `v + 1`.
@@ -77,6 +77,9 @@ pub const MIGRATIONS: &[&str] = &[
     "#,
     // 1 → 2: the scheduler's time limit of a job (seconds), for time-limit use.
     "ALTER TABLE jobs ADD COLUMN time_limit INTEGER;",
+    // 2 → 3: a job's efficiency summary from Prometheus, recorded at its end (JSON: the
+    // store does not read it), so its report outlives Prometheus's retention.
+    "CREATE TABLE job_summaries (job INTEGER PRIMARY KEY, recorded_at INTEGER NOT NULL, summary TEXT NOT NULL);",
 ];
 
 /// One job as the ledger keeps it.
@@ -517,6 +520,28 @@ impl Ledger {
         Ok(Some((job, intervals)))
     }
 
+    /// Keeps a job's efficiency summary (JSON), replacing an older one.
+    pub fn put_summary(&mut self, job: u64, at: Epoch, summary: &str) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "INSERT INTO job_summaries (job, recorded_at, summary) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (job) DO UPDATE SET recorded_at = excluded.recorded_at, summary = excluded.summary",
+                params![job as i64, at, summary],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// A job's efficiency summary and when it was recorded.
+    pub fn summary(&self, job: u64) -> Result<Option<(Epoch, String)>, LedgerError> {
+        self.conn
+            .query_row("SELECT recorded_at, summary FROM job_summaries WHERE job = ?1", [job as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
     /// Row counts: (jobs, GPU-intervals, capacity samples).
     pub fn counts(&self) -> Result<(u64, u64, u64), LedgerError> {
         self.conn
@@ -539,6 +564,7 @@ impl Ledger {
             tx.execute("DELETE FROM jobs WHERE COALESCE(ended, last_seen) < ?1", [before])?;
             tx.execute("DELETE FROM gpu_intervals WHERE ended < ?1", [before])?;
             tx.execute("DELETE FROM capacity WHERE at < ?1", [before])?;
+            tx.execute("DELETE FROM job_summaries WHERE job NOT IN (SELECT id FROM jobs)", [])?;
             tx.commit()
         })();
         r.map_err(|e| self.err(e))
@@ -597,9 +623,18 @@ pub enum Answer {
     Recovered,
 }
 
+/// Makes a job's efficiency summary (the JSON the ledger keeps) from its record and GPU
+/// intervals: asks Prometheus, so it runs on the ledger's thread, when no write is waiting.
+pub type Summariser = Box<dyn FnMut(&JobRecord, &[GpuInterval]) -> Option<String> + Send>;
+
+/// Jobs waiting for a summary, at most; past it, ended jobs get none from this console.
+const SUMMARY_QUEUE: usize = 256;
+
 /// The ledger's own thread: it owns the database, batches queued observations into one
-/// transaction, answers window queries, and prunes past the retention. Nothing here runs on
-/// the async runtime's threads.
+/// transaction, answers window queries, and prunes past the retention; when given a
+/// [`Summariser`], it records the efficiency summary of each job it sees end (within
+/// `max_age` seconds of the observation), between writes. Nothing here runs on the async
+/// runtime's threads.
 pub struct Writer {
     tx: Option<std::sync::mpsc::Sender<Request>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -613,10 +648,21 @@ impl Writer {
         retention_s: i64,
         answer: impl Fn(Answer) + Send + 'static,
     ) -> std::io::Result<Writer> {
+        Self::spawn_with(dir, retention_s, answer, None)
+    }
+
+    /// [`spawn`](Self::spawn) with a summariser of ended jobs and the oldest end (seconds
+    /// before the observation) it is asked about.
+    pub fn spawn_with(
+        dir: PathBuf,
+        retention_s: i64,
+        answer: impl Fn(Answer) + Send + 'static,
+        summarise: Option<(Summariser, i64)>,
+    ) -> std::io::Result<Writer> {
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
         let thread = std::thread::Builder::new()
             .name("ledger".into())
-            .spawn(move || writer_loop(&dir, retention_s, &rx, &answer))?;
+            .spawn(move || writer_loop(&dir, retention_s, &rx, &answer, summarise))?;
         Ok(Writer { tx: Some(tx), thread: Some(thread) })
     }
 
@@ -652,14 +698,29 @@ fn writer_loop(
     retention_s: i64,
     rx: &std::sync::mpsc::Receiver<Request>,
     answer: &dyn Fn(Answer),
+    mut summarise: Option<(Summariser, i64)>,
 ) {
+    use std::sync::mpsc::TryRecvError;
     let mut open: Option<(String, Ledger)> = None;
     let mut failing: Option<LedgerError> = None;
     let mut pruned_at: Option<Epoch> = None;
     let mut pending: Vec<Request> = Vec::new();
+    // Ended jobs waiting for their summary, and those already asked about.
+    let mut todo: std::collections::VecDeque<(String, u64)> = Default::default();
+    let mut asked: std::collections::HashSet<u64> = Default::default();
     loop {
         let first = match pending.pop() {
             Some(r) => r,
+            None if !todo.is_empty() => match rx.try_recv() {
+                Ok(r) => r,
+                Err(TryRecvError::Empty) => {
+                    if let (Some((cluster, id)), Some((f, _))) = (todo.pop_front(), summarise.as_mut()) {
+                        summarise_one(&mut open, dir, &cluster, id, f);
+                    }
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => return,
+            },
             None => match rx.recv() {
                 Ok(r) => r,
                 Err(_) => return,
@@ -693,6 +754,19 @@ fn writer_loop(
                         if failing.take().is_some() {
                             answer(Answer::Recovered);
                         }
+                        if let Some((_, max_age)) = &summarise {
+                            for o in &batch {
+                                for j in o.jobs.iter().filter(|j| j.end.is_some_and(|e| o.at - e <= *max_age))
+                                {
+                                    if todo.len() < SUMMARY_QUEUE && asked.insert(j.id) {
+                                        todo.push_back((cluster.clone(), j.id));
+                                    }
+                                }
+                            }
+                            if asked.len() > 100_000 {
+                                asked.clear();
+                            }
+                        }
                     }
                     Err(e) => {
                         tracing::warn!("{e}");
@@ -719,6 +793,37 @@ fn writer_loop(
                 let _ = done.send(());
             }
         }
+    }
+}
+
+/// Records the summary of job `id` of `cluster` unless the ledger has one already.
+fn summarise_one(
+    open: &mut Option<(String, Ledger)>,
+    dir: &Path,
+    cluster: &str,
+    id: u64,
+    f: &mut Summariser,
+) {
+    let r = ledger_for(open, dir, cluster).and_then(|l| {
+        if l.summary(id)?.is_some() {
+            return Ok(None);
+        }
+        l.job(id)
+    });
+    let (job, intervals) = match r {
+        Ok(Some(x)) => x,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!("job summary: {e}");
+            return;
+        }
+    };
+    let Some(summary) = f(&job, &intervals) else { return };
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as Epoch);
+    if let Err(e) = ledger_for(open, dir, cluster).and_then(|l| l.put_summary(id, at, &summary)) {
+        tracing::warn!("job summary: {e}");
     }
 }
 

@@ -30,6 +30,7 @@ macro_rules! cx_of {
             user: &$app.user,
             audit: &$app.audit,
             marked: &$app.marks,
+            rules: &$app.efficiency,
         }
     };
 }
@@ -258,6 +259,8 @@ pub struct App {
     /// The current user, for "my jobs".
     pub user: String,
     pub cost: CostReport,
+    /// `[efficiency]`: the thresholds of the EFF column and the job detail's notes.
+    pub efficiency: crate::cost::eff::Rules,
     pub config_dir: Option<std::path::PathBuf>,
     /// Every action is refused; the header says READ-ONLY.
     pub readonly: bool,
@@ -346,6 +349,7 @@ impl App {
             glyphs,
             user,
             cost: CostReport::default(),
+            efficiency: Default::default(),
             config_dir: None,
             readonly: false,
             planner: None,
@@ -1431,6 +1435,7 @@ impl App {
             user: &self.user,
             audit: &self.audit,
             marked: &self.marks,
+            rules: &self.efficiency,
         }
     }
 
@@ -1458,6 +1463,7 @@ impl App {
             user: &self.user,
             audit: &self.audit,
             marked: &self.marks,
+            rules: &self.efficiency,
         };
         for id in self.ui.view.tables() {
             self.ui.tables[id].refresh(id.source(), &cx);

@@ -216,3 +216,67 @@ pub fn app_with_alerts() -> App {
     a.update(Msg::Update(gpuplane::model::protocol::Update::Alerts(Box::new(recorded_alerts(now)))));
     a
 }
+
+/// The URL of the test Prometheus (scripts/test starts it); a live test fails without it.
+pub fn prom_url() -> String {
+    match std::env::var("GPUPLANE_TEST_PROM_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => panic!(
+            "GPUPLANE_TEST_PROM_URL is not set: this test needs the real Prometheus that the test command starts — run scripts/test"
+        ),
+    }
+}
+
+/// One value of an instant PromQL query at `at` (`None`: no series; more than one fails).
+pub fn prom_value(url: &str, promql: &str, at: i64) -> Option<f64> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let c = gpuplane::backend::prom::PromClient::new(&gpuplane::backend::prom::PromConfig::new(url)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
+    let r = body.parse().unwrap();
+    let v: Vec<f64> = r.results.iter().filter_map(|s| s.last()).map(|p| p.v).collect();
+    assert!(v.len() <= 1, "{promql}: {v:?}");
+    v.first().copied()
+}
+
+/// A finished job as the scheduler side records it in the usage ledger (alice, vision, queue
+/// gpu, COMPLETED), on `node`, holding `gpus` GPUs of `model` for `[start, end)`.
+pub fn finished_job(
+    id: u64,
+    name: &str,
+    gpus: u32,
+    model: &str,
+    node: &str,
+    (start, end): (i64, i64),
+) -> gpuplane::store::JobRecord {
+    gpuplane::store::JobRecord {
+        id,
+        name: name.into(),
+        user: "alice".into(),
+        account: "vision".into(),
+        queue: "gpu".into(),
+        state: "COMPLETED".into(),
+        submit: start - 60,
+        start: Some(start),
+        end: Some(end),
+        gpus,
+        gpu_model: Some(model.into()),
+        nodes: vec![node.into()],
+        exit_reason: None,
+        gpu_seconds: f64::from(gpus) * (end - start) as f64,
+        useful_gpu_seconds: 0.0,
+        mean_util: None,
+        first_seen: start,
+        last_seen: end,
+        time_limit: None,
+    }
+}
+
+/// The ledger file `report job` reads, from its answer for a job that is not there (it names
+/// the file, which is named after the cluster).
+pub fn ledger_path_of(missing_job: &std::process::Output) -> std::path::PathBuf {
+    assert_eq!(missing_job.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing_job.stderr).to_string();
+    let path = err.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
+    path.unwrap_or_else(|| panic!("the ledger's path in {err}")).into()
+}

@@ -12,6 +12,13 @@
 //! window = "1h"                                 # XID count and IB link-down (flap) window
 //! selector = 'cluster="a"'                      # added to every series selector
 //! disk_devices = 'nvme[0-9]+n[0-9]+|sd[a-z]+'   # physical disks: a node's local disk throughput
+//! [prometheus.evidence]                         # what idle jobs' nodes are compared with
+//! storage_bytes_s = 2.0e9                       # a node's shared-storage throughput ceiling
+//! disk_busy = 0.9                               # busiest local disk's busy fraction
+//! cpu_busy = 0.9                                # CPU busy fraction (data loader bound)
+//! near = 0.9                                    # this part of a ceiling counts as at it
+//! min_s = 300                                   # shorter stretches at a ceiling say nothing
+//! ib_errors = 10                                # IB receive + symbol errors over the run
 //! max_body = "256MiB"                           # an answer larger than this is refused
 //! max_series = 500000                           # an answer with more series is refused
 //! max_label = "64KiB"                           # an answer with a longer string is refused
@@ -77,6 +84,10 @@ pub struct MetricNames {
     /// NFS client bytes per mount (node_exporter's mountstats collector, label `export`).
     pub nfs_read: String,
     pub nfs_written: String,
+    /// Seconds a block device was busy (its rate: the busy fraction), for job evidence.
+    pub disk_io_time: String,
+    /// CPU seconds by `mode` (the `idle` rate: the idle fraction), for job evidence.
+    pub cpu_seconds: String,
 }
 
 impl Default for MetricNames {
@@ -115,6 +126,8 @@ impl Default for MetricNames {
             disk_written: s("node_disk_written_bytes_total"),
             nfs_read: s("node_mountstats_nfs_total_read_bytes_total"),
             nfs_written: s("node_mountstats_nfs_total_write_bytes_total"),
+            disk_io_time: s("node_disk_io_time_seconds_total"),
+            cpu_seconds: s("node_cpu_seconds_total"),
         }
     }
 }
@@ -205,6 +218,8 @@ pub struct PromSection {
     pub metrics: MetricNames,
     pub labels: LabelNames,
     pub host_map: HostMapSection,
+    /// `[prometheus.evidence]`: the ceilings of the evidence on idle jobs' nodes.
+    pub evidence: crate::model::evidence::Ceilings,
 }
 
 /// How to authenticate. Secrets never reach logs: `Debug` prints `<redacted>`.
@@ -301,6 +316,8 @@ pub struct PromConfig {
     pub metrics: MetricNames,
     pub labels: LabelNames,
     pub host_map: HostMap,
+    /// The ceilings of the evidence seen on the nodes of jobs with idle GPUs.
+    pub evidence: crate::model::evidence::Ceilings,
     /// No scheduler: nodes and GPUs come from the series (an Inventory before the deltas).
     pub discover_nodes: bool,
     /// One answer is refused past this many bytes (default 256 MiB; a refresh at 10,000 nodes
@@ -339,6 +356,7 @@ impl PromConfig {
             metrics: MetricNames::default(),
             labels: LabelNames::default(),
             host_map: HostMap::default(),
+            evidence: Default::default(),
             discover_nodes: true,
             max_body: DEFAULT_MAX_BODY,
             max_series: DEFAULT_MAX_SERIES,
@@ -426,6 +444,7 @@ impl PromConfig {
         }
         c.metrics = sec.metrics.clone();
         c.labels = sec.labels.clone();
+        c.evidence = sec.evidence.clone();
         let hm = &sec.host_map;
         c.host_map = HostMap {
             strip_port: hm.strip_port.unwrap_or(true),

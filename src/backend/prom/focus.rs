@@ -1,6 +1,7 @@
 //! History for what is on screen: when the console's detail pane shows a node, a GPU or a job,
 //! the backend asks Prometheus for that one thing's last hour with `query_range` (four
-//! queries, aggregated server-side to one series each; NVLink throughput is read only here,
+//! queries, aggregated server-side to one series each; for a job, also the evidence on its
+//! nodes over the hour, fifteen instant queries, [`super::evidence`]; NVLink throughput is read only here,
 //! since per GPU for the whole fleet it would be the largest answer of a refresh) and sends it as an
 //! [`Update::History`](crate::model::protocol::Update::History). Nothing else is range-queried after
 //! start-up, so the cost follows what a person looks at, not the cluster's size.
@@ -51,19 +52,24 @@ pub(super) fn host_regex(cfg: &PromConfig, nodes: &[&str]) -> Option<String> {
 /// present wins, as in the refresh queries). `host` is `=~"re"` for a set of hosts, `!=""` for
 /// all of them.
 fn select_hosts(cfg: &PromConfig, metric: &str, host: &str, extra: &str) -> String {
-    let terms: Vec<String> = cfg
-        .labels
-        .gpu_host
+    let terms: Vec<String> =
+        matchers(cfg, &cfg.labels.gpu_host, host, extra).iter().map(|m| format!("{metric}{{{m}}}")).collect();
+    terms.join(" or ")
+}
+
+/// The matchers inside `{}` for each of the host `labels` (`host`: `=~"re"`, `!=""`), with the
+/// configured selector and `extra`.
+pub(super) fn matchers(cfg: &PromConfig, labels: &[String], host: &str, extra: &str) -> Vec<String> {
+    labels
         .iter()
         .map(|h| {
             let parts: Vec<String> = [cfg.selector.clone(), format!("{h}{host}"), extra.to_string()]
                 .into_iter()
                 .filter(|p| !p.is_empty())
                 .collect();
-            format!("{metric}{{{}}}", parts.join(","))
+            parts.join(",")
         })
-        .collect();
-    terms.join(" or ")
+        .collect()
 }
 
 /// [`select_hosts`] for the hosts matching the regex `re`.
@@ -173,7 +179,7 @@ pub fn assemble(
         }
         series.push(HistorySeries { metric, values });
     }
-    Ok(FocusHistory { focus: focus.clone(), start, step, series, at })
+    Ok(FocusHistory { focus: focus.clone(), start, step, series, at, evidence: None })
 }
 
 /// Fetches the history of `focus` ending at `end` (`None`: nothing to ask for this focus).
@@ -197,12 +203,28 @@ pub async fn fetch(
     });
     let answers: Vec<(&'static str, Body)> =
         futures::future::join_all(futures).await.into_iter().collect::<Result<_, _>>()?;
+    // A job's nodes over the same hour: the evidence shown beside its idle figures. Its
+    // failure leaves the history as it is.
+    let evidence = match focus {
+        Focus::Job(_, gpus) => {
+            let nodes: Vec<String> = gpus.iter().map(|(n, _)| n.to_string()).collect();
+            match super::evidence::fetch(client, cfg, &nodes, start, end, "the last hour").await {
+                Ok(ev) => ev.map(Box::new),
+                Err(e) => {
+                    tracing::warn!("prometheus: evidence for the detail pane: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let focus = focus.clone();
     let at = end;
-    tokio::task::spawn_blocking(move || assemble(&focus, start, step, n, &answers, at))
+    let mut h = tokio::task::spawn_blocking(move || assemble(&focus, start, step, n, &answers, at))
         .await
-        .map_err(|e| PromError::Decode { url: client.url().into(), detail: e.to_string() })?
-        .map(Some)
+        .map_err(|e| PromError::Decode { url: client.url().into(), detail: e.to_string() })??;
+    h.evidence = evidence;
+    Ok(Some(h))
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub struct JobSelect {
 }
 
 /// One GPU (or MIG slice) of a job over its run. Percentages are 0–100.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GpuTelemetry {
     pub node: String,
     pub gpu: String,

@@ -21,7 +21,8 @@
 //!   current XID. After that the state's own history rings fill from the deltas, and the
 //!   detail pane's last hour comes from [`focus`]: the console publishes what it shows (a node,
 //!   a GPU, a job) and only that is range-queried (three queries, debounced while scrolling,
-//!   renewed every minute while it stays on screen).
+//!   renewed every minute while it stays on screen; for a job, also the evidence on its nodes
+//!   over the hour, [`evidence`]).
 //! * **Health**: every outcome is an [`Update::Status`]: unreachable, slow, 5xx or refused
 //!   credentials say so with the age of the last data, and retry with exponential backoff and
 //!   jitter; the API's own errors (`bad_data`, `execution`) and warnings are shown verbatim, and
@@ -30,6 +31,7 @@
 pub mod api;
 pub mod client;
 pub mod config;
+pub mod evidence;
 pub mod focus;
 pub mod jobstats;
 pub mod map;

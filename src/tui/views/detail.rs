@@ -98,7 +98,7 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
     if j.start.is_none() || j.gpus == 0 {
         return Vec::new();
     }
-    let rules = crate::cost::eff::Rules::default();
+    let rules = cx.rules;
     let mut out = vec![section(cx, "Efficiency")];
     let util = super::jobs::eff(j);
     out.push(kv(
@@ -159,6 +159,55 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
         }
     }
     out.push(kv(cx, "report", Span::styled(format!("gpuplane report job {}", j.id), t.dim)));
+    out
+}
+
+/// Beside the job's idle figures: what its nodes were doing over the detail pane's last hour
+/// (the history source's evidence, when it holds this job's). Each finding with its figure,
+/// ceiling and time; a figure without data says so; a node with nothing at a ceiling shows its
+/// figures, so a clean line is a measurement, never an assumption.
+pub fn evidence<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
+    use crate::model::protocol::Focus;
+    use crate::sanitize::sanitize;
+    use crate::tui::widgets::rate;
+    let t = cx.theme;
+    let Some(ev) =
+        cx.s.focus_history
+            .as_ref()
+            .filter(|h| matches!(h.focus, Focus::Job(id, _) if id == j.id))
+            .and_then(|h| h.evidence.as_deref())
+    else {
+        return Vec::new();
+    };
+    let mins = (ev.end - ev.start) / 60;
+    let mut out = vec![section(cx, &format!("Evidence on its nodes (last {mins} min, Prometheus)"))];
+    for f in &ev.findings {
+        out.push(kv(cx, "finding", Span::styled(sanitize(&f.text).into_owned(), t.warn)));
+    }
+    let quiet: Vec<&crate::model::evidence::NodeEvidence> =
+        ev.nodes.iter().filter(|n| !ev.findings.iter().any(|f| f.node == n.node)).collect();
+    for n in quiet.iter().take(4) {
+        let pct =
+            |v: Option<f64>| v.map_or_else(|| "no data".to_string(), |v| format!("{:.0}% busy", 100.0 * v));
+        let errs = match (n.ib_errors_received, n.ib_link_downed) {
+            (None, None) => "no data".to_string(),
+            (e, d) => format!("{:.0} errors, {:.0} downs", e.unwrap_or(0.0), d.unwrap_or(0.0)),
+        };
+        let text = format!(
+            "{}: nothing at a ceiling; storage {}, disk {}, CPU {}, IB {errs}",
+            sanitize(&n.node),
+            n.storage.mean.map_or_else(|| "no data".to_string(), rate),
+            pct(n.disk.mean),
+            pct(n.cpu.mean),
+        );
+        out.push(kv(cx, "measured", Span::styled(text, t.text)));
+    }
+    if quiet.len() > 4 {
+        out.push(kv(cx, "", Span::styled(format!("and {} more nodes", quiet.len() - 4), t.dim)));
+    }
+    for m in &ev.no_data {
+        out.push(kv(cx, "no data", Span::styled(sanitize(m).into_owned(), t.dim)));
+    }
     out
 }
 

@@ -308,9 +308,9 @@ pub fn eff(j: &Job) -> Option<f64> {
     (j.start.is_some() && j.gpus > 0).then(|| j.useful_pct()).flatten()
 }
 
-/// Red under the `[efficiency]` red threshold's default, a warning under the warning's.
+/// Red under the `[efficiency]` red threshold (`util_red`), a warning under the warning's.
 pub fn eff_style(cx: &Cx<'_>, pct: f64) -> Style {
-    let r = crate::cost::eff::Rules::default();
+    let r = cx.rules;
     if pct < r.util_red {
         cx.theme.crit
     } else if pct < r.util_warn {
@@ -546,6 +546,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         ));
     }
     out.extend(super::detail::efficiency(cx, j));
+    out.extend(super::detail::evidence(cx, j));
     if j.state == JobState::Running {
         let w = (width as usize).saturating_sub(14).min(120);
         let series: Vec<_> = j
@@ -596,3 +597,39 @@ pub static VIEW: TableView =
     TableView { id: ID, title: "Jobs", aliases: &["jo", "job"], table: &[&JobsTable] };
 
 pub const ID: ViewId = ViewId("jobs");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::widgets::Glyphs;
+
+    /// EFF is coloured by the configured `[efficiency]` thresholds, not by their defaults.
+    #[test]
+    fn eff_colours_follow_the_configured_thresholds() {
+        let s = ClusterState::new(Default::default(), Default::default());
+        let (cost, marks) = (crate::cost::CostReport::default(), Default::default());
+        let theme = crate::tui::theme::Theme::builtin("dark");
+        let style = |rules: &crate::cost::eff::Rules, pct: f64| {
+            let cx = Cx {
+                s: &s,
+                cost: &cost,
+                theme: &theme,
+                glyphs: Glyphs::ASCII,
+                user: "u",
+                audit: &[],
+                marked: &marks,
+                rules,
+            };
+            eff_style(&cx, pct)
+        };
+        let defaults = crate::cost::eff::Rules::default();
+        assert_eq!(style(&defaults, 30.0), theme.text, "30 % is above the default 25 % warning");
+        assert_eq!(style(&defaults, 20.0), theme.warn);
+        assert_eq!(style(&defaults, 10.0), theme.crit);
+        let strict = crate::cost::eff::Rules { util_red: 40.0, util_warn: 60.0, ..defaults };
+        assert!(theme.text != theme.warn && theme.warn != theme.crit, "the theme tells them apart");
+        assert_eq!(style(&strict, 30.0), theme.crit, "under the configured red threshold");
+        assert_eq!(style(&strict, 50.0), theme.warn, "under the configured warning threshold");
+        assert_eq!(style(&strict, 70.0), theme.text);
+    }
+}

@@ -354,6 +354,8 @@ pub struct Cx<'a> {
     pub audit: &'a [crate::audit::Record],
     /// Rows marked for a bulk action.
     pub marked: &'a Marks,
+    /// `[efficiency]`: the thresholds the EFF column and the job detail colour by.
+    pub rules: &'a crate::cost::eff::Rules,
 }
 
 /// Nodes and jobs marked (space) for a bulk action, by identity so marks survive re-sorting.
