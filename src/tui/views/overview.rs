@@ -15,6 +15,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use unicode_width::UnicodeWidthStr;
 
 pub struct IncidentsTable;
@@ -347,8 +348,8 @@ pub fn draw_planes(f: &mut Frame, area: Rect, cx: &Cx<'_>) {
         Line::from(Span::styled(g.spark(s.history.util.tail(spark_w).map(u32::from), 100), t.accent)),
     ];
     // network
-    let flapping =
-        s.nodes.iter().flat_map(|n| &n.ports).filter(|p| p.flaps >= s.thresholds.flap_count).count() as u32;
+    // Counted by the state's walk after each update, not per frame.
+    let flapping = tt.ports_flapping;
     let (ns, nst) = status(tt.ports_down > 0, flapping > 0);
     let errs = tt.port_errors;
     let network = vec![
@@ -435,23 +436,33 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
     let per_row = (usize::from(area.width) / 20).clamp(1, clusters.len());
     let rows = clusters.len().div_ceil(per_row).min(usize::from(area.height / 5).max(1));
     let row_areas = Layout::vertical(vec![Constraint::Length(5); rows]).split(area);
+    // One walk over the nodes and the incidents for every card (a walk per card made a frame
+    // of ten 10,000-node clusters take 65 ms).
+    let mut per: HashMap<&str, ([u32; 4], [u32; 2])> =
+        clusters.iter().map(|c| (c.as_str(), Default::default())).collect();
+    for n in &s.nodes {
+        if let Some(c) = per.get_mut(n.cluster.as_str()) {
+            let up = n.state.schedulable();
+            c.0[0] += u32::from(up);
+            c.0[1] += u32::from(!up);
+            c.0[2] = c.0[2].saturating_add(n.gpu_slots);
+            c.0[3] = c.0[3].saturating_add(n.gpu_alloc);
+        }
+    }
+    for i in s.incidents.iter().filter(|i| !matches!(i.lifecycle, Lifecycle::Resolved { .. })) {
+        if let Some(c) = per.get_mut(i.cluster.as_str()) {
+            match i.severity {
+                Severity::Critical => c.1[0] += 1,
+                Severity::Warning => c.1[1] += 1,
+                _ => {}
+            }
+        }
+    }
     for (r, chunk) in clusters.chunks(per_row).take(rows).enumerate() {
         let cols =
             Layout::horizontal(vec![Constraint::Ratio(1, per_row as u32); per_row]).split(row_areas[r]);
         for (c, cell) in chunk.iter().zip(cols.iter()) {
-            let (up, out, gpus, busy) =
-                s.nodes.iter().filter(|n| n.cluster == **c).fold((0, 0, 0, 0), |a, n| {
-                    let up = n.state.schedulable();
-                    (a.0 + u32::from(up), a.1 + u32::from(!up), a.2 + n.gpu_slots, a.3 + n.gpu_alloc)
-                });
-            let open = |sev: Severity| {
-                s.incidents
-                    .iter()
-                    .filter(|i| i.cluster == **c && i.severity == sev)
-                    .filter(|i| !matches!(i.lifecycle, Lifecycle::Resolved { .. }))
-                    .count() as u32
-            };
-            let (crit, warn) = (open(Severity::Critical), open(Severity::Warning));
+            let ([up, out, gpus, busy], [crit, warn]) = per.get(c.as_str()).copied().unwrap_or_default();
             let srcs: Vec<_> = s.sources.iter().filter(|x| x.cluster == **c).collect();
             let failing = srcs.iter().filter(|x| x.error.is_some()).count() as u32;
             let (label, style) = if crit > 0 || failing > 0 {
