@@ -586,18 +586,25 @@ pub(crate) struct Prepared {
 /// What every command-line action on the simulator says after its results.
 pub const SIMULATED_NOTE: &str = "(simulated cluster; nothing persists)";
 
-pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prepared, ExitCode> {
-    let fail = |e: &dyn std::fmt::Display, code: u8| {
-        eprintln!("gpuplane: {e}");
-        ExitCode::from(code)
-    };
-    // Refused before the cluster is read or a plan is shown: the audit log needs a reason.
+/// Says `e` on stderr as the command's error and gives the exit status `code`.
+pub(crate) fn fail(e: &dyn std::fmt::Display, code: u8) -> ExitCode {
+    eprintln!("gpuplane: {e}");
+    ExitCode::from(code)
+}
+
+/// Refused before a cluster is read or a plan is shown: the audit log needs a reason.
+fn needs_reason(req: &OpRequest) -> Result<(), ExitCode> {
     if req.reason.trim().is_empty() {
         return Err(fail(
             &format!("a reason is required to {} (--reason TEXT); nothing was planned", req.kind.label()),
             2,
         ));
     }
+    Ok(())
+}
+
+pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prepared, ExitCode> {
+    needs_reason(&req)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail(&e, 1))?;
     let (state, exec, label) =
         rt.block_on(target_cluster(config)).map_err(|e| fail(&format!("cannot read the cluster: {e}"), 2))?;
@@ -775,16 +782,7 @@ pub(crate) fn fleet_prepare(
     pick: ops::fleet::Pick,
     yes: bool,
 ) -> Result<FleetPrepared, ExitCode> {
-    let fail = |e: &dyn std::fmt::Display, code: u8| {
-        eprintln!("gpuplane: {e}");
-        ExitCode::from(code)
-    };
-    if req.reason.trim().is_empty() {
-        return Err(fail(
-            &format!("a reason is required to {} (--reason TEXT); nothing was planned", req.kind.label()),
-            2,
-        ));
-    }
+    needs_reason(req)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| fail(&e, 1))?;
     let only = clusters_named(config, &req.targets, pick);
     // A cluster the fleet does not have: said before anything is read.

@@ -14,10 +14,7 @@ use crate::sanitize::sanitize;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
-fn fail(e: &dyn std::fmt::Display, code: u8) -> ExitCode {
-    eprintln!("gpuplane: {e}");
-    ExitCode::from(code)
-}
+use super::fail;
 
 pub fn run(cmd: &SilenceCommand, config: &Config) -> ExitCode {
     let Some(am) = &config.alertmanager else {

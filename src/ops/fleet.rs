@@ -387,10 +387,19 @@ mod tests {
     /// Two clusters, each with a `gpu-001`; only `b` has `gpu-002`.
     fn fleet() -> ClusterState {
         let mut s = ClusterState::default();
-        for (c, nodes) in [
-            ("a", vec![node("gpu-001", NodeState::Idle), node("gpu-009", NodeState::Idle)]),
-            ("b", vec![node("gpu-001", NodeState::Idle), node("gpu-002", NodeState::Drained)]),
-        ] {
+        add_clusters(
+            &mut s,
+            [
+                ("a", vec![node("gpu-001", NodeState::Idle), node("gpu-009", NodeState::Idle)]),
+                ("b", vec![node("gpu-001", NodeState::Idle), node("gpu-002", NodeState::Drained)]),
+            ],
+        );
+        s
+    }
+
+    /// Each cluster's first inventory: its nodes.
+    fn add_clusters<'a>(s: &mut ClusterState, clusters: impl IntoIterator<Item = (&'a str, Vec<Node>)>) {
+        for (c, nodes) in clusters {
             s.apply(Update::Cluster {
                 cluster: c.into(),
                 update: Box::new(Update::Inventory {
@@ -403,7 +412,6 @@ mod tests {
                 }),
             });
         }
-        s
     }
 
     fn routes(readonly_b: bool) -> BTreeMap<Text, Route> {
@@ -520,22 +528,13 @@ mod tests {
             kube_suffix: ".x".into(),
             ..Default::default()
         }]);
-        for (c, nodes) in [
-            ("a", vec![node("gpu-001", NodeState::Idle), node("gpu-009", NodeState::Idle)]),
-            ("k", vec![node("gpu-001.x", NodeState::Idle)]),
-        ] {
-            s.apply(Update::Cluster {
-                cluster: c.into(),
-                update: Box::new(Update::Inventory {
-                    at: 100,
-                    inventory: Box::new(Inventory {
-                        source: "sim".into(),
-                        nodes: Some(nodes),
-                        ..Default::default()
-                    }),
-                }),
-            });
-        }
+        add_clusters(
+            &mut s,
+            [
+                ("a", vec![node("gpu-001", NodeState::Idle), node("gpu-009", NodeState::Idle)]),
+                ("k", vec![node("gpu-001.x", NodeState::Idle)]),
+            ],
+        );
         s
     }
 
