@@ -603,3 +603,61 @@ fn a_paired_hosts_plan_names_both_schedulers_and_the_operator_picks() {
     a.update(ctrl_s());
     assert_eq!(targets(&a).1, ["sim-1"]);
 }
+
+/// The Overview's health cards are counted on the derivation's walk (a frame no longer walks
+/// the nodes): each card equals its cluster's nodes counted directly, after ticks and after a
+/// node leaves service.
+#[test]
+fn each_clusters_card_counts_its_own_nodes() {
+    let mut a = fleet(10, false);
+    let count = |a: &App| {
+        let s = a.state();
+        let mut want: Vec<(String, [u32; 4])> = Vec::new();
+        for n in &s.nodes {
+            let i = match want.iter().position(|(c, _)| c.as_str() == n.cluster.as_str()) {
+                Some(i) => i,
+                None => {
+                    want.push((n.cluster.to_string(), [0; 4]));
+                    want.len() - 1
+                }
+            };
+            let up = n.state.schedulable();
+            want[i].1[0] += u32::from(up);
+            want[i].1[1] += u32::from(!up);
+            want[i].1[2] += n.gpu_slots;
+            want[i].1[3] += n.gpu_alloc;
+        }
+        let mut got: Vec<(String, [u32; 4])> = s
+            .cards
+            .iter()
+            .map(|k| (k.cluster.to_string(), [k.nodes_up, k.nodes_out, k.gpus, k.gpus_alloc]))
+            .collect();
+        got.sort();
+        want.sort();
+        (got, want)
+    };
+    let (got, want) = count(&a);
+    assert_eq!(got.len(), FLEET.len());
+    assert_eq!(got, want);
+    let node = a
+        .state()
+        .nodes
+        .iter()
+        .find(|n| n.cluster == "sim-2" && n.state.schedulable())
+        .expect("a node")
+        .name
+        .clone();
+    let mut d =
+        gpuplane::model::protocol::Delta { source: "sim".into(), at: START + 40, ..Default::default() };
+    d.nodes.push(gpuplane::model::protocol::NodeSample {
+        node,
+        state: Some(gpuplane::model::NodeState::Drained),
+        ..Default::default()
+    });
+    let before = got.iter().find(|(c, _)| c == "sim-2").expect("sim-2's card").1;
+    a.update(wrap("sim-2", Update::Delta(Box::new(d))));
+    let (got, want) = count(&a);
+    assert_eq!(got, want);
+    let after = got.iter().find(|(c, _)| c == "sim-2").expect("sim-2's card").1;
+    assert_eq!((after[0], after[1]), (before[0] - 1, before[1] + 1), "the drained node is out of service");
+}

@@ -580,3 +580,49 @@ fn report_job_answers_from_the_ledgers_summary_without_prometheus() {
     assert!(e["telemetry"].is_null() && e["evidence"].is_null(), "{e:#}");
     assert_eq!(e["telemetry_missing"], "no Prometheus configured ([prometheus] url)");
 }
+
+/// The console's looks are bounded (a first look at 200,000 finished jobs cost ~130 MB at
+/// once): the finished jobs left out follow in catch-up observations, one per tick, and the
+/// ledger ends up holding what one unbounded look records.
+#[test]
+fn bounded_looks_catch_up_to_what_one_unbounded_look_records() {
+    let mut sim = Sim::new(SimConfig::default());
+    let mut s = gpuplane::state::ClusterState::new(Default::default(), Default::default());
+    for u in sim.initial() {
+        s.apply(u);
+    }
+    for _ in 0..30 {
+        s.apply(sim.tick());
+    }
+    let finished = s.jobs.iter().filter(|j| j.start.is_some() && j.end.is_some()).count();
+    assert!(finished > 10, "the simulator has finished jobs to record: {finished}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut one, mut bounded) = (
+        Ledger::open(&dir.path().join("one.db")).expect("open"),
+        Ledger::open(&dir.path().join("bounded.db")).expect("open"),
+    );
+    one.record(&[Tracker::default().observe(&s).expect("a look")]).expect("record");
+    let mut t = Tracker::default();
+    let max = 4;
+    let first = t.next(&s, max).expect("a look is due");
+    assert_eq!(first.jobs.iter().filter(|j| j.end.is_some()).count(), max);
+    assert!(t.behind());
+    bounded.record(&[first]).expect("record");
+    let mut catch_ups = 0;
+    while let Some(o) = t.next(&s, max) {
+        assert!(o.jobs.iter().all(|j| j.end.is_some()), "a catch-up carries finished jobs only");
+        assert!(o.jobs.len() <= max && o.capacity.is_empty());
+        bounded.record(&[o]).expect("record");
+        catch_ups += 1;
+        assert!(catch_ups <= finished, "catching up ends");
+    }
+    assert!(!t.behind());
+    assert_eq!(catch_ups, finished.div_ceil(max) - 1, "{finished} finished jobs, {max} per observation");
+    let ids = |l: &mut Ledger| {
+        let mut v: Vec<(u64, Option<i64>)> =
+            l.window(0, s.now).expect("window").jobs.iter().map(|j| (j.id, j.end)).collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(ids(&mut bounded), ids(&mut one));
+}

@@ -12,6 +12,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const OBSERVE_EVERY_S: i64 = 60;
 /// The longest step one observation covers: a longer gap (no console was running) is a gap.
 pub const MAX_STEP_S: i64 = 5 * OBSERVE_EVERY_S;
+/// The most finished jobs one observation of the console carries. A cluster's first look can
+/// hold hundreds of thousands of finished jobs (the simulator's 200,000; a scheduler's
+/// accounting window): as one observation they cost ~130 MB at once (measured with
+/// heaptrack, docs/performance.md). The rest follow in catch-up observations, one per tick.
+pub const JOBS_PER_LOOK: usize = 10_000;
 
 #[derive(Debug, Clone)]
 struct Open {
@@ -27,12 +32,15 @@ struct Open {
 pub struct Tracker {
     cluster: Text,
     last_at: Option<Epoch>,
-    /// Per job: what the last record said (state, end, whole GPU-seconds).
-    written: HashMap<JobId, (JobState, Option<Epoch>, i64)>,
+    /// Per job: what the last record said (state, end, whole GPU-seconds), hashed: 16 bytes
+    /// a job instead of 40 (200,000 jobs: 4.5 MB instead of 10.7, heaptrack).
+    written: HashMap<JobId, u64>,
     /// GPUs held now: (node, GPU index) → the interval so far.
     open: HashMap<(Text, u8), Open>,
     /// Jobs seen holding particular GPUs (their intervals are per GPU, not per node).
     per_gpu: HashSet<JobId>,
+    /// Finished jobs were left out of the last observation (over its bound).
+    behind: bool,
 }
 
 /// GPUs of each model by what they are doing now: allocated, unallocated (schedulable, free),
@@ -127,9 +135,33 @@ impl Tracker {
         s.cluster != self.cluster || self.last_at.is_none_or(|l| s.now - l >= OBSERVE_EVERY_S)
     }
 
-    /// One look at the state. `None` while there is nothing to record (no cluster yet, or the
-    /// source clock has not moved since the last look).
+    /// What the console records on a tick: a look when one is due, otherwise the finished jobs
+    /// the last look left out (at most `max_jobs` of them per observation), otherwise nothing.
+    pub fn next(&mut self, s: &ClusterState, max_jobs: usize) -> Option<Observation> {
+        if self.due(s) {
+            return self.look(s, max_jobs);
+        }
+        if !self.behind || s.cluster != self.cluster {
+            return None;
+        }
+        let at = self.last_at?;
+        let mut obs = Observation { cluster: s.cluster.to_string(), at, ..Default::default() };
+        self.record_jobs(s, at, &mut obs, max_jobs, false);
+        Some(obs)
+    }
+
+    /// Whether finished jobs are still to be recorded (a look was over its bound).
+    pub fn behind(&self) -> bool {
+        self.behind
+    }
+
+    /// One look at the state, with every job that changed. `None` while there is nothing to
+    /// record (no cluster yet, or the source clock has not moved since the last look).
     pub fn observe(&mut self, s: &ClusterState) -> Option<Observation> {
+        self.look(s, usize::MAX)
+    }
+
+    fn look(&mut self, s: &ClusterState, max_jobs: usize) -> Option<Observation> {
         if s.now <= 0 || (s.nodes.is_empty() && s.jobs.is_empty()) {
             return None;
         }
@@ -189,12 +221,31 @@ impl Tracker {
             }
         }
         obs.intervals.extend(self.open.iter().map(|(k, o)| interval(k, o, at)));
-        // Jobs: running ones every time (their GPU-seconds and last sighting move), finished
-        // ones once (and again if they change).
+        self.record_jobs(s, at, &mut obs, max_jobs, true);
+        if self.written.len() > 2 * s.jobs.len() + 1024 {
+            self.written.retain(|id, _| s.job_index(*id).is_some());
+        }
+        Some(obs)
+    }
+
+    /// Jobs: running ones every time (`running`: their GPU-seconds and last sighting move),
+    /// finished ones once (and again if they change), at most `max` finished ones.
+    fn record_jobs(&mut self, s: &ClusterState, at: Epoch, obs: &mut Observation, max: usize, running: bool) {
+        let mut finished = 0usize;
+        self.behind = false;
         for j in &s.jobs {
             let Some(start) = j.start else { continue };
-            let fp = (j.state, j.end, j.gpu_seconds as i64);
-            if j.end.is_some() && self.written.get(&j.id) == Some(&fp) {
+            let fp = fingerprint(j);
+            if j.end.is_some() {
+                if self.written.get(&j.id) == Some(&fp) {
+                    continue;
+                }
+                if finished >= max {
+                    self.behind = true;
+                    continue;
+                }
+                finished += 1;
+            } else if !running {
                 continue;
             }
             self.written.insert(j.id, fp);
@@ -223,11 +274,17 @@ impl Tracker {
                 }
             }
         }
-        if self.written.len() > 2 * s.jobs.len() + 1024 {
-            self.written.retain(|id, _| s.job_index(*id).is_some());
-        }
-        Some(obs)
     }
+}
+
+/// What a job's record says that can change once it has ended, as one number.
+fn fingerprint(j: &Job) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x6770_7570_6c61_6e65).hash_one((
+        j.state,
+        j.end,
+        j.gpu_seconds as i64,
+    ))
 }
 
 fn interval(key: &(Text, u8), o: &Open, end: Epoch) -> GpuInterval {

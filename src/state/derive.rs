@@ -29,6 +29,17 @@ pub struct Totals {
     pub jobs_failed: u32,
 }
 
+/// One cluster's health card on the Overview: its nodes in service and out, its GPUs and how
+/// many are allocated (counted on the derivation's walk, so a frame never walks the nodes).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterCard {
+    pub cluster: Text,
+    pub nodes_up: u32,
+    pub nodes_out: u32,
+    pub gpus: u32,
+    pub gpus_alloc: u32,
+}
+
 /// Per-queue counts and wait times.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct QueueStats {

@@ -3,7 +3,7 @@
 
 use super::Samples;
 use super::history::NONE_U8;
-use super::{ClusterState, Thresholds, Totals};
+use super::{ClusterCard, ClusterState, Thresholds, Totals};
 use crate::model::{
     Epoch, FabricPort, GPUS_CLAIMED_LABEL, Gpu, JobId, MAX_GPUS_PER_NODE, Node, NodeState, PortState, Text,
 };
@@ -67,7 +67,10 @@ pub(super) fn flags_only(s: &ClusterState) -> Flags {
 /// cluster's jobs.
 pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Samples) -> Flags {
     let telemetry = !dts.is_empty();
-    let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, twins, .. } = s;
+    let ClusterState { nodes, jobs, job_ix, fleet, gpu_base, thresholds: th, now, twins, cards, .. } = s;
+    // Each cluster's card on the Overview, counted on this walk (a cluster's nodes sit together:
+    // the last card is tried first).
+    cards.clear();
     // Cursor into the samples (ascending node indexes; usize::MAX entries are skipped).
     let mut next = 0;
     let now = *now;
@@ -110,6 +113,22 @@ pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Sampl
         }
         t.gpus += node.gpu_slots;
         t.gpus_alloc += node.gpu_alloc;
+        if cards.last().is_none_or(|c| c.cluster != node.cluster) {
+            match cards.iter().position(|c| c.cluster == node.cluster) {
+                Some(i) => {
+                    let c = cards.remove(i);
+                    cards.push(c);
+                }
+                None => cards.push(ClusterCard { cluster: node.cluster.clone(), ..Default::default() }),
+            }
+        }
+        if let Some(c) = cards.last_mut() {
+            let up = node.state.schedulable();
+            c.nodes_up += u32::from(up);
+            c.nodes_out += u32::from(!up);
+            c.gpus = c.gpus.saturating_add(node.gpu_slots);
+            c.gpus_alloc = c.gpus_alloc.saturating_add(node.gpu_alloc);
+        }
         let mut port_errors = 0u64;
         for (pi, p) in node.ports.iter().enumerate() {
             t.ports += 1;

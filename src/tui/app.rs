@@ -741,9 +741,7 @@ impl App {
     pub fn ledger_tick(&mut self) {
         let Some(l) = self.ledger.as_mut() else { return };
         let s = &self.live;
-        if l.tracker.due(s)
-            && let Some(o) = l.tracker.observe(s)
-        {
+        if let Some(o) = l.tracker.next(s, crate::cost::track::JOBS_PER_LOOK) {
             l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
         }
         if self.ui.view != views::cost::ID || s.cluster.is_empty() {

@@ -44,8 +44,9 @@ impl Default for Mapping {
 #[derive(Debug, Default)]
 pub struct Store {
     pub nodes: HashMap<String, SlimNode>,
-    /// `namespace/name` → pod.
-    pub pods: HashMap<String, SlimPod>,
+    /// `namespace/name` → pod, boxed: the table's 32,768 slots for 20,000 pods then take
+    /// 1 MB instead of 19 MB (a `SlimPod` is 560 bytes; heaptrack, docs/performance.md).
+    pub pods: HashMap<String, Box<SlimPod>>,
     /// Namespace → its team label value.
     pub teams: HashMap<String, Option<String>>,
     /// `namespace/name` → quota.
@@ -86,13 +87,13 @@ impl Store {
     pub fn put_pod(&mut self, mut p: SlimPod) -> bool {
         let k = key(p.metadata.namespace.as_deref(), p.metadata.name.as_deref());
         if p.gpus() > 0 {
-            if self.pods.get(&k).is_some_and(|old| slim::unchanged(old, &mut p)) {
+            if self.pods.get(&k).is_some_and(|old| slim::unchanged(&**old, &mut p)) {
                 return false;
             }
             // A restart or a status message changes the job, not the node it runs on.
             let placed = |q: &SlimPod| (q.spec.clone(), q.terminal(), q.metadata.creation_timestamp.clone());
             let new_place = placed(&p);
-            match self.pods.insert(k, p) {
+            match self.pods.insert(k, Box::new(p)) {
                 None => {
                     self.pod_set_version += 1;
                     self.nodes_dirty = true;
@@ -489,7 +490,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
     let t0 = std::time::Instant::now();
     // Group pods and workloads by owner.
     let mut groups: HashMap<(String, String, String), Group> = HashMap::new();
-    for p in store.pods.values() {
+    for p in store.pods.values().map(|p| &**p) {
         let ns = p.metadata.namespace.as_deref().unwrap_or("");
         let (kind, name) = owner_of(p);
         let g = groups.entry((ns.to_string(), kind.clone(), name.clone())).or_insert_with(|| Group {
@@ -548,7 +549,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
     let t_jobs = t0.elapsed();
     // Pods per node, in creation order, for GPU assignment.
     let mut by_node: HashMap<&str, Vec<(&SlimPod, JobId)>> = HashMap::new();
-    for p in store.pods.values() {
+    for p in store.pods.values().map(|p| &**p) {
         if let Some(n) = p.spec.node_name.as_deref() {
             by_node
                 .entry(n)

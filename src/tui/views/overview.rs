@@ -435,10 +435,19 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
     let per_row = (usize::from(area.width) / 20).clamp(1, clusters.len());
     let rows = clusters.len().div_ceil(per_row).min(usize::from(area.height / 5).max(1));
     let row_areas = Layout::vertical(vec![Constraint::Length(5); rows]).split(area);
-    // One walk over the nodes and the incidents for every card (a walk per card made a frame
-    // of ten 10,000-node clusters take 65 ms).
-    // A cluster's nodes sit together in the state: the last cluster's slot is tried first.
-    let mut per: Vec<([u32; 4], [u32; 2])> = vec![Default::default(); clusters.len()];
+    // The node figures come from the derivation (`s.cards`, counted on its walk); only the
+    // open incidents are counted here. A walk over the nodes per card made a frame of ten
+    // 10,000-node clusters take 65 ms, one walk per frame 2.1 ms.
+    let mut per: Vec<([u32; 4], [u32; 2])> = clusters
+        .iter()
+        .map(|c| {
+            s.cards
+                .iter()
+                .find(|k| k.cluster == **c)
+                .map_or([0; 4], |k| [k.nodes_up, k.nodes_out, k.gpus, k.gpus_alloc])
+        })
+        .map(|n| (n, [0; 2]))
+        .collect();
     let slot = |c: &crate::model::Text, last: &mut usize| -> Option<usize> {
         if clusters.get(*last).is_some_and(|x| *x == c) {
             return Some(*last);
@@ -448,16 +457,6 @@ pub fn draw_clusters(f: &mut Frame, area: Rect, cx: &Cx<'_>, focus: Option<&str>
         Some(i)
     };
     let mut last = 0;
-    for n in &s.nodes {
-        if let Some(i) = slot(&n.cluster, &mut last) {
-            let c = &mut per[i];
-            let up = n.state.schedulable();
-            c.0[0] += u32::from(up);
-            c.0[1] += u32::from(!up);
-            c.0[2] = c.0[2].saturating_add(n.gpu_slots);
-            c.0[3] = c.0[3].saturating_add(n.gpu_alloc);
-        }
-    }
     for i in s.incidents.iter().filter(|i| !matches!(i.lifecycle, Lifecycle::Resolved { .. })) {
         if let Some(k) = slot(&i.cluster, &mut last) {
             match i.severity {
