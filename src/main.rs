@@ -30,7 +30,10 @@ fn init_logging(config: &Config) -> Option<tracing_appender::non_blocking::Worke
     let dir = config.state_dir.clone()?;
     std::fs::create_dir_all(&dir).ok()?;
     let file = tracing_appender::rolling::never(&dir, "gpuplane.log");
-    let (writer, guard) = tracing_appender::non_blocking(file);
+    // Room for 8,192 lines waiting for the writer thread: the default (128,000) is allocated up
+    // front, 4.1 MB of every console's memory (heaptrack), for a log of a few lines a minute.
+    let (writer, guard) =
+        tracing_appender::non_blocking::NonBlockingBuilder::default().buffered_lines_limit(8192).finish(file);
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("GPUPLANE_LOG").unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).try_init().ok()?;

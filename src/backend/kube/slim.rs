@@ -119,7 +119,13 @@ impl WireMeta {
             deletion_timestamp: self.deletion_timestamp,
             labels: self.labels,
             annotations,
-            owner_references: self.owner_references,
+            // At their length, and without the API version the console never reads (one
+            // string fewer per reference).
+            owner_references: self.owner_references.map(|mut v| {
+                v.shrink_to_fit();
+                v.iter_mut().for_each(|r| r.api_version = String::new());
+                v
+            }),
             ..Default::default()
         }
     }
@@ -143,7 +149,19 @@ pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 fn ready_only<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
     let all: Option<Vec<Condition>> = Option::deserialize(d)?;
-    Ok(all.unwrap_or_default().into_iter().filter(|c| c.type_ == "Ready").collect())
+    let mut kept: Vec<Condition> =
+        all.unwrap_or_default().into_iter().filter(|c| c.type_ == "Ready").collect();
+    kept.shrink_to_fit();
+    Ok(kept)
+}
+
+/// A list kept in the watch store, at its length: JSON gives no length ahead, so a list of one
+/// grows to room for four (a pod's one container status took 600 bytes; heaptrack,
+/// docs/performance.md).
+fn exact<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    let mut v = Vec::<T>::deserialize(d)?;
+    v.shrink_to_fit();
+    Ok(v)
 }
 
 fn unscheduled<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Condition>, D::Error> {
@@ -233,6 +251,7 @@ resource!(SlimNode, "Node", "", "v1", "nodes", k8s_openapi::ClusterResourceScope
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeSpec {
     pub unschedulable: bool,
+    #[serde(deserialize_with = "exact")]
     pub taints: Vec<Taint>,
 }
 
@@ -292,7 +311,9 @@ resource!(SlimPod, "Pod", "", "v1", "pods", k8s_openapi::NamespaceResourceScope)
 pub struct PodSpec {
     pub node_name: Option<String>,
     pub priority: Option<i32>,
+    #[serde(deserialize_with = "exact")]
     pub containers: Vec<Container>,
+    #[serde(deserialize_with = "exact")]
     pub volumes: Vec<Volume>,
 }
 
@@ -327,6 +348,7 @@ pub struct PodStatus {
     /// Only a `PodScheduled=False` condition (why a pod waits); the others are dropped.
     #[serde(deserialize_with = "unscheduled")]
     pub conditions: Vec<Condition>,
+    #[serde(deserialize_with = "exact")]
     pub container_statuses: Vec<ContainerStatus>,
 }
 
