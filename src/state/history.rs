@@ -8,11 +8,16 @@ pub use crate::model::protocol::HISTORY_LEN;
 /// "No value" for `u8` series (a GPU that reported no utilisation).
 pub const NONE_U8: u8 = u8::MAX;
 
-/// A ring of rows, each with one value per column.
+/// A ring of rows, each with one value per column. The rows are allocated when the first is
+/// written: a cluster without telemetry (Kubernetes or Slurm without Prometheus) never pays for
+/// them (14.5 MB at 5,000 nodes × 8 GPUs; heaptrack, docs/performance.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Matrix<T> {
     cols: usize,
+    /// Empty until the first row is written; then `cols * HISTORY_LEN` values.
     data: Vec<T>,
+    /// The "no value" marker the rows start with.
+    empty: T,
     /// Row written next.
     head: usize,
     filled: usize,
@@ -20,7 +25,7 @@ pub struct Matrix<T> {
 
 impl<T: Copy + PartialEq> Matrix<T> {
     pub fn new(cols: usize, empty: T) -> Self {
-        Matrix { cols, data: vec![empty; cols * HISTORY_LEN], head: 0, filled: 0 }
+        Matrix { cols, data: Vec::new(), empty, head: 0, filled: 0 }
     }
 
     pub fn cols(&self) -> usize {
@@ -35,8 +40,20 @@ impl<T: Copy + PartialEq> Matrix<T> {
         self.filled == 0
     }
 
+    /// Whether the rows are allocated (a row was written, or a column copied in).
+    pub fn allocated(&self) -> bool {
+        !self.data.is_empty()
+    }
+
+    fn allocate(&mut self) {
+        if self.data.is_empty() {
+            self.data = vec![self.empty; self.cols * HISTORY_LEN];
+        }
+    }
+
     /// The next row to fill (the oldest is overwritten once the ring is full).
     pub fn next_row(&mut self) -> &mut [T] {
+        self.allocate();
         let row = self.head;
         self.head = (self.head + 1) % HISTORY_LEN;
         self.filled = (self.filled + 1).min(HISTORY_LEN);
@@ -50,7 +67,7 @@ impl<T: Copy + PartialEq> Matrix<T> {
 
     /// The newest `n` values of `col`, oldest first, skipping `empty` markers.
     pub fn column(&self, col: usize, n: usize, empty: T) -> Vec<T> {
-        if col >= self.cols {
+        if col >= self.cols || !self.allocated() {
             return Vec::new();
         }
         let take = n.min(self.filled);
@@ -62,9 +79,10 @@ impl<T: Copy + PartialEq> Matrix<T> {
 
     /// Copies the history of `from` in `old` into column `to` of `self` (same row layout).
     pub fn copy_column(&mut self, to: usize, old: &Matrix<T>, from: usize) {
-        if to >= self.cols || from >= old.cols {
+        if to >= self.cols || from >= old.cols || !old.allocated() {
             return;
         }
+        self.allocate();
         for r in 0..HISTORY_LEN {
             self.data[r * self.cols + to] = old.data[r * old.cols + from];
         }
@@ -246,6 +264,26 @@ mod tests {
             h.used.push(p);
         }
         h
+    }
+
+    /// The rows are allocated by the first write or copy, never before: a cluster without
+    /// telemetry holds none; once written, a column reads back what was written.
+    #[test]
+    fn a_matrix_allocates_its_rows_when_first_written() {
+        let mut m = Matrix::new(40_000, NONE_U8);
+        assert!(!m.allocated());
+        assert!(m.column(3, 10, NONE_U8).is_empty());
+        let mut copy = Matrix::new(40_000, NONE_U8);
+        copy.copy_column(0, &m, 3);
+        assert!(!copy.allocated(), "copying from rows never written allocates nothing");
+        m.next_row()[3] = 42;
+        m.next_row()[3] = 43;
+        assert!(m.allocated());
+        assert_eq!(m.column(3, 10, NONE_U8), vec![42, 43]);
+        assert!(m.column(4, 10, NONE_U8).is_empty(), "a column never written has no values");
+        copy.copy_column(0, &m, 3);
+        copy.align_with(&m);
+        assert_eq!(copy.column(0, 10, NONE_U8), vec![42, 43]);
     }
 
     #[test]

@@ -153,8 +153,7 @@ fn physical_gpus(n: &SlimNode) -> u32 {
 }
 
 fn physical_gpus_claimed(n: &SlimNode) -> u32 {
-    let labels = n.metadata.labels.as_ref();
-    let label = |k: &str| labels.and_then(|l| l.get(k));
+    let label = |k: &str| n.labels.get(k);
     if let Some(c) = label("nvidia.com/gpu.count").map(|v| slim::quantity_count(v)).filter(|c| *c > 0) {
         return c;
     }
@@ -186,8 +185,7 @@ fn node_ready(n: &SlimNode) -> Option<&slim::Condition> {
 /// Builds one node, with its GPUs assigned to the jobs of the pods on it (in creation order:
 /// the API does not say which device a pod holds; Prometheus' pod labels do, when joined).
 pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping) -> Node {
-    static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
-    let labels = n.metadata.labels.as_ref().unwrap_or(&NO_LABELS);
+    let labels = &n.labels;
     let name = n.metadata.name.clone().unwrap_or_default();
     let count = physical_gpus(n);
     let product = labels.get("nvidia.com/gpu.product").map(|s| text(s)).unwrap_or_default();
@@ -295,14 +293,14 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
     let pool = m
         .pool_labels
         .iter()
-        .find_map(|k| labels.get(k))
+        .find_map(|k| labels.get(k.as_str()))
         .map(|s| text(s))
         .unwrap_or_else(|| Text::from("default"));
     let mut keep: BTreeMap<Text, Text> = labels
         .iter()
         .filter(|(k, _)| {
             k.starts_with("nvidia.com/")
-                || m.pool_labels.contains(k)
+                || m.pool_labels.iter().any(|p| p == k.as_str())
                 || k.starts_with("topology.kubernetes.io/")
                 || k.as_str() == "node.kubernetes.io/instance-type"
         })
@@ -314,7 +312,7 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
     }
     let label = |k: &str| labels.get(k).map(|s| text(s));
     let driver = label("nvidia.com/cuda.driver-version.full").or_else(|| {
-        let p = ["major", "minor", "rev"].map(|x| labels.get(&format!("nvidia.com/cuda.driver.{x}")));
+        let p = ["major", "minor", "rev"].map(|x| labels.get(format!("nvidia.com/cuda.driver.{x}").as_str()));
         match p {
             [Some(a), Some(b), Some(c)] => Some(text(&format!("{a}.{b}.{c}"))),
             _ => None,
@@ -417,8 +415,7 @@ fn node_reason(
 
 /// The object that owns a pod's work, as the console groups it: (kind, name).
 pub fn owner_of(p: &SlimPod) -> (String, String) {
-    let labels = p.metadata.labels.as_ref();
-    let label = |k: &str| labels.and_then(|l| l.get(k)).cloned();
+    let label = |k: &str| p.labels.get(k).map(|v| v.to_string());
     if let Some(js) = label("jobset.sigs.k8s.io/jobset-name") {
         return ("JobSet".into(), js);
     }
@@ -583,7 +580,7 @@ pub fn build_with(store: &Store, m: &Mapping, with_nodes: bool) -> Built {
             .nodes
             .first()
             .and_then(|n| store.nodes.get(n.as_str()))
-            .and_then(|n| n.metadata.labels.as_ref()?.get("nvidia.com/gpu.product"))
+            .and_then(|n| n.labels.get("nvidia.com/gpu.product"))
             .filter(|p| !p.is_empty());
         if let Some(p) = product {
             j.gpu_model = Some(text(p));
@@ -680,12 +677,12 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
         JobState::Pending
     };
     let first = g.pods.first();
-    let label = |k: &str| first.and_then(|p| p.metadata.labels.as_ref()).and_then(|l| l.get(k));
+    let label = |k: &str| first.and_then(|p| p.labels.get(k));
     let user = m.user_labels.iter().find_map(|k| label(k)).map_or_else(|| text(g.ns), |u| text(u));
     let lq = w
         .map(|w| w.queue.clone())
         .filter(|q| !q.is_empty())
-        .or_else(|| label("kueue.x-k8s.io/queue-name").cloned());
+        .or_else(|| label("kueue.x-k8s.io/queue-name").map(|q| q.to_string()));
     let queue = match (&lq, w.and_then(|w| w.cluster_queue.clone())) {
         (_, Some(cq)) => text(&cq),
         (Some(lq), None) => lq_to_cq.get(&key(Some(g.ns), Some(lq))).map_or_else(|| text(lq), |cq| text(cq)),
