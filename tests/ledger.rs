@@ -626,3 +626,51 @@ fn bounded_looks_catch_up_to_what_one_unbounded_look_records() {
     };
     assert_eq!(ids(&mut bounded), ids(&mut one));
 }
+
+/// In a fleet each cluster has its own ledger: two clusters with the same job ids (the same
+/// simulator seed) write two files, each holding only its own cluster's jobs. They were one
+/// file (`_.sqlite`) where one cluster's job 4242 overwrote the other's.
+#[test]
+fn each_cluster_of_a_fleet_is_recorded_in_its_own_ledger() {
+    use gpuplane::backend::sim::SimConfig;
+    let mut a = common::app();
+    a.live = gpuplane::state::ClusterState::new(Default::default(), Default::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let w = Writer::spawn(dir.path().to_path_buf(), 0, |_| {}).expect("writer");
+    a.ledger = Some(LedgerLink::new(w));
+    let mut sims: Vec<(&str, Sim)> = ["east", "west"]
+        .into_iter()
+        .map(|c| (c, Sim::new(SimConfig { nodes: 24, seed: 7, ..SimConfig::default() })))
+        .collect();
+    let wrap = |c: &str, u: Update| Msg::Update(Update::Cluster { cluster: c.into(), update: Box::new(u) });
+    for (c, s) in &sims {
+        for u in s.initial() {
+            a.update(wrap(c, u));
+        }
+    }
+    // Every job each cluster has had with a start (the simulator trims old ones meanwhile).
+    let mut seen: [std::collections::BTreeSet<u64>; 2] = Default::default();
+    for _ in 0..90 {
+        for (c, s) in &mut sims {
+            a.update(wrap(c, s.tick()));
+        }
+        a.ledger_tick();
+        for (k, c) in ["east", "west"].into_iter().enumerate() {
+            seen[k].extend(a.state().jobs.iter().filter(|j| j.cluster == c && j.start.is_some()).map(|j| j.id));
+        }
+    }
+    let finish = a.ledger.take().expect("ledger");
+    finish.writer.finish();
+    assert!(!ledger::path_for(dir.path(), "").exists(), "no fleet-wide file");
+    let mut ids = Vec::new();
+    for (k, c) in ["east", "west"].into_iter().enumerate() {
+        let mut l = Ledger::open(&ledger::path_for(dir.path(), c)).expect("the cluster's own ledger");
+        let w = l.window(0, a.state().now).expect("window");
+        let got: Vec<u64> = w.jobs.iter().map(|j| j.id).collect();
+        assert!(!got.is_empty());
+        let foreign: Vec<&u64> = got.iter().filter(|id| !seen[k].contains(id)).collect();
+        assert!(foreign.is_empty(), "{c}'s ledger holds jobs {c} never had: {foreign:?}");
+        ids.push(got);
+    }
+    assert!(ids[0].iter().any(|id| ids[1].contains(id)), "the two clusters share job ids");
+}

@@ -27,9 +27,15 @@ struct Open {
     seen_at: Epoch,
 }
 
-/// Remembers what was written, so an observation carries changes (and running jobs).
+/// Remembers what was written, so an observation carries changes (and running jobs). A
+/// tracker looks at one cluster: the whole state in a single-cluster console (scope `""`), one
+/// configured cluster's nodes and jobs in a fleet — each cluster has its own ledger, so two
+/// clusters' job 4242 never meet in one file.
 #[derive(Debug, Default)]
 pub struct Tracker {
+    /// The configured cluster looked at (`""`: every object — a single-cluster console, or a
+    /// command's one look).
+    scope: Text,
     cluster: Text,
     last_at: Option<Epoch>,
     /// Per job: what the last record said (state, end, whole GPU-seconds), hashed: 16 bytes
@@ -48,9 +54,14 @@ pub struct Tracker {
 /// schedulers (`[[shared_hosts]]`) is counted once, as its Slurm node, with both schedulers'
 /// allocations (at most all its GPUs).
 pub fn capacity_now(s: &ClusterState) -> Vec<CapacitySample> {
+    capacity_of(s, None)
+}
+
+/// [`capacity_now`] of one configured cluster's nodes (`None`: every node).
+fn capacity_of(s: &ClusterState, scope: Option<&Text>) -> Vec<CapacitySample> {
     let mut by: BTreeMap<&str, CapacitySample> = BTreeMap::new();
     for (i, n) in s.nodes.iter().enumerate() {
-        if s.is_kube_twin(i) {
+        if scope.is_some_and(|c| !c.is_empty() && *c != n.cluster) || s.is_kube_twin(i) {
             continue;
         }
         let twin = s.twin(i).map(|t| t.node);
@@ -130,9 +141,25 @@ pub fn job_of(r: &JobRecord) -> Job {
 }
 
 impl Tracker {
+    /// A tracker of one configured cluster of a fleet (`""`: the whole state).
+    pub fn for_cluster(scope: Text) -> Tracker {
+        Tracker { scope, ..Tracker::default() }
+    }
+
+    /// The configured cluster it looks at (`""`: the whole state).
+    pub fn scope(&self) -> &Text {
+        &self.scope
+    }
+
+    /// The name its observations (and ledger file) carry: the configured cluster's, or in a
+    /// single-cluster console the name its scheduler reports.
+    fn name<'s>(&'s self, s: &'s ClusterState) -> &'s Text {
+        if self.scope.is_empty() { &s.cluster } else { &self.scope }
+    }
+
     /// Whether an observation is due at source time `now`.
     pub fn due(&self, s: &ClusterState) -> bool {
-        s.cluster != self.cluster || self.last_at.is_none_or(|l| s.now - l >= OBSERVE_EVERY_S)
+        *self.name(s) != self.cluster || self.last_at.is_none_or(|l| s.now - l >= OBSERVE_EVERY_S)
     }
 
     /// What the console records on a tick: a look when one is due, otherwise the finished jobs
@@ -141,11 +168,11 @@ impl Tracker {
         if self.due(s) {
             return self.look(s, max_jobs);
         }
-        if !self.behind || s.cluster != self.cluster {
+        if !self.behind || *self.name(s) != self.cluster {
             return None;
         }
         let at = self.last_at?;
-        let mut obs = Observation { cluster: s.cluster.to_string(), at, ..Default::default() };
+        let mut obs = Observation { cluster: self.cluster.to_string(), at, ..Default::default() };
         self.record_jobs(s, at, &mut obs, max_jobs, false);
         Some(obs)
     }
@@ -165,9 +192,11 @@ impl Tracker {
         if s.now <= 0 || (s.nodes.is_empty() && s.jobs.is_empty()) {
             return None;
         }
-        if s.cluster != self.cluster {
-            *self = Tracker { cluster: s.cluster.clone(), ..Tracker::default() };
+        let name = self.name(s).clone();
+        if name != self.cluster {
+            *self = Tracker { scope: std::mem::take(&mut self.scope), cluster: name, ..Tracker::default() };
         }
+        let scope = self.scope.clone();
         let at = s.now;
         if self.last_at.is_some_and(|l| at <= l) {
             return None;
@@ -175,13 +204,15 @@ impl Tracker {
         let step = self.last_at.map_or(0, |l| (at - l).min(MAX_STEP_S));
         let lo = self.last_at.unwrap_or(Epoch::MIN);
         self.last_at = Some(at);
-        let mut obs = Observation { cluster: s.cluster.to_string(), at, ..Default::default() };
+        let mut obs = Observation { cluster: self.cluster.to_string(), at, ..Default::default() };
         if step > 0 {
-            obs.capacity =
-                capacity_now(s).into_iter().map(|c| CapacitySample { at, step_s: step, ..c }).collect();
+            obs.capacity = capacity_of(s, Some(&scope))
+                .into_iter()
+                .map(|c| CapacitySample { at, step_s: step, ..c })
+                .collect();
         }
         // GPU-intervals: who holds which GPU, and its utilisation meanwhile.
-        for n in &s.nodes {
+        for n in s.nodes.iter().filter(|n| scope.is_empty() || n.cluster == scope) {
             for g in &n.gpus {
                 let key = (n.name.clone(), g.index);
                 let Some(jid) = g.job else {
@@ -199,7 +230,7 @@ impl Tracker {
                 }
                 let o = self.open.entry(key).or_insert_with(|| Open {
                     job: jid,
-                    start: s.job(jid).and_then(|j| j.start).unwrap_or(at).max(lo).min(at),
+                    start: s.job_in(&n.cluster, jid).and_then(|j| j.start).unwrap_or(at).max(lo).min(at),
                     util_sum: 0.0,
                     util_n: 0,
                     seen_at: at,
@@ -223,7 +254,9 @@ impl Tracker {
         obs.intervals.extend(self.open.iter().map(|(k, o)| interval(k, o, at)));
         self.record_jobs(s, at, &mut obs, max_jobs, true);
         if self.written.len() > 2 * s.jobs.len() + 1024 {
-            self.written.retain(|id, _| s.job_index(*id).is_some());
+            self.written.retain(|id, _| {
+                if scope.is_empty() { s.job_index(*id).is_some() } else { s.job_in(&scope, *id).is_some() }
+            });
         }
         Some(obs)
     }
@@ -233,7 +266,8 @@ impl Tracker {
     fn record_jobs(&mut self, s: &ClusterState, at: Epoch, obs: &mut Observation, max: usize, running: bool) {
         let mut finished = 0usize;
         self.behind = false;
-        for j in &s.jobs {
+        let scope = self.scope.clone();
+        for j in s.jobs.iter().filter(|j| scope.is_empty() || j.cluster == scope) {
             let Some(start) = j.start else { continue };
             let fp = fingerprint(j);
             if j.end.is_some() {

@@ -59,7 +59,9 @@ pub enum Msg {
 /// and the ledger's thread that writes and answers (file I/O, never on this task).
 pub struct LedgerLink {
     pub writer: crate::store::ledger::Writer,
-    pub tracker: crate::cost::track::Tracker,
+    /// One per cluster the state holds (one, scope `""`, in a single-cluster console): each
+    /// cluster is recorded in its own ledger.
+    pub trackers: Vec<crate::cost::track::Tracker>,
     /// The last window answer: (cluster, window seconds, result).
     pub answer: Option<(String, i64, Result<crate::store::WindowData, crate::store::LedgerError>)>,
     /// Bumped with each answer (the cost report is rebuilt for it).
@@ -91,7 +93,7 @@ const LEDGER_REASK: std::time::Duration = std::time::Duration::from_secs(15);
 
 impl LedgerLink {
     pub fn new(writer: crate::store::ledger::Writer) -> LedgerLink {
-        LedgerLink { writer, tracker: Default::default(), answer: None, seq: 0, asked: None, failure: None }
+        LedgerLink { writer, trackers: Vec::new(), answer: None, seq: 0, asked: None, failure: None }
     }
 }
 
@@ -741,8 +743,15 @@ impl App {
     pub fn ledger_tick(&mut self) {
         let Some(l) = self.ledger.as_mut() else { return };
         let s = &self.live;
-        if let Some(o) = l.tracker.next(s, crate::cost::track::JOBS_PER_LOOK) {
-            l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
+        for c in s.clusters() {
+            if !l.trackers.iter().any(|t| t.scope() == c) {
+                l.trackers.push(crate::cost::track::Tracker::for_cluster(c.clone()));
+            }
+        }
+        for t in &mut l.trackers {
+            if let Some(o) = t.next(s, crate::cost::track::JOBS_PER_LOOK) {
+                l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
+            }
         }
         if self.ui.view != views::cost::ID || s.cluster.is_empty() {
             return;

@@ -371,8 +371,10 @@ pub async fn run(
     // The last look goes to the ledger, and what is queued is written before the console goes
     // (joined on the blocking pool, not on this task).
     if let Some(mut l) = app.ledger.take() {
-        if let Some(o) = l.tracker.observe(&app.live) {
-            l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
+        for t in &mut l.trackers {
+            if let Some(o) = t.observe(&app.live) {
+                l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
+            }
         }
         let _ = tokio::task::spawn_blocking(move || l.writer.finish()).await;
     }
