@@ -664,7 +664,7 @@ fn each_cluster_of_a_fleet_is_recorded_in_its_own_ledger() {
     assert!(!ledger::path_for(dir.path(), "").exists(), "no fleet-wide file");
     let mut ids = Vec::new();
     for (k, c) in ["east", "west"].into_iter().enumerate() {
-        let mut l = Ledger::open(&ledger::path_for(dir.path(), c)).expect("the cluster's own ledger");
+        let l = Ledger::open(&ledger::path_for(dir.path(), c)).expect("the cluster's own ledger");
         let w = l.window(0, a.state().now).expect("window");
         let got: Vec<u64> = w.jobs.iter().map(|j| j.id).collect();
         assert!(!got.is_empty());
