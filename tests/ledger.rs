@@ -656,7 +656,8 @@ fn each_cluster_of_a_fleet_is_recorded_in_its_own_ledger() {
         }
         a.ledger_tick();
         for (k, c) in ["east", "west"].into_iter().enumerate() {
-            seen[k].extend(a.state().jobs.iter().filter(|j| j.cluster == c && j.start.is_some()).map(|j| j.id));
+            seen[k]
+                .extend(a.state().jobs.iter().filter(|j| j.cluster == c && j.start.is_some()).map(|j| j.id));
         }
     }
     let finish = a.ledger.take().expect("ledger");

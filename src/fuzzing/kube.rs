@@ -42,7 +42,7 @@ pub fn check(data: &[u8]) {
         match what {
             b'N' => {
                 if let Ok(n) = serde_json::from_slice::<SlimNode>(body) {
-                    s.nodes.insert(n.metadata.name.clone().unwrap_or_default(), n);
+                    s.nodes.insert(n.metadata.name.clone().unwrap_or_default(), Box::new(n));
                 }
             }
             b'P' => {

@@ -43,7 +43,7 @@ impl Default for Mapping {
 /// What the watches have seen, trimmed. Pods are kept only when they ask for GPUs.
 #[derive(Debug, Default)]
 pub struct Store {
-    pub nodes: HashMap<String, SlimNode>,
+    pub nodes: HashMap<String, Box<SlimNode>>,
     /// `namespace/name` → pod, boxed: the table's 32,768 slots for 20,000 pods then take
     /// 1 MB instead of 19 MB (a `SlimPod` is 560 bytes; heaptrack, docs/performance.md).
     pub pods: HashMap<String, Box<SlimPod>>,
@@ -841,7 +841,7 @@ mod tests {
     #[test]
     fn nodes_gpus_and_jobs_from_pods() {
         let mut s = Store::default();
-        s.nodes.insert("n1".into(), node_obj(gpu_node("n1")));
+        s.nodes.insert("n1".into(), Box::new(node_obj(gpu_node("n1"))));
         s.put_pod(pod_obj(gpu_pod("team-a", "train-0", Some("n1"), 4, ("Job", "train"), "Running")));
         s.put_pod(pod_obj(gpu_pod("team-a", "train-1", Some("n1"), 2, ("Job", "train"), "Running")));
         s.put_pod(pod_obj(gpu_pod(
@@ -908,7 +908,7 @@ mod tests {
         p["spec"]["containers"] = json!([{"resources": {"limits": {"nvidia.com/mig-1g.10gb": "3"}}}]);
         let mut s = Store::default();
         s.put_pod(pod_obj(p));
-        s.nodes.insert("m".into(), node_obj(mig));
+        s.nodes.insert("m".into(), Box::new(node_obj(mig)));
         let b = build(&s, &Mapping::default());
         let n = &b.nodes[0];
         assert_eq!(n.gpus.len(), 2);
@@ -935,7 +935,7 @@ mod tests {
         n["status"]["capacity"] = json!({"nvidia.com/gpu": huge, "nvidia.com/mig-1g.10gb": huge,
             "nvidia.com/mig-3g.40gb": huge, "cpu": "1e300"});
         let mut s = Store::default();
-        s.nodes.insert("big".into(), node_obj(n));
+        s.nodes.insert("big".into(), Box::new(node_obj(n)));
         for i in 0..3 {
             let mut p = gpu_pod("a", &format!("p{i}"), Some("big"), 0, ("Job", &format!("j{i}")), "Running");
             p["spec"]["containers"] = json!([

@@ -108,10 +108,10 @@ impl Keep for SlimNode {
     const KIND: &'static str = "nodes";
     fn put(mut self, s: &mut Store) -> bool {
         let name = self.metadata.name.clone().unwrap_or_default();
-        if s.nodes.get(&name).is_some_and(|old| super::slim::unchanged(old, &mut self)) {
+        if s.nodes.get(&name).is_some_and(|old| super::slim::unchanged(&**old, &mut self)) {
             return false;
         }
-        s.nodes.insert(name, self);
+        s.nodes.insert(name, Box::new(self));
         s.nodes_dirty = true;
         true
     }
