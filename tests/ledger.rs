@@ -675,3 +675,32 @@ fn each_cluster_of_a_fleet_is_recorded_in_its_own_ledger() {
     }
     assert!(ids[0].iter().any(|id| ids[1].contains(id)), "the two clusters share job ids");
 }
+
+/// A command reading one configured cluster records into, and reads from, the ledger the
+/// console writes for that cluster (`<cluster>.sqlite`); a state of several clusters is looked
+/// at whole.
+#[test]
+fn a_commands_look_at_one_configured_cluster_uses_that_clusters_ledger() {
+    use gpuplane::backend::sim::SimConfig;
+    let fleet = |names: &[&str]| {
+        let mut s = gpuplane::state::ClusterState::new(Default::default(), Default::default());
+        for c in names {
+            let sim = Sim::new(SimConfig { nodes: 8, seed: 3, ..SimConfig::default() });
+            for u in sim.initial() {
+                s.apply(Update::Cluster { cluster: (*c).into(), update: Box::new(u) });
+            }
+        }
+        s
+    };
+    let one = fleet(&["prod-a"]);
+    let mut t = Tracker::for_state(&one);
+    assert_eq!(t.ledger_name(&one), "prod-a");
+    let o = t.observe(&one).expect("a look");
+    assert_eq!(o.cluster, "prod-a");
+    assert!(!o.jobs.is_empty());
+    let two = fleet(&["prod-a", "prod-b"]);
+    assert_eq!(Tracker::for_state(&two).scope(), "");
+    let single = gpuplane::testing::state_after(SimConfig::default(), 3);
+    let t = Tracker::for_state(&single);
+    assert_eq!((t.scope().as_str(), t.ledger_name(&single)), ("", single.cluster.clone()));
+}

@@ -318,9 +318,10 @@ pub fn run(
 /// ledger, or when it fails (said on stderr), what was read now.
 fn cost_report(state: &crate::state::ClusterState, window: i64, config: &Config) -> crate::cost::CostReport {
     let Some(dir) = &config.ledger_dir else { return crate::cost::report(state, window) };
-    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let mut tracker = crate::cost::track::Tracker::for_state(state);
+    let path = crate::store::ledger::path_for(dir, &tracker.ledger_name(state));
     let read = crate::store::Ledger::open(&path).and_then(|mut l| {
-        if let Some(o) = crate::cost::track::Tracker::default().observe(state) {
+        if let Some(o) = tracker.observe(state) {
             l.record(&[o])?;
         }
         l.window(state.now - window, state.now)

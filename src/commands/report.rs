@@ -40,9 +40,10 @@ fn job(id: u64, output: ReportOutput, config: &Config) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let mut tracker = crate::cost::track::Tracker::for_state(&state);
+    let path = crate::store::ledger::path_for(dir, &tracker.ledger_name(&state));
     let found = crate::store::Ledger::open(&path).and_then(|mut l| {
-        if let Some(o) = crate::cost::track::Tracker::default().observe(&state) {
+        if let Some(o) = tracker.observe(&state) {
             l.record(&[o])?;
         }
         let job = l.job(id)?;
@@ -524,9 +525,10 @@ fn cost_report(state: &ClusterState, from: Epoch, to: Epoch, config: &Config) ->
     let Some(dir) = &config.ledger_dir else {
         return crate::cost::report_console_range(state, from, to, Basis::Console);
     };
-    let path = crate::store::ledger::path_for(dir, &state.cluster);
+    let mut tracker = crate::cost::track::Tracker::for_state(state);
+    let path = crate::store::ledger::path_for(dir, &tracker.ledger_name(state));
     let read = crate::store::Ledger::open(&path).and_then(|mut l| {
-        if let Some(o) = crate::cost::track::Tracker::default().observe(state) {
+        if let Some(o) = tracker.observe(state) {
             l.record(&[o])?;
         }
         l.window(from, to.min(state.now))

@@ -146,6 +146,21 @@ impl Tracker {
         Tracker { scope, ..Tracker::default() }
     }
 
+    /// The tracker a command's one look uses: a state of one configured cluster is that
+    /// cluster's (its ledger is the file the console writes for it); any other state is looked
+    /// at whole.
+    pub fn for_state(s: &ClusterState) -> Tracker {
+        match s.clusters() {
+            [one] if !one.is_empty() => Tracker::for_cluster(one.clone()),
+            _ => Tracker::default(),
+        }
+    }
+
+    /// The name of the ledger its looks at `s` go to (see [`crate::store::ledger::path_for`]).
+    pub fn ledger_name(&self, s: &ClusterState) -> Text {
+        self.name(s).clone()
+    }
+
     /// The configured cluster it looks at (`""`: the whole state).
     pub fn scope(&self) -> &Text {
         &self.scope
