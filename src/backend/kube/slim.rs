@@ -263,7 +263,7 @@ fn exact_labels(m: Option<BTreeMap<String, String>>) -> Labels {
 /// A node as the store keeps it: its labels out of the metadata (which keeps the name, the
 /// resource version the watch needs, and the annotations).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(from = "WireNode")]
+#[serde(from = "Wire<NodeSpec, NodeStatus>")]
 pub struct SlimNode {
     pub metadata: ObjectMeta,
     pub labels: Labels,
@@ -271,19 +271,28 @@ pub struct SlimNode {
     pub status: NodeStatus,
 }
 
+/// A node or a pod as it comes from the server; its kept labels then leave the metadata.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct WireNode {
+struct Wire<Spec, Status> {
     #[serde(deserialize_with = "meta_ours")]
     metadata: ObjectMeta,
-    spec: NodeSpec,
-    status: NodeStatus,
+    spec: Spec,
+    status: Status,
 }
 
-impl From<WireNode> for SlimNode {
-    fn from(mut w: WireNode) -> Self {
-        let labels = exact_labels(w.metadata.labels.take());
-        SlimNode { metadata: w.metadata, labels, spec: w.spec, status: w.status }
+impl<Spec, Status> Wire<Spec, Status> {
+    /// (metadata without labels, the labels, spec, status).
+    fn split(mut self) -> (ObjectMeta, Labels, Spec, Status) {
+        let labels = exact_labels(self.metadata.labels.take());
+        (self.metadata, labels, self.spec, self.status)
+    }
+}
+
+impl From<Wire<NodeSpec, NodeStatus>> for SlimNode {
+    fn from(w: Wire<NodeSpec, NodeStatus>) -> Self {
+        let (metadata, labels, spec, status) = w.split();
+        SlimNode { metadata, labels, spec, status }
     }
 }
 resource!(SlimNode, "Node", "", "v1", "nodes", k8s_openapi::ClusterResourceScope);
@@ -339,7 +348,7 @@ pub struct Condition {
 
 /// A pod as the store keeps it: its labels out of the metadata, as a node's.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(from = "WirePod")]
+#[serde(from = "Wire<PodSpec, PodStatus>")]
 pub struct SlimPod {
     pub metadata: ObjectMeta,
     pub labels: Labels,
@@ -347,19 +356,10 @@ pub struct SlimPod {
     pub status: PodStatus,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct WirePod {
-    #[serde(deserialize_with = "meta_ours")]
-    metadata: ObjectMeta,
-    spec: PodSpec,
-    status: PodStatus,
-}
-
-impl From<WirePod> for SlimPod {
-    fn from(mut w: WirePod) -> Self {
-        let labels = exact_labels(w.metadata.labels.take());
-        SlimPod { metadata: w.metadata, labels, spec: w.spec, status: w.status }
+impl From<Wire<PodSpec, PodStatus>> for SlimPod {
+    fn from(w: Wire<PodSpec, PodStatus>) -> Self {
+        let (metadata, labels, spec, status) = w.split();
+        SlimPod { metadata, labels, spec, status }
     }
 }
 resource!(SlimPod, "Pod", "", "v1", "pods", k8s_openapi::NamespaceResourceScope);
