@@ -140,7 +140,17 @@ fn report_job_equals_promql_over_the_run_for_planted_jobs() {
     // 77002: a MIG slice, by GR_ENGINE_ACTIVE of the slice; the GPU's own utilisation is 0.
     let e = report(77002);
     let t = &e["telemetry"];
-    let whole = at(&format!(r#"avg_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="gpu-016",gpu="7"}}{w})"#));
+    // Over the run's own samples (the first to the last): the whole GPU's series goes on
+    // after the run, and its sample at `end` is background noise (0 or 1 %), which made this
+    // check fail now and then (0.0041).
+    let whole = q(
+        &url,
+        &format!(
+            r#"avg_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname="gpu-016",gpu="7"}}[{}s])"#,
+            end - start - 1
+        ),
+        last as i64,
+    );
     assert_eq!(whole, Some(0.0), "the whole GPU reports no utilisation in MIG mode");
     let gr =
         at(&format!(r#"100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{hpc_job="77002"}}{w})"#)).unwrap();
