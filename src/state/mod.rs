@@ -736,6 +736,8 @@ impl ClusterState {
 
     fn upsert_job(&mut self, mut job: Job) {
         job.rank = None;
+        // Kept for as long as the job is: at its length (a collected list has room for four).
+        job.nodes.shrink_to_fit();
         let key = (job.cluster.clone(), job.id);
         match self.job_ix.get(&key).copied() {
             Some(i) => {

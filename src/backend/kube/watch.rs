@@ -310,7 +310,7 @@ impl Session {
                 }
                 tracing::debug!(kind = K::KIND, "listed");
                 // The list's pages and the objects filtered out are garbage now.
-                release_free_memory();
+                crate::backend::release_free_memory();
                 self.synced.insert(K::KIND);
                 self.dirty = true;
             }
@@ -679,18 +679,8 @@ async fn emit(
     let inv = inventory(s, &conn.context, &cfg.mapping, kueue, shared);
     let at = jiff::Timestamp::now().as_second();
     tx.send(Update::Inventory { at, inventory: Box::new(inv) }).await.map_err(|_| ())?;
-    release_free_memory();
+    crate::backend::release_free_memory();
     Ok(())
-}
-
-/// Hands freed heap pages back to the system. A rebuild frees as much as it allocates, but
-/// glibc keeps freed pages in its arenas; at 1,000 events/s that alone grew RSS by ~50 MB.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages to the kernel; it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 fn inventory(

@@ -258,6 +258,58 @@ pub(super) fn fixed(name: &str, user: &str, team: usize, pool: usize, gpus: u32,
     }
 }
 
+/// The end states of finished jobs whose records were dropped, by id: one byte per id from the
+/// oldest kept (ids are given out in order and the oldest finished are trimmed first).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Ended {
+    base: JobId,
+    states: VecDeque<Option<JobState>>,
+    len: usize,
+}
+
+impl Ended {
+    pub fn insert(&mut self, id: JobId, state: JobState) {
+        if self.states.is_empty() {
+            self.base = id;
+        }
+        while id < self.base {
+            self.states.push_front(None);
+            self.base -= 1;
+        }
+        let i = (id - self.base) as usize;
+        if i >= self.states.len() {
+            self.states.resize(i + 1, None);
+        }
+        if self.states[i].replace(state).is_none() {
+            self.len += 1;
+        }
+    }
+
+    pub fn get(&self, id: JobId) -> Option<JobState> {
+        let i = usize::try_from(id.checked_sub(self.base)?).ok()?;
+        self.states.get(i).copied().flatten()
+    }
+
+    /// Forgets a job; true when it was kept.
+    pub fn remove(&mut self, id: JobId) -> bool {
+        let Some(i) = id.checked_sub(self.base).and_then(|i| usize::try_from(i).ok()) else { return false };
+        let Some(slot) = self.states.get_mut(i) else { return false };
+        if slot.take().is_none() {
+            return false;
+        }
+        self.len -= 1;
+        while self.states.front().is_some_and(Option::is_none) {
+            self.states.pop_front();
+            self.base += 1;
+        }
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// Per-team quota bookkeeping.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct TeamBook {
@@ -276,6 +328,8 @@ pub(super) struct JobBook {
     pub running: BinaryHeap<Reverse<(Epoch, JobId)>>,
     /// Finished jobs, oldest first (the history that gets trimmed).
     pub finished: VecDeque<JobId>,
+    /// The end states of finished jobs that were handed out and dropped from `map`.
+    pub ended: Ended,
     pub pending: [Vec<PendKey>; NPOOLS],
     pub teams: [TeamBook; 5],
     /// Jobs changed since the last delta (may repeat).
@@ -349,10 +403,35 @@ impl JobBook {
 
     /// Drops the oldest finished jobs while there are more than `target` jobs.
     pub fn trim(&mut self, target: usize, removed: &mut Vec<JobId>) {
-        while self.map.len() > target {
+        while self.len() > target {
             let Some(id) = self.finished.pop_front() else { break };
-            if self.map.remove(&id).is_some() {
+            if self.map.remove(&id).is_some() || self.ended.remove(id) {
                 removed.push(id);
+            }
+        }
+    }
+
+    /// Jobs the controller knows: in `map` and ended.
+    pub fn len(&self) -> usize {
+        self.map.len() + self.ended.len()
+    }
+
+    /// The state of a job, wherever it is kept.
+    pub fn state(&self, id: JobId) -> Option<JobState> {
+        self.map.get(&id).map(|j| j.state).or_else(|| self.ended.get(id))
+    }
+
+    /// Drops the records of these jobs that have ended, keeping only their end states: once a
+    /// finished job has been handed out the console (and its ledger) holds it, as slurmctld
+    /// forgets a job after `MinJobAge` and accounting keeps it. 200,000 finished jobs held
+    /// 38 MB here (heaptrack; docs/performance.md).
+    pub fn forget_ended(&mut self, ids: impl IntoIterator<Item = JobId>) {
+        for id in ids {
+            if let Some(j) = self.map.get(&id)
+                && !j.state.is_active()
+            {
+                self.ended.insert(id, j.state);
+                self.map.remove(&id);
             }
         }
     }
@@ -439,10 +518,10 @@ impl JobBook {
             let reason = if j.held_until > now {
                 Reason::JobHeldUser
             } else if dep != 0
-                && let Some(d) = self.map.get(&dep)
-                && d.state != JobState::Completed
+                && let Some(d) = self.state(dep)
+                && d != JobState::Completed
             {
-                if d.state.is_active() {
+                if d.is_active() {
                     Reason::Dependency
                 } else {
                     // Its dependency failed: Slurm cancels it (kill_invalid_depend).
@@ -476,7 +555,12 @@ impl JobBook {
     ) -> Result<(), crate::model::ActionError> {
         use crate::model::ActionError;
         let Some(j) = self.map.get_mut(&id) else {
-            return Err(ActionError::not_found(format!("job {id} does not exist")));
+            return Err(match self.ended.get(id) {
+                Some(s) => {
+                    ActionError::conflict(format!("job {id} is {}: there is nothing to cancel", s.label()))
+                }
+                None => ActionError::not_found(format!("job {id} does not exist")),
+            });
         };
         match j.state {
             JobState::Pending => {
@@ -551,7 +635,12 @@ impl JobBook {
             est_start: j.est_start,
             gpus: j.gpus,
             gpu_model: Some(Text::const_new(spec.gpu_model)),
-            nodes: nodes.map(|&n| cluster.nodes[n as usize].name.clone()).collect(),
+            nodes: {
+                // Collected from a chain the list would have room for four.
+                let mut v: Vec<Text> = nodes.map(|&n| cluster.nodes[n as usize].name.clone()).collect();
+                v.shrink_to_fit();
+                v
+            },
             exit_reason: exit,
             retries: u32::from(j.retries),
             position: None,

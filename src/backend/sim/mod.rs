@@ -126,7 +126,7 @@ impl std::fmt::Debug for Sim {
             .field("seed", &self.cfg.seed)
             .field("nodes", &self.cluster.nodes.len())
             .field("gpus_per_node", &self.cluster.gpn)
-            .field("jobs", &self.book.map.len())
+            .field("jobs", &self.book.len())
             .field("now", &self.now)
             .field("ticks", &self.tick_no)
             .finish_non_exhaustive()
@@ -720,6 +720,15 @@ impl Sim {
         &self.planted
     }
 
+    /// After [`initial`](Self::initial) was sent: the finished jobs it carried are the
+    /// console's now, so only their end states are kept (see [`JobBook::forget_ended`]); a
+    /// later `initial` lists the active jobs only.
+    pub fn handed_out(&mut self) {
+        let ended: Vec<JobId> =
+            self.book.map.values().filter(|j| !j.state.is_active()).map(|j| j.id).collect();
+        self.book.forget_ended(ended);
+    }
+
     /// The source status and a full inventory of the cluster as it is now.
     pub fn initial(&self) -> Vec<Update> {
         let status = SourceStatus {
@@ -828,6 +837,7 @@ impl Sim {
             .filter_map(|id| self.book.map.get(id))
             .map(|j| self.book.job(j, &self.cluster))
             .collect();
+        self.book.forget_ended(dirty.iter().copied());
         dirty.clear();
         self.book.dirty = dirty;
         Update::Delta(Box::new(d))
@@ -1024,8 +1034,10 @@ pub async fn run_with_ops(
     let built = tokio::select! {
         _ = cancel.cancelled() => return,
         s = tokio::task::spawn_blocking(move || {
-            let sim = Sim::new(cfg);
+            let mut sim = Sim::new(cfg);
             let initial = sim.initial();
+            sim.handed_out();
+            super::release_free_memory();
             (sim, initial)
         }) => s,
     };
