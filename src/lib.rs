@@ -13,6 +13,7 @@ pub mod cost;
 pub mod datafile;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod memory;
 pub mod model;
 pub mod ops;
 pub mod playbook;

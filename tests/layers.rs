@@ -13,7 +13,7 @@ use syn::visit::Visit;
 
 /// The layers, lowest first. A module not listed is an error, so a new one gets placed.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("base", &["model", "sanitize", "audit", "datafile", "clock", "store", "playbook"]),
+    ("base", &["memory", "model", "sanitize", "audit", "datafile", "clock", "store", "playbook"]),
     ("backends", &["backend"]),
     ("state", &["state"]),
     ("runs and reports", &["acceptance", "cost"]),

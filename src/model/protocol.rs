@@ -149,6 +149,20 @@ pub enum Update {
     },
 }
 
+impl Update {
+    /// How many jobs and nodes it carries (a large one replaces or adds many objects).
+    pub fn objects(&self) -> usize {
+        match self {
+            Update::Inventory { inventory, .. } => {
+                inventory.jobs.as_ref().map_or(0, Vec::len) + inventory.nodes.as_ref().map_or(0, Vec::len)
+            }
+            Update::Delta(d) => d.jobs_upsert.len() + d.jobs_remove.len(),
+            Update::Cluster { update, .. } => update.objects(),
+            _ => 0,
+        }
+    }
+}
+
 /// What the detail pane is showing, so a history source can fetch just that.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Focus {

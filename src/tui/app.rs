@@ -251,6 +251,10 @@ impl Default for Ui {
     }
 }
 
+/// An update or ledger look of this many jobs and nodes is a large release (see
+/// [`App::memory_tick`]).
+const LARGE_RELEASE: usize = 1024;
+
 pub struct App {
     pub live: ClusterState,
     frozen: Option<ClusterState>,
@@ -307,6 +311,8 @@ pub struct App {
     pub kube_ctx: Option<KubeContexts>,
     /// The usage ledger, when one is configured.
     pub ledger: Option<LedgerLink>,
+    /// Freed heap handed back after a large update or ledger catch-up (see [`crate::memory`]).
+    trim: crate::memory::TrimAfter,
     /// What `:doctor` runs (set by main with the configuration); `None`: not offered.
     pub doctor: Option<DoctorRunner>,
     /// The answer of the checks `:doctor` started, until it comes.
@@ -375,6 +381,7 @@ impl App {
             armed_plugin: None,
             kube_ctx: None,
             ledger: None,
+            trim: crate::memory::TrimAfter::default(),
             doctor: None,
             doctor_rx: None,
             acks: None,
@@ -402,11 +409,15 @@ impl App {
     pub fn update(&mut self, msg: Msg) -> bool {
         match msg {
             Msg::Update(u) => {
+                self.note_release(u.objects());
                 // A no-op update (nothing new) neither redraws nor re-sorts; while paused the
                 // screen does not change, except the header's PAUSED age.
                 self.live.apply(u) && !self.ui.paused
             }
-            Msg::Updates(us) => self.live.apply_batch(us) && !self.ui.paused,
+            Msg::Updates(us) => {
+                self.note_release(us.iter().map(Update::objects).sum());
+                self.live.apply_batch(us) && !self.ui.paused
+            }
             Msg::Tick => {
                 self.expire_break_glass();
                 self.poll_doctor();
@@ -740,6 +751,23 @@ impl App {
     /// Hands the ledger what it should record (an observation once a minute of source time)
     /// and asks it for the Cost view's window when that is shown. Returns whether the screen
     /// changes (it does not: answers come back as [`Msg::Ledger`]).
+    /// An update or a look of `objects` jobs and nodes: a large one replaces (and frees) as
+    /// much as it brings, so freed memory is handed back once things are quiet again.
+    fn note_release(&mut self, objects: usize) {
+        if objects >= LARGE_RELEASE {
+            self.trim.released(std::time::Instant::now());
+        }
+    }
+
+    /// Hands freed heap back to the system when a large release has settled.
+    pub fn memory_tick(&mut self) {
+        if self.trim.due(std::time::Instant::now()) {
+            let t = std::time::Instant::now();
+            crate::memory::release_free();
+            tracing::debug!(ms = t.elapsed().as_secs_f64() * 1e3, "freed heap handed back to the system");
+        }
+    }
+
     pub fn ledger_tick(&mut self) {
         let Some(l) = self.ledger.as_mut() else { return };
         let s = &self.live;
@@ -748,11 +776,16 @@ impl App {
                 l.trackers.push(crate::cost::track::Tracker::for_cluster(c.clone()));
             }
         }
+        let mut recorded = 0;
         for t in &mut l.trackers {
             if let Some(o) = t.next(s, crate::cost::track::JOBS_PER_LOOK) {
+                recorded += o.jobs.len() + o.intervals.len();
                 l.writer.send(crate::store::ledger::Request::Record(Box::new(o)));
             }
         }
+        self.note_release(recorded);
+        let Some(l) = self.ledger.as_mut() else { return };
+        let s = &self.live;
         if self.ui.view != views::cost::ID || s.cluster.is_empty() {
             return;
         }

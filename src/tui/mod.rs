@@ -351,6 +351,8 @@ pub async fn run(
             _ = tick.tick() => {
                 // The ledger records once a minute of source time, off this task.
                 app.ledger_tick();
+                // Freed heap handed back once a large update has settled.
+                app.memory_tick();
                 // Acks made in other consoles on this data dir, read off this task.
                 app.acks_tick();
                 // The Timeline's window, read again (events other consoles recorded).

@@ -310,7 +310,7 @@ impl Session {
                 }
                 tracing::debug!(kind = K::KIND, "listed");
                 // The list's pages and the objects filtered out are garbage now.
-                crate::backend::release_free_memory();
+                crate::memory::release_free();
                 self.synced.insert(K::KIND);
                 self.dirty = true;
             }
@@ -679,7 +679,7 @@ async fn emit(
     let inv = inventory(s, &conn.context, &cfg.mapping, kueue, shared);
     let at = jiff::Timestamp::now().as_second();
     tx.send(Update::Inventory { at, inventory: Box::new(inv) }).await.map_err(|_| ())?;
-    crate::backend::release_free_memory();
+    crate::memory::release_free();
     Ok(())
 }
 

@@ -1037,7 +1037,7 @@ pub async fn run_with_ops(
             let mut sim = Sim::new(cfg);
             let initial = sim.initial();
             sim.handed_out();
-            super::release_free_memory();
+            crate::memory::release_free();
             (sim, initial)
         }) => s,
     };

@@ -522,3 +522,54 @@ fn start_estimates_follow_the_queue_order() {
     }
     assert!(planned > 0, "some jobs have estimates");
 }
+
+#[test]
+fn ended_states_are_kept_by_id_in_any_order() {
+    let mut e = jobs::Ended::default();
+    e.insert(105, JobState::Failed);
+    e.insert(103, JobState::Completed);
+    e.insert(108, JobState::Cancelled);
+    assert_eq!(
+        (e.len(), e.get(103), e.get(105), e.get(104), e.get(7)),
+        (3, Some(JobState::Completed), Some(JobState::Failed), None, None)
+    );
+    assert!(e.remove(103));
+    assert!(!e.remove(103), "forgotten once");
+    assert!(!e.remove(104), "never kept");
+    assert_eq!((e.len(), e.get(105), e.get(108)), (2, Some(JobState::Failed), Some(JobState::Cancelled)));
+    assert!(e.remove(105) && e.remove(108));
+    assert_eq!(e.len(), 0);
+    e.insert(2, JobState::Timeout);
+    assert_eq!(e.get(2), Some(JobState::Timeout));
+}
+
+/// The simulated controller drops finished jobs' records once they are handed out; the console
+/// sees exactly what it saw while the controller kept them (dependencies on failed jobs,
+/// trimming, cancels of finished jobs).
+#[test]
+fn forgetting_handed_out_jobs_changes_nothing_the_console_sees() {
+    let c = SimConfig { nodes: 32, jobs: 2_000, ..SimConfig::default() };
+    let mut keeps = Sim::new(c);
+    let mut forgets = keeps.clone();
+    let mut a = fresh(&keeps);
+    let mut b = fresh(&forgets);
+    forgets.handed_out();
+    assert!(forgets.book.map.values().all(|j| j.state.is_active()), "only active jobs' records are kept");
+    assert!(forgets.book.map.len() < keeps.book.map.len() / 4);
+    assert_eq!(forgets.book.len(), keeps.book.len());
+    for _ in 0..400 {
+        a.apply(keeps.tick());
+        b.apply(forgets.tick());
+    }
+    assert_eq!(digest(&a), digest(&b));
+    assert_eq!(forgets.book.len(), keeps.book.len());
+    assert!(
+        b.jobs.len().abs_diff(2_000) < 100,
+        "{} jobs: the history is still trimmed to its target",
+        b.jobs.len()
+    );
+    let done = b.jobs.iter().find(|j| j.state == JobState::Completed).expect("a completed job").id;
+    let now = forgets.now();
+    let e = forgets.book.cancel_by_operator(&mut forgets.cluster, done, now).unwrap_err();
+    assert!(e.to_string().contains("COMPLETED: there is nothing to cancel"), "{e}");
+}
