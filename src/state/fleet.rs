@@ -160,7 +160,7 @@ pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Sampl
                 {
                     let ix = match last {
                         Some((lid, ix)) if lid == id => Some(ix),
-                        _ => job_ix.get(&(node.cluster.clone(), id)).copied(),
+                        _ => job_ix.get(jobs, &node.cluster, id),
                     };
                     if let Some(ix) = ix {
                         last = Some((id, ix));

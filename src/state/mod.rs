@@ -10,6 +10,7 @@ mod derive;
 mod fleet;
 pub mod history;
 mod incidents;
+mod job_index;
 pub mod journal;
 mod lifecycle;
 mod rollup;
@@ -74,7 +75,7 @@ pub struct ClusterState {
     /// Flat index of each node's first GPU (for the per-GPU history).
     gpu_base: Vec<usize>,
     pub jobs: Vec<Job>,
-    job_ix: Map<(Text, JobId), usize>,
+    job_ix: job_index::JobIndex,
     /// Pending, running and completing jobs, in compact form: what ranks and queue counts are
     /// made of, without touching the (large) job records.
     active: Map<(Text, JobId), derive::ActiveJob>,
@@ -187,12 +188,12 @@ impl ClusterState {
     }
 
     pub fn job_index(&self, id: JobId) -> Option<usize> {
-        self.clusters.iter().find_map(|c| self.job_ix.get(&(c.clone(), id)).copied())
+        self.clusters.iter().find_map(|c| self.job_ix.get(&self.jobs, c, id))
     }
 
     /// The job `id` of the cluster `cluster` (as objects carry it).
     pub fn job_in(&self, cluster: &Text, id: JobId) -> Option<&Job> {
-        self.job_ix.get(&(cluster.clone(), id)).map(|&i| &self.jobs[i])
+        self.job_ix.get(&self.jobs, cluster, id).map(|i| &self.jobs[i])
     }
 
     /// The name of the cluster an object carrying `cluster` belongs to: its configured
@@ -246,7 +247,7 @@ impl ClusterState {
 
     /// The position of the job `k` names, if the state holds it.
     pub fn job_at(&self, k: &JobKey) -> Option<usize> {
-        self.job_ix.get(&(self.raw_cluster(&k.cluster), k.id)).copied()
+        self.job_ix.get(&self.jobs, &self.raw_cluster(&k.cluster), k.id)
     }
 
     /// Registers the cluster of the update being applied.
@@ -551,7 +552,7 @@ impl ClusterState {
             // Only this cluster's jobs are replaced.
             self.jobs.retain(|j| j.cluster != scope);
             self.jobs.extend(jobs);
-            self.job_ix = self.jobs.iter().enumerate().map(|(i, j)| ((j.cluster.clone(), j.id), i)).collect();
+            self.job_ix = job_index::JobIndex::of(&self.jobs);
             self.active = self
                 .jobs
                 .iter()
@@ -671,13 +672,10 @@ impl ClusterState {
             // A snapshot of many new jobs grows the list once, to its size, instead of doubling
             // through a realloc that holds both copies (137 MB at the peak for 200,000 jobs,
             // measured with heaptrack; docs/performance.md).
-            let new = d
-                .jobs_upsert
-                .iter()
-                .filter(|j| !self.job_ix.contains_key(&(self.scope.clone(), j.id)))
-                .count();
+            let new =
+                d.jobs_upsert.iter().filter(|j| !self.job_ix.contains(&self.jobs, &self.scope, j.id)).count();
             self.jobs.reserve_exact(new);
-            self.job_ix.reserve(new);
+            self.job_ix.reserve(&self.jobs, new);
         }
         for mut job in std::mem::take(&mut d.jobs_upsert) {
             job.cluster = self.scope.clone();
@@ -739,7 +737,7 @@ impl ClusterState {
         // Kept for as long as the job is: at its length (a collected list has room for four).
         job.nodes.shrink_to_fit();
         let key = (job.cluster.clone(), job.id);
-        match self.job_ix.get(&key).copied() {
+        match self.job_ix.get(&self.jobs, &key.0, key.1) {
             Some(i) => {
                 self.uncount_job(key, self.jobs[i].state);
                 self.count_job(&job);
@@ -753,18 +751,19 @@ impl ClusterState {
             }
             None => {
                 self.count_job(&job);
-                self.job_ix.insert(key, self.jobs.len());
                 self.jobs.push(job);
+                self.job_ix.insert(&self.jobs, self.jobs.len() - 1);
             }
         }
     }
 
     fn remove_job(&mut self, key: (Text, JobId)) {
-        if let Some(i) = self.job_ix.remove(&key) {
+        if let Some(i) = self.job_ix.remove(&self.jobs, &key.0, key.1) {
+            let last = self.jobs.len() - 1;
             let old = self.jobs.swap_remove(i);
             self.uncount_job(key, old.state);
-            if let Some(moved) = self.jobs.get(i) {
-                self.job_ix.insert((moved.cluster.clone(), moved.id), i);
+            if i < last {
+                self.job_ix.moved(&self.jobs, last, i);
             }
         }
     }

@@ -124,7 +124,7 @@ impl ClusterState {
             t.gpu_used = t.gpu_used.saturating_add(q.gpu_used);
         }
         for (cluster, id) in self.active.keys() {
-            let Some(&i) = self.job_ix.get(&(cluster.clone(), *id)) else { continue };
+            let Some(i) = self.job_ix.get(&self.jobs, cluster, *id) else { continue };
             let j = &self.jobs[i];
             let team = self.team_of(&j.cluster, &j.account);
             let person = self.person_of(&j.cluster, &j.user);
