@@ -150,7 +150,8 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
             }
         }
         for g in &n.gpus {
-            let old = was.map(|w| w.gpus.iter().find(|x| x.0 == g.index).copied().unwrap_or((g.index, None, 0)));
+            let old =
+                was.map(|w| w.gpus.iter().find(|x| x.0 == g.index).copied().unwrap_or((g.index, None, 0)));
             let gpu = || format!("{name}/gpu{}", g.index);
             // A new XID: another code, a higher count, or one dated well after the last (a
             // source that re-dates a standing XID every poll, as NVML's lost GPU does, is not
