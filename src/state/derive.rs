@@ -167,7 +167,7 @@ pub(super) fn active_figures(s: &mut ClusterState) -> (Vec<QueueStats>, u32, u32
             (prev, rank) = (g, 0);
         }
         rank += 1;
-        if let Some(i) = s.job_ix.get(&s.jobs, &cluster, id) {
+        if let Some(i) = s.job_ix.get(&s.jobs, cluster, id) {
             ranks.push((i, if pos == u32::MAX { rank } else { pos }));
         }
     }
