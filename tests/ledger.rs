@@ -704,3 +704,44 @@ fn a_commands_look_at_one_configured_cluster_uses_that_clusters_ledger() {
     let t = Tracker::for_state(&single);
     assert_eq!((t.scope().as_str(), t.ledger_name(&single)), ("", single.cluster.clone()));
 }
+
+/// `get cost --all-clusters` (a command's look at several clusters) records into and reads each
+/// cluster's own ledger, the files the console writes: a job only a console recorded is
+/// counted under its cluster, and two clusters' jobs of the same id stay two jobs.
+#[test]
+fn a_commands_look_at_several_clusters_reads_each_clusters_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = gpuplane::state::ClusterState::new(Default::default(), Default::default());
+    for c in ["prod-a", "prod-b"] {
+        let sim = Sim::new(SimConfig { nodes: 8, seed: 3, ..SimConfig::default() });
+        for u in sim.initial() {
+            s.apply(Update::Cluster { cluster: c.into(), update: Box::new(u) });
+        }
+    }
+    // What a console recorded for prod-b alone: a job that has since left the scheduler.
+    let now = s.now;
+    let mut gone = job(9_999_999, "vision", now - 3_600, Some(now - 600), 8, now - 600);
+    gone.gpu_model = None;
+    let mut l = Ledger::open(&ledger::path_for(dir.path(), "prod-b")).unwrap();
+    l.record(&[Observation { cluster: "prod-b".into(), ..obs(now - 600, vec![gone]) }]).unwrap();
+    drop(l);
+
+    let windows = gpuplane::commands::ledger_windows(&s, dir.path(), now - DAY, now).unwrap();
+    let names: Vec<&str> = windows.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(names, ["prod-a", "prod-b"]);
+    for c in ["prod-a", "prod-b"] {
+        assert!(ledger::path_for(dir.path(), c).exists(), "{c}'s ledger");
+    }
+    assert!(!ledger::path_for(dir.path(), "").exists(), "no ledger for the fleet as a whole");
+
+    let r = gpuplane::commands::ledger_report(&s, now - DAY, now, &windows);
+    let gone: Vec<&str> =
+        r.jobs.iter().filter(|j| j.id == 9_999_999).map(|j| j.job.cluster.as_str()).collect();
+    assert_eq!(gone, ["prod-b"], "the recorded job, under its own cluster only");
+    // Both simulators have the same seed: every running job's id is in both clusters.
+    let running = s.jobs.iter().find(|j| j.state == JobState::Running && j.cluster == "prod-a").unwrap().id;
+    let mut of: Vec<&str> =
+        r.jobs.iter().filter(|j| j.id == running).map(|j| j.job.cluster.as_str()).collect();
+    of.sort_unstable();
+    assert_eq!(of, ["prod-a", "prod-b"]);
+}

@@ -318,16 +318,9 @@ pub fn run(
 /// ledger, or when it fails (said on stderr), what was read now.
 fn cost_report(state: &crate::state::ClusterState, window: i64, config: &Config) -> crate::cost::CostReport {
     let Some(dir) = &config.ledger_dir else { return crate::cost::report(state, window) };
-    let mut tracker = crate::cost::track::Tracker::for_state(state);
-    let path = crate::store::ledger::path_for(dir, &tracker.ledger_name(state));
-    let read = crate::store::Ledger::open(&path).and_then(|mut l| {
-        if let Some(o) = tracker.observe(state) {
-            l.record(&[o])?;
-        }
-        l.window(state.now - window, state.now)
-    });
-    match read {
-        Ok(w) => crate::cost::report_ledger(state, window, &w),
+    let (from, to) = (state.now - window, state.now);
+    match super::ledger_windows(state, dir, from, to) {
+        Ok(w) => super::ledger_report(state, from, to, &w),
         Err(e) => {
             eprintln!("gpuplane: {e}; cost from what was read now");
             crate::cost::report_unavailable(state, window, e.to_string())

@@ -549,6 +549,46 @@ async fn local_node() -> Result<crate::model::Node, String> {
 }
 
 /// Asks for the plan's confirmation word on a terminal, unless `--yes` or `--dry-run`.
+/// A command's look at the usage ledger, over `[from, to]`: the look recorded first (so a
+/// scheduler's accounting is kept), then the window read back. Each configured cluster has its
+/// own ledger, the file the console writes for it; a look at several clusters records into and
+/// reads each one's, so `get cost --all-clusters` sees what every console recorded.
+pub fn ledger_windows(
+    state: &ClusterState,
+    dir: &std::path::Path,
+    from: crate::model::Epoch,
+    to: crate::model::Epoch,
+) -> Result<Vec<(crate::model::Text, crate::store::ledger::WindowData)>, crate::store::LedgerError> {
+    use crate::cost::track::Tracker;
+    let trackers: Vec<Tracker> = match state.clusters() {
+        [] | [_] => vec![Tracker::for_state(state)],
+        many => many.iter().map(|c| Tracker::for_cluster(c.clone())).collect(),
+    };
+    let mut out = Vec::with_capacity(trackers.len());
+    for mut t in trackers {
+        let name = t.ledger_name(state);
+        let mut l = crate::store::Ledger::open(&crate::store::ledger::path_for(dir, &name))?;
+        if let Some(o) = t.observe(state) {
+            l.record(&[o])?;
+        }
+        out.push((t.scope().clone(), l.window(from, to)?));
+    }
+    Ok(out)
+}
+
+/// The cost report of [`ledger_windows`]' answer.
+pub fn ledger_report(
+    state: &ClusterState,
+    from: crate::model::Epoch,
+    to: crate::model::Epoch,
+    windows: &[(crate::model::Text, crate::store::ledger::WindowData)],
+) -> crate::cost::CostReport {
+    match windows {
+        [(_, w)] => crate::cost::report_range(state, from, to, w),
+        _ => crate::cost::report_clusters_range(state, from, to, windows),
+    }
+}
+
 pub(crate) fn confirm(plan: &ops::Plan, kind: ActionKind, yes: bool, dry_run: bool) -> Result<(), ExitCode> {
     if yes || dry_run {
         return Ok(());

@@ -525,16 +525,8 @@ fn cost_report(state: &ClusterState, from: Epoch, to: Epoch, config: &Config) ->
     let Some(dir) = &config.ledger_dir else {
         return crate::cost::report_console_range(state, from, to, Basis::Console);
     };
-    let mut tracker = crate::cost::track::Tracker::for_state(state);
-    let path = crate::store::ledger::path_for(dir, &tracker.ledger_name(state));
-    let read = crate::store::Ledger::open(&path).and_then(|mut l| {
-        if let Some(o) = tracker.observe(state) {
-            l.record(&[o])?;
-        }
-        l.window(from, to.min(state.now))
-    });
-    match read {
-        Ok(w) => crate::cost::report_range(state, from, to, &w),
+    match super::ledger_windows(state, dir, from, to.min(state.now)) {
+        Ok(w) => super::ledger_report(state, from, to, &w),
         Err(e) => {
             eprintln!("gpuplane: {e}; cost from what was read now");
             crate::cost::report_console_range(state, from, to, Basis::Unavailable { why: e.to_string() })

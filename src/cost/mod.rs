@@ -282,6 +282,46 @@ pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) ->
     r
 }
 
+/// [`report_range`] over several clusters' ledgers (a command's look at a fleet): each
+/// window's records are its cluster's jobs, so two clusters' jobs of the same id stay two
+/// jobs; the unused capacity is every cluster's; the window is covered from the latest first
+/// record of them all.
+pub fn report_clusters_range(
+    s: &ClusterState,
+    from: Epoch,
+    to: Epoch,
+    windows: &[(Text, WindowData)],
+) -> CostReport {
+    let live: HashSet<(&str, u64)> = s.jobs.iter().map(|j| (j.cluster.as_str(), j.id)).collect();
+    let live = &live;
+    let to = to.min(s.now.max(from));
+    let recorded = windows.iter().flat_map(|(c, w)| {
+        w.jobs.iter().filter(move |r| !live.contains(&(c.as_str(), r.id))).map(move |r| {
+            let mut j = track::job_of(r);
+            j.cluster = c.clone();
+            (Cow::Owned(j), false, r.end.unwrap_or(r.last_seen))
+        })
+    });
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now)).chain(recorded);
+    let dir = windows
+        .first()
+        .and_then(|(_, w)| w.path.parent())
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let joined = WindowData {
+        from,
+        to,
+        first_record: windows.iter().map(|(_, w)| w.first_record.unwrap_or(w.to)).max(),
+        jobs: Vec::new(),
+        capacity: windows.iter().flat_map(|(_, w)| w.capacity.iter().cloned()).collect(),
+        path: dir.clone().into(),
+    };
+    let path = format!("{dir} ({} clusters' ledgers)", windows.len());
+    let mut r = build(s, from, to, jobs, Some(&joined), Basis::Ledger { path });
+    r.data_since = joined.data_since();
+    r
+}
+
 /// [`report`] for any `[from, to]`: the jobs the console holds now, no ledger.
 pub fn report_console_range(s: &ClusterState, from: Epoch, to: Epoch, basis: Basis) -> CostReport {
     let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
