@@ -441,7 +441,7 @@ fn a_batch_of_updates_equals_applying_them_one_by_one() {
 /// cluster's nodes held 52 MB more at a fleet's peak).
 #[test]
 fn a_clusters_new_inventory_leaves_the_other_clusters_nodes_in_place() {
-    let (mut s, mut a, _) = two_clusters(5);
+    let (mut s, a, _) = two_clusters(5);
     let wrap = |c: &str, u| Update::Cluster { cluster: c.into(), update: Box::new(u) };
     let lab_before: Vec<String> =
         s.nodes.iter().filter(|n| n.cluster == "lab").map(|n| serde_json::to_string(n).unwrap()).collect();
