@@ -548,7 +548,6 @@ async fn local_node() -> Result<crate::model::Node, String> {
     }
 }
 
-/// Asks for the plan's confirmation word on a terminal, unless `--yes` or `--dry-run`.
 /// A command's look at the usage ledger, over `[from, to]`: the look recorded first (so a
 /// scheduler's accounting is kept), then the window read back. Each configured cluster has its
 /// own ledger, the file the console writes for it; a look at several clusters records into and
@@ -589,6 +588,7 @@ pub fn ledger_report(
     }
 }
 
+/// Asks for the plan's confirmation word on a terminal, unless `--yes` or `--dry-run`.
 pub(crate) fn confirm(plan: &ops::Plan, kind: ActionKind, yes: bool, dry_run: bool) -> Result<(), ExitCode> {
     if yes || dry_run {
         return Ok(());

@@ -269,56 +269,54 @@ pub fn report_ledger(s: &ClusterState, window_s: i64, w: &WindowData) -> CostRep
 
 /// [`report_ledger`] for any `[from, to]` the ledger was read for (`report cost --from --to`).
 pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) -> CostReport {
-    let live: HashSet<u64> = s.jobs.iter().map(|j| j.id).collect();
-    let to = to.min(s.now.max(from));
-    let recorded = w
-        .jobs
-        .iter()
-        .filter(|r| !live.contains(&r.id))
-        .map(|r| (Cow::Owned(track::job_of(r)), false, r.end.unwrap_or(r.last_seen)));
-    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now)).chain(recorded);
-    let mut r = build(s, from, to, jobs, Some(w), Basis::Ledger { path: w.path.display().to_string() });
-    r.data_since = w.data_since();
-    r
+    // One ledger is the state's one cluster's (its configured name, or "" in a single-cluster
+    // console), the cluster its jobs carry.
+    let scope = match s.clusters() {
+        [one] => one.as_str(),
+        _ => "",
+    };
+    from_ledgers(s, from, to, &[(scope, w)], w.path.display().to_string())
 }
 
-/// [`report_range`] over several clusters' ledgers (a command's look at a fleet): each
-/// window's records are its cluster's jobs, so two clusters' jobs of the same id stay two
-/// jobs; the unused capacity is every cluster's; the window is covered from the latest first
-/// record of them all.
+/// [`report_range`] over several clusters' ledgers (a command's look at a fleet).
 pub fn report_clusters_range(
     s: &ClusterState,
     from: Epoch,
     to: Epoch,
     windows: &[(Text, WindowData)],
 ) -> CostReport {
+    let dir = windows.first().and_then(|(_, w)| w.path.parent()).map(|d| d.display().to_string());
+    let path = format!("{} ({} clusters' ledgers)", dir.unwrap_or_default(), windows.len());
+    let windows: Vec<(&str, &WindowData)> = windows.iter().map(|(c, w)| (c.as_str(), w)).collect();
+    from_ledgers(s, from, to, &windows, path)
+}
+
+/// The report over what each cluster's ledger holds for the window, joined with the jobs the
+/// console holds now (they are fresher than the ledger's last write): each window's records
+/// are its cluster's jobs, so two clusters' jobs of the same id stay two jobs; the unused
+/// capacity is every cluster's; the window is covered from the latest first record of them
+/// all.
+fn from_ledgers(
+    s: &ClusterState,
+    from: Epoch,
+    to: Epoch,
+    windows: &[(&str, &WindowData)],
+    path: String,
+) -> CostReport {
     let live: HashSet<(&str, u64)> = s.jobs.iter().map(|j| (j.cluster.as_str(), j.id)).collect();
     let live = &live;
     let to = to.min(s.now.max(from));
-    let recorded = windows.iter().flat_map(|(c, w)| {
-        w.jobs.iter().filter(move |r| !live.contains(&(c.as_str(), r.id))).map(move |r| {
+    let recorded = windows.iter().flat_map(|&(c, w)| {
+        w.jobs.iter().filter(move |r| !live.contains(&(c, r.id))).map(move |r| {
             let mut j = track::job_of(r);
-            j.cluster = c.clone();
+            j.cluster = c.into();
             (Cow::Owned(j), false, r.end.unwrap_or(r.last_seen))
         })
     });
     let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now)).chain(recorded);
-    let dir = windows
-        .first()
-        .and_then(|(_, w)| w.path.parent())
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    let joined = WindowData {
-        from,
-        to,
-        first_record: windows.iter().map(|(_, w)| w.first_record.unwrap_or(w.to)).max(),
-        jobs: Vec::new(),
-        capacity: windows.iter().flat_map(|(_, w)| w.capacity.iter().cloned()).collect(),
-        path: dir.clone().into(),
-    };
-    let path = format!("{dir} ({} clusters' ledgers)", windows.len());
-    let mut r = build(s, from, to, jobs, Some(&joined), Basis::Ledger { path });
-    r.data_since = joined.data_since();
+    let capacity: Vec<_> = windows.iter().flat_map(|(_, w)| w.capacity.iter().cloned()).collect();
+    let mut r = build(s, from, to, jobs, Some(&capacity), Basis::Ledger { path });
+    r.data_since = windows.iter().filter_map(|(_, w)| w.data_since()).max();
     r
 }
 
@@ -339,7 +337,7 @@ fn build<'a>(
     from: Epoch,
     to: Epoch,
     all: impl Iterator<Item = (Cow<'a, Job>, bool, Epoch)>,
-    w: Option<&WindowData>,
+    capacity: Option<&[crate::store::ledger::CapacityTotal]>,
     basis: Basis,
 ) -> CostReport {
     let window_s = to - from;
@@ -376,8 +374,7 @@ fn build<'a>(
         });
         held.push((j, live, gs, us));
     }
-    let unheld: Vec<bill::Unheld> = w
-        .map(|w| w.capacity.as_slice())
+    let unheld: Vec<bill::Unheld> = capacity
         .unwrap_or_default()
         .iter()
         .map(|c| bill::Unheld {
@@ -423,7 +420,7 @@ fn build<'a>(
         jobs.push(JobCost { id: j.id, job: j.into_owned(), live, gpu_hours: gh, cost, idle_cost });
     }
     let mut unused = Unused::default();
-    for c in w.map(|w| w.capacity.as_slice()).unwrap_or_default() {
+    for c in capacity.unwrap_or_default() {
         let price = rate(&c.model);
         models.insert(c.model.clone());
         unused.unallocated.add(c.unallocated_s, price);
