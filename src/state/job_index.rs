@@ -18,6 +18,10 @@ fn is(j: &Job, cluster: &str, id: JobId) -> bool {
     j.id == id && j.cluster == cluster
 }
 
+fn hash_of(hasher: &foldhash::fast::FixedState, j: &Job) -> u64 {
+    hasher.hash_one((j.cluster.as_str(), j.id))
+}
+
 impl JobIndex {
     fn hash(&self, cluster: &str, id: JobId) -> u64 {
         self.hasher.hash_one((cluster, id))
@@ -44,21 +48,13 @@ impl JobIndex {
 
     pub fn reserve(&mut self, jobs: &[Job], more: usize) {
         let Self { table, hasher } = self;
-        table.reserve(more, |&i| {
-            let j = &jobs[i as usize];
-            hasher.hash_one((j.cluster.as_str(), j.id))
-        });
+        table.reserve(more, |&i| hash_of(hasher, &jobs[i as usize]));
     }
 
     /// Indexes `jobs[i]` (a job not indexed yet).
     pub fn insert(&mut self, jobs: &[Job], i: usize) {
-        let j = &jobs[i];
-        let h = self.hash(&j.cluster, j.id);
         let Self { table, hasher } = self;
-        table.insert_unique(h, i as u32, |&k| {
-            let j = &jobs[k as usize];
-            hasher.hash_one((j.cluster.as_str(), j.id))
-        });
+        table.insert_unique(hash_of(hasher, &jobs[i]), i as u32, |&k| hash_of(hasher, &jobs[k as usize]));
     }
 
     /// Forgets a job; its position, when it was indexed.
@@ -70,8 +66,7 @@ impl JobIndex {
 
     /// The job now at `i` (moved there from `from`) is indexed at its new place.
     pub fn moved(&mut self, jobs: &[Job], from: usize, i: usize) {
-        let j = &jobs[i];
-        let h = self.hash(&j.cluster, j.id);
+        let h = hash_of(&self.hasher, &jobs[i]);
         if let Some(slot) = self.table.find_mut(h, |&k| k as usize == from) {
             *slot = i as u32;
         }
