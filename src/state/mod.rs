@@ -548,6 +548,9 @@ impl ClusterState {
             jobs.iter_mut().for_each(|j| {
                 j.rank = None;
                 j.cluster = scope.clone();
+                // Kept for as long as the job is: at its length (a collected list has room
+                // for four).
+                j.nodes.shrink_to_fit();
             });
             // Only this cluster's jobs are replaced.
             self.jobs.retain(|j| j.cluster != scope);

@@ -635,12 +635,7 @@ impl JobBook {
             est_start: j.est_start,
             gpus: j.gpus,
             gpu_model: Some(Text::const_new(spec.gpu_model)),
-            nodes: {
-                // Collected from a chain the list would have room for four.
-                let mut v: Vec<Text> = nodes.map(|&n| cluster.nodes[n as usize].name.clone()).collect();
-                v.shrink_to_fit();
-                v
-            },
+            nodes: nodes.map(|&n| cluster.nodes[n as usize].name.clone()).collect(),
             exit_reason: exit,
             retries: u32::from(j.retries),
             position: None,
