@@ -759,12 +759,15 @@ impl App {
         }
     }
 
-    /// Hands freed heap back to the system when a large release has settled.
+    /// Hands freed heap back to the system when a large release has settled, off this task (the
+    /// trim walks every arena).
     pub fn memory_tick(&mut self) {
         if self.trim.due(std::time::Instant::now()) {
-            let t = std::time::Instant::now();
-            crate::memory::release_free();
-            tracing::debug!(ms = t.elapsed().as_secs_f64() * 1e3, "freed heap handed back to the system");
+            tokio::task::spawn_blocking(|| {
+                let t = std::time::Instant::now();
+                crate::memory::release_free();
+                tracing::debug!(ms = t.elapsed().as_secs_f64() * 1e3, "freed heap handed back to the system");
+            });
         }
     }
 
