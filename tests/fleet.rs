@@ -661,3 +661,39 @@ fn each_clusters_card_counts_its_own_nodes() {
     let after = got.iter().find(|(c, _)| c == "sim-2").expect("sim-2's card").1;
     assert_eq!((after[0], after[1]), (before[0] - 1, before[1] + 1), "the drained node is out of service");
 }
+
+/// The fleet's clusters share rack and node names (`r001`, `gpu-001`): the Topology tree keeps
+/// each cluster's racks apart (a rack of two clusters' same-named nodes was dropped whole),
+/// and the node selected under sim-2's rack is sim-2's.
+#[test]
+fn topology_keeps_same_named_racks_and_nodes_of_each_cluster_apart() {
+    let mut a = fleet(5, false);
+    common::typed(&mut a, ":topo\r");
+    let screen = common::render(&mut a, 160, 48);
+    let racks = |c: &str| -> usize {
+        let s = a.state();
+        let mut r: Vec<&str> = s
+            .nodes
+            .iter()
+            .filter(|n| n.cluster == c)
+            .filter_map(|n| n.labels.get("topology.kubernetes.io/rack").or_else(|| n.labels.get("rack")))
+            .map(|v| v.as_str())
+            .collect();
+        r.sort_unstable();
+        r.dedup();
+        r.len()
+    };
+    let (r1, r2) = (racks("sim-1"), racks("sim-2"));
+    assert!(r1 > 0 && r2 > 0, "the simulator labels racks");
+    for (c, _, _) in FLEET {
+        assert!(screen.contains(&format!("{c}: rack r001")), "{c}'s first rack is listed: {screen}");
+    }
+    // Past sim-1's racks to sim-2's first; open it and select its first node.
+    common::typed(&mut a, &"j".repeat(r1));
+    common::typed(&mut a, "\r");
+    common::render(&mut a, 160, 48);
+    common::typed(&mut a, "j");
+    let k = a.topology_node().expect("a node is selected");
+    assert_eq!(k.cluster.as_str(), "sim-2", "{k:?}");
+    assert!(a.state().node_in(&k.cluster, &k.name).is_some_and(|n| n.cluster == "sim-2"));
+}

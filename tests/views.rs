@@ -472,6 +472,7 @@ fn with_handled_incidents(a: &mut gpuplane::tui::app::App) {
         }],
         actions: drained
             .map(|n| ActionMark {
+                cluster: String::new(),
                 target: n.to_string(),
                 action: "drain".into(),
                 by: "oncall".into(),

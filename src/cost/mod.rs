@@ -212,7 +212,7 @@ fn end_detail(s: &ClusterState, j: &Job, cause: Option<cause::Cause>) -> String 
     let mut parts: Vec<String> = Vec::new();
     for name in j.nodes.iter().take(4) {
         let xids: BTreeSet<u16> = s
-            .node(name)
+            .node_in(&j.cluster, name)
             .map(|n| {
                 n.gpus
                     .iter()

@@ -28,6 +28,10 @@ pub struct Ack {
 /// A write that took a node out of (or back into) service, from the audit log.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ActionMark {
+    /// The cluster the audit record names: a fleet's configured cluster name, or (one cluster)
+    /// the scheduler's cluster name or the label the ops road records. A mark applies only to
+    /// the node of its own cluster ([`Self::applies_to`]).
+    pub cluster: String,
     /// The node it was sent to.
     pub target: String,
     /// `drain`, `cordon`, `resume`, `uncordon`.
@@ -40,6 +44,12 @@ pub struct ActionMark {
 }
 
 impl ActionMark {
+    /// Whether it was sent to the node `name` of the cluster `cluster` (as objects carry it:
+    /// empty in a single-cluster console, whose audit records were chosen by cluster already).
+    pub fn applies_to(&self, cluster: &str, name: &str) -> bool {
+        self.target == name && (cluster.is_empty() || self.cluster == cluster)
+    }
+
     /// Whether it takes the node out of service (drain, cordon), as opposed to returning it.
     pub fn takes_out(&self) -> bool {
         matches!(self.action.as_str(), "drain" | "cordon")

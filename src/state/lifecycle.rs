@@ -139,27 +139,40 @@ pub(super) fn derive(s: &ClusterState, out: &mut Vec<Incident>) {
     }
     // Running jobs of the draining nodes that have incidents: one pass over the jobs, and only
     // when there is such a node.
-    let draining: HashSet<&str> = out
+    // Nodes are (cluster, name): two clusters of a fleet may each have a `gpu-005`, and one's
+    // drain says nothing about the other's.
+    let draining: HashSet<(&str, &str)> = out
         .iter()
-        .filter_map(|i| i.node.as_deref().filter(|n| about_node(i, n)))
-        .filter(|n| s.node(n).is_some_and(|n| matches!(n.state, NodeState::Draining | NodeState::Cordoned)))
+        .filter_map(|i| i.node.as_deref().filter(|n| about_node(i, n)).map(|n| (i.cluster.as_str(), n)))
+        .filter(|(c, n)| {
+            s.node_in(&(*c).into(), n)
+                .is_some_and(|n| matches!(n.state, NodeState::Draining | NodeState::Cordoned))
+        })
         .collect();
-    let mut on_node: HashMap<&str, Vec<&Job>> = HashMap::new();
+    let mut on_node: HashMap<(&str, &str), Vec<&Job>> = HashMap::new();
     if !draining.is_empty() {
         for j in s.jobs.iter().filter(|j| matches!(j.state, JobState::Running | JobState::Completing)) {
-            for n in j.nodes.iter().filter(|n| draining.contains(n.as_str())) {
-                on_node.entry(n.as_str()).or_default().push(j);
+            for n in j.nodes.iter() {
+                let k = (j.cluster.as_str(), n.as_str());
+                if draining.contains(&k) {
+                    on_node.entry(k).or_default().push(j);
+                }
             }
         }
     }
     for i in out.iter_mut() {
-        let node = i.node.as_deref().filter(|n| about_node(i, n)).and_then(|n| s.node(n));
+        let node = i.node.as_deref().filter(|n| about_node(i, n)).and_then(|n| s.node_in(&i.cluster, n));
         let ack = acks
             .get(&i.key())
             .and_then(|v| v.iter().rev().find(|a| i.cluster.is_empty() || a.cluster == i.cluster.as_str()))
             .filter(|a| i.since.is_none_or(|since| a.at >= since));
-        i.waiting =
-            node.and_then(|n| waiting_for(s, n, on_node.get(n.name.as_str()).map_or(&[][..], Vec::as_slice)));
+        i.waiting = node.and_then(|n| {
+            waiting_for(
+                s,
+                n,
+                on_node.get(&(n.cluster.as_str(), n.name.as_str())).map_or(&[][..], Vec::as_slice),
+            )
+        });
         i.lifecycle = match (node.and_then(|n| mitigation(s, n)), ack) {
             (Some(Lifecycle::Mitigated { how, by, at, ticket, note, audited, .. }), ack) => {
                 Lifecycle::Mitigated {
@@ -217,7 +230,7 @@ fn mitigation(s: &ClusterState, n: &Node) -> Option<Lifecycle> {
         NodeState::Maintenance => "in maintenance",
         _ => return None,
     };
-    let newest = s.handling.actions.iter().rev().find(|m| m.target == n.name.as_str());
+    let newest = s.handling.actions.iter().rev().find(|m| m.applies_to(&n.cluster, &n.name));
     if let Some(m) = newest.filter(|m| m.takes_out()) {
         return Some(Lifecycle::Mitigated {
             how: m.past(),
@@ -289,6 +302,7 @@ pub fn actions_from_audit(
         let Ok(ts) = r.ts.parse::<jiff::Timestamp>() else { continue };
         for t in &r.targets {
             out.push(crate::model::ActionMark {
+                cluster: r.cluster.clone(),
                 target: t.clone(),
                 action: r.action.clone(),
                 by: r.identity.clone().unwrap_or_else(|| r.os_user.clone()),
@@ -394,6 +408,7 @@ mod tests {
             }
         });
         let mark = ActionMark {
+            cluster: String::new(),
             target: "gpu-002".into(),
             action: "drain".into(),
             by: "oncall".into(),

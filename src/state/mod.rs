@@ -179,7 +179,12 @@ impl ClusterState {
     /// The node `name` of the cluster `cluster` (as objects carry it: empty in a
     /// single-cluster console).
     pub fn node_in(&self, cluster: &Text, name: &str) -> Option<&Node> {
-        self.node_ix.get(&(cluster.clone(), Text::from(name))).map(|&i| &self.nodes[i])
+        self.node_index_in(cluster, name).map(|i| &self.nodes[i])
+    }
+
+    /// The position of the node `name` of the cluster `cluster` (as objects carry it).
+    pub fn node_index_in(&self, cluster: &Text, name: &str) -> Option<usize> {
+        self.node_ix.get(&(cluster.clone(), Text::from(name))).copied()
     }
 
     /// The job of this id: in the first cluster that has one ([`Self::job_in`] is exact).

@@ -473,3 +473,121 @@ fn a_clusters_new_inventory_leaves_the_other_clusters_nodes_in_place() {
         assert_eq!(s.node_at(&NodeKey { cluster: n.cluster.clone(), name: n.name.clone() }), Some(i));
     }
 }
+
+/// Three clusters whose nodes, jobs and incidents are alike (one seed): a drain in one
+/// mitigates that cluster's incidents only, names that cluster's jobs, and a node another
+/// cluster's scheduler drained shows as mitigated there (identity is (cluster, node), never
+/// the name).
+#[test]
+fn a_drain_in_one_cluster_of_a_fleet_mitigates_only_that_clusters_incidents() {
+    use crate::model::{ActionMark, Handling, NodeReason, NodeState};
+    let names = ["sim-1", "sim-2", "sim-3"];
+    let mut sims: Vec<Sim> =
+        names.iter().map(|_| Sim::new(SimConfig { nodes: 12, seed: 5, ..SimConfig::default() })).collect();
+    let mut s = ClusterState::new(PriceCard::default(), Thresholds::default());
+    let wrap = |c: &str, u| Update::Cluster { cluster: c.into(), update: Box::new(u) };
+    for (c, sim) in names.iter().zip(&mut sims) {
+        for u in sim.initial() {
+            s.apply(wrap(c, u));
+        }
+    }
+    for _ in 0..40 {
+        for (c, sim) in names.iter().zip(&mut sims) {
+            s.apply(wrap(c, sim.tick()));
+        }
+    }
+    // A node with an open incident about it in every cluster, and a running job in each.
+    let about = |i: &Incident, n: &str| {
+        !matches!(i.lifecycle, Lifecycle::Resolved { .. })
+            && (i.subject == n || i.subject.starts_with(&format!("{n}/")))
+    };
+    let node = s
+        .nodes
+        .iter()
+        .filter(|n| n.cluster == "sim-1")
+        .map(|n| n.name.clone())
+        .find(|n| {
+            names.iter().all(|c| {
+                s.incidents
+                    .iter()
+                    .any(|i| i.cluster == *c && i.node.as_deref() == Some(n.as_str()) && about(i, n))
+                    && s.jobs.iter().any(|j| {
+                        j.cluster == *c && j.state == JobState::Running && j.nodes.iter().any(|x| x == n)
+                    })
+            })
+        })
+        .expect("a node with an incident and a running job in all three clusters");
+    let now = s.now;
+    let set_state = |s: &mut ClusterState, c: &str, by: &str| {
+        let mut nodes: Vec<Node> = s.nodes.iter().filter(|n| n.cluster == c).cloned().collect();
+        for n in &mut nodes {
+            n.cluster = Text::default();
+            if n.name == node {
+                n.state = NodeState::Draining;
+                n.reason = Some(NodeReason { text: "xid".into(), by: by.into(), at: now - 60 });
+            }
+        }
+        s.apply(wrap(
+            c,
+            Update::Inventory {
+                at: now,
+                inventory: Box::new(Inventory {
+                    source: "sim".into(),
+                    nodes: Some(nodes),
+                    ..Inventory::default()
+                }),
+            },
+        ));
+    };
+    // sim-3's own scheduler drains it; sim-1 drains it through gpuplane (audited under sim-1).
+    set_state(&mut s, "sim-3", "root");
+    set_state(&mut s, "sim-1", "slurm");
+    s.apply(Update::Handling(Box::new(Handling {
+        acks: vec![],
+        actions: vec![ActionMark {
+            cluster: "sim-1".into(),
+            target: node.to_string(),
+            action: "drain".into(),
+            by: "oncall".into(),
+            at: now - 60,
+            ticket: Some("INC-1".into()),
+            reason: Some("xid".into()),
+        }],
+    })));
+    let of = |c: &str| -> Vec<&Incident> {
+        s.incidents
+            .iter()
+            .filter(|i| i.cluster == c && i.node.as_deref() == Some(node.as_str()) && about(i, &node))
+            .collect()
+    };
+    for i in of("sim-2") {
+        assert_eq!(i.lifecycle, Lifecycle::Open, "sim-2 was never touched: {i:#?}");
+        assert!(i.waiting.is_none(), "sim-2's node is not draining: {:?}", i.waiting);
+    }
+    let sim1_jobs: Vec<String> = s
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.cluster == "sim-1" && j.state == JobState::Running && j.nodes.iter().any(|x| *x == node)
+        })
+        .map(|j| format!("job {} ({}", j.id, j.user))
+        .collect();
+    for i in of("sim-1") {
+        assert!(
+            matches!(&i.lifecycle, Lifecycle::Mitigated { audited: true, by: Some(b), .. } if b == "oncall"),
+            "{i:#?}"
+        );
+        let w = i.waiting.as_deref().expect("the drain waits for sim-1's job");
+        assert!(
+            sim1_jobs.iter().any(|j| w.contains(j.as_str())),
+            "{w} names one of sim-1's jobs {sim1_jobs:?}"
+        );
+    }
+    for i in of("sim-3") {
+        assert!(
+            matches!(&i.lifecycle, Lifecycle::Mitigated { audited: false, by: Some(b), .. } if b == "root"),
+            "sim-3's scheduler drained it: {i:#?}"
+        );
+    }
+    assert!(!of("sim-1").is_empty() && !of("sim-2").is_empty() && !of("sim-3").is_empty());
+}

@@ -1521,7 +1521,9 @@ impl App {
     }
 
     /// The node selected in the topology tree.
-    pub fn topology_node(&self) -> Option<&str> {
+    /// The node selected in the topology tree: its name and its cluster as objects carry it
+    /// (empty in a single-cluster console).
+    pub fn topology_node(&self) -> Option<crate::model::NodeKey> {
         selected_node(&self.ui.tree)
     }
 }
@@ -1640,7 +1642,7 @@ impl App {
                 let gpus: Vec<(Text, u8)> = j
                     .nodes
                     .iter()
-                    .filter_map(|n| s.node(n))
+                    .filter_map(|n| s.node_in(&j.cluster, n))
                     .flat_map(|n| {
                         n.gpus.iter().filter(|g| g.job == Some(j.id)).map(|g| (n.name.clone(), g.index))
                     })

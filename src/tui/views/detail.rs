@@ -116,7 +116,7 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
         let held: Vec<(&str, u8, Option<u8>)> = j
             .nodes
             .iter()
-            .filter_map(|n| s.node(n))
+            .filter_map(|n| s.node_in(&j.cluster, n))
             .flat_map(|n| {
                 n.gpus.iter().filter(|g| g.job == Some(j.id)).map(move |g| (n.name.as_str(), g.index, g.util))
             })

@@ -552,7 +552,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         let series: Vec<_> = j
             .nodes
             .iter()
-            .filter_map(|n| s.node_index(n))
+            .filter_map(|n| s.node_index_in(&j.cluster, n))
             .flat_map(|i| {
                 s.nodes[i]
                     .gpus

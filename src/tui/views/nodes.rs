@@ -343,7 +343,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
         Span::styled(format!("{} cuda {}", opt(n.driver.as_deref()), opt(n.cuda.as_deref())), t.text),
     ));
     let w = (width as usize).saturating_sub(14).min(120);
-    if let Some(i) = s.node_index(&n.name) {
+    if let Some(i) = s.node_index_in(&n.cluster, &n.name) {
         let util = s.node_util_history(i, w);
         let last = util.last().map(|v| format!(" {v}%"));
         out.push(spark_line(cx, width, "util", g.spark(util.into_iter().map(u32::from), 100), last));

@@ -5,7 +5,7 @@ use super::super::widgets::safe;
 use super::super::widgets::table::Cx;
 use super::super::widgets::table::TableSource;
 use super::ViewId;
-use crate::model::{LinkKind, Node};
+use crate::model::{LinkKind, Node, NodeKey};
 use crate::tui::app::App;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -43,6 +43,17 @@ fn group_of<'a>(n: &'a Node, key: &str) -> &'a str {
     if key.is_empty() { n.pool.as_str() } else { n.labels.get(key).map_or("-", |v| v.as_str()) }
 }
 
+/// A node's id in the tree: its name, `cluster/name` for a fleet cluster's node (two clusters
+/// may each have a `gpu-005` in a rack `r1`; their ids stay apart).
+fn node_id(n: &Node) -> String {
+    if n.cluster.is_empty() { n.name.to_string() } else { format!("{}/{}", n.cluster, n.name) }
+}
+
+/// A group's id: `p:GROUP`, `p:CLUSTER/GROUP` in a fleet (a group never spans clusters).
+fn group_id(cluster: &str, group: &str) -> String {
+    if cluster.is_empty() { format!("p:{group}") } else { format!("p:{cluster}/{group}") }
+}
+
 /// Builds the tree: every rack or switch (by pool when nodes have no such label), the nodes of
 /// open groups, the GPUs of open nodes (so a 10,000 node cluster costs only what is open).
 pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'static, TreeId>> {
@@ -50,13 +61,14 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
     let t = cx.theme;
     let opened = state.opened();
     let (what, key) = grouping(s);
-    let mut pools: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    // Grouped per cluster: a fleet's clusters may share rack and node names.
+    let mut pools: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
     for (i, n) in s.nodes.iter().enumerate() {
-        pools.entry(group_of(n, key)).or_default().push(i);
+        pools.entry((n.cluster.as_str(), group_of(n, key))).or_default().push(i);
     }
     let mut items = Vec::with_capacity(pools.len());
-    for (pool, nodes) in pools {
-        let pid = format!("p:{pool}");
+    for ((cluster, pool), nodes) in pools {
+        let pid = group_id(cluster, pool);
         let open = opened.contains(&vec![pid.clone()]);
         let gpus: u32 = nodes.iter().map(|&i| s.nodes[i].gpu_slots).sum();
         // A rack or switch says which pools it holds; a pool is its own name.
@@ -64,7 +76,10 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
         holds.sort_unstable();
         holds.dedup();
         let holds = if key.is_empty() { String::new() } else { format!(" ({})", safe(&holds.join(", "))) };
-        let prefix = if key.is_empty() { String::new() } else { format!("{what} ") };
+        let mut prefix = if key.is_empty() { String::new() } else { format!("{what} ") };
+        if !cluster.is_empty() {
+            prefix = format!("{}: {prefix}", safe(cluster));
+        }
         let label = Line::from(vec![
             Span::styled(format!("{prefix}{}", safe(pool)), t.title),
             Span::styled(
@@ -84,7 +99,7 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                     let n = &s.nodes[i];
                     // Ids are names (never positions): what is open and selected stays on the
                     // same node when the nodes are relisted.
-                    let nid = format!("n:{}", n.name);
+                    let nid = format!("n:{}", node_id(n));
                     let nopen = opened.contains(&vec![pid.clone(), nid.clone()]);
                     let nlabel = Line::from(vec![
                         Span::styled(safe(&n.name).into_owned(), t.text),
@@ -99,7 +114,7 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                             .map(|g| {
                                 let style = if g.is_failed() { t.crit } else { t.dim };
                                 TreeItem::new_leaf(
-                                    format!("g:{}:{}", n.name, g.index),
+                                    format!("g:{}:{}", node_id(n), g.index),
                                     Line::from(Span::styled(
                                         format!(
                                             "gpu{} {} {}%",
@@ -116,10 +131,10 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                         vec![]
                     } else {
                         // a placeholder so the node shows as openable
-                        vec![TreeItem::new_leaf(format!("g:{}:-", n.name), Line::styled("…", t.dim))]
+                        vec![TreeItem::new_leaf(format!("g:{}:-", node_id(n)), Line::styled("…", t.dim))]
                     };
                     TreeItem::new(nid, nlabel, gchildren)
-                        .unwrap_or_else(|_| TreeItem::new_leaf(format!("n:{}", n.name), "?"))
+                        .unwrap_or_else(|_| TreeItem::new_leaf(format!("n:{}", node_id(n)), "?"))
                 })
                 .collect()
         } else {
@@ -135,14 +150,19 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
 /// The id of the first group (rack, switch or pool), where the selection starts.
 pub fn first_pool(s: &crate::state::ClusterState) -> Option<TreeId> {
     let (_, key) = grouping(s);
-    s.nodes.iter().map(|n| group_of(n, key)).min().map(|p| format!("p:{p}"))
+    s.nodes.iter().map(|n| (n.cluster.as_str(), group_of(n, key))).min().map(|(c, p)| group_id(c, p))
 }
 
 /// The name of the node the tree selection points at (a node or one of its GPUs).
-pub fn selected_node(state: &TreeState<TreeId>) -> Option<&str> {
-    state.selected().iter().rev().find_map(|id| {
+pub fn selected_node(state: &TreeState<TreeId>) -> Option<NodeKey> {
+    let id = state.selected().iter().rev().find_map(|id| {
         id.strip_prefix("n:")
             .or_else(|| id.strip_prefix("g:").and_then(|r| r.rsplit_once(':')).map(|(n, _)| n))
+    })?;
+    // The cluster as objects carry it (empty in a single-cluster console).
+    Some(match id.split_once('/') {
+        Some((c, n)) => NodeKey { cluster: c.into(), name: n.into() },
+        None => NodeKey { cluster: Default::default(), name: id.into() },
     })
 }
 
@@ -308,7 +328,7 @@ impl super::View for View {
         draw_tree(f, tree, blk, &app.cx(), &mut ts, true);
         app.ui.tree = ts;
         let cx = app.cx();
-        let node = app.topology_node().and_then(|n| cx.s.node(n)).or(cx.s.nodes.first());
+        let node = app.topology_node().and_then(|k| cx.s.node_in(&k.cluster, &k.name)).or(cx.s.nodes.first());
         let lines = node.map(|n| matrix_lines(&cx, n, matrix.width.saturating_sub(2))).unwrap_or_default();
         let b = crate::tui::draw::block(
             app,
