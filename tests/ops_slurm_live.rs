@@ -348,3 +348,74 @@ async fn slurm24_permission_preflight_follows_slurmdbd_admin_levels() {
         ("slurm", Some(AdminLevel::Administrator), "the cluster's SlurmUser")
     );
 }
+
+/// Undoes a test's `scontrol update` of a node when the test ends, pass or fail.
+struct Resume<'a>(&'a slurm_support::Cluster, String);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.cli(&["scontrol", "update", &format!("nodename={}", self.1), "state=resume"]);
+    }
+}
+
+/// A node that is down and drained (`State=DOWN+DRAIN` in scontrol, the oracle) reads as
+/// `down+drain` in STATE and JSON, and its node-down incident is mitigated by the drain (who
+/// set it, from Slurm), so `--fail-on crit` does not page for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_a_down_and_drained_node_is_down_drain_and_mitigated() {
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node =
+        s.nodes.iter().rev().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let _undo = Resume(&c, node.clone());
+    c.cli(&[
+        "scontrol",
+        "update",
+        &format!("nodename={node}"),
+        "state=down",
+        "reason=gpuplane test: BMC says PSU",
+    ]);
+    c.cli(&[
+        "scontrol",
+        "update",
+        &format!("nodename={node}"),
+        "state=drain",
+        "reason=gpuplane test: PSU RMA",
+    ]);
+    let sc = c.cli(&["scontrol", "-o", "show", "node", &node]);
+    let st = sc.split_whitespace().find_map(|w| w.strip_prefix("State=")).expect("State=").to_string();
+    assert!(st.contains("DOWN") && st.contains("DRAIN"), "scontrol: {sc}");
+    let dir = tempfile::tempdir().unwrap();
+    let get = |what: &str, extra: &[&str]| {
+        let out = common::gpuplane_cmd(dir.path())
+            .args(["--slurm", &c.url, "get", what, "-o", "json"])
+            .args(extra)
+            .env("SLURM_JWT", &c.jwt)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (rc, out, err) = get("nodes", &[]);
+    assert_eq!(rc, Some(0), "{err}");
+    let nodes: Vec<serde_json::Value> = serde_json::from_str(&out).expect("JSON");
+    let n = nodes.iter().find(|n| n["name"] == node.as_str()).unwrap_or_else(|| panic!("{node}: {out}"));
+    assert_eq!(n["state"], "down+drain", "{n}");
+    let (_, out, err) = get("incidents", &[]);
+    let incidents: Vec<serde_json::Value> =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let down: Vec<&serde_json::Value> = incidents.iter().filter(|i| i["subject"] == node.as_str()).collect();
+    assert!(!down.is_empty(), "the down node is an incident: {out}");
+    for i in &down {
+        assert_eq!(i["state"], "mitigated", "{i}");
+        assert!(i["title"].as_str().unwrap_or("").contains("down+drain"), "{i}");
+    }
+    // The check pages only for open CRITs: this node's is not one of them.
+    let open_crit_others =
+        incidents.iter().filter(|i| i["severity"] == "critical" && i["state"] == "open").count();
+    let (rc, _, err) = get("incidents", &["--fail-on", "crit"]);
+    assert_eq!(rc, Some(if open_crit_others > 0 { 3 } else { 0 }), "{err}");
+}

@@ -80,7 +80,7 @@ fn capacity_of(s: &ClusterState, scope: Option<&Text>) -> Vec<CapacitySample> {
             NodeState::Idle | NodeState::Mixed | NodeState::Allocated => c.unallocated += free,
             NodeState::Draining | NodeState::Drained | NodeState::Cordoned => c.drained += free,
             NodeState::Maintenance => c.maintenance += free,
-            NodeState::Down | NodeState::Unknown => c.down += free,
+            NodeState::Down | NodeState::DownDrain | NodeState::Unknown => c.down += free,
         }
     }
     by.into_values().collect()

@@ -22,6 +22,11 @@ pub enum NodeState {
     Maintenance,
     /// Not responding / NotReady.
     Down,
+    /// Down and taken out of service as well (Slurm `DOWN+DRAIN`; a cordoned NotReady
+    /// Kubernetes node): when it answers again it stays out (drained) until resumed. Its
+    /// incidents are mitigated, not open.
+    #[serde(rename = "down+drain")]
+    DownDrain,
     Unknown,
 }
 
@@ -36,6 +41,7 @@ impl NodeState {
             Self::Cordoned => "cordoned",
             Self::Maintenance => "maint",
             Self::Down => "down",
+            Self::DownDrain => "down+drain",
             Self::Unknown => "unknown",
         }
     }
@@ -47,7 +53,12 @@ impl NodeState {
 
     /// Whether this state needs an operator's attention.
     pub fn is_unhealthy(self) -> bool {
-        matches!(self, Self::Down | Self::Unknown)
+        matches!(self, Self::Down | Self::DownDrain | Self::Unknown)
+    }
+
+    /// Not responding, whether or not it is drained too.
+    pub fn is_down(self) -> bool {
+        matches!(self, Self::Down | Self::DownDrain)
     }
 }
 

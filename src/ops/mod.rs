@@ -701,7 +701,9 @@ fn plan_target(
     let bad = match kind {
         ActionKind::Cordon if !st.schedulable() => Some("is already out of service"),
         ActionKind::Uncordon if st != NodeState::Cordoned => Some("is not cordoned"),
-        ActionKind::Drain if matches!(st, NodeState::Drained | NodeState::Draining) => {
+        ActionKind::Drain
+            if matches!(st, NodeState::Drained | NodeState::Draining | NodeState::DownDrain) =>
+        {
             Some("is draining or drained already")
         }
         ActionKind::Resume if st.schedulable() => Some("is in service already"),

@@ -26,7 +26,7 @@ impl Sim {
             ActionKind::Cordon => self.cordon(target, reason, by).map(|_| format!("{target} cordoned")),
             ActionKind::Uncordon => self.uncordon(target).map(|_| format!("{target} uncordoned")),
             ActionKind::Drain => {
-                let down = self.node_state(target) == Some(crate::model::NodeState::Down);
+                let down = self.node_state(target).is_some_and(crate::model::NodeState::is_down);
                 self.drain(target, reason, by).map(|_| {
                     if down {
                         format!("{target} down+drain (stays down)")

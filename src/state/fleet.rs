@@ -99,7 +99,7 @@ pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Sampl
         let node_dt =
             if telemetry { dts.iter().find(|(c, _)| *c == node.cluster).map(|d| d.1) } else { None };
         match node.state {
-            NodeState::Down | NodeState::Unknown => {
+            NodeState::Down | NodeState::DownDrain | NodeState::Unknown => {
                 t.nodes_down += 1;
                 flags.nodes.push(ni);
             }
@@ -229,7 +229,7 @@ fn once_per_host(
 ) {
     t.nodes = t.nodes.saturating_sub(1);
     let bucket = match k8.state {
-        NodeState::Down | NodeState::Unknown => &mut t.nodes_down,
+        NodeState::Down | NodeState::DownDrain | NodeState::Unknown => &mut t.nodes_down,
         NodeState::Drained | NodeState::Draining | NodeState::Cordoned | NodeState::Maintenance => {
             &mut t.nodes_drained
         }

@@ -268,7 +268,11 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
             Plane::Compute,
             n.name.clone(),
             format!("node {}{why}", n.state.label()),
-            "check the node (BMC, kubelet/slurmd); drain it if it keeps failing",
+            if n.state == crate::model::NodeState::DownDrain {
+                "drained already: repair it (BMC, kubelet/slurmd), then resume it"
+            } else {
+                "check the node (BMC, kubelet/slurmd); drain it if it keeps failing"
+            },
             n.reason.as_ref().map(|r| r.at),
             "node-down",
         ));

@@ -228,6 +228,7 @@ fn mitigation(s: &ClusterState, n: &Node) -> Option<Lifecycle> {
         NodeState::Drained => "drained",
         NodeState::Cordoned => "cordoned",
         NodeState::Maintenance => "in maintenance",
+        NodeState::DownDrain => "drained (down)",
         _ => return None,
     };
     let newest = s.handling.actions.iter().rev().find(|m| m.applies_to(&n.cluster, &n.name));

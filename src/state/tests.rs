@@ -567,9 +567,7 @@ fn a_drain_in_one_cluster_of_a_fleet_mitigates_only_that_clusters_incidents() {
     let sim1_jobs: Vec<String> = s
         .jobs
         .iter()
-        .filter(|j| {
-            j.cluster == "sim-1" && j.state == JobState::Running && j.nodes.iter().any(|x| *x == node)
-        })
+        .filter(|j| j.cluster == "sim-1" && j.state == JobState::Running && j.nodes.contains(&node))
         .map(|j| format!("job {} ({}", j.id, j.user))
         .collect();
     for i in of("sim-1") {

@@ -278,7 +278,9 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
     let not_ready = ready.is_none_or(|c| c.status != "True")
         || n.spec.taints.iter().any(|t| t.key == "node.kubernetes.io/unreachable");
     let ann = n.metadata.annotations.clone().unwrap_or_default();
-    let state = if not_ready {
+    let state = if not_ready && n.spec.unschedulable {
+        NodeState::DownDrain
+    } else if not_ready {
         NodeState::Down
     } else if n.spec.unschedulable {
         NodeState::Cordoned
@@ -354,7 +356,7 @@ fn node_reason(
 ) -> Option<NodeReason> {
     let r = |t: String, by: &str, at: Epoch| Some(NodeReason { text: text(&t), by: text(by), at });
     match state {
-        NodeState::Down => {
+        NodeState::Down | NodeState::DownDrain => {
             let (why, at) = match ready {
                 Some(c) => (
                     format!(

@@ -449,7 +449,7 @@ impl Cluster {
         let n = &self.nodes[i];
         let spec = n.spec();
         let gpn = self.gpn;
-        let down = n.state == NodeState::Down;
+        let down = n.state.is_down();
         let rack = i / catalog::RACK_NODES;
         let mut labels = BTreeMap::new();
         let mut label = |k: &'static str, v: Text| {

@@ -115,8 +115,6 @@ pub struct Sim {
     storage: Vec<telemetry::FsSim>,
     flap: Flap,
     draining: Vec<u32>,
-    /// Down nodes an operator drained (Slurm `DOWN+DRAIN`): still down, the drain noted.
-    down_drained: std::collections::BTreeSet<u32>,
     planted: Planted,
 }
 
@@ -579,7 +577,6 @@ impl Sim {
             storage: telemetry::storage(n),
             flap,
             draining,
-            down_drained: Default::default(),
             planted,
             cfg,
         };
@@ -654,23 +651,19 @@ impl Sim {
     /// ("Not responding: …", who said so and since when) with the drain added to it, and its
     /// GPUs stay silent. Resuming it clears both.
     pub fn drain(&mut self, node: &str, reason: &str, by: &str) -> Result<(), ActionError> {
-        let i = self.node_for(node, |st| {
-            matches!(st, NodeState::Draining | NodeState::Drained).then_some("is draining or drained already")
+        let i = self.node_for(node, |st| match st {
+            NodeState::Draining | NodeState::Drained => Some("is draining or drained already"),
+            NodeState::DownDrain => Some("is down and drained already (down+drain)"),
+            _ => None,
         })?;
         if self.cluster.nodes[i as usize].state == NodeState::Down {
-            if self.down_drained.contains(&i) {
-                return Err(ActionError::conflict(format!(
-                    "node {node} is down and drained already (down+drain)"
-                )));
-            }
             let down = self.cluster.nodes[i as usize].reason.clone();
             let drain = format!("drain by {by}: {reason}");
             let why = match down {
                 Some(r) => Some(NodeReason { text: Text::from(format!("{}; {drain}", r.text)), ..r }),
                 None => reason_of(&drain, by, self.now),
             };
-            self.cluster.set_state(i, NodeState::Down, why);
-            self.down_drained.insert(i);
+            self.cluster.set_state(i, NodeState::DownDrain, why);
             return Ok(());
         }
         let why = reason_of(reason, by, self.now);
@@ -690,7 +683,6 @@ impl Sim {
     pub fn resume(&mut self, node: &str) -> Result<(), ActionError> {
         let i = self.node_for(node, |st| st.schedulable().then_some("is in service already"))?;
         self.draining.retain(|&d| d != i);
-        self.down_drained.remove(&i);
         self.cluster.set_state(i, NodeState::Idle, None);
         Ok(())
     }
@@ -941,7 +933,7 @@ impl Sim {
             let spec = node.spec();
             let mut samples = crate::model::protocol::GpuSamples::new();
             let mut node_util = 0.0f32;
-            if node.state != NodeState::Down {
+            if !node.state.is_down() {
                 samples.reserve_exact(gpn);
                 for (k, g) in gpus[i * gpn..(i + 1) * gpn].iter_mut().enumerate() {
                     if g.flags & F_SILENT != 0 {
@@ -959,7 +951,7 @@ impl Sim {
                 util_sum += f64::from(node_util);
                 util_n += samples.len() as u32;
             }
-            let refresh = (tick + i).is_multiple_of(5) && node.state != NodeState::Down;
+            let refresh = (tick + i).is_multiple_of(5) && !node.state.is_down();
             if refresh {
                 telemetry::step_ports(&mut node.ports, node_util / gpn as f32 / 100.0, rng);
             }

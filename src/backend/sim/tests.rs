@@ -415,8 +415,9 @@ fn invariants_hold_at_full_scale() {
 }
 
 /// Slurm semantics: draining a down node leaves it DOWN+DRAIN. It stays down with its
-/// "Not responding" reason (who and since when too), its node-down incident stays, its GPUs stay
-/// silent (no cooling to idle), a second drain is a conflict, and only a resume brings it back.
+/// "Not responding" reason (who and since when too), its node-down incident stays but is
+/// mitigated (no longer open: it pages nobody), its GPUs stay silent (no cooling to idle), a
+/// second drain is a conflict, and only a resume brings it back.
 #[test]
 fn draining_a_down_node_keeps_it_down_with_its_reason() {
     let mut sim = Sim::new(cfg(16));
@@ -446,7 +447,8 @@ fn draining_a_down_node_keeps_it_down_with_its_reason() {
     for _ in 0..10 {
         state.apply(sim.tick());
         let n = state.node(&name).unwrap();
-        assert_eq!(n.state, NodeState::Down, "a drained down node stays down");
+        assert_eq!(n.state, NodeState::DownDrain, "a drained down node stays down, drained too");
+        assert_eq!(n.state.label(), "down+drain");
         let r = n.reason.as_ref().expect("reason kept");
         assert!(r.text.starts_with(down_reason.text.as_str()), "{}", r.text);
         assert!(r.text.contains("drain by alice: RMA 4411"), "{}", r.text);
@@ -454,6 +456,14 @@ fn draining_a_down_node_keeps_it_down_with_its_reason() {
         let (title, since2) = node_down(&state).expect("the node-down incident stays");
         assert!(title.contains("Not responding") && title.contains("RMA 4411"), "{title}");
         assert_eq!(since2, since);
+        let i =
+            state.incidents.iter().find(|i| i.subject == name && i.title.starts_with("node down")).unwrap();
+        assert!(
+            matches!(&i.lifecycle, crate::state::Lifecycle::Mitigated { how, .. } if how == "drained (down)"),
+            "{:?}",
+            i.lifecycle
+        );
+        assert!(!i.action.contains("drain it"), "{}", i.action);
         let now: Vec<_> = n.gpus.iter().map(|g| g.temp_c).collect();
         assert_eq!(now, temps, "a down node's GPUs report nothing, so nothing cools");
         check_invariants(&state);

@@ -107,7 +107,8 @@ pub fn node_state(words: &[Text]) -> NodeState {
     let base = words.first().map(|w| w.as_str()).unwrap_or("UNKNOWN");
     let has = |f: &str| words.iter().skip(1).any(|w| w == f);
     if base == "DOWN" || (has("FAIL") && base != "ALLOCATED" && base != "MIXED") {
-        return NodeState::Down;
+        // DOWN+DRAIN: down, and an operator (or a health check) took it out of service too.
+        return if has("DRAIN") { NodeState::DownDrain } else { NodeState::Down };
     }
     if has("MAINTENANCE") {
         return NodeState::Maintenance;
@@ -379,7 +380,8 @@ mod tests {
         assert_eq!(node_state(&w(&["MIXED", "DRAIN"])), NodeState::Draining);
         assert_eq!(node_state(&w(&["ALLOCATED", "DRAIN"])), NodeState::Draining);
         assert_eq!(node_state(&w(&["DOWN", "NOT_RESPONDING"])), NodeState::Down);
-        assert_eq!(node_state(&w(&["DOWN", "DRAIN"])), NodeState::Down);
+        assert_eq!(node_state(&w(&["DOWN", "DRAIN"])), NodeState::DownDrain);
+        assert_eq!(node_state(&w(&["DOWN", "DRAIN", "NOT_RESPONDING"])), NodeState::DownDrain);
         assert_eq!(node_state(&w(&["IDLE", "MAINTENANCE", "RESERVED"])), NodeState::Maintenance);
         assert_eq!(node_state(&w(&["IDLE", "NOT_RESPONDING"])), NodeState::Idle);
         assert_eq!(node_state(&w(&["UNKNOWN"])), NodeState::Unknown);

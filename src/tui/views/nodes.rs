@@ -163,7 +163,7 @@ static COLS: [Column; 13] = [
 
 pub fn state_style(cx: &Cx<'_>, st: NodeState) -> Style {
     match st {
-        NodeState::Down | NodeState::Unknown => cx.theme.crit,
+        NodeState::Down | NodeState::DownDrain | NodeState::Unknown => cx.theme.crit,
         NodeState::Drained | NodeState::Draining | NodeState::Cordoned | NodeState::Maintenance => {
             cx.theme.warn
         }
