@@ -898,6 +898,13 @@ mod tests {
         assert_eq!((r.text.as_str(), r.by.as_str(), r.at), ("XID 79 on GPU3", "alice", 1_767_225_600));
         let k = node(&node_obj(sick), &[], &s, &m);
         assert_eq!(k.state, NodeState::Idle);
+        // Cordoned while NotReady: down, and out of service once it is back.
+        let mut both = gpu_node("b");
+        both["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown", "message": "Kubelet stopped posting node status.", "lastTransitionTime": "2026-01-01T00:00:00Z"}]);
+        both["spec"]["unschedulable"] = json!(true);
+        let b = node(&node_obj(both), &[], &s, &m);
+        assert_eq!(b.state, NodeState::DownDrain);
+        assert!(b.reason.unwrap().text.contains("Kubelet stopped"));
         assert!(k.reason.unwrap().text.starts_with("2 GPU(s) unhealthy"));
     }
 
