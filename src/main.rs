@@ -248,13 +248,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 // Actions go to slurmrestd through the ops task (drain, resume, cancel, and
                 // acceptance jobs submitted with the configured template): one executor, which
                 // wakes the poller after each write; the console plans with its planner.
-                let exec = gpuplane::ops::SlurmExecutor::new(&slurm_cfg.client)
-                    .and_then(|e| e.with_acceptance(config.acceptance.template.clone()))
-                    .map(|e| e.with_slurm_user(&slurm_cfg.slurm_user).with_refresh(refresh_now.clone()))
-                    .and_then(|e| match &config.slurm_break_glass {
-                        Some(bg) => e.with_break_glass(bg),
-                        None => Ok(e),
-                    });
+                let exec = gpuplane::commands::slurm_executor(&config, Some(refresh_now.clone()))
+                    .unwrap_or_else(|| Err("no Slurm cluster".into()));
                 match exec {
                     Ok(exec) => {
                         // The permission preflight: asked at start and every 5 minutes; the
@@ -422,13 +417,8 @@ fn spawn_cluster(
         let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
         app.refresh_now.push(refresh_now.clone());
         // As for one Slurm cluster: its token, its break-glass token, its preflight.
-        let exec = gpuplane::ops::SlurmExecutor::new(&slurm.client)
-            .and_then(|e| e.with_acceptance(c.acceptance.template.clone()))
-            .map(|e| e.with_slurm_user(&slurm.slurm_user).with_refresh(refresh_now.clone()))
-            .and_then(|e| match &c.slurm_break_glass {
-                Some(bg) => e.with_break_glass(bg),
-                None => Ok(e),
-            })
+        let exec = gpuplane::commands::slurm_executor(c, Some(refresh_now.clone()))
+            .unwrap_or_else(|| Err("no Slurm cluster".into()))
             .map(|e| {
                 tokio::spawn(e.preflight().watch(std::time::Duration::from_secs(300)));
                 Some(Box::new(e) as Box<dyn gpuplane::ops::Executor>)

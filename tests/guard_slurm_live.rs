@@ -107,3 +107,91 @@ async fn slurm24_a_drain_past_the_limit_sends_nothing_without_break_glass() {
     }
     panic!("{node} still drained after resume");
 }
+
+/// A command-line drain under this operator's break-glass session goes out with the
+/// break-glass token (`[slurm] break_glass_token_file`), not the ordinary one: the ordinary
+/// user may not drain, so only the privileged token can have drained the node (scontrol, the
+/// oracle). Without a session the same command is refused and the node is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_a_command_line_drain_under_break_glass_uses_the_break_glass_token() {
+    let (c, _g) = slurm24().await;
+    let s = read(&c).await;
+    let node =
+        s.nodes.iter().rev().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let token = dir.path().join("bg.jwt");
+    std::fs::write(&token, &c.admin_jwt).unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[slurm]\nbreak_glass_token_file = {:?}\n[limits]\nkeep_last_healthy = false\n",
+            token.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = common::gpuplane_cmd(dir.path())
+            .args(args)
+            .args(["--slurm", &c.url, "--audit-log", log.to_str().unwrap(), "--yes"])
+            .env("GPUPLANE_CONFIG", &cfg)
+            .env("SLURM_JWT", &c.jwt)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let drain = ["drain", node.as_str(), "--reason", "gpuplane bg cli test", "--ticket", "INC-78"];
+    let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
+    assert_ne!(rc, Some(0), "the ordinary token may not drain: {out}{err}");
+    assert!(!c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
+
+    let audit = AuditLog::new(log.clone());
+    let until = jiff::Timestamp::now().as_second() + 600;
+    let mut params = BTreeMap::new();
+    params.insert("until".to_string(), until.to_string());
+    params.insert("minutes".to_string(), "10".to_string());
+    audit
+        .append(
+            Phase::Event,
+            &Entry {
+                cluster: s.cluster.to_string(),
+                action: BREAK_GLASS_START.into(),
+                reason: Some("bg cli test".into()),
+                ticket: Some("INC-78".into()),
+                params,
+                break_glass: Some("bg-cli".into()),
+                op_id: "bg-cli".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
+    assert_eq!(rc, Some(0), "{out}{err}");
+    assert!(out.contains("under break-glass session bg-cli"), "{out}");
+    assert!(
+        c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"),
+        "drained with the privileged token"
+    );
+    let recs = audit.read_all().unwrap();
+    let outcome = recs.iter().rfind(|r| r.action == "drain").expect("the drain's outcome");
+    assert_eq!(outcome.result.as_deref(), Some("ok"), "{outcome:?}");
+    assert!(
+        outcome.identity.as_deref().unwrap_or("").contains("break-glass token"),
+        "{:?}",
+        outcome.identity
+    );
+    let (rc, out, err) = tokio::task::block_in_place(|| run(&["resume", &node, "--reason", "done"]));
+    assert_eq!(rc, Some(0), "{out}{err}");
+    for _ in 0..40 {
+        if !c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} still drained after resume");
+}

@@ -462,6 +462,29 @@ async fn fleet_read_all(
     (fleet, execs, failed)
 }
 
+/// The executor of the configured Slurm cluster, built in one place for the console, a fleet
+/// cluster and the command line: its token, the acceptance template, the `X-SLURM-USER-NAME`,
+/// the break-glass token (an elevated write must go out with it, whichever surface sends it)
+/// and, in a console, the poller to wake after each write. `None` without a Slurm cluster.
+pub fn slurm_executor(
+    config: &Config,
+    refresh: Option<std::sync::Arc<tokio::sync::Notify>>,
+) -> Option<Result<crate::ops::SlurmExecutor, String>> {
+    let slurm = config.slurm.as_ref()?;
+    let exec = crate::ops::SlurmExecutor::new(&slurm.client)
+        .and_then(|e| e.with_acceptance(config.acceptance.template.clone()))
+        .map(|e| e.with_slurm_user(&slurm.slurm_user))
+        .map(|e| match refresh {
+            Some(r) => e.with_refresh(r),
+            None => e,
+        })
+        .and_then(|e| match &config.slurm_break_glass {
+            Some(bg) => e.with_break_glass(bg),
+            None => Ok(e),
+        });
+    Some(exec)
+}
+
 /// [`target_cluster`] without the alerts.
 async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
@@ -480,9 +503,7 @@ async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn E
         }
         r.map_err(|e| e.to_string())?;
         prom_once(config, &mut state).await?;
-        let exec = crate::ops::SlurmExecutor::new(&slurm.client)?
-            .with_acceptance(config.acceptance.template.clone())?
-            .with_slurm_user(&slurm.slurm_user);
+        let exec = slurm_executor(config, None).ok_or("no Slurm cluster")??;
         // The permission preflight; when it cannot answer, the server decides.
         if let Err(e) = exec.check_permission().await {
             tracing::warn!("slurm permission preflight: {e}");
@@ -657,27 +678,27 @@ pub(crate) fn prepare(config: &Config, req: OpRequest, yes: bool) -> Result<Prep
             2,
         ));
     };
-    // The command plans with the executor's planning side, then runs the plan through the
-    // same executor: one per command, as one per console.
-    let mut plan =
-        ops::plan(&req, &state, exec.planner().as_ref(), config.readonly).map_err(|e| fail(&e, 2))?;
     // Blast radius: the limits, the drains of the last hour and this operator's break-glass
-    // session, all from the audit log every console writes.
+    // session, all from the audit log every console writes. The session is read first: under
+    // it the plan is made (and the permission preflight judged) as the break-glass identity,
+    // and the write goes out with its token.
     let limits = config.limits.for_cluster(&state.cluster);
-    let records = match ops::guard::takes_out(req.kind)
-        .then(|| audit_log(config).tail(ops::guard::RATE_RECORDS))
-    {
-        None => Vec::new(),
-        Some(Ok(r)) => r,
+    let records = match audit_log(config).tail(ops::guard::RATE_RECORDS) {
+        Ok(r) => r,
         // Fail closed when the count of drains needs the log; otherwise the intent record,
         // which cannot be written either, refuses the action.
-        Some(Err(e)) if limits.has_rate() => {
+        Err(e) if ops::guard::takes_out(req.kind) && limits.has_rate() => {
             return Err(fail(&format!("cannot read the audit log to count the last hour's drains: {e}"), 2));
         }
-        Some(Err(_)) => Vec::new(),
+        Err(_) => Vec::new(),
     };
     let now = jiff::Timestamp::now().as_second();
     let break_glass = open_break_glass(&records, now);
+    // The command plans with the executor's planning side, then runs the plan through the
+    // same executor: one per command, as one per console.
+    let mut plan =
+        ops::plan_as(&req, &state, exec.planner().as_ref(), config.readonly, break_glass.is_some())
+            .map_err(|e| fail(&e, 2))?;
     let recent = ops::guard::drains_in_window(&records, &state.cluster, now);
     let guarded = ops::guard_plan(&mut plan, &state, &limits, &recent, break_glass.is_some());
     println!("cluster {label}");

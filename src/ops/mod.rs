@@ -855,6 +855,10 @@ impl Ops {
             return Err(OpError::NoReason);
         }
         self.guard_at_run(req, plan).await?;
+        // Elevated only while a break-glass session lasts, whichever surface runs the plan (a
+        // console's ops task or a command): the write goes out with the break-glass token, and
+        // is dropped back for every other write.
+        exec.elevate(self.break_glass.is_some());
         let op_id = op_id.unwrap_or_else(new_op_id);
         let mut params = BTreeMap::new();
         params.insert("backend".to_string(), exec.backend().to_string());

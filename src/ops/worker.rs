@@ -450,9 +450,8 @@ pub async fn worker_with(
                 continue;
             }
         };
+        // Elevated only while a break-glass session lasts (`Ops::run_as` elevates the executor).
         ops.break_glass = job.break_glass.clone();
-        // Elevated only while a break-glass session lasts; dropped for every other write.
-        exec.elevate(job.break_glass.is_some());
         let kind = job.req.kind;
         let ev = events.clone();
         exec.notes(Some(Arc::new(move |target: &str, message: &str| {
