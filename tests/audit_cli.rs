@@ -140,3 +140,43 @@ fn two_processes_appending_keep_one_chain() {
     assert!(full.intact(), "{full:?}");
     assert_eq!((full.signed, full.witness.last), (Some((20, Some(2000))), Some(2019)));
 }
+
+/// `gpuplane audit tail --json | head -1`: the reader goes away before the records are
+/// written; the command ends quietly (no panic, no backtrace) with status 0.
+#[test]
+fn audit_tail_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let audit = AuditLog::new(log.clone());
+    for i in 0..50 {
+        let e = Entry {
+            action: "drain".into(),
+            targets: vec![format!("gpu-{i:03}")],
+            op_id: format!("op{i}"),
+            ..Default::default()
+        };
+        audit.append(Phase::Intent, &e).unwrap();
+    }
+    for json in [true, false] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
+        cmd.args(["audit", "tail", "--audit-log", log.to_str().unwrap()]);
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd
+            .env("XDG_DATA_HOME", dir.path().join("data"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .env("RUST_BACKTRACE", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader closes before reading anything.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+        assert_eq!(out.status.code(), Some(0), "{err}");
+    }
+}

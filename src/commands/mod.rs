@@ -143,20 +143,31 @@ fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
         },
         AuditCommand::Tail { n, json } => match log.tail(*n) {
             Ok(recs) => {
-                for r in recs {
-                    if *json {
-                        println!("{}", serde_json::to_string(&r).unwrap_or_default());
-                    } else {
-                        println!("{}", tail_line(r));
-                    }
-                }
-                ExitCode::SUCCESS
+                let lines = recs.into_iter().map(|r| {
+                    if *json { serde_json::to_string(&r).unwrap_or_default() } else { tail_line(r) }
+                });
+                write_lines(lines)
             }
             Err(e) => {
                 eprintln!("gpuplane: {e}");
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Prints lines to stdout; a reader that stops early (`| head -1`) ends the command quietly
+/// and successfully, as with any Unix tool, instead of a panic on the closed pipe.
+fn write_lines(lines: impl Iterator<Item = String>) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    let r = lines.map(|l| writeln!(out, "{l}")).collect::<std::io::Result<()>>().and_then(|_| out.flush());
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpuplane: stdout: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 
