@@ -184,8 +184,12 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
     let measured: f64 = per_gpu.iter().filter(|g| g.util.is_some()).map(|g| g.gpu_hours).sum();
     let util = if measured > 0.0 {
         Some(per_gpu.iter().filter_map(|g| g.util.map(|u| u * g.gpu_hours)).sum::<f64>() / measured)
-    } else {
+    } else if r.useful_gpu_seconds > 0.0 {
+        // A record without intervals: what it measured (a file from before measured
+        // GPU-seconds held accounting's GPUs × run there, with nothing useful: not measured).
         crate::model::measured_util(r.gpu_seconds, r.useful_gpu_seconds)
+    } else {
+        None
     };
     let gpu_hours = crate::model::held_gpu_seconds(r.gpus, r.start, r.end, r.last_seen, lo, hi) / 3600.0;
     let idle_gpus: Vec<String> = per_gpu
@@ -501,7 +505,10 @@ mod tests {
         let want = (90.0 * 2.0 + 0.0 + 60.0) / 5.0;
         assert!((e.util.unwrap() - want).abs() < 1e-9, "{:?}", e.util);
         assert_eq!(e.idle_gpus, vec!["n2:1".to_string()]);
-        assert!((e.gpu_hours - 5.0).abs() < 1e-9);
+        // GPU-hours are what the scheduler allocated: 3 GPUs for the 2 h run.
+        assert!((e.gpu_hours - 6.0).abs() < 1e-9);
+        let held: f64 = e.per_gpu.iter().map(|g| g.gpu_hours).sum();
+        assert!((held - 5.0).abs() < 1e-9, "the intervals' GPU-hours");
         assert!(e.notes.iter().any(|n| n.level == Level::Red && n.text.contains("idle the whole run")));
         assert!(e.notes.iter().any(|n| n.text.contains("multi-node")));
         // 48 % is neither red nor a warning.
