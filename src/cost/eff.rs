@@ -128,6 +128,8 @@ pub struct Telemetry {
 
 /// One GPU's sums: (GPUs, seconds held, utilisation × measured seconds, measured seconds).
 type Sums = (u32, f64, f64, f64);
+/// A stretch one GPU was held: from, to, the utilisation seen.
+type Span = (Epoch, Epoch, Option<f32>);
 
 /// The efficiency of a job as the ledger recorded it (a running job: until it last saw it).
 /// Its GPU-hours are [`crate::model::held_gpu_seconds`] of its run, whatever the intervals
@@ -141,7 +143,7 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
     // Nodes whose GPUs are known by index: their counted ("index unknown") intervals repeat them.
     let indexed: std::collections::HashSet<&str> =
         intervals.iter().filter(|i| i.gpu.is_some()).map(|i| i.node.as_str()).collect();
-    let mut spans: BTreeMap<(String, Option<u8>), (u32, Vec<(Epoch, Epoch, Option<f32>)>)> = BTreeMap::new();
+    let mut spans: BTreeMap<(String, Option<u8>), (u32, Vec<Span>)> = BTreeMap::new();
     for i in intervals.iter().filter(|i| i.gpu.is_some() || !indexed.contains(i.node.as_str())) {
         let (s, e) = (i.start.max(lo), i.end.min(hi));
         let v = spans.entry((i.node.clone(), i.gpu)).or_insert((i.gpus, Vec::new()));
