@@ -395,7 +395,9 @@ async fn slurm22_accounting_gives_quotas_and_gpu_hours() {
     let done =
         s.jobs.iter().find(|j| j.name == "done-2s" && j.state == JobState::Completed).expect("done-2s");
     assert_eq!(done.gpus, 2);
-    assert!(done.gpu_seconds >= 2.0 * 2.0, "accounting gives elapsed × GPUs: {}", done.gpu_seconds);
+    let held = done.held_gpu_seconds(i64::MIN, i64::MAX, s.now);
+    assert!(held >= 2.0 * 2.0, "GPU-hours are elapsed × GPUs: {held}");
+    assert_eq!(done.useful_pct(), None, "accounting measured no utilisation");
     let failed = s.jobs.iter().find(|j| j.name == "done-fail").expect("done-fail");
     assert_eq!(failed.state, JobState::Failed);
     assert_eq!(failed.exit_reason.as_deref(), Some("exit 3 (NonZeroExitCode)"));

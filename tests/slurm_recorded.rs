@@ -136,7 +136,10 @@ fn dbv0038_quotas_and_history() {
     let hist = parse::db_jobs(v, &fixture("dbv0.0.38/jobs.json")).unwrap();
     assert_eq!(hist.len(), 4);
     let cancelled = hist.iter().find(|j| j.id == 3).unwrap();
-    assert_eq!((cancelled.state, cancelled.gpus, cancelled.gpu_seconds), (JobState::Cancelled, 2, 4.0));
+    // GPU-hours: its GPUs × its run; accounting measures no utilisation (not 0 %).
+    let held = cancelled.held_gpu_seconds(i64::MIN, i64::MAX, 0);
+    assert_eq!((cancelled.state, cancelled.gpus, held), (JobState::Cancelled, 2, 4.0));
+    assert_eq!(cancelled.useful_pct(), None, "accounting measured no utilisation");
     assert_eq!(cancelled.account, "inference");
     // the QOS gpu-capped quota counts job 1's 8 GPUs as used and job 2's 8 as pending
     let mut jobs = hist.clone();
@@ -157,8 +160,7 @@ fn dbv0038_quotas_and_history() {
         rows,
         [("qos:gpu-capped", 16, 8, 8), ("qos:gpu-capped/alice", 8, 0, 8), ("qos:gpu-capped/root", 8, 8, 0)]
     );
-    // history jobs slurmctld has forgotten are added; known ones keep slurmctld's record and
-    // take accounting's GPU time
+    // history jobs slurmctld has forgotten are added; known ones keep slurmctld's record
     let mut live: Vec<_> = hist.iter().filter(|j| j.id != 4).cloned().collect();
     for j in &mut live {
         j.gpu_seconds = 0.0;
@@ -167,7 +169,7 @@ fn dbv0038_quotas_and_history() {
     let merged = merge_jobs(live, &hist, &[]);
     assert_eq!(merged.len(), 4);
     let j3 = merged.iter().find(|j| j.id == 3).unwrap();
-    assert_eq!((j3.name.as_str(), j3.gpu_seconds), ("from slurmctld", 4.0));
+    assert_eq!((j3.name.as_str(), j3.held_gpu_seconds(i64::MIN, i64::MAX, 0)), ("from slurmctld", 4.0));
     assert_eq!(merged.iter().find(|j| j.id == 4).unwrap().name, "short-done");
 }
 
@@ -321,7 +323,13 @@ fn db24_limits_and_history_from_slurmdbd() {
         for (name, state, account, gpus, gs, exit) in rows {
             let j = by(name);
             assert_eq!(
-                (j.state, j.account.as_str(), j.gpus, j.gpu_seconds, j.exit_reason.as_deref()),
+                (
+                    j.state,
+                    j.account.as_str(),
+                    j.gpus,
+                    j.held_gpu_seconds(i64::MIN, i64::MAX, 0),
+                    j.exit_reason.as_deref()
+                ),
                 (state, account, gpus, gs, exit),
                 "{v}: {name}"
             );
@@ -754,7 +762,8 @@ async fn accounting_v0042_reaches_quotas_and_jobs() {
         [(4, JobState::Completed), (5, JobState::Failed), (6, JobState::Completed), (9, JobState::Failed)]
     );
     let failed = s.jobs.iter().find(|j| j.id == 9).unwrap();
-    assert_eq!((failed.account.as_str(), failed.gpu_seconds), ("inference", 4.0));
+    assert_eq!((failed.account.as_str(), failed.held_gpu_seconds(i64::MIN, i64::MAX, 0)), ("inference", 4.0));
+    assert_eq!(failed.useful_pct(), None, "accounting measured no utilisation");
     assert_eq!(failed.gpu_model.as_deref(), Some("l40s"), "model from the job's node");
 }
 

@@ -268,7 +268,21 @@ pub fn lost(config: &Config, events: &[Event], q: &Query) -> Vec<Lost> {
                 .filter(|j| q.job.is_none_or(|id| j.id == id))
                 .collect();
             l.failed_jobs = jobs.len();
-            l.failed_h = Some(jobs.iter().map(|j| j.gpu_seconds).sum::<f64>() / 3_600.0);
+            l.failed_h = Some(
+                jobs.iter()
+                    .map(|j| {
+                        crate::model::held_gpu_seconds(
+                            j.gpus,
+                            j.start,
+                            j.end,
+                            j.last_seen,
+                            Epoch::MIN,
+                            Epoch::MAX,
+                        )
+                    })
+                    .sum::<f64>()
+                    / 3_600.0,
+            );
             if q.node.is_none() && q.job.is_none() && q.team.is_none() {
                 l.drained_h = Some(w.capacity.iter().map(|c| c.drained_s).sum::<f64>() / 3_600.0);
                 l.down_h = Some(w.capacity.iter().map(|c| c.down_s).sum::<f64>() / 3_600.0);

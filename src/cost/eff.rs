@@ -128,21 +128,49 @@ pub struct Telemetry {
 
 /// One GPU's sums: (GPUs, seconds held, utilisation × measured seconds, measured seconds).
 type Sums = (u32, f64, f64, f64);
+/// A stretch one GPU was held: from, to, the utilisation seen.
+type Span = (Epoch, Epoch, Option<f32>);
 
 /// The efficiency of a job as the ledger recorded it (a running job: until it last saw it).
+/// Its GPU-hours are [`crate::model::held_gpu_seconds`] of its run, whatever the intervals
+/// say; the intervals give the utilisation per GPU, clipped to the run (an interval that a
+/// process closed after the job ended does not count past its end), each GPU's time counted
+/// once (two processes' overlapping intervals, a node's counted GPUs beside its indexed ones).
 pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEfficiency {
     let end = r.end.unwrap_or(r.last_seen);
     let run_s = r.start.map_or(0, |s| (end - s).max(0));
-    // Per GPU: GPUs, seconds held, utilisation × measured seconds, measured seconds.
+    let (lo, hi) = (r.start.unwrap_or(Epoch::MIN), end);
+    // Nodes whose GPUs are known by index: their counted ("index unknown") intervals repeat them.
+    let indexed: std::collections::HashSet<&str> =
+        intervals.iter().filter(|i| i.gpu.is_some()).map(|i| i.node.as_str()).collect();
+    let mut spans: BTreeMap<(String, Option<u8>), (u32, Vec<Span>)> = BTreeMap::new();
+    for i in intervals.iter().filter(|i| i.gpu.is_some() || !indexed.contains(i.node.as_str())) {
+        let (s, e) = (i.start.max(lo), i.end.min(hi));
+        let v = spans.entry((i.node.clone(), i.gpu)).or_insert((i.gpus, Vec::new()));
+        v.0 = v.0.max(i.gpus);
+        if e > s {
+            v.1.push((s, e, i.util.filter(|u| u.is_finite())));
+        }
+    }
+    // Per GPU: GPUs, seconds held, utilisation × measured seconds, measured seconds; a stretch
+    // two intervals cover counts once (the later-starting one gives what the first did not).
     let mut by: BTreeMap<(String, Option<u8>), Sums> = BTreeMap::new();
-    for i in intervals {
-        let secs = (i.end - i.start).max(0) as f64 * f64::from(i.gpus);
-        let e = by.entry((i.node.clone(), i.gpu)).or_insert((i.gpus, 0.0, 0.0, 0.0));
-        e.0 = e.0.max(i.gpus);
-        e.1 += secs;
-        if let Some(u) = i.util.filter(|u| u.is_finite()) {
-            e.2 += f64::from(u) * secs;
-            e.3 += secs;
+    for (k, (gpus, mut v)) in spans {
+        v.sort_by_key(|x| (x.0, std::cmp::Reverse(x.1)));
+        let e = by.entry(k).or_insert((gpus, 0.0, 0.0, 0.0));
+        let mut covered = Epoch::MIN;
+        for (s, end, util) in v {
+            let s = s.max(covered);
+            if end <= s {
+                continue;
+            }
+            covered = end;
+            let secs = (end - s) as f64 * f64::from(gpus);
+            e.1 += secs;
+            if let Some(u) = util {
+                e.2 += f64::from(u) * secs;
+                e.3 += secs;
+            }
         }
     }
     let per_gpu: Vec<GpuUse> = by
@@ -158,13 +186,14 @@ pub fn job(r: &JobRecord, intervals: &[GpuInterval], rules: &Rules) -> JobEffici
     let measured: f64 = per_gpu.iter().filter(|g| g.util.is_some()).map(|g| g.gpu_hours).sum();
     let util = if measured > 0.0 {
         Some(per_gpu.iter().filter_map(|g| g.util.map(|u| u * g.gpu_hours)).sum::<f64>() / measured)
-    } else if r.gpu_seconds > 0.0 && r.useful_gpu_seconds > 0.0 {
-        Some(100.0 * r.useful_gpu_seconds / r.gpu_seconds)
+    } else if r.useful_gpu_seconds > 0.0 {
+        // A record without intervals: what it measured (a file from before measured
+        // GPU-seconds held accounting's GPUs × run there, with nothing useful: not measured).
+        crate::model::measured_util(r.gpu_seconds, r.useful_gpu_seconds)
     } else {
         None
     };
-    let held: f64 = per_gpu.iter().map(|g| g.gpu_hours).sum();
-    let gpu_hours = if held > 0.0 { held } else { r.gpu_seconds / 3600.0 };
+    let gpu_hours = crate::model::held_gpu_seconds(r.gpus, r.start, r.end, r.last_seen, lo, hi) / 3600.0;
     let idle_gpus: Vec<String> = per_gpu
         .iter()
         .filter(|g| g.gpu.is_some() && g.util.is_some_and(|u| u < rules.idle_gpu))
@@ -478,7 +507,10 @@ mod tests {
         let want = (90.0 * 2.0 + 0.0 + 60.0) / 5.0;
         assert!((e.util.unwrap() - want).abs() < 1e-9, "{:?}", e.util);
         assert_eq!(e.idle_gpus, vec!["n2:1".to_string()]);
-        assert!((e.gpu_hours - 5.0).abs() < 1e-9);
+        // GPU-hours are what the scheduler allocated: 3 GPUs for the 2 h run.
+        assert!((e.gpu_hours - 6.0).abs() < 1e-9);
+        let held: f64 = e.per_gpu.iter().map(|g| g.gpu_hours).sum();
+        assert!((held - 5.0).abs() < 1e-9, "the intervals' GPU-hours");
         assert!(e.notes.iter().any(|n| n.level == Level::Red && n.text.contains("idle the whole run")));
         assert!(e.notes.iter().any(|n| n.text.contains("multi-node")));
         // 48 % is neither red nor a warning.

@@ -234,25 +234,18 @@ fn end_detail(s: &ClusterState, j: &Job, cause: Option<cause::Cause>) -> String 
     parts.join(" · ")
 }
 
-/// GPU-seconds of a job that fall inside [from, to]: its accumulated GPU time scaled by the
-/// share of its run inside the window (GPU count × overlap when no usage was accumulated).
-/// A job without an end counts until `until` (now, or when the ledger last saw it).
-/// Returns (GPU-seconds, useful GPU-seconds, whether any utilisation was measured).
+/// GPU-seconds of a job that fall inside [from, to]: its GPUs × the part of its run inside
+/// the window ([`Job::held_gpu_seconds`]), and their useful part at the utilisation telemetry
+/// measured over its run. A job without an end counts until `until` (now, or when the ledger
+/// last saw it). Returns (GPU-seconds, useful GPU-seconds, whether any utilisation was
+/// measured: a job nothing measured is "unmeasured", not 0 %).
 fn in_window(j: &Job, from: Epoch, to: Epoch, until: Epoch) -> Option<(f64, f64, bool)> {
-    let start = j.start?;
-    let end = j.end.unwrap_or(until);
-    let overlap = (end.min(to) - start.max(from)).max(0) as f64;
-    if overlap <= 0.0 {
+    let gs = j.held_gpu_seconds(from, to, until);
+    if gs <= 0.0 {
         return None;
     }
-    let run = (end - start).max(1) as f64;
-    let (gs, us) = if j.gpu_seconds > 0.0 {
-        (j.gpu_seconds, j.useful_gpu_seconds)
-    } else {
-        (f64::from(j.gpus) * run, 0.0)
-    };
-    let share = (overlap / run).min(1.0);
-    Some((gs * share, us * share, j.gpu_seconds > 0.0))
+    let util = j.useful_pct();
+    Some((gs, gs * util.unwrap_or(0.0) / 100.0, util.is_some()))
 }
 
 /// The report over the jobs the console holds now (no ledger).
@@ -372,7 +365,7 @@ fn build<'a>(
             completed: ended_inside && j.state == JobState::Completed,
             finished: ended_inside,
         });
-        held.push((j, live, gs, us));
+        held.push((j, live, gs, us, measured));
     }
     let unheld: Vec<bill::Unheld> = capacity
         .unwrap_or_default()
@@ -395,13 +388,14 @@ fn build<'a>(
     let mut jobs = Vec::new();
     let (mut allocated, mut idle_total) = (0.0, 0.0);
     let mut models: BTreeSet<String> = BTreeSet::new();
-    for (j, live, gs, us) in held {
+    for (j, live, gs, us, measured) in held {
         let model = j.gpu_model.as_deref().unwrap_or("");
         let price = rate(model);
         models.insert(model.to_string());
         let (gh, uh) = (gs / 3600.0, us / 3600.0);
         let cost = gh * price;
-        let idle_cost = (gh - uh).max(0.0) * price;
+        // Idle is what telemetry measured idle: a job nothing measured is unmeasured, not idle.
+        let idle_cost = if measured { (gh - uh).max(0.0) * price } else { 0.0 };
         allocated += cost;
         idle_total += idle_cost;
         let team = Text::from(card.team_of(&j.account));

@@ -105,8 +105,10 @@ pub struct Job {
     /// Final queue position (1 = next): the backend's `position` when given, otherwise
     /// derived by the state from priority order. `None` for jobs that are not pending.
     pub rank: Option<u32>,
-    /// GPU-seconds and utilisation-weighted GPU-seconds, accumulated by the state from
-    /// telemetry (or given by accounting for finished jobs).
+    /// GPU-seconds measured by utilisation telemetry and their utilisation-weighted part,
+    /// accumulated by the state (a simulator's accounting gives both). Not what the job held:
+    /// that is [`Job::held_gpu_seconds`], from its GPUs, start and end. 0 when nothing measured
+    /// the job (a job first seen in accounting history): its utilisation is not measured.
     pub gpu_seconds: f64,
     pub useful_gpu_seconds: f64,
     /// The scheduler's time limit, seconds (Slurm's `time_limit`); `None` when unknown or
@@ -127,10 +129,40 @@ impl Job {
         (self.start.unwrap_or(now) - self.submit).max(0)
     }
 
-    /// Mean utilisation of the job's GPUs over its lifetime, 0–100.
+    /// Mean utilisation of the job's GPUs over what telemetry measured of its run, 0–100;
+    /// `None` when nothing measured it (not 0 %).
     pub fn useful_pct(&self) -> Option<f64> {
-        (self.gpu_seconds > 0.0).then(|| 100.0 * self.useful_gpu_seconds / self.gpu_seconds)
+        measured_util(self.gpu_seconds, self.useful_gpu_seconds)
     }
+
+    /// GPU-seconds the job held inside `[from, to]` (a running job until `until`): see
+    /// [`held_gpu_seconds`].
+    pub fn held_gpu_seconds(&self, from: Epoch, to: Epoch, until: Epoch) -> f64 {
+        held_gpu_seconds(self.gpus, self.start, self.end, until, from, to)
+    }
+}
+
+/// GPU-seconds a job held inside `[from, to]`: its GPU count × the part of its run (start to
+/// end, or to `until` while it runs) inside the window. The one definition of a job's
+/// GPU-hours: every surface (the Cost view, `get cost`, `report cost`, `report job`) takes it,
+/// never what one process happened to observe.
+pub fn held_gpu_seconds(
+    gpus: u32,
+    start: Option<Epoch>,
+    end: Option<Epoch>,
+    until: Epoch,
+    from: Epoch,
+    to: Epoch,
+) -> f64 {
+    let Some(start) = start else { return 0.0 };
+    let end = end.unwrap_or(until);
+    f64::from(gpus) * (end.min(to) - start.max(from)).max(0) as f64
+}
+
+/// Utilisation (0–100) of `useful` out of `measured` GPU-seconds; `None` when nothing was
+/// measured.
+pub fn measured_util(measured: f64, useful: f64) -> Option<f64> {
+    (measured > 0.0 && measured.is_finite()).then(|| (100.0 * useful / measured).clamp(0.0, 100.0))
 }
 
 /// The pending reason in plain language, as a researcher would want it explained.

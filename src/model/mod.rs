@@ -23,7 +23,7 @@ pub use action::{ActionError, ActionErrorKind, FORBIDDEN_FIX};
 pub use cost::{Denominator, MONTH_S, PriceCard, Reservation, Unit, gpu_hours_cost};
 pub use fabric::{FabricKind, FabricPort, PortState};
 pub use gpu::{EccCounts, Gpu, GpuLocal, GpuProc, LinkErrors, MigSlice, XidEvent, throttle_names};
-pub use job::{Job, JobId, JobState, pending_reason_text};
+pub use job::{Job, JobId, JobState, held_gpu_seconds, measured_util, pending_reason_text};
 pub use key::{GpuKey, JobKey, NodeKey, ObjKey};
 pub use node::{
     GPUS_CLAIMED_LABEL, LinkKind, MAX_GPUS_PER_NODE, MAX_MIG_PER_GPU, Nic, Node, NodeReason, NodeState,

@@ -155,8 +155,11 @@ pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Sampl
                 } else if g.idle_since.is_none() {
                     g.idle_since = Some(now);
                 }
+                // Measured GPU-seconds: a GPU whose utilisation is reported, for the part of
+                // the step inside the job's run (a history replay reaches back before it).
                 if dt > 0.0
                     && let Some(id) = g.job
+                    && let Some(u) = g.util
                 {
                     let ix = match last {
                         Some((lid, ix)) if lid == id => Some(ix),
@@ -165,8 +168,12 @@ pub(super) fn pass(s: &mut ClusterState, dts: &[(Text, f64)], mut samples: Sampl
                     if let Some(ix) = ix {
                         last = Some((id, ix));
                         let j = &mut jobs[ix];
-                        j.gpu_seconds += dt;
-                        j.useful_gpu_seconds += dt * f64::from(g.util.unwrap_or(0)) / 100.0;
+                        let run = j.start.map_or(0.0, |st| {
+                            let (lo, hi) = (st as f64, j.end.unwrap_or(now) as f64);
+                            (hi.min(now as f64) - lo.max(now as f64 - dt)).clamp(0.0, dt)
+                        });
+                        j.gpu_seconds += run;
+                        j.useful_gpu_seconds += run * f64::from(u.min(100)) / 100.0;
                     }
                 }
             }

@@ -339,20 +339,39 @@ impl Ledger {
                     first_seen, last_seen, time_limit)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17, ?18)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, user_name = excluded.user_name,
-                    account = excluded.account, queue = excluded.queue, state = excluded.state,
-                    submitted = excluded.submitted, started = excluded.started, ended = excluded.ended,
+                    account = excluded.account, queue = excluded.queue,
+                    submitted = excluded.submitted, started = excluded.started,
+                    ended = COALESCE(excluded.ended, jobs.ended),
+                    state = CASE WHEN excluded.ended IS NULL AND jobs.ended IS NOT NULL
+                                 THEN jobs.state ELSE excluded.state END,
                     gpus = excluded.gpus, gpu_model = excluded.gpu_model, nodes = excluded.nodes,
-                    exit_reason = excluded.exit_reason, gpu_seconds = excluded.gpu_seconds,
-                    useful_gpu_seconds = excluded.useful_gpu_seconds, mean_util = excluded.mean_util,
+                    exit_reason = COALESCE(excluded.exit_reason, jobs.exit_reason),
+                    gpu_seconds = MAX(jobs.gpu_seconds, excluded.gpu_seconds),
+                    useful_gpu_seconds = CASE WHEN excluded.gpu_seconds >= jobs.gpu_seconds
+                                 THEN excluded.useful_gpu_seconds ELSE jobs.useful_gpu_seconds END,
+                    mean_util = CASE WHEN excluded.gpu_seconds >= jobs.gpu_seconds THEN excluded.mean_util
+                                 WHEN COALESCE(excluded.ended, jobs.ended) IS NOT NULL
+                                 THEN 100.0 * jobs.useful_gpu_seconds / jobs.gpu_seconds
+                                 ELSE jobs.mean_util END,
                     last_seen = MAX(jobs.last_seen, excluded.last_seen),
                     time_limit = COALESCE(excluded.time_limit, jobs.time_limit)",
             )?;
             let mut node_ins = tx.prepare_cached("INSERT INTO nodes (name) VALUES (?1)")?;
+            // An interval ends at its job's end at the latest (a process closes what it holds
+            // at its next look, up to a minute after the job ended); a shorter sighting of the
+            // same interval (another process's, a restarted one's) does not shorten it.
             let mut iv = tx.prepare_cached(
                 "INSERT INTO gpu_intervals (job, node, gpu, gpus, started, ended, util)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 SELECT ?1, ?2, ?3, ?4, ?5, MAX(?5, MIN(?6, COALESCE((SELECT ended FROM jobs WHERE id = ?1), ?6))), ?7
+                 WHERE true
                  ON CONFLICT (job, node, gpu, started) DO UPDATE SET gpus = excluded.gpus,
-                    ended = MAX(gpu_intervals.ended, excluded.ended), util = excluded.util",
+                    ended = MAX(gpu_intervals.ended, excluded.ended),
+                    util = CASE WHEN excluded.ended >= gpu_intervals.ended OR gpu_intervals.util IS NULL
+                                THEN COALESCE(excluded.util, gpu_intervals.util) ELSE gpu_intervals.util END",
+            )?;
+            // What earlier looks wrote past a job's end, once its end is known.
+            let mut clip = tx.prepare_cached(
+                "UPDATE gpu_intervals SET ended = MAX(started, ?2) WHERE job = ?1 AND ended > ?2",
             )?;
             // A sample is kept only when no sample of its model already covers part of its
             // time: two consoles on one cluster must not count the same idle GPUs twice.
@@ -388,6 +407,9 @@ impl Ledger {
                         o.at.max(j.last_seen),
                         j.time_limit,
                     ])?;
+                    if let Some(end) = j.end {
+                        clip.execute(params![j.id as i64, end])?;
+                    }
                 }
                 for i in &o.intervals {
                     let node = match self.nodes.get(&i.node) {

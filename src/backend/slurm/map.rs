@@ -333,11 +333,6 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     let reason =
         if oom && (j.reason.is_empty() || j.reason == "None") { "OutOfMemory" } else { j.reason.as_str() };
     let exit_reason = exit_reason(state, j.exit, reason);
-    // Accounting knows how long a finished job ran: its GPU time is exact.
-    let gpu_seconds = match j.elapsed {
-        Some(e) if e > 0 && !state.is_active() => f64::from(gpus) * e as f64,
-        _ => 0.0,
-    };
     Job {
         cluster: Default::default(),
         id: j.id,
@@ -359,7 +354,9 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
         retries: j.restarts,
         position: None,
         rank: None,
-        gpu_seconds,
+        // What the job held is its GPUs × its run (start, end); accounting measures no
+        // utilisation, so it gives no measured GPU-seconds (they are "not measured", not 0 %).
+        gpu_seconds: 0.0,
         useful_gpu_seconds: 0.0,
         // Slurm's NO_VAL and INFINITE (0xfffffffe, 0xffffffff minutes) are no limit.
         time_limit: j.time_limit_min.filter(|m| *m > 0 && *m < 0xffff_fffe).map(|m| m * 60),

@@ -233,18 +233,9 @@ pub fn queue_gpus(queues: &mut [Queue], nodes: &[Node]) {
 }
 
 /// The jobs slurmctld knows plus the finished ones only accounting still remembers. A job in
-/// both keeps slurmctld's record and takes accounting's GPU time.
+/// both keeps slurmctld's record (its GPU-hours are its GPUs × its run either way).
 pub fn merge_jobs(mut live: Vec<Job>, history: &[Job], nodes: &[Node]) -> Vec<Job> {
-    let hist: HashMap<JobId, &Job> = history.iter().map(|j| (j.id, j)).collect();
     let seen: HashSet<JobId> = live.iter().map(|j| j.id).collect();
-    for j in &mut live {
-        if let Some(h) = hist.get(&j.id)
-            && !j.state.is_active()
-            && h.gpu_seconds > 0.0
-        {
-            j.gpu_seconds = h.gpu_seconds;
-        }
-    }
     live.extend(history.iter().filter(|j| !seen.contains(&j.id) && !j.state.is_active()).cloned());
     // Cost needs a GPU model: take it from the job's first node when the job did not name one.
     let model: HashMap<&str, &Text> =

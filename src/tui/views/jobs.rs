@@ -8,7 +8,7 @@ use super::super::widgets::{clock_rel, dur, money, opt, safe, stamp, stamp_rel, 
 use super::detail::{kv, section, spark_line};
 use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
-use crate::model::{Job, JobState, gpu_hours_cost, pending_reason_text};
+use crate::model::{Epoch, Job, JobState, gpu_hours_cost, pending_reason_text};
 use crate::state::ClusterState;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -526,19 +526,24 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     if j.retries > 0 {
         out.push(kv(cx, "retries", Span::styled(j.retries.to_string(), t.warn)));
     }
-    if j.gpu_seconds > 0.0 {
+    // What it held (its GPUs × its run), idle at the utilisation measured (none: not claimed).
+    let held = j.held_gpu_seconds(Epoch::MIN, Epoch::MAX, s.now);
+    if held > 0.0 {
         let model = j.gpu_model.as_deref().unwrap_or("");
-        let cost = gpu_hours_cost(&s.prices, model, j.gpu_seconds);
-        let idle = gpu_hours_cost(&s.prices, model, j.gpu_seconds - j.useful_gpu_seconds);
+        let cost = gpu_hours_cost(&s.prices, model, held);
+        let idle = j.useful_pct().map(|u| gpu_hours_cost(&s.prices, model, held * (1.0 - u / 100.0)));
+        let idle = idle.map_or_else(
+            || "idle not measured".to_string(),
+            |i| format!("{} idle", money(i, &s.prices.currency)),
+        );
         out.push(kv(
             cx,
             "cost",
             Span::styled(
                 format!(
-                    "{:.1} GPU-h, {} ({} idle), useful {}",
-                    j.gpu_seconds / 3600.0,
+                    "{:.1} GPU-h, {} ({idle}), useful {}",
+                    held / 3600.0,
                     money(cost, &s.prices.currency),
-                    money(idle, &s.prices.currency),
                     opt(j.useful_pct().map(|p| format!("{p:.0}%")))
                 ),
                 t.text,
