@@ -173,6 +173,12 @@ pub fn run(
                 // A column's plain number (`num`) stands in for a field the row's JSON lacks.
                 let mut v = src.json(&cx, k);
                 if let Some(o) = v.as_object_mut() {
+                    // Identity leads: the cluster of a single-cluster console too (its objects
+                    // carry none; the scheduler names it), so that rows of two runs against two
+                    // clusters never read alike.
+                    if !state.cluster.is_empty() {
+                        o.entry("cluster").or_insert_with(|| state.cluster.as_str().into());
+                    }
                     for c in cols {
                         if let Some(num) = c.num {
                             o.entry(machine::field_of(resource, c)).or_insert_with(|| num(&cx, k).into());
