@@ -335,8 +335,9 @@ pub enum OpError {
     Target(String),
     /// The backend's preflight refused before anything was planned or sent: it cannot do this
     /// at all (unsupported), or this identity may not (forbidden, with the reason).
-    #[error("{backend} cannot {action}: {error}")]
-    Preflight { backend: String, action: &'static str, error: ActionError },
+    /// `instead`: what to run in its place, one command a line (see [`Planner::instead`]).
+    #[error("{backend} cannot {action}: {error}{}", instead_lines(.instead))]
+    Preflight { backend: String, action: &'static str, error: ActionError, instead: Vec<String> },
     #[error("refused: the audit record could not be written ({0}); nothing was sent")]
     AuditFailed(String),
     /// Past the blast-radius limits without break-glass: nothing was sent.
@@ -344,6 +345,34 @@ pub enum OpError {
     Limits(Vec<String>),
     #[error("confirmation does not match: type {0:?}")]
     NotConfirmed(String),
+}
+
+fn instead_lines(instead: &[String]) -> String {
+    match instead {
+        [] => String::new(),
+        lines => format!("; run instead:{}", lines.iter().map(|l| format!("\n    {l}")).collect::<String>()),
+    }
+}
+
+impl OpError {
+    /// The commands to run instead of a refused action (empty when there are none): what the
+    /// console offers to copy.
+    pub fn instead(&self) -> &[String] {
+        match self {
+            OpError::Preflight { instead, .. } => instead,
+            _ => &[],
+        }
+    }
+}
+
+/// The reason a node action leaves on the node: the operator's reason, and the ticket when the
+/// reason does not name it already (`IB flaps [INC-7]`).
+pub fn node_reason(req: &OpRequest) -> String {
+    let reason = req.reason.trim();
+    match req.ticket.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) if !reason.contains(t) => format!("{reason} [{t}]"),
+        _ => reason.to_string(),
+    }
 }
 
 /// The result for one target.
@@ -407,6 +436,12 @@ pub trait Planner: Send + Sync {
     /// Whether this backend can do `kind` at all (e.g. Slurm has no cordon), and whether the
     /// identity may (the backend's permission preflight; `elevated`: during break-glass).
     fn supports(&self, kind: ActionKind, elevated: bool) -> Result<(), ActionError>;
+    /// What the operator can run instead where [`supports`](Self::supports) refuses `req`
+    /// because this server cannot do it at all (Slurm 22.05's drain: the `scontrol` line, with
+    /// the request's reason and ticket); empty when there is nothing to offer.
+    fn instead(&self, _req: &OpRequest) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether the identity may do `kind` to this job (e.g. cancel another user's job).
     fn permits_job(
         &self,
@@ -480,6 +515,7 @@ fn plan_acceptance(
         backend: planner.backend().to_string(),
         action: req.kind.label(),
         error: ActionError::unsupported("no acceptance launcher for this backend"),
+        instead: Vec::new(),
     })?;
     // Every node is checked, and every refusal named (a group cannot run without its nodes,
     // so any refusal refuses the whole request).
@@ -620,6 +656,7 @@ pub fn plan_batch_in(
     let refused_by = |error: ActionError| OpError::Preflight {
         backend: planner.backend().to_string(),
         action: req.kind.label(),
+        instead: planner.instead(req),
         error,
     };
     planner.supports(req.kind, elevated).map_err(refused_by)?;
@@ -685,6 +722,7 @@ fn plan_target(
             backend: planner.backend().to_string(),
             action: kind.label(),
             error,
+            instead: Vec::new(),
         })?;
         return Ok(vec![Affected {
             job: j.id,
