@@ -753,3 +753,24 @@ async fn slurm22_cost_equals_sacct_including_failed_jobs() {
     let teams = cost_equals_sacct(&c, 5).await;
     assert!(teams.iter().any(|t| t.failed_gpu_hours > 0.0), "{teams:?}");
 }
+
+/// slurmdbd 22.05 answers a history query that matches nothing (a fresh slurmdbd's, or an
+/// account without jobs) with a 200 whose `errors[]` holds only 9003 "Nothing found": read as
+/// an empty history, not an error. sacct, asked the same, lists nothing either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_an_empty_job_history_is_empty_not_an_error() {
+    use gpuplane::backend::slurm::parse;
+    let (c, _g) = slurm22().await;
+    let acct = "gpuplane-no-such-account";
+    let sacct = c.cli(&["sacct", "-a", "-n", "-X", "-P", "-A", acct, "-S", "now-7days", "-o", "jobid"]);
+    assert_eq!(sacct.trim(), "", "sacct: no jobs in {acct}");
+    let mut client = c.admin_client();
+    let v = client.version().await.unwrap();
+    let body = client
+        .get(&v.db("jobs"), &[("account", acct.to_string()), ("start_time", "now-7days".into())])
+        .await
+        .unwrap()
+        .expect("a body");
+    assert!(String::from_utf8_lossy(&body).contains("9003"), "the server said Nothing found");
+    assert_eq!(parse::db_jobs(v, &body).unwrap().len(), 0);
+}

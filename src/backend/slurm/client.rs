@@ -125,6 +125,11 @@ fn now() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
+/// slurmdbd's "Nothing found" (`ESLURM_REST_EMPTY_RESULT`): a query that matched nothing — a
+/// fresh slurmdbd's job history, say — answered as a 200 with this in `errors[]` beside an
+/// empty list. An empty answer, not a fault.
+pub const NOTHING_FOUND: i64 = 9003;
+
 /// At most this much of an error body goes into a message.
 const MAX_DETAIL: usize = 300;
 
@@ -373,10 +378,11 @@ impl Client {
             304 => Ok(None),
             200..=299 => {
                 // Small bodies are checked for `errors[]` (a 200 can carry them); large ones
-                // are data.
+                // are data, and so is an answer that only says it found nothing.
                 if a.body.len() < STREAM_AFTER
                     && let Ok(env) = serde_json::from_slice::<Envelope>(&a.body)
                     && !env.errors.is_empty()
+                    && !env.errors.iter().all(|e| e.number() == Some(NOTHING_FOUND))
                 {
                     let mut a = a;
                     a.status = 500;
