@@ -774,3 +774,46 @@ async fn slurm22_an_empty_job_history_is_empty_not_an_error() {
     assert!(String::from_utf8_lossy(&body).contains("9003"), "the server said Nothing found");
     assert_eq!(parse::db_jobs(v, &body).unwrap().len(), 0);
 }
+
+/// Slurm 22.05's ping (REST v0.0.38) carries no cluster name: it comes from slurmdbd, and is
+/// the one `sacctmgr show cluster` lists — the name the state, the ledger file and the audit
+/// records of a console (which starts knowing only the URL) carry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_the_cluster_is_named_as_slurmdbd_names_it() {
+    use gpuplane::audit::{AuditLog, Phase};
+    use gpuplane::ops::{ActionKind, Executor, OpRequest, Ops, SlurmExecutor, plan};
+    let (c, _g) = slurm22().await;
+    let names = c.cli(&["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"]);
+    let names: Vec<&str> = names.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    assert_eq!(names.len(), 1, "one cluster in slurmdbd: {names:?}");
+    let s = read(&c).await;
+    assert_eq!(s.cluster.as_str(), names[0]);
+    let ledger = gpuplane::store::ledger::path_for(std::path::Path::new("/x"), &s.cluster);
+    assert_eq!(ledger, std::path::Path::new("/x").join(format!("{}.sqlite", names[0])));
+
+    // The console's ops road is set up with the URL; once the preflight has learnt the name,
+    // the records carry it. A dry run: nothing reaches slurmctld.
+    let mut exec = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
+    exec.check_permission().await.unwrap();
+    assert_eq!(exec.cluster().as_deref(), Some(names[0]));
+    let dir = tempfile::tempdir().unwrap();
+    let ops = Ops {
+        audit: AuditLog::new(dir.path().join("audit.jsonl")),
+        readonly: false,
+        cluster: c.url.clone(),
+        break_glass: None,
+    };
+    let job = s.jobs.iter().find(|j| j.state.is_active()).expect("an active job").id.to_string();
+    let r = OpRequest {
+        kind: ActionKind::Cancel,
+        targets: vec![job],
+        reason: "cluster name test".into(),
+        ticket: None,
+        dry_run: true,
+    };
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
+    ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    let recs = ops.audit.read_all().unwrap();
+    assert_eq!(recs.iter().map(|r| r.phase).collect::<Vec<_>>(), [Phase::Intent, Phase::Outcome]);
+    assert!(recs.iter().all(|r| r.cluster == names[0]), "{recs:?}");
+}

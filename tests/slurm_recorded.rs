@@ -426,8 +426,9 @@ async fn negotiates_down_to_v0038_and_reads_a_cluster() {
     assert_eq!(st.detail.as_deref(), Some("v0.0.38 · Slurm 22.05.8 · no accounting"));
     assert!(!st.simulated && st.error.is_none() && !s.is_simulated());
     assert_eq!(p.accounting_available(), Some(false));
-    // 5 pings + nodes + partitions + jobs + the accounting probe
-    assert_eq!(p.client.requests, 9);
+    // 5 pings + slurmdbd's cluster list (the name v0.0.38's ping lacks) + nodes + partitions +
+    // jobs + the accounting probe
+    assert_eq!(p.client.requests, 10);
 }
 
 #[tokio::test]

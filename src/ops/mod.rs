@@ -499,6 +499,10 @@ pub trait Executor: Send {
     fn endpoint(&self) -> Option<String> {
         None
     }
+    /// The cluster's own name as its server gives it (Slurm's `ClusterName`), once learnt.
+    fn cluster(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The acceptance plan: one job per node, per pair, or on all targets, each on exactly its
@@ -838,10 +842,20 @@ pub struct Ops {
 }
 
 impl Ops {
+    /// The cluster the records name: [`Ops::cluster`], except where that is only the server's
+    /// URL (a console on one Slurm cluster starts before the server has named it) and the
+    /// executor has learnt the cluster's own name since.
+    pub fn cluster_for(&self, exec: &dyn Executor) -> String {
+        match exec.cluster() {
+            Some(name) if exec.endpoint().as_deref() == Some(self.cluster.as_str()) => name,
+            _ => self.cluster.clone(),
+        }
+    }
+
     /// The blast-radius check again as the plan runs (fail closed): a plan past a limit runs
     /// only under break-glass, and the drains of the last hour are counted again from the audit
     /// log, so a drain another console sent since the plan was shown counts too.
-    async fn guard_at_run(&self, req: &OpRequest, plan: &Plan) -> Result<(), OpError> {
+    async fn guard_at_run(&self, req: &OpRequest, plan: &Plan, cluster: &str) -> Result<(), OpError> {
         let Some(g) = plan.guard.as_deref() else { return Ok(()) };
         if self.break_glass.is_some() {
             return Ok(());
@@ -853,9 +867,9 @@ impl Ops {
                 .tail_async(guard::RATE_RECORDS)
                 .await
                 .map_err(|e| OpError::AuditFailed(format!("cannot count the last hour's drains: {e}")))?;
-            let recent = guard::drains_in_window(&records, &self.cluster, jiff::Timestamp::now().as_second());
+            let recent = guard::drains_in_window(&records, cluster, jiff::Timestamp::now().as_second());
             let targets: Vec<String> = plan.steps.iter().map(|s| s.target.clone()).collect();
-            let rate = guard::rate(&g.guard, &self.cluster, &targets, &recent, |t| g.pools.get(t).cloned());
+            let rate = guard::rate(&g.guard, cluster, &targets, &recent, |t| g.pools.get(t).cloned());
             ex.extend(rate.iter().map(|e| e.to_string()));
         }
         if ex.is_empty() { Ok(()) } else { Err(OpError::Limits(ex)) }
@@ -890,7 +904,8 @@ impl Ops {
         if req.reason.trim().is_empty() {
             return Err(OpError::NoReason);
         }
-        self.guard_at_run(req, plan).await?;
+        let cluster = self.cluster_for(exec);
+        self.guard_at_run(req, plan, &cluster).await?;
         let op_id = op_id.unwrap_or_else(new_op_id);
         let mut params = BTreeMap::new();
         params.insert("backend".to_string(), exec.backend().to_string());
@@ -901,7 +916,7 @@ impl Ops {
         params.insert("affected_gpus".to_string(), plan.affected_gpus().to_string());
         let mut entry = Entry {
             identity: exec.identity(),
-            cluster: self.cluster.clone(),
+            cluster,
             action: req.kind.label().to_string(),
             targets: plan.steps.iter().map(|s| s.target.clone()).collect(),
             reason: Some(req.reason.clone()),

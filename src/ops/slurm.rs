@@ -285,6 +285,10 @@ impl Executor for SlurmExecutor {
         Some(self.client.url().to_string())
     }
 
+    fn cluster(&self) -> Option<String> {
+        self.permission().and_then(|p| p.cluster)
+    }
+
     fn elevate(&mut self, on: bool) {
         self.elevated = on && self.privileged.is_some();
     }

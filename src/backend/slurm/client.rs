@@ -417,6 +417,9 @@ impl Client {
                         let a = Answer { status: 500, body: a.body };
                         return Err(self.error_of(&path, &a));
                     }
+                    if self.cluster.is_none() {
+                        self.cluster = self.db_cluster(v).await;
+                    }
                     return Ok(v);
                 }
                 404 => continue,
@@ -429,6 +432,32 @@ impl Client {
             }
         }
         Err(SlurmError::NoVersion { url: self.base.clone() })
+    }
+
+    /// The cluster's name from slurmdbd (`ClusterName`) where the ping does not carry it (REST
+    /// v0.0.38): the one cluster slurmdbd lists. `None` without slurmdbd, on any failure, or
+    /// when it keeps several clusters (which one this slurmctld is, it does not say).
+    async fn db_cluster(&mut self, v: ApiVersion) -> Option<String> {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Clusters {
+            clusters: Vec<Named>,
+        }
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Named {
+            name: super::wire::Loose,
+        }
+        let path = v.db("clusters");
+        let a = self.send(reqwest::Method::GET, &path, &[], None).await.ok()?;
+        if a.status != 200 {
+            return None;
+        }
+        let c: Clusters = serde_json::from_slice(&a.body).ok()?;
+        match c.clusters.as_slice() {
+            [one] => Some(one.name.as_str().trim()).filter(|n| !n.is_empty()).map(str::to_string),
+            _ => None,
+        }
     }
 
     /// The Slurm user requests act as: `X-SLURM-USER-NAME` when configured, else the token's

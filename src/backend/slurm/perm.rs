@@ -57,6 +57,8 @@ pub struct Permission {
     pub source: String,
     /// The REST version the server was asked in: v0.0.38 has no node update, whoever asks.
     pub api: Option<ApiVersion>,
+    /// The cluster's name as the server gives it (the ping's, or slurmdbd's `ClusterName`).
+    pub cluster: Option<String>,
 }
 
 impl Permission {
@@ -148,6 +150,7 @@ impl Client {
     /// a missing slurmdbd is an unknown level, not an error.
     pub async fn permission(&mut self, slurm_user: &str) -> Result<Permission, SlurmError> {
         let v = self.version().await?;
+        let cluster = self.cluster.clone();
         let user = match self.identity().await {
             Some(u) => u,
             None => {
@@ -157,6 +160,7 @@ impl Client {
                     coordinates: Vec::new(),
                     source: "neither the configuration nor the token names the Slurm user".into(),
                     api: Some(v),
+                    cluster: cluster.clone(),
                 });
             }
         };
@@ -166,6 +170,7 @@ impl Client {
             coordinates: Vec::new(),
             source: source.to_string(),
             api: Some(v),
+            cluster: cluster.clone(),
         };
         if user == "root" {
             return Ok(known(AdminLevel::Administrator, "uid 0"));
@@ -179,6 +184,7 @@ impl Client {
             coordinates: Vec::new(),
             source: why,
             api: Some(v),
+            cluster: cluster.clone(),
         };
         if !plain_name(&user) {
             return Ok(unknown("the user name cannot be looked up in slurmdbd".into()));
@@ -193,6 +199,7 @@ impl Client {
                     coordinates,
                     source: "slurmdbd".into(),
                     api: Some(v),
+                    cluster: cluster.clone(),
                 }),
                 // slurmdbd answered and does not know the user: it has no level.
                 Ok(None) => Ok(known(AdminLevel::None, "not a user in slurmdbd")),
@@ -219,6 +226,7 @@ mod tests {
             coordinates: coords.iter().map(|c| c.to_string()).collect(),
             source: "slurmdbd".into(),
             api: None,
+            cluster: None,
         }
     }
 
