@@ -75,6 +75,8 @@ fn hung_server() -> u16 {
 fn kubernetes_admin_has_every_permission_and_is_named_by_the_server() {
     let fake = FakeKube::start(Cluster::small_with(KueueMode::V1beta2), Default::default());
     let home = tempfile::tempdir().unwrap();
+    // A syslog that takes the heads (a host without one gets a warning, see below).
+    let _syslog = common::syslog_at(home.path());
     let kc = fake.kubeconfig_path().to_str().unwrap().to_string();
     let (code, r, text) = doctor(home.path(), &["--kubeconfig", &kc, "--context", "fake-admin"], &[]);
     assert_eq!(status(&r, "kube", "kubeconfig"), "ok", "{text}");
@@ -281,6 +283,43 @@ fn the_audit_log_unwritable_or_edited_fails() {
     let (code, r, text) = doctor(home.path(), &["--audit-log", log.path.to_str().unwrap()], &[]);
     assert_eq!(status(&r, "audit", "log"), "fail", "{text}");
     assert_eq!(code, 2);
+}
+
+/// The audit log's witnesses: a syslog socket nobody listens on fails every head sent to it
+/// (as a datagram sent there by hand does), so doctor warns with the fix; one that takes
+/// datagrams is OK, and doctor sends it nothing; a witness command that cannot run warns.
+#[test]
+fn a_witness_that_fails_on_every_append_is_a_warning() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("audit.jsonl");
+    let args = ["--audit-log", log.to_str().unwrap()];
+    let gone = home.path().join("no-syslog.sock");
+    common::write_config(home.path(), &format!("[audit]\nsyslog_socket = {:?}\n", gone.to_str().unwrap()));
+    let sent = std::os::unix::net::UnixDatagram::unbound().unwrap().send_to(b"x", &gone);
+    assert!(sent.is_err(), "the oracle: a head sent there fails");
+    let (_, r, text) = doctor(home.path(), &args, &[]);
+    assert_eq!(status(&r, "audit", "log"), "ok", "{text}");
+    assert_eq!(status(&r, "audit", "witness/syslog"), "warn", "{text}");
+    assert!(
+        check(&r, "audit", "witness/syslog")["fix"].as_str().unwrap().contains("syslog = false"),
+        "{text}"
+    );
+    assert_eq!(status(&r, "audit", "witness/journal"), "ok", "{text}");
+
+    let listening = common::syslog_at(home.path());
+    listening.set_nonblocking(true).unwrap();
+    let (_, r, text) = doctor(home.path(), &args, &[]);
+    assert_eq!(status(&r, "audit", "witness/syslog"), "ok", "{text}");
+    assert!(listening.recv(&mut [0u8; 64]).is_err(), "doctor sent nothing");
+
+    common::write_config(
+        home.path(),
+        "[audit]\nsyslog = false\nwitness_command = [\"/nonexistent/ship-head\"]\n",
+    );
+    let (_, r, text) = doctor(home.path(), &args, &[]);
+    assert_eq!(status(&r, "audit", "witness/command"), "warn", "{text}");
+    assert!(!r["checks"].as_array().unwrap().iter().any(|c| c["check"] == "witness/syslog"), "{text}");
+    assert!(!log.exists(), "doctor wrote no record");
 }
 
 #[test]

@@ -76,6 +76,7 @@ fn prom_url() -> String {
 async fn slurm_24_user_and_admin_tokens() {
     let (c, _g) = slurm_support::slurm24().await;
     let home = tempfile::tempdir().unwrap();
+    let _syslog = common::syslog_at(home.path());
     let (code, r, text) = doctor(home.path(), &["--slurm", &c.url], &[("SLURM_JWT", c.jwt.as_str())]);
     assert!(!text.contains(&c.jwt), "the token is never printed");
     // The token: who and until when, as the JWT itself says.

@@ -87,15 +87,80 @@ async fn slurm_has_no_cordon_and_22_05_cannot_drain_over_rest() {
     let mut exec = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
     let e = plan(&req(ActionKind::Cordon, &node), &s, &*exec.planner(), false).unwrap_err();
     assert!(e.to_string().contains("drain the node instead"), "{e}");
-    // 22.05 (v0.0.38) has no node update over REST: the road records the failure and says how.
+    // Without the preflight nothing is known: the road records the failure and says how.
     let dir = tempfile::tempdir().unwrap();
     let ops = ops(dir.path().join("audit.jsonl"));
     let r = req(ActionKind::Drain, &node);
     let p = plan(&r, &s, &*exec.planner(), false).unwrap();
     let out = ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
     assert!(!out.results[0].ok);
-    assert!(out.results[0].message.contains("scontrol update"), "{}", out.results[0].message);
+    let msg = &out.results[0].message;
+    assert!(msg.contains("scontrol update") && msg.contains("reason='gpuplane ops test (OPS-2)'"), "{msg}");
     assert_eq!(ops.audit.read_all().unwrap()[1].result.as_deref(), Some("failed"));
+}
+
+/// Slurm 22.05 (REST v0.0.38) has no node update: once the preflight has seen the version, a
+/// drain or resume is refused before anything is planned, confirmed or audited (a dry run too),
+/// and the refusal carries the `scontrol` line with the operator's reason and ticket. That
+/// line, run as it is through the cluster's own scontrol, drains the node with exactly that
+/// reason (scontrol's `show node` is the oracle), and the resume line returns it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_drain_is_refused_before_asking_with_the_scontrol_line_to_run() {
+    let (c, _g) = slurm22().await;
+    let s = read(&c).await;
+    // The last idle node: no other test drains it.
+    let node =
+        s.nodes.iter().rev().find(|n| n.state == NodeState::Idle).expect("an idle node").name.to_string();
+    let exec = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
+    exec.check_permission().await.unwrap();
+    let mut r = req(ActionKind::Drain, &node);
+    r.reason = "IB port flaps, it's the cable".into();
+    r.ticket = Some("INC-77".into());
+    for dry_run in [false, true] {
+        r.dry_run = dry_run;
+        let e = plan(&r, &s, &*exec.planner(), false).unwrap_err();
+        assert!(
+            matches!(e, OpError::Preflight { error: gpuplane::ops::ActionError::Unsupported { .. }, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("v0.0.38") && e.to_string().contains("run instead:"), "{e}");
+    }
+    let lines = plan(&r, &s, &*exec.planner(), false).unwrap_err().instead().to_vec();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    // The command line says the same before asking anything, a dry run too, the line whole on
+    // a line of its own; no audit record is written.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    for dry in [&["--dry-run"][..], &[]] {
+        let out = common::gpuplane_cmd(dir.path())
+            .args(["drain", &node, "--reason", &r.reason, "--ticket", "INC-77"])
+            .args(dry)
+            .args(["--slurm", &c.url, "--slurm-user", "root", "--audit-log", log.to_str().unwrap()])
+            .env("SLURM_JWT", &c.jwt)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.lines().any(|l| l.trim() == lines[0]), "{err}");
+        assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty() && !log.exists());
+    }
+    let argv = shlex::split(&lines[0]).expect("a shell line");
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    assert_eq!(argv[0], "scontrol");
+    c.cli(&argv);
+    let shown = c.cli(&["scontrol", "-o", "show", "node", &node]);
+    // `Reason=… [root@2026-12-03T14:02:11]`: the reason, then who set it and when.
+    let reason = shown.split(" Reason=").nth(1).and_then(|r| r.trim().rsplit_once(" [")).map(|(r, _)| r);
+    // What the operator typed, ticket included, is what Slurm keeps.
+    assert_eq!(reason, Some("IB port flaps, it's the cable [INC-77]"), "{shown}");
+    assert!(shown.contains("DRAIN"), "{shown}");
+
+    let resume = plan(&req(ActionKind::Resume, &node), &read(&c).await, &*exec.planner(), false).unwrap_err();
+    let argv = shlex::split(&resume.instead()[0]).expect("a shell line");
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    c.cli(&argv);
+    wait_undrained(&c, &node).await;
 }
 
 /// Break-glass on Slurm switches writes to the privileged token only while the session lasts.

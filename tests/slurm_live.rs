@@ -755,3 +755,212 @@ async fn slurm22_cost_equals_sacct_including_failed_jobs() {
     let teams = cost_equals_sacct(&c, 5).await;
     assert!(teams.iter().any(|t| t.failed_gpu_hours > 0.0), "{teams:?}");
 }
+
+/// slurmdbd 22.05 answers a history query that matches nothing (a fresh slurmdbd's, or an
+/// account without jobs) with a 200 whose `errors[]` holds only 9003 "Nothing found": read as
+/// an empty history, not an error. sacct, asked the same, lists nothing either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_an_empty_job_history_is_empty_not_an_error() {
+    use gpuplane::backend::slurm::parse;
+    let (c, _g) = slurm22().await;
+    let acct = "gpuplane-no-such-account";
+    let sacct = c.cli(&["sacct", "-a", "-n", "-X", "-P", "-A", acct, "-S", "now-7days", "-o", "jobid"]);
+    assert_eq!(sacct.trim(), "", "sacct: no jobs in {acct}");
+    let mut client = c.admin_client();
+    let v = client.version().await.unwrap();
+    let body = client
+        .get(&v.db("jobs"), &[("account", acct.to_string()), ("start_time", "now-7days".into())])
+        .await
+        .unwrap()
+        .expect("a body");
+    assert!(String::from_utf8_lossy(&body).contains("9003"), "the server said Nothing found");
+    assert_eq!(parse::db_jobs(v, &body).unwrap().len(), 0);
+}
+
+/// Slurm 22.05's ping (REST v0.0.38) carries no cluster name: it comes from slurmdbd, and is
+/// the one `sacctmgr show cluster` lists — the name the state, the ledger file and the audit
+/// records of a console (which starts knowing only the URL) carry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_the_cluster_is_named_as_slurmdbd_names_it() {
+    use gpuplane::audit::{AuditLog, Phase};
+    use gpuplane::ops::{ActionKind, Executor, OpRequest, Ops, SlurmExecutor, plan};
+    let (c, _g) = slurm22().await;
+    let names = c.cli(&["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"]);
+    let names: Vec<&str> = names.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    assert_eq!(names.len(), 1, "one cluster in slurmdbd: {names:?}");
+    let s = read(&c).await;
+    assert_eq!(s.cluster.as_str(), names[0]);
+    let ledger = gpuplane::store::ledger::path_for(std::path::Path::new("/x"), &s.cluster);
+    assert_eq!(ledger, std::path::Path::new("/x").join(format!("{}.sqlite", names[0])));
+
+    // The console's ops road is set up with the URL; once the preflight has learnt the name,
+    // the records carry it. A dry run: nothing reaches slurmctld.
+    let mut exec = SlurmExecutor::new(&c.config(&c.jwt).client).unwrap();
+    exec.check_permission().await.unwrap();
+    assert_eq!(exec.cluster().as_deref(), Some(names[0]));
+    let dir = tempfile::tempdir().unwrap();
+    let ops = Ops {
+        audit: AuditLog::new(dir.path().join("audit.jsonl")),
+        readonly: false,
+        cluster: c.url.clone(),
+        break_glass: None,
+    };
+    let job = s.jobs.iter().find(|j| j.state.is_active()).expect("an active job").id.to_string();
+    let r = OpRequest {
+        kind: ActionKind::Cancel,
+        targets: vec![job],
+        reason: "cluster name test".into(),
+        ticket: None,
+        dry_run: true,
+    };
+    let p = plan(&r, &s, &*exec.planner(), false).unwrap();
+    ops.run(&r, &p, &mut exec, |_| {}).await.unwrap();
+    let recs = ops.audit.read_all().unwrap();
+    assert_eq!(recs.iter().map(|r| r.phase).collect::<Vec<_>>(), [Phase::Intent, Phase::Outcome]);
+    assert!(recs.iter().all(|r| r.cluster == names[0]), "{recs:?}");
+}
+
+/// The workload's job that can never start (scripts/slurm-jobs): 12 GPUs under QOS gpu-capped,
+/// which allows 8 per user. Submitted here when the running cluster predates it; waits until
+/// the scheduler has given it its reason. Its id.
+fn over_qos_job(c: &Cluster) -> u64 {
+    let find = || c.cli(&["squeue", "-h", "-n", "pend-over-qos", "-o", "%i|%r"]);
+    if find().trim().is_empty() {
+        let dir = format!("-D{}", c.cwd);
+        c.cli(
+            &[
+                "sbatch",
+                "-Q",
+                "--parsable",
+                &dir,
+                "-o",
+                "/dev/null",
+                "-e",
+                "/dev/null",
+                "-p",
+                "infer",
+                "-N",
+                "3",
+            ]
+            .into_iter()
+            .chain(["--gres=gpu:4", "--priority=10", "--qos=gpu-capped", "-J", "pend-over-qos"])
+            .chain(["--wrap", "sleep 60"])
+            .collect::<Vec<_>>(),
+        );
+    }
+    for _ in 0..60 {
+        let out = find();
+        if let Some((id, reason)) = out.trim().split_once('|')
+            && reason == "QOSMaxGRESPerUser"
+        {
+            return id.parse().expect("a job id");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("{}: pend-over-qos never got its reason: {}", c.name, find());
+}
+
+/// A researcher's answers against Slurm's own: the job that can never start (12 GPUs under a
+/// QOS allowing 8 per user, from `sacctmgr show qos` and `scontrol show job`) is told so, with
+/// no estimate; every pending job's estimate is squeue's start time, except Slurm's one-year
+/// placeholder, which is no estimate; and each queue's wait p50/p90 is that of sacct's jobs
+/// (started in the last day: start − submit; still waiting for the queue: now − submit).
+async fn researchers_answers_equal_slurms(c: &Cluster) {
+    use gpuplane::model::JobState;
+    let id = over_qos_job(c);
+    let limit = c.cli(&["sacctmgr", "-n", "-P", "show", "qos", "gpu-capped", "format=maxtrespu"]);
+    let limit: u32 = limit.trim().strip_prefix("gres/gpu=").and_then(|n| n.parse().ok()).expect("MaxTRESPU");
+    let job = c.cli(&["scontrol", "-o", "show", "job", &id.to_string()]);
+    let asks: u32 = job
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("ReqTRES=").or_else(|| f.strip_prefix("TRES=")))
+        .and_then(|t| t.split(',').find_map(|x| x.strip_prefix("gres/gpu=")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the job's GPUs: {job}"));
+    assert!(asks > limit, "the workload: it asks {asks} > {limit}");
+    let s = read(c).await;
+    let j = s.job(id).expect("the job is read");
+    assert_eq!(j.gpus, asks);
+    let w = gpuplane::state::explain(&s, j, "root").unwrap();
+    assert_eq!(
+        w.cause(),
+        format!(
+            "it asks for {asks} GPUs and QOS gpu-capped allows {limit} per user: it can never start as it is"
+        )
+    );
+    assert_eq!(w.no_estimate.as_deref(), Some("no estimate: it cannot start as it is"));
+    assert!(w.hints.iter().any(|h| h.contains(&format!("{limit} GPUs or fewer"))), "{w:?}");
+
+    // Estimates: squeue's start times, the one-year placeholder read as none.
+    let sq = c.cli(&["env", "SLURM_TIME_FORMAT=%s", "squeue", "-h", "-t", "PD", "-o", "%i|%V|%S"]);
+    for l in sq.lines() {
+        let f: Vec<&str> = l.split('|').collect();
+        let (jid, submit, start): (u64, i64, Option<i64>) =
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().ok());
+        // The job that can never start has no estimate, whatever time slurmctld plans for it.
+        let want = start.filter(|st| *st > 0 && st - submit < 364 * 86_400 && jid != id);
+        let got = s.job(jid).unwrap_or_else(|| panic!("job {jid}")).est_start;
+        assert_eq!(got, want, "{}: job {jid}: squeue {l}", c.name);
+        if let Some(st) = start.filter(|st| st - submit >= 364 * 86_400) {
+            assert!(st - submit <= 366 * 86_400, "the placeholder is a year: {l}");
+        }
+    }
+
+    // Queue waits: sacct's jobs of the last week (what the state reads from slurmdbd and
+    // slurmctld), those started in the last day and those waiting for their queue.
+    let out = c.cli(&[
+        "env",
+        "SLURM_TIME_FORMAT=%s",
+        "sacct",
+        "-a",
+        "-X",
+        "-n",
+        "-P",
+        "-S",
+        "now-7days",
+        "-o",
+        "JobID,Partition,State,Reason,Submit,Start,AllocTRES",
+    ]);
+    let now = s.now;
+    let mut waits: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for l in out.lines() {
+        let f: Vec<&str> = l.split('|').collect();
+        let (submit, start): (i64, Option<i64>) = (f[4].parse().unwrap(), f[5].parse().ok());
+        let pending = f[2] == "PENDING";
+        let held = matches!(f[3], "JobHeldUser" | "JobHeldAdmin" | "Dependency" | "BeginTime");
+        // A job cancelled before it ran has a start time, but no allocation.
+        let ran = !f[6].is_empty();
+        let wait = match (pending, start) {
+            (true, _) if !held => now - submit,
+            (false, Some(st)) if ran && st >= now - 86_400 => st - submit,
+            _ => continue,
+        };
+        waits.entry(f[1].to_string()).or_default().push(wait.max(0));
+    }
+    let pct = |v: &[i64], p: usize| v[(((v.len() - 1) * p).div_ceil(100)).min(v.len() - 1)];
+    for (q, mut v) in waits {
+        v.sort_unstable();
+        let st = s.queue_stats.iter().find(|x| x.name == q).unwrap_or_else(|| panic!("queue {q}"));
+        for (got, want) in [(st.wait_p50_s, pct(&v, 50)), (st.wait_p90_s, pct(&v, 90))] {
+            let got = got.unwrap_or_else(|| panic!("{q}: no wait"));
+            assert!((got - want).abs() <= 5, "{}: {q}: {got} vs sacct {want} ({v:?})", c.name);
+        }
+    }
+    assert!(
+        s.jobs
+            .iter()
+            .all(|j| j.state != JobState::Pending || j.est_start.is_none_or(|e| e - j.submit < 364 * 86_400))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm22_researchers_answers_equal_slurms() {
+    let (c, _g) = slurm22().await;
+    researchers_answers_equal_slurms(&c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_researchers_answers_equal_slurms() {
+    let (c, _g) = slurm24().await;
+    researchers_answers_equal_slurms(&c).await;
+}

@@ -434,8 +434,9 @@ async fn negotiates_down_to_v0038_and_reads_a_cluster() {
     assert_eq!(st.detail.as_deref(), Some("v0.0.38 · Slurm 22.05.8 · no accounting"));
     assert!(!st.simulated && st.error.is_none() && !s.is_simulated());
     assert_eq!(p.accounting_available(), Some(false));
-    // 5 pings + nodes + partitions + jobs + the accounting probe
-    assert_eq!(p.client.requests, 9);
+    // 5 pings + slurmdbd's cluster list (the name v0.0.38's ping lacks) + nodes + partitions +
+    // jobs + the accounting probe
+    assert_eq!(p.client.requests, 10);
 }
 
 #[tokio::test]
@@ -765,6 +766,38 @@ async fn accounting_v0042_reaches_quotas_and_jobs() {
     assert_eq!((failed.account.as_str(), failed.held_gpu_seconds(i64::MIN, i64::MAX, 0)), ("inference", 4.0));
     assert_eq!(failed.useful_pct(), None, "accounting measured no utilisation");
     assert_eq!(failed.gpu_model.as_deref(), Some("l40s"), "model from the job's node");
+}
+
+/// A fresh slurmdbd has no job records yet: dbv0.0.38 answers the history query with a 200,
+/// an empty `jobs[]` and error 9003 "Nothing found" (recorded from the 22.05 test cluster's
+/// slurmdbd with a query that matches nothing). An empty history is not a fault: no error on
+/// the source, no CRIT, the QOS and associations still read.
+#[tokio::test]
+async fn a_fresh_slurmdbd_with_no_job_records_is_not_a_fault() {
+    let server = MockServer::start().await;
+    let nf = b"Unable find requested URL. Please view /openapi/v3 for API reference.".to_vec();
+    for v in ["v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40"] {
+        mount(&server, &format!("/slurm/{v}/ping/"), 404, nf.clone()).await;
+    }
+    mount(&server, "/slurm/v0.0.38/ping", 200, fixture("v0.0.38/ping.json")).await;
+    mount(&server, "/slurm/v0.0.38/nodes", 200, fixture("v0.0.38/nodes.json")).await;
+    mount(&server, "/slurm/v0.0.38/partitions", 200, fixture("v0.0.38/partitions.json")).await;
+    mount(&server, "/slurm/v0.0.38/jobs", 200, fixture("v0.0.38/jobs.json")).await;
+    mount(&server, "/slurmdb/v0.0.38/qos", 200, fixture("dbv0.0.38/qos.json")).await;
+    mount(&server, "/slurmdb/v0.0.38/associations", 200, fixture("dbv0.0.38/associations.json")).await;
+    let empty = fixture("dbv0.0.38/jobs_nothing_found.json");
+    assert!(String::from_utf8_lossy(&empty).contains("9003"), "the recorded answer");
+    mount(&server, "/slurmdb/v0.0.38/jobs", 200, empty).await;
+    let mut p = Poller::new(cfg(&server.uri(), "tok")).unwrap();
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    slurm_support::refresh_into(&mut p, &mut s).await.unwrap();
+    let st = s.sources.iter().find(|x| x.name == "slurm").unwrap();
+    assert_eq!(st.error, None);
+    assert_eq!(p.accounting_available(), Some(true));
+    assert!(!s.incidents.iter().any(|i| i.signal == "source-error"), "{:#?}", s.incidents);
+    assert!(s.quotas.iter().any(|q| q.team == "qos:gpu-capped"), "{:?}", s.quotas);
+    // The live jobs are all there; accounting added none.
+    assert_eq!(s.jobs.len(), 15);
 }
 
 /// slurmdbd's user records as Slurm 24.11 wrote them (v0.0.40–42): the preflight's reading.

@@ -175,6 +175,31 @@ impl Witness {
     }
 }
 
+/// Whether a syslog datagram socket takes datagrams, asked without sending one: a connect
+/// fails as a send would (no such socket, nobody listening, not a datagram socket).
+pub fn probe_syslog(sock: &Path) -> std::io::Result<()> {
+    std::os::unix::net::UnixDatagram::unbound()?.connect(sock)
+}
+
+/// Where a witness command's program is (`argv[0]`, as given or found on `PATH`), or why it
+/// cannot be run; nothing is run.
+pub fn probe_command(argv: &[String]) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let prog = argv.first().filter(|p| !p.is_empty()).ok_or("no program given")?;
+    let runnable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return if runnable(&p) { Ok(p) } else { Err(format!("{prog}: not an executable file")) };
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(prog))
+        .find(|p| runnable(p))
+        .ok_or_else(|| format!("{prog}: not found on PATH"))
+}
+
 fn now() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }

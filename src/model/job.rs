@@ -129,6 +129,19 @@ impl Job {
         (self.start.unwrap_or(now) - self.submit).max(0)
     }
 
+    /// Whether a pending job waits for its queue (its turn, resources, limits), not for its
+    /// owner or another job (held, a dependency, a begin time): only such waits are queue
+    /// waits.
+    pub fn waits_for_queue(&self) -> bool {
+        self.state == JobState::Pending
+            && !matches!(
+                self.pending_reason.as_deref(),
+                Some(
+                    "JobHeldUser" | "JobHeldAdmin" | "Dependency" | "DependencyNeverSatisfied" | "BeginTime"
+                )
+            )
+    }
+
     /// Mean utilisation of the job's GPUs over what telemetry measured of its run, 0–100;
     /// `None` when nothing measured it (not 0 %).
     pub fn useful_pct(&self) -> Option<f64> {
@@ -182,7 +195,7 @@ pub fn pending_reason_text(reason: &str) -> &'static str {
         "Reservation" => "waiting for its reservation to start or free up",
         "JobHeldUser" => "held by its owner (release it to run)",
         "JobHeldAdmin" => "held by an admin",
-        "QOSMaxGRESPerUser" => "you already use the most GPUs your QOS allows per user",
+        "QOSMaxGRESPerUser" => "its GPUs and the user's running ones would pass the QOS's per-user limit",
         "QOSMaxGRESPerJob" | "AssocMaxGRESPerJob" => {
             "asks for more GPUs than one job may use: it will not start as is"
         }

@@ -335,8 +335,9 @@ pub enum OpError {
     Target(String),
     /// The backend's preflight refused before anything was planned or sent: it cannot do this
     /// at all (unsupported), or this identity may not (forbidden, with the reason).
-    #[error("{backend} cannot {action}: {error}")]
-    Preflight { backend: String, action: &'static str, error: ActionError },
+    /// `instead`: what to run in its place, one command a line (see [`Planner::instead`]).
+    #[error("{backend} cannot {action}: {error}{}", instead_lines(.instead))]
+    Preflight { backend: String, action: &'static str, error: ActionError, instead: Vec<String> },
     #[error("refused: the audit record could not be written ({0}); nothing was sent")]
     AuditFailed(String),
     /// Past the blast-radius limits without break-glass: nothing was sent.
@@ -344,6 +345,34 @@ pub enum OpError {
     Limits(Vec<String>),
     #[error("confirmation does not match: type {0:?}")]
     NotConfirmed(String),
+}
+
+fn instead_lines(instead: &[String]) -> String {
+    match instead {
+        [] => String::new(),
+        lines => format!("; run instead:{}", lines.iter().map(|l| format!("\n    {l}")).collect::<String>()),
+    }
+}
+
+impl OpError {
+    /// The commands to run instead of a refused action (empty when there are none): what the
+    /// console offers to copy.
+    pub fn instead(&self) -> &[String] {
+        match self {
+            OpError::Preflight { instead, .. } => instead,
+            _ => &[],
+        }
+    }
+}
+
+/// The reason a node action leaves on the node: the operator's reason, and the ticket when the
+/// reason does not name it already (`IB flaps [INC-7]`).
+pub fn node_reason(req: &OpRequest) -> String {
+    let reason = req.reason.trim();
+    match req.ticket.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) if !reason.contains(t) => format!("{reason} [{t}]"),
+        _ => reason.to_string(),
+    }
 }
 
 /// The result for one target.
@@ -407,6 +436,12 @@ pub trait Planner: Send + Sync {
     /// Whether this backend can do `kind` at all (e.g. Slurm has no cordon), and whether the
     /// identity may (the backend's permission preflight; `elevated`: during break-glass).
     fn supports(&self, kind: ActionKind, elevated: bool) -> Result<(), ActionError>;
+    /// What the operator can run instead where [`supports`](Self::supports) refuses `req`
+    /// because this server cannot do it at all (Slurm 22.05's drain: the `scontrol` line, with
+    /// the request's reason and ticket); empty when there is nothing to offer.
+    fn instead(&self, _req: &OpRequest) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether the identity may do `kind` to this job (e.g. cancel another user's job).
     fn permits_job(
         &self,
@@ -464,6 +499,10 @@ pub trait Executor: Send {
     fn endpoint(&self) -> Option<String> {
         None
     }
+    /// The cluster's own name as its server gives it (Slurm's `ClusterName`), once learnt.
+    fn cluster(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The acceptance plan: one job per node, per pair, or on all targets, each on exactly its
@@ -480,6 +519,7 @@ fn plan_acceptance(
         backend: planner.backend().to_string(),
         action: req.kind.label(),
         error: ActionError::unsupported("no acceptance launcher for this backend"),
+        instead: Vec::new(),
     })?;
     // Every node is checked, and every refusal named (a group cannot run without its nodes,
     // so any refusal refuses the whole request).
@@ -620,6 +660,7 @@ pub fn plan_batch_in(
     let refused_by = |error: ActionError| OpError::Preflight {
         backend: planner.backend().to_string(),
         action: req.kind.label(),
+        instead: planner.instead(req),
         error,
     };
     planner.supports(req.kind, elevated).map_err(refused_by)?;
@@ -685,6 +726,7 @@ fn plan_target(
             backend: planner.backend().to_string(),
             action: kind.label(),
             error,
+            instead: Vec::new(),
         })?;
         return Ok(vec![Affected {
             job: j.id,
@@ -802,10 +844,20 @@ pub struct Ops {
 }
 
 impl Ops {
+    /// The cluster the records name: [`Ops::cluster`], except where that is only the server's
+    /// URL (a console on one Slurm cluster starts before the server has named it) and the
+    /// executor has learnt the cluster's own name since.
+    pub fn cluster_for(&self, exec: &dyn Executor) -> String {
+        match exec.cluster() {
+            Some(name) if exec.endpoint().as_deref() == Some(self.cluster.as_str()) => name,
+            _ => self.cluster.clone(),
+        }
+    }
+
     /// The blast-radius check again as the plan runs (fail closed): a plan past a limit runs
     /// only under break-glass, and the drains of the last hour are counted again from the audit
     /// log, so a drain another console sent since the plan was shown counts too.
-    async fn guard_at_run(&self, req: &OpRequest, plan: &Plan) -> Result<(), OpError> {
+    async fn guard_at_run(&self, req: &OpRequest, plan: &Plan, cluster: &str) -> Result<(), OpError> {
         let Some(g) = plan.guard.as_deref() else { return Ok(()) };
         if self.break_glass.is_some() {
             return Ok(());
@@ -817,9 +869,9 @@ impl Ops {
                 .tail_async(guard::RATE_RECORDS)
                 .await
                 .map_err(|e| OpError::AuditFailed(format!("cannot count the last hour's drains: {e}")))?;
-            let recent = guard::drains_in_window(&records, &self.cluster, jiff::Timestamp::now().as_second());
+            let recent = guard::drains_in_window(&records, cluster, jiff::Timestamp::now().as_second());
             let targets: Vec<String> = plan.steps.iter().map(|s| s.target.clone()).collect();
-            let rate = guard::rate(&g.guard, &self.cluster, &targets, &recent, |t| g.pools.get(t).cloned());
+            let rate = guard::rate(&g.guard, cluster, &targets, &recent, |t| g.pools.get(t).cloned());
             ex.extend(rate.iter().map(|e| e.to_string()));
         }
         if ex.is_empty() { Ok(()) } else { Err(OpError::Limits(ex)) }
@@ -854,7 +906,8 @@ impl Ops {
         if req.reason.trim().is_empty() {
             return Err(OpError::NoReason);
         }
-        self.guard_at_run(req, plan).await?;
+        let cluster = self.cluster_for(exec);
+        self.guard_at_run(req, plan, &cluster).await?;
         // Elevated only while a break-glass session lasts, whichever surface runs the plan (a
         // console's ops task or a command): the write goes out with the break-glass token, and
         // is dropped back for every other write.
@@ -869,7 +922,7 @@ impl Ops {
         params.insert("affected_gpus".to_string(), plan.affected_gpus().to_string());
         let mut entry = Entry {
             identity: exec.identity(),
-            cluster: self.cluster.clone(),
+            cluster,
             action: req.kind.label().to_string(),
             targets: plan.steps.iter().map(|s| s.target.clone()).collect(),
             reason: Some(req.reason.clone()),

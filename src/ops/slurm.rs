@@ -8,7 +8,7 @@
 //! [`SlurmPlanner`] (plain data plus the shared preflight answer) plans in the console, and its
 //! [`SlurmPreflight`] asks the server what the identity may do.
 
-use super::{ActionError, ActionKind, BoxFuture, Executor, Planner};
+use super::{ActionError, ActionKind, BoxFuture, Executor, OpRequest, Planner};
 use crate::acceptance::Template;
 use crate::acceptance::launch::{AcceptanceJob, Launcher, SlurmLauncher, describe_slurm};
 use crate::backend::slurm::perm::Permission;
@@ -35,6 +35,15 @@ fn supports(kind: ActionKind, acceptance: bool, elevated: bool, slot: &Slot) -> 
         }
         ActionKind::Acceptance(_) if !acceptance => {
             Err(ActionError::unsupported("no acceptance template configured"))
+        }
+        // REST v0.0.38 has no node update, for any identity (break-glass included); the
+        // scontrol line offered instead needs the same rights, so a missing one is said too.
+        ActionKind::Drain | ActionKind::Resume if read(slot).is_some_and(|p| !p.node_updates()) => {
+            let rights = match read(slot).map(|p| p.may_update_nodes()) {
+                Some(Err(why)) if !elevated => format!("; and scontrol needs the right too: {why}"),
+                _ => String::new(),
+            };
+            Err(ActionError::unsupported(format!("{}{rights}", crate::backend::slurm::ops::NO_NODE_UPDATE)))
         }
         ActionKind::Drain | ActionKind::Resume if !elevated => match read(slot) {
             Some(p) => p.may_update_nodes().map_err(ActionError::forbidden_as_said),
@@ -99,6 +108,19 @@ impl Planner for SlurmPlanner {
 
     fn supports(&self, kind: ActionKind, elevated: bool) -> Result<(), ActionError> {
         supports(kind, self.template.is_some(), self.elevated(elevated), &self.permission)
+    }
+
+    fn instead(&self, req: &OpRequest) -> Vec<String> {
+        use crate::backend::slurm::ops::scontrol_update;
+        if self.permission().is_none_or(|p| p.node_updates()) || req.targets.is_empty() {
+            return Vec::new();
+        }
+        let nodes: Vec<&str> = req.targets.iter().map(String::as_str).collect();
+        match req.kind {
+            ActionKind::Drain => vec![scontrol_update(&nodes, Some(&super::node_reason(req)))],
+            ActionKind::Resume => vec![scontrol_update(&nodes, None)],
+            _ => Vec::new(),
+        }
     }
 
     fn permits_job(&self, kind: ActionKind, job: &Job, elevated: bool) -> Result<(), ActionError> {
@@ -261,6 +283,10 @@ impl Executor for SlurmExecutor {
 
     fn endpoint(&self) -> Option<String> {
         Some(self.client.url().to_string())
+    }
+
+    fn cluster(&self) -> Option<String> {
+        self.permission().and_then(|p| p.cluster)
     }
 
     fn elevate(&mut self, on: bool) {

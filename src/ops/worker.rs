@@ -324,13 +324,13 @@ async fn checkpoint(ops: &Ops, events: &mpsc::UnboundedSender<OpEvent>) {
 /// The record of a break-glass session's end.
 fn break_glass_end(
     ops: &Ops,
-    identity: Option<String>,
+    exec: &dyn Executor,
     b: &crate::audit::BreakGlass,
     why: &str,
 ) -> crate::audit::Entry {
     crate::audit::Entry {
-        identity,
-        cluster: ops.cluster.clone(),
+        identity: exec.identity(),
+        cluster: ops.cluster_for(exec),
         action: crate::audit::BREAK_GLASS_END.into(),
         reason: Some(why.to_string()),
         ticket: Some(b.ticket.clone()),
@@ -372,14 +372,14 @@ pub async fn worker_with(
                 // on the record.
                 if let Some(b) = open.take().filter(|b| b.session != session.session) {
                     let why = format!("superseded by break-glass session {}", session.session);
-                    append_event(&ops, break_glass_end(&ops, exec.identity(), &b, &why), &events).await;
+                    append_event(&ops, break_glass_end(&ops, exec.as_ref(), &b, &why), &events).await;
                 }
                 let mut params = BTreeMap::new();
                 params.insert("minutes".to_string(), minutes.to_string());
                 params.insert("until".to_string(), until.to_string());
                 let e = crate::audit::Entry {
                     identity: exec.identity(),
-                    cluster: ops.cluster.clone(),
+                    cluster: ops.cluster_for(exec.as_ref()),
                     action: crate::audit::BREAK_GLASS_START.into(),
                     reason: Some(reason),
                     ticket: Some(session.ticket.clone()),
@@ -394,7 +394,7 @@ pub async fn worker_with(
                 continue;
             }
             OpMsg::BreakGlass(BreakGlassMsg::End { session, why }) => {
-                append_event(&ops, break_glass_end(&ops, exec.identity(), &session, &why), &events).await;
+                append_event(&ops, break_glass_end(&ops, exec.as_ref(), &session, &why), &events).await;
                 if open.as_ref().is_some_and(|b| b.session == session.session) {
                     open = None;
                 }
@@ -407,7 +407,7 @@ pub async fn worker_with(
                 params.insert("signal".to_string(), ack.key.signal.clone());
                 let e = crate::audit::Entry {
                     identity: exec.identity(),
-                    cluster: ops.cluster.clone(),
+                    cluster: ops.cluster_for(exec.as_ref()),
                     action: ACK_ACTION.into(),
                     targets: vec![ack.key.subject.clone()],
                     reason: Some(ack.note.clone()).filter(|n| !n.is_empty()),
@@ -437,7 +437,7 @@ pub async fn worker_with(
             OpMsg::Event { action, session, ticket, reason } => {
                 let e = crate::audit::Entry {
                     identity: exec.identity(),
-                    cluster: ops.cluster.clone(),
+                    cluster: ops.cluster_for(exec.as_ref()),
                     action,
                     reason: Some(reason),
                     ticket: Some(ticket).filter(|t| !t.is_empty()),
@@ -486,7 +486,7 @@ pub async fn worker_with(
     // The console is gone: a session it left open ends on the record, and the console's
     // session ends with a signed checkpoint (a read-only console writes nothing).
     if let Some(b) = open.take() {
-        append_event(&ops, break_glass_end(&ops, exec.identity(), &b, "the console closed"), &events).await;
+        append_event(&ops, break_glass_end(&ops, exec.as_ref(), &b, "the console closed"), &events).await;
     }
     if !ops.readonly {
         checkpoint(&ops, &events).await;

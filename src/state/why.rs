@@ -117,6 +117,17 @@ fn nodes_needed(gpus: u32, gpn: Option<u32>) -> String {
     }
 }
 
+/// The per-user QOS limit that holds `j` (the backend's `qos:NAME/USER` quota of its user
+/// whose pending GPUs include it; the one it goes past first).
+fn per_user_limit<'a>(s: &'a ClusterState, j: &Job) -> Option<&'a crate::model::Quota> {
+    let suffix = format!("/{}", j.user);
+    s.quotas
+        .iter()
+        .filter(|q| q.cluster == j.cluster && q.team.starts_with("qos:") && q.team.ends_with(suffix.as_str()))
+        .filter(|q| q.gpu_pending >= j.gpus)
+        .min_by_key(|q| (q.gpu_quota.saturating_sub(q.gpu_used) >= j.gpus, q.gpu_quota))
+}
+
 /// Explains a pending job; `None` for a job that does not pend. `viewer` is the user looking:
 /// their own team is "your team".
 pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
@@ -151,6 +162,35 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
                 "it needs {}, which is {}{why}",
                 crate::sanitize::sanitize(&n.name),
                 n.state.label()
+            ));
+        }
+    }
+    if reason == "QOSMaxGRESPerUser"
+        && let Some(q) = per_user_limit(s, j)
+    {
+        let qos = q.team.strip_prefix("qos:").and_then(|t| t.rsplit_once('/')).map_or("", |(q, _)| q);
+        let qos = crate::sanitize::sanitize(qos);
+        let you = if j.user == viewer {
+            "you".to_string()
+        } else {
+            crate::sanitize::sanitize(&j.user).into_owned()
+        };
+        if j.gpus > q.gpu_quota {
+            w.causes.push(format!(
+                "it asks for {} GPUs and QOS {qos} allows {} per user: it can never start as it is",
+                j.gpus, q.gpu_quota
+            ));
+            w.hints.push(format!(
+                "resubmit it asking for {} GPUs or fewer, or under a QOS that allows {}",
+                q.gpu_quota, j.gpus
+            ));
+        } else {
+            w.causes.push(format!(
+                "{you} use {} of the {} GPUs QOS {qos} allows per user; its {} GPUs wait until that use falls to {}",
+                q.gpu_used,
+                q.gpu_quota,
+                j.gpus,
+                q.gpu_quota - j.gpus
             ));
         }
     }
@@ -244,6 +284,12 @@ fn no_estimate(
 ) -> String {
     match reason {
         "JobHeldUser" | "JobHeldAdmin" => return "it is held; it is planned once released".into(),
+        "QOSMaxGRESPerUser" => {
+            return match per_user_limit(s, j) {
+                Some(q) if j.gpus > q.gpu_quota => "it cannot start as it is".into(),
+                _ => "it is planned once the user's GPUs under its QOS fall below the limit".into(),
+            };
+        }
         "Dependency" => return "it is planned once its dependency finishes".into(),
         "BeginTime" => return "it is not planned before its begin time".into(),
         "DependencyNeverSatisfied"
@@ -384,6 +430,51 @@ mod tests {
         let last = hostile.job(a100[2]).unwrap();
         let w = explain(&hostile, last, "researcher").expect("a pending job is explained");
         assert!(w.causes.iter().any(|c| c.contains(&format!("ask for {} GPUs", u32::MAX))), "{:?}", w.causes);
+    }
+
+    /// A QOS's per-user limit (the backend's `qos:NAME/USER` quota): a job asking more than it
+    /// can never start; one that fits waits for the user's own use to fall, with the figures.
+    #[test]
+    fn a_per_user_qos_limit_says_whether_the_job_can_ever_start() {
+        let s = sim_state();
+        let demo = job_named(&s, DEMO).clone();
+        let limited = |limit: u32, used: u32| {
+            changed(&s, |inv| {
+                for j in inv.jobs.as_mut().unwrap().iter_mut().filter(|j| j.id == demo.id) {
+                    (j.pending_reason, j.est_start) = (Some("QOSMaxGRESPerUser".into()), None);
+                }
+                inv.quotas.as_mut().unwrap().push(crate::model::Quota {
+                    cluster: demo.cluster.clone(),
+                    team: format!("qos:capped/{}", demo.user).into(),
+                    gpu_quota: limit,
+                    gpu_used: used,
+                    borrowed: 0,
+                    lendable: 0,
+                    gpu_pending: demo.gpus,
+                });
+            })
+        };
+        let never = limited(demo.gpus - 1, 0);
+        let w = explain(&never, never.job(demo.id).unwrap(), &demo.user).unwrap();
+        assert_eq!(
+            w.cause(),
+            format!(
+                "it asks for {} GPUs and QOS capped allows {} per user: it can never start as it is",
+                demo.gpus,
+                demo.gpus - 1
+            )
+        );
+        assert_eq!(w.no_estimate.as_deref(), Some("no estimate: it cannot start as it is"));
+        let fits = limited(demo.gpus + 2, 4);
+        let w = explain(&fits, fits.job(demo.id).unwrap(), &demo.user).unwrap();
+        assert_eq!(
+            w.cause(),
+            format!(
+                "you use 4 of the {} GPUs QOS capped allows per user; its {} GPUs wait until that use falls to 2",
+                demo.gpus + 2,
+                demo.gpus
+            )
+        );
     }
 
     #[test]
@@ -570,6 +661,8 @@ mod tests {
             .iter()
             .find(|h| h.starts_with("queue"))
             .unwrap_or_else(|| panic!("h100 suggested: {w:?} {:?}", moved.job(id)));
+        // The waits as the state the hint is read from has them (pending jobs' waits grow).
+        let (a100, h100) = (p50(&moved, "a100").unwrap(), p50(&moved, "h100").unwrap());
         assert!(
             hint.starts_with(&format!(
                 "queue h100 has the same NVIDIA H100 80GB HBM3 GPUs and a shorter typical wait (p50 {} vs {}",

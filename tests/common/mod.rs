@@ -98,6 +98,23 @@ pub fn typed(app: &mut App, s: &str) {
 
 /// The real binary with its own home, config, data and state folders under `home`, and no
 /// cluster taken from the caller's environment (tests pass the cluster they mean).
+/// The config file a [`gpuplane_cmd`] in `home` reads (`$XDG_CONFIG_HOME/gpuplane/config.toml`),
+/// written with `text`.
+pub fn write_config(home: &std::path::Path, text: &str) {
+    let dir = home.join("config/gpuplane");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+/// A syslog datagram socket in `home`, configured as the audit witness's socket there (a host
+/// without a syslog daemon fails every head sent to `/dev/log`, and doctor says so).
+pub fn syslog_at(home: &std::path::Path) -> std::os::unix::net::UnixDatagram {
+    let sock = home.join("syslog.sock");
+    let s = std::os::unix::net::UnixDatagram::bind(&sock).unwrap();
+    write_config(home, &format!("[audit]\nsyslog_socket = {:?}\n", sock.to_str().unwrap()));
+    s
+}
+
 pub fn gpuplane_cmd(home: &std::path::Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.env("HOME", home)

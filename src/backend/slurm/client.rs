@@ -125,6 +125,11 @@ fn now() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
+/// slurmdbd's "Nothing found" (`ESLURM_REST_EMPTY_RESULT`): a query that matched nothing — a
+/// fresh slurmdbd's job history, say — answered as a 200 with this in `errors[]` beside an
+/// empty list. An empty answer, not a fault.
+pub const NOTHING_FOUND: i64 = 9003;
+
 /// At most this much of an error body goes into a message.
 const MAX_DETAIL: usize = 300;
 
@@ -373,10 +378,11 @@ impl Client {
             304 => Ok(None),
             200..=299 => {
                 // Small bodies are checked for `errors[]` (a 200 can carry them); large ones
-                // are data.
+                // are data, and so is an answer that only says it found nothing.
                 if a.body.len() < STREAM_AFTER
                     && let Ok(env) = serde_json::from_slice::<Envelope>(&a.body)
                     && !env.errors.is_empty()
+                    && !env.errors.iter().all(|e| e.number() == Some(NOTHING_FOUND))
                 {
                     let mut a = a;
                     a.status = 500;
@@ -411,6 +417,9 @@ impl Client {
                         let a = Answer { status: 500, body: a.body };
                         return Err(self.error_of(&path, &a));
                     }
+                    if self.cluster.is_none() {
+                        self.cluster = self.db_cluster(v).await;
+                    }
                     return Ok(v);
                 }
                 404 => continue,
@@ -423,6 +432,32 @@ impl Client {
             }
         }
         Err(SlurmError::NoVersion { url: self.base.clone() })
+    }
+
+    /// The cluster's name from slurmdbd (`ClusterName`) where the ping does not carry it (REST
+    /// v0.0.38): the one cluster slurmdbd lists. `None` without slurmdbd, on any failure, or
+    /// when it keeps several clusters (which one this slurmctld is, it does not say).
+    async fn db_cluster(&mut self, v: ApiVersion) -> Option<String> {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Clusters {
+            clusters: Vec<Named>,
+        }
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Named {
+            name: super::wire::Loose,
+        }
+        let path = v.db("clusters");
+        let a = self.send(reqwest::Method::GET, &path, &[], None).await.ok()?;
+        if a.status != 200 {
+            return None;
+        }
+        let c: Clusters = serde_json::from_slice(&a.body).ok()?;
+        match c.clusters.as_slice() {
+            [one] => Some(one.name.as_str().trim()).filter(|n| !n.is_empty()).map(str::to_string),
+            _ => None,
+        }
     }
 
     /// The Slurm user requests act as: `X-SLURM-USER-NAME` when configured, else the token's

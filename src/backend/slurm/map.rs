@@ -312,6 +312,21 @@ fn exit_reason(state: JobState, exit: Exit, reason: &str) -> Option<Text> {
 }
 
 /// Maps a job; also returns which GPUs it holds on which node (for running jobs).
+/// How far after its submission a pending job's `start_time` is Slurm's placeholder, not an
+/// estimate: a job the scheduler cannot plan gets "a year from now" (seen on 22.05 and 24.11:
+/// submit + 365 days), which no surface may show as "in 364d23h".
+pub const PLACEHOLDER_AFTER_S: i64 = 364 * 86_400;
+
+/// A pending job's start estimate from its `start_time`: none when Slurm gives none, or only
+/// its one-year placeholder.
+pub fn estimate(submit: Option<i64>, start: Option<i64>) -> Option<i64> {
+    let start = start.filter(|s| *s > 0)?;
+    match submit.filter(|s| *s > 0) {
+        Some(sub) if start.saturating_sub(sub) >= PLACEHOLDER_AFTER_S => None,
+        _ => Some(start),
+    }
+}
+
 pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     let state = job_state(&j.state);
     let pending = state == JobState::Pending;
@@ -346,7 +361,7 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
         submit: j.submit.unwrap_or(0),
         start: if pending { None } else { j.start },
         end: if state.is_active() { None } else { j.end },
-        est_start: if pending { j.start } else { None },
+        est_start: if pending { estimate(j.submit, j.start) } else { None },
         gpus,
         gpu_model,
         nodes,

@@ -254,6 +254,21 @@ pub fn merge_jobs(mut live: Vec<Job>, history: &[Job], nodes: &[Node]) -> Vec<Jo
 /// Quotas from GPU limits, with use from the live jobs. `qos` is parallel to `jobs` (may be
 /// shorter: missing entries count as no QOS). A QOS's per-user limit becomes one quota per
 /// user with running or pending jobs in it (`qos:NAME/USER`).
+/// A pending job asking for more GPUs than its QOS allows one user (MaxTRESPerUser) can never
+/// start as it is, yet slurmctld may still give it a start time (seen on 22.05 and 24.11: the
+/// backfill plan ignores the limit). That is no estimate: it is dropped here, so every surface
+/// says "no estimate" and why. `qos[i]` is `jobs[i]`'s QOS.
+pub fn drop_impossible_estimates(jobs: &mut [Job], limits: &[Limit], qos: &[Text]) {
+    for (i, j) in jobs.iter_mut().enumerate() {
+        let Some(q) = qos.get(i) else { continue };
+        let over =
+            limits.iter().any(|l| l.scope == LimitScope::QosPerUser && l.name == *q && j.gpus > l.gpus);
+        if j.state == JobState::Pending && over {
+            j.est_start = None;
+        }
+    }
+}
+
 pub fn quotas(limits: &[Limit], jobs: &[Job], qos: &[Text]) -> Vec<Quota> {
     let in_qos = |i: usize, name: &Text| qos.get(i).is_some_and(|q| q == name);
     let mut out: Vec<Quota> = Vec::new();

@@ -44,12 +44,32 @@ struct WriteResp {
     job_id: Num,
 }
 
-/// Why a write needs a person: phrased for the confirmation dialog.
-pub fn drain_unsupported(node: &str) -> SlurmError {
+/// What REST v0.0.38 cannot do, said once: the refusal before a plan and the executor's
+/// failure both use it.
+pub const NO_NODE_UPDATE: &str = "this slurmrestd speaks REST v0.0.38 (Slurm 22.05/23.02), which has no node \
+     update: gpuplane cannot drain or resume nodes here (nothing was sent)";
+
+/// The `scontrol` line that does over Slurm's own tools what REST v0.0.38 cannot: drain `nodes`
+/// with `reason` (`Some`), or resume them (`None`). Names and reason are quoted for a POSIX
+/// shell, with control characters removed, so the line can be pasted as it is.
+pub fn scontrol_update(nodes: &[&str], reason: Option<&str>) -> String {
+    let quote = |s: &str| {
+        let s = crate::sanitize::sanitize(s).into_owned();
+        // Without control characters there is no NUL, the one thing that cannot be quoted.
+        shlex::try_quote(&s).map(|q| q.into_owned()).unwrap_or_else(|_| "''".into())
+    };
+    let names = quote(&nodes.join(","));
+    match reason {
+        Some(r) => format!("scontrol update nodename={names} state=drain reason={}", quote(r)),
+        None => format!("scontrol update nodename={names} state=resume"),
+    }
+}
+
+/// Why a write needs a person: phrased for the operator, with the line to run instead.
+pub fn drain_unsupported(node: &str, reason: Option<&str>) -> SlurmError {
     SlurmError::Unsupported(format!(
-        "this slurmrestd speaks v0.0.38 (Slurm 22.05/23.02), which cannot drain or resume nodes over REST; \
-         on a host with Slurm's tools run: scontrol update nodename={} state=drain reason=\"...\"",
-        crate::sanitize::sanitize(node)
+        "{NO_NODE_UPDATE}; on a host with Slurm's tools run: {}",
+        scontrol_update(&[node], reason)
     ))
 }
 
@@ -129,7 +149,7 @@ impl Client {
         }
         let v = self.version().await?;
         if v.is_legacy() {
-            return Err(drain_unsupported(node));
+            return Err(drain_unsupported(node, Some(reason)));
         }
         let mut body = json!({"state": ["DRAIN"], "reason": reason});
         if let Some(u) = reason_user {
@@ -143,7 +163,7 @@ impl Client {
         check_name("node", node)?;
         let v = self.version().await?;
         if v.is_legacy() {
-            return Err(drain_unsupported(node));
+            return Err(drain_unsupported(node, None));
         }
         let body = json!({"state": ["RESUME"]});
         self.write(reqwest::Method::POST, &v.ctld(&format!("node/{node}")), Some(&body)).await.map(drop)
@@ -302,5 +322,25 @@ mod submit_tests {
         // Without a node list nothing is pinned.
         let free = submit_body(ApiVersion::V0041, &SubmitSpec { required_nodes: vec![], ..spec() });
         assert!(free["job"].get("required_nodes").is_none());
+    }
+
+    #[test]
+    fn the_scontrol_line_quotes_the_reason_for_the_shell() {
+        let reason = "it's $(rm -rf /) \u{1b}[31mred\nnext [INC-7]";
+        let line = scontrol_update(&["gpu-001", "gpu-002"], Some(reason));
+        // What a shell makes of the line: the words scontrol gets.
+        let words = shlex::split(&line).unwrap();
+        assert_eq!(
+            words,
+            [
+                "scontrol",
+                "update",
+                "nodename=gpu-001,gpu-002",
+                "state=drain",
+                "reason=it's $(rm -rf /) red next [INC-7]"
+            ]
+        );
+        let words = shlex::split(&scontrol_update(&["gpu-001"], None)).unwrap();
+        assert_eq!(words, ["scontrol", "update", "nodename=gpu-001", "state=resume"]);
     }
 }

@@ -8,7 +8,7 @@
 //! jobs of the accounts it coordinates. Without slurmdbd the level is unknown and the server
 //! decides.
 
-use super::client::Client;
+use super::client::{ApiVersion, Client};
 use super::error::SlurmError;
 use super::wire::{Loose, Words};
 use serde::Deserialize;
@@ -55,9 +55,19 @@ pub struct Permission {
     pub coordinates: Vec<String>,
     /// Where the answer came from, or why there is none (shown with refusals).
     pub source: String,
+    /// The REST version the server was asked in: v0.0.38 has no node update, whoever asks.
+    pub api: Option<ApiVersion>,
+    /// The cluster's name as the server gives it (the ping's, or slurmdbd's `ClusterName`).
+    pub cluster: Option<String>,
 }
 
 impl Permission {
+    /// Whether this server can update nodes (drain, resume) over REST at all: v0.0.38
+    /// (Slurm 22.05/23.02) cannot, whatever the identity's rights. Unknown (`None`): it may.
+    pub fn node_updates(&self) -> bool {
+        !self.api.is_some_and(ApiVersion::is_legacy)
+    }
+
     fn privileged(&self) -> bool {
         matches!(self.level, Some(AdminLevel::Operator | AdminLevel::Administrator))
     }
@@ -140,6 +150,7 @@ impl Client {
     /// a missing slurmdbd is an unknown level, not an error.
     pub async fn permission(&mut self, slurm_user: &str) -> Result<Permission, SlurmError> {
         let v = self.version().await?;
+        let cluster = self.cluster.clone();
         let user = match self.identity().await {
             Some(u) => u,
             None => {
@@ -148,6 +159,8 @@ impl Client {
                     level: None,
                     coordinates: Vec::new(),
                     source: "neither the configuration nor the token names the Slurm user".into(),
+                    api: Some(v),
+                    cluster: cluster.clone(),
                 });
             }
         };
@@ -156,6 +169,8 @@ impl Client {
             level: Some(level),
             coordinates: Vec::new(),
             source: source.to_string(),
+            api: Some(v),
+            cluster: cluster.clone(),
         };
         if user == "root" {
             return Ok(known(AdminLevel::Administrator, "uid 0"));
@@ -168,6 +183,8 @@ impl Client {
             level: None,
             coordinates: Vec::new(),
             source: why,
+            api: Some(v),
+            cluster: cluster.clone(),
         };
         if !plain_name(&user) {
             return Ok(unknown("the user name cannot be looked up in slurmdbd".into()));
@@ -181,6 +198,8 @@ impl Client {
                     level: Some(level),
                     coordinates,
                     source: "slurmdbd".into(),
+                    api: Some(v),
+                    cluster: cluster.clone(),
                 }),
                 // slurmdbd answered and does not know the user: it has no level.
                 Ok(None) => Ok(known(AdminLevel::None, "not a user in slurmdbd")),
@@ -206,6 +225,8 @@ mod tests {
             level,
             coordinates: coords.iter().map(|c| c.to_string()).collect(),
             source: "slurmdbd".into(),
+            api: None,
+            cluster: None,
         }
     }
 

@@ -181,7 +181,9 @@ impl Poller {
 
         if jobs_changed || acct_changed {
             super::assign_gpus(&mut self.nodes, &self.live.allocs);
-            let jobs = super::merge_jobs(self.live.jobs.clone(), &self.history, &self.nodes);
+            let mut live = self.live.jobs.clone();
+            super::drop_impossible_estimates(&mut live, &self.limits, &self.live.qos);
+            let jobs = super::merge_jobs(live, &self.history, &self.nodes);
             let quotas = (!self.limits.is_empty() || self.accounting == Some(true))
                 .then(|| super::quotas(&self.limits, &self.live.jobs, &self.live.qos));
             let inv = Inventory {
