@@ -142,6 +142,9 @@ pub enum Basis {
     /// Only the jobs the console holds now: no ledger, with the reason when one failed.
     #[default]
     Console,
+    /// The ledger is configured and asked; its answer has not come yet (the jobs the console
+    /// holds meanwhile). Not "no ledger".
+    Reading,
     Unavailable {
         why: String,
     },
@@ -297,6 +300,31 @@ pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) ->
     from_ledgers(s, from, to, &[(scope, w)], w.path.display().to_string())
 }
 
+/// The report while the ledger's answer for the window is awaited: the console's jobs, said to
+/// be so ([`Basis::Reading`]).
+pub fn report_reading(s: &ClusterState, window_s: i64) -> CostReport {
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
+    build(s, s.now - window_s, s.now, jobs, None, Basis::Reading)
+}
+
+/// The report over each cluster's ledger window (`(the cluster's scope in the state, its
+/// window)`): one ledger is [`report_range`], several are a fleet's.
+pub fn report_ledgers(
+    s: &ClusterState,
+    from: Epoch,
+    to: Epoch,
+    windows: &[(&str, &WindowData)],
+) -> CostReport {
+    match windows {
+        [(_, w)] => report_range(s, from, to, w),
+        _ => {
+            let dir = windows.first().and_then(|(_, w)| w.path.parent()).map(|d| d.display().to_string());
+            let path = format!("{} ({} clusters' ledgers)", dir.unwrap_or_default(), windows.len());
+            from_ledgers(s, from, to, windows, path)
+        }
+    }
+}
+
 /// [`report_range`] over several clusters' ledgers (a command's look at a fleet).
 pub fn report_clusters_range(
     s: &ClusterState,
@@ -304,10 +332,8 @@ pub fn report_clusters_range(
     to: Epoch,
     windows: &[(Text, WindowData)],
 ) -> CostReport {
-    let dir = windows.first().and_then(|(_, w)| w.path.parent()).map(|d| d.display().to_string());
-    let path = format!("{} ({} clusters' ledgers)", dir.unwrap_or_default(), windows.len());
     let windows: Vec<(&str, &WindowData)> = windows.iter().map(|(c, w)| (c.as_str(), w)).collect();
-    from_ledgers(s, from, to, &windows, path)
+    report_ledgers(s, from, to, &windows)
 }
 
 /// The report over what each cluster's ledger holds for the window, joined with the jobs the

@@ -1014,6 +1014,14 @@ pub fn summary<'a>(
             if wide { " · no ledger: only the jobs this console holds" } else { " · no ledger" },
             t.dim,
         )),
+        (Basis::Reading, _) => first.push(Span::styled(
+            if wide {
+                " · reading the ledger… (meanwhile the jobs this console holds)"
+            } else {
+                " · reading ledger…"
+            },
+            t.dim,
+        )),
         (Basis::Unavailable { .. }, _) => first.push(Span::styled(" · ledger failed", t.crit)),
         _ => {}
     }
@@ -1038,6 +1046,7 @@ pub fn summary<'a>(
                 }
             }
         }
+        Basis::Reading => second.push(Span::styled(" reading the ledger…", t.dim)),
         _ => second.push(Span::styled(" not known without the ledger", t.dim)),
     }
     second.push(Span::styled(now_text, t.dim));
@@ -1052,7 +1061,7 @@ pub fn summary<'a>(
                 vec![Span::styled(format!(" {unit}/GPU-h "), t.dim), Span::styled(rates.join(" · "), t.text)];
             if wide {
                 l.push(Span::styled(
-                    "  ([prices] in the config; USEFUL = mean GPU util over GPU-hours)",
+                    "  ([prices] in the config; USEFUL = useful / (useful + idle + failed) GPU-h)",
                     t.dim,
                 ));
             }
