@@ -465,13 +465,11 @@ fn notes(ev: &Seen<'_>, rules: &Rules) -> Vec<Note> {
             ));
         }
     }
-    if !idle.is_empty() || !held.is_empty() {
-        if r.nodes.len() > 1 {
-            v.push(note(
-                Level::Warn,
-                format!("multi-node job ({} nodes) with idle GPUs: fewer nodes would do", r.nodes.len()),
-            ));
-        }
+    if (!idle.is_empty() || !held.is_empty()) && r.nodes.len() > 1 {
+        v.push(note(
+            Level::Warn,
+            format!("multi-node job ({} nodes) with idle GPUs: fewer nodes would do", r.nodes.len()),
+        ));
     }
     if let Some(p) = ev.time_used.filter(|p| *p < rules.time_limit_low) {
         let limit = r.time_limit.unwrap_or_default();
