@@ -624,13 +624,15 @@ fn report_cost_prints_a_chargeback_that_adds_up() {
     assert!(!text.contains('$') && !text.contains('%'), "{text}");
     let mut rd = csv::Reader::from_reader(text.as_bytes());
     assert_eq!(&rd.headers().unwrap()[0], "user");
+    // The parts run from `useful` to `overhead`, then `total` (then `useful_pct`, a ratio).
+    let last = rd.headers().unwrap().iter().position(|h| h == "total").expect("a total column");
+    assert_eq!(&rd.headers().unwrap()[3], "useful");
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     let (total, rest) = rows.split_last().expect("rows");
     assert_eq!(&total[0], "TOTAL");
     assert!(rest.len() > 1, "the simulator has several users: {text}");
     let num =
         |r: &csv::StringRecord, i: usize| r[i].parse::<f64>().unwrap_or_else(|e| panic!("{:?}: {e}", &r[i]));
-    let last = total.len() - 1;
     let sum: f64 = rest.iter().map(|r| num(r, last)).sum();
     assert!((sum - num(total, last)).abs() < 1e-3 * rest.len() as f64, "{sum} vs {}", num(total, last));
     // Each row's parts add up to its total.

@@ -554,6 +554,9 @@ const COLUMNS: [&str; 10] = [
     "total",
 ];
 
+/// USEFUL of a row ([`crate::cost::bill::Parts::useful_pct`]), after the money columns.
+const USEFUL_PCT: &str = "useful_pct";
+
 fn values(s: &Share) -> [f64; 10] {
     let p = &s.parts;
     [
@@ -582,13 +585,16 @@ fn plain(v: f64) -> String {
 
 pub fn csv(b: &Bill, by: Dimension) -> Result<String, String> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let header = std::iter::once(by.label()).chain(COLUMNS);
+    let header = std::iter::once(by.label()).chain(COLUMNS).chain([USEFUL_PCT]);
     w.write_record(header).map_err(|e| e.to_string())?;
     for s in rows(b, by) {
         let name = crate::sanitize::sanitize(&s.name);
         let vals = values(&s).map(plain);
-        w.write_record(std::iter::once(name.as_ref()).chain(vals.iter().map(String::as_str)))
-            .map_err(|e| e.to_string())?;
+        let useful = s.useful_pct().map(plain).unwrap_or_default();
+        w.write_record(
+            std::iter::once(name.as_ref()).chain(vals.iter().map(String::as_str)).chain([useful.as_str()]),
+        )
+        .map_err(|e| e.to_string())?;
     }
     String::from_utf8(w.into_inner().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
 }
@@ -601,6 +607,7 @@ pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
         for (k, v) in COLUMNS.iter().zip(values(s)) {
             m.insert((*k).into(), serde_json::json!((v * 1e4).round() / 1e4));
         }
+        m.insert(USEFUL_PCT.into(), serde_json::json!(s.useful_pct().map(|v| (v * 1e4).round() / 1e4)));
         serde_json::Value::Object(m)
     };
     let ts = |t: Epoch| jiff::Timestamp::from_second(t).map(|t| t.to_string()).unwrap_or_default();
@@ -636,8 +643,8 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
     let mut o = String::new();
     let cur = &b.currency;
     let _ = writeln!(o, "# GPU cost {} to {}\n", crate::clock::stamp(b.from), crate::clock::stamp(b.to));
-    let _ = writeln!(o, "| {} | {} |", by.label(), COLUMNS.join(" | "));
-    let _ = writeln!(o, "|---|{}", "---:|".repeat(COLUMNS.len()));
+    let _ = writeln!(o, "| {} | {} | {USEFUL_PCT} |", by.label(), COLUMNS.join(" | "));
+    let _ = writeln!(o, "|---|{}", "---:|".repeat(COLUMNS.len() + 1));
     for s in rows(b, by) {
         let v = values(&s);
         let name = crate::sanitize::sanitize(&s.name).replace('|', "\\|");
@@ -646,6 +653,7 @@ pub fn markdown(b: &Bill, by: Dimension) -> Result<String, String> {
         for x in &v[2..] {
             let _ = write!(o, " {x:.2} |");
         }
+        let _ = write!(o, " {} |", s.useful_pct().map_or_else(|| "-".to_string(), |p| format!("{p:.1}")));
         o.push('\n');
     }
     let _ = writeln!(

@@ -65,6 +65,22 @@ impl Parts {
         self.unallocated + self.unhealthy + self.overhead
     }
 
+    /// USEFUL, the one definition every surface shows (the Cost view's rows by team, user,
+    /// cluster and job, `get cost`, `get cost-teams`, `get cost-by`, `report cost`): of the
+    /// GPU-hours jobs held whose use is known, the useful part (%):
+    ///
+    /// ```text
+    /// useful / (useful + allocated-idle + failed)
+    /// ```
+    ///
+    /// over GPU-hours (`Parts` of [`job_hours`]). A failed run's GPU-hours are all failed, so a
+    /// failed job is 0 % useful whatever its GPUs did; unmeasured GPU-hours are in neither part
+    /// of the ratio. `None` when nothing held is known (only unmeasured, or nothing held).
+    pub fn useful_pct(&self) -> Option<f64> {
+        let known = self.useful + self.allocated_idle + self.failed;
+        (known > 0.0).then(|| 100.0 * self.useful / known)
+    }
+
     /// The causes with their names, in the order shown.
     pub fn named(&self) -> [(&'static str, f64); 7] {
         [
@@ -78,7 +94,7 @@ impl Parts {
         ]
     }
 
-    fn add(&mut self, o: &Parts) {
+    pub fn add(&mut self, o: &Parts) {
         self.useful += o.useful;
         self.allocated_idle += o.allocated_idle;
         self.unmeasured += o.unmeasured;
@@ -87,6 +103,24 @@ impl Parts {
         self.failed += o.failed;
         self.overhead += o.overhead;
     }
+}
+
+/// One job's GPU-hours (or money) by part: everything it held is `failed` when its run
+/// failed ([`Cause::is_failure`]); else its measured useful part is `useful` and the rest
+/// `allocated_idle`; `unmeasured` when no utilisation was measured. The definition of the
+/// parts, for the bill and for every row that shows a job's or a team's USEFUL and IDLE.
+pub fn job_hours(held: f64, useful: Option<f64>, failed: bool) -> Parts {
+    let held = held.max(0.0);
+    let mut p = Parts::default();
+    if failed {
+        p.failed = held;
+    } else if let Some(u) = useful {
+        p.useful = u.max(0.0).min(held);
+        p.allocated_idle = held - p.useful;
+    } else {
+        p.unmeasured = held;
+    }
+    p
 }
 
 /// One job's GPU time inside the window, as the bill takes it.
@@ -143,8 +177,17 @@ pub struct Share {
     pub jobs: u32,
     /// GPU-hours its jobs held (whole-GPU equivalents).
     pub gpu_hours: f64,
+    /// Those GPU-hours by part (useful, allocated-idle, unmeasured, failed).
+    pub hours: Parts,
     pub parts: Parts,
     pub total: f64,
+}
+
+impl Share {
+    /// [`Parts::useful_pct`] of what its jobs held.
+    pub fn useful_pct(&self) -> Option<f64> {
+        self.hours.useful_pct()
+    }
 }
 
 /// The bill of one window.
@@ -391,16 +434,8 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
         let (rate, share) = r.map_or((0.0, 1.0), |r| (r.effective, r.share));
         let h = u.gpu_s.max(0.0) * share / 3600.0;
         let mut p = Parts::default();
-        let mut hp = Parts::default();
-        if u.cause.is_some_and(Cause::is_failure) {
-            hp.failed = h;
-        } else if let Some(us) = u.useful_s {
-            let useful = (us.max(0.0) * share / 3600.0).min(h);
-            hp.useful = useful;
-            hp.allocated_idle = h - useful;
-        } else {
-            hp.unmeasured = h;
-        }
+        let useful = u.useful_s.map(|us| us * share / 3600.0);
+        let hp = job_hours(h, useful, u.cause.is_some_and(Cause::is_failure));
         p.useful = hp.useful * rate;
         p.allocated_idle = hp.allocated_idle * rate;
         p.unmeasured = hp.unmeasured * rate;
@@ -433,6 +468,7 @@ pub fn compute(card: &PriceCard, from: i64, to: i64, uses: &[Use], unheld: &[Unh
                 .or_insert_with(|| Share { name: name.to_string(), ..Share::default() });
             s.jobs += 1;
             s.gpu_hours += h;
+            s.hours.add(&hp);
             s.parts.add(&p);
         }
     }
@@ -527,6 +563,7 @@ impl Bill {
             name: TOTAL.into(),
             jobs: self.teams.iter().map(|s| s.jobs).sum(),
             gpu_hours: self.gpu_hours.direct(),
+            hours: self.gpu_hours,
             parts: self.parts,
             total: self.total,
         }

@@ -3,7 +3,7 @@
 //! run, and notes from [`Rules`] with jobstats-like defaults.
 
 pub use crate::backend::prom::jobstats::GpuTelemetry;
-use crate::backend::prom::jobstats::JobTelemetry;
+use crate::backend::prom::jobstats::{self, JobTelemetry};
 use crate::model::Epoch;
 use crate::model::evidence::Evidence;
 use crate::store::{GpuInterval, JobRecord};
@@ -269,10 +269,7 @@ pub fn with_telemetry(
 ) {
     let weight = |g: &GpuTelemetry| g.mig_profile.as_deref().map_or(1.0, |p| slice_share(p, prices));
     let avg = |f: fn(&GpuTelemetry) -> Option<f64>| weighted(t.gpus.iter().map(|g| (f(g), weight(g))));
-    let name = |g: &GpuTelemetry| match &g.mig_instance {
-        Some(i) => format!("{}:{}/{i}", g.node, g.gpu),
-        None => format!("{}:{}", g.node, g.gpu),
-    };
+    let name = gpu_name;
     let peak = t
         .gpus
         .iter()
@@ -306,6 +303,30 @@ pub fn with_telemetry(
     renote(e, r, rules);
 }
 
+/// A GPU (or MIG slice) as notes name it: `node:index`, `node:index/slice`.
+fn gpu_name(g: &GpuTelemetry) -> String {
+    match &g.mig_instance {
+        Some(i) => format!("{}:{}/{i}", g.node, g.gpu),
+        None => format!("{}:{}", g.node, g.gpu),
+    }
+}
+
+/// GPUs that held memory and did nothing all run: a process had more than
+/// [`jobstats::NO_PROCESS_MIB`] of framebuffer (so it is not "never ran a process"), and its
+/// utilisation never rose to [`Rules::idle_gpu`] (its peak, or its mean when no peak was
+/// read). As (GPU, memory peak MiB), for the note jobstats writes ("did not use 2 of 4").
+pub fn held_idle(t: &Telemetry, rules: &Rules) -> Vec<(String, f64)> {
+    t.gpus
+        .iter()
+        .filter(|g| g.never_ran != Some(true))
+        .filter_map(|g| {
+            let mem = g.mem_peak_mib.filter(|m| *m > jobstats::NO_PROCESS_MIB)?;
+            let util = g.util_peak.or(g.util)?;
+            (util < rules.idle_gpu).then(|| (gpu_name(g), mem))
+        })
+        .collect()
+}
+
 /// Writes the notes again from the figures `e` holds (the ledger's, Prometheus's, the nodes').
 fn renote(e: &mut JobEfficiency, r: &JobRecord, rules: &Rules) {
     let t = e.telemetry.as_ref();
@@ -328,6 +349,9 @@ pub fn idle_cause(e: &JobEfficiency, rules: &Rules) -> Option<String> {
     let t = e.telemetry.as_ref();
     if let Some(t) = t.filter(|t| !t.never_ran.is_empty()) {
         return Some(format!("{} GPU(s) never ran a process", t.never_ran.len()));
+    }
+    if let Some(held) = t.map(|t| held_idle(t, rules)).filter(|h| !h.is_empty()) {
+        return Some(format!("{} GPU(s) held memory and did nothing", held.len()));
     }
     if t.is_none() && !e.idle_gpus.is_empty() {
         return Some(format!("{} GPU(s) idle the whole run", e.idle_gpus.len()));
@@ -424,12 +448,28 @@ fn notes(ev: &Seen<'_>, rules: &Rules) -> Vec<Note> {
     };
     if !idle.is_empty() {
         v.push(note(Level::Red, format!("{} allocated GPU(s) {what}: {}", idle.len(), idle.join(", "))));
-        if r.nodes.len() > 1 {
+    }
+    // GPUs a process held memory on and never used (jobstats: "did not use 2 of 4").
+    let held = ev.t.map(|t| held_idle(t, rules)).unwrap_or_default();
+    if !held.is_empty() {
+        let unused = idle.len() + held.len();
+        let of = (r.gpus as usize).max(ev.t.map_or(0, |t| t.gpus.len()));
+        for (gpu, mib) in &held {
             v.push(note(
-                Level::Warn,
-                format!("multi-node job ({} nodes) with idle GPUs: fewer nodes would do", r.nodes.len()),
+                Level::Red,
+                format!(
+                    "GPU {gpu} held {:.1} GiB and did nothing all run (utilisation under {}%): did not use {unused} of {of} GPUs",
+                    mib / 1024.0,
+                    rules.idle_gpu
+                ),
             ));
         }
+    }
+    if (!idle.is_empty() || !held.is_empty()) && r.nodes.len() > 1 {
+        v.push(note(
+            Level::Warn,
+            format!("multi-node job ({} nodes) with idle GPUs: fewer nodes would do", r.nodes.len()),
+        ));
     }
     if let Some(p) = ev.time_used.filter(|p| *p < rules.time_limit_low) {
         let limit = r.time_limit.unwrap_or_default();

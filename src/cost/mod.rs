@@ -38,8 +38,28 @@ pub struct JobCost {
     #[serde(skip)]
     pub live: bool,
     pub gpu_hours: f64,
+    /// Its GPU-hours by part ([`held_hours`]).
+    #[serde(skip)]
+    pub hours: bill::Parts,
     pub cost: f64,
+    /// The allocated-idle part of `cost` (a failed run's cost is failed, not idle).
     pub idle_cost: f64,
+}
+
+impl JobCost {
+    /// USEFUL ([`bill::Parts::useful_pct`]): 0 for a failed run, `None` when not measured.
+    pub fn useful_pct(&self) -> Option<f64> {
+        self.hours.useful_pct()
+    }
+}
+
+/// A job's GPU-hours by part for `gpu_s` GPU-seconds it held ([`bill::job_hours`]): failed
+/// when its run failed ([`cause::classify`]), else useful at the utilisation measured over
+/// its run and the rest allocated-idle, unmeasured when nothing measured it.
+pub fn held_hours(j: &Job, gpu_s: f64) -> bill::Parts {
+    let h = gpu_s.max(0.0) / 3600.0;
+    let failed = cause::classify(j.state, j.exit_reason.as_deref()).is_some_and(cause::Cause::is_failure);
+    bill::job_hours(h, j.useful_pct().map(|u| h * u / 100.0), failed)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -48,16 +68,22 @@ pub struct TeamCost {
     pub jobs: u32,
     pub gpu_hours: f64,
     pub useful_gpu_hours: f64,
+    /// USEFUL ([`bill::Parts::useful_pct`] of its jobs' GPU-hours by part), %.
+    pub useful_pct: Option<f64>,
     pub cost: f64,
+    /// The allocated-idle part of its jobs' cost.
     pub idle_cost: f64,
-    /// GPU-hours burnt by jobs that failed (FAILED, TIMEOUT, NODE_FAIL).
+    /// GPU-hours burnt by jobs that failed (the bill's failed part: [`cause::Cause::is_failure`]).
     pub failed_gpu_hours: f64,
     pub failed_cost: f64,
+    /// Its jobs' GPU-hours by part.
+    #[serde(skip)]
+    pub hours: bill::Parts,
 }
 
 impl TeamCost {
     pub fn useful_pct(&self) -> Option<f64> {
-        (self.gpu_hours > 0.0).then(|| 100.0 * self.useful_gpu_hours / self.gpu_hours)
+        self.hours.useful_pct()
     }
 }
 
@@ -116,6 +142,9 @@ pub enum Basis {
     /// Only the jobs the console holds now: no ledger, with the reason when one failed.
     #[default]
     Console,
+    /// The ledger is configured and asked; its answer has not come yet (the jobs the console
+    /// holds meanwhile). Not "no ledger".
+    Reading,
     Unavailable {
         why: String,
     },
@@ -271,6 +300,31 @@ pub fn report_range(s: &ClusterState, from: Epoch, to: Epoch, w: &WindowData) ->
     from_ledgers(s, from, to, &[(scope, w)], w.path.display().to_string())
 }
 
+/// The report while the ledger's answer for the window is awaited: the console's jobs, said to
+/// be so ([`Basis::Reading`]).
+pub fn report_reading(s: &ClusterState, window_s: i64) -> CostReport {
+    let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));
+    build(s, s.now - window_s, s.now, jobs, None, Basis::Reading)
+}
+
+/// The report over each cluster's ledger window (`(the cluster's scope in the state, its
+/// window)`): one ledger is [`report_range`], several are a fleet's.
+pub fn report_ledgers(
+    s: &ClusterState,
+    from: Epoch,
+    to: Epoch,
+    windows: &[(&str, &WindowData)],
+) -> CostReport {
+    match windows {
+        [(_, w)] => report_range(s, from, to, w),
+        _ => {
+            let dir = windows.first().and_then(|(_, w)| w.path.parent()).map(|d| d.display().to_string());
+            let path = format!("{} ({} clusters' ledgers)", dir.unwrap_or_default(), windows.len());
+            from_ledgers(s, from, to, windows, path)
+        }
+    }
+}
+
 /// [`report_range`] over several clusters' ledgers (a command's look at a fleet).
 pub fn report_clusters_range(
     s: &ClusterState,
@@ -278,10 +332,8 @@ pub fn report_clusters_range(
     to: Epoch,
     windows: &[(Text, WindowData)],
 ) -> CostReport {
-    let dir = windows.first().and_then(|(_, w)| w.path.parent()).map(|d| d.display().to_string());
-    let path = format!("{} ({} clusters' ledgers)", dir.unwrap_or_default(), windows.len());
     let windows: Vec<(&str, &WindowData)> = windows.iter().map(|(c, w)| (c.as_str(), w)).collect();
-    from_ledgers(s, from, to, &windows, path)
+    report_ledgers(s, from, to, &windows)
 }
 
 /// The report over what each cluster's ledger holds for the window, joined with the jobs the
@@ -365,7 +417,7 @@ fn build<'a>(
             completed: ended_inside && j.state == JobState::Completed,
             finished: ended_inside,
         });
-        held.push((j, live, gs, us, measured));
+        held.push((j, live, gs));
     }
     let unheld: Vec<bill::Unheld> = capacity
         .unwrap_or_default()
@@ -388,30 +440,29 @@ fn build<'a>(
     let mut jobs = Vec::new();
     let (mut allocated, mut idle_total) = (0.0, 0.0);
     let mut models: BTreeSet<String> = BTreeSet::new();
-    for (j, live, gs, us, measured) in held {
+    for (j, live, gs) in held {
         let model = j.gpu_model.as_deref().unwrap_or("");
         let price = rate(model);
         models.insert(model.to_string());
-        let (gh, uh) = (gs / 3600.0, us / 3600.0);
+        let gh = gs / 3600.0;
+        let hours = held_hours(&j, gs);
         let cost = gh * price;
-        // Idle is what telemetry measured idle: a job nothing measured is unmeasured, not idle.
-        let idle_cost = if measured { (gh - uh).max(0.0) * price } else { 0.0 };
+        // Idle is what telemetry measured idle: a job nothing measured is unmeasured, not idle;
+        // a failed run's cost is failed.
+        let idle_cost = hours.allocated_idle * price;
         allocated += cost;
         idle_total += idle_cost;
         let team = Text::from(card.team_of(&j.account));
         let t = teams.entry(team.clone()).or_insert_with(|| TeamCost { team, ..Default::default() });
         t.jobs += 1;
         t.gpu_hours += gh;
-        t.useful_gpu_hours += uh;
+        t.useful_gpu_hours += hours.useful;
         t.cost += cost;
         t.idle_cost += idle_cost;
-        // Failed as Slurm's accounting says it: FAILED (and OOM), TIMEOUT, NODE_FAIL. A cancelled
-        // job ended by signal (scancel) is a cancellation; the cause split tells those apart.
-        if j.state.is_failure() {
-            t.failed_gpu_hours += gh;
-            t.failed_cost += cost;
-        }
-        jobs.push(JobCost { id: j.id, job: j.into_owned(), live, gpu_hours: gh, cost, idle_cost });
+        t.failed_gpu_hours += hours.failed;
+        t.failed_cost += hours.failed * price;
+        t.hours.add(&hours);
+        jobs.push(JobCost { id: j.id, job: j.into_owned(), live, gpu_hours: gh, hours, cost, idle_cost });
     }
     let mut unused = Unused::default();
     for c in capacity.unwrap_or_default() {
@@ -441,6 +492,9 @@ fn build<'a>(
     }
     rates.push(("other".into(), card.default));
     let mut teams: Vec<TeamCost> = teams.into_values().collect();
+    for t in &mut teams {
+        t.useful_pct = t.hours.useful_pct();
+    }
     teams.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.team.cmp(&b.team)));
     jobs.sort_by(|a, b| b.cost.total_cmp(&a.cost).then(a.id.cmp(&b.id)));
     CostReport {

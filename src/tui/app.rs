@@ -62,8 +62,9 @@ pub struct LedgerLink {
     /// One per cluster the state holds (one, scope `""`, in a single-cluster console): each
     /// cluster is recorded in its own ledger.
     pub trackers: Vec<crate::cost::track::Tracker>,
-    /// The last window answer: (cluster, window seconds, result).
-    pub answer: Option<(String, i64, Result<crate::store::WindowData, crate::store::LedgerError>)>,
+    /// The last window answer of each ledger (one per cluster in a fleet): (ledger name, window
+    /// seconds, result).
+    pub answers: Vec<(String, i64, Result<crate::store::WindowData, crate::store::LedgerError>)>,
     /// Bumped with each answer (the cost report is rebuilt for it).
     pub seq: u64,
     /// The window asked for last and when (wall clock).
@@ -91,9 +92,22 @@ pub const ACK_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often the Cost view asks the ledger again for the window it shows.
 const LEDGER_REASK: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// The ledgers the Cost view reads for `s`: (the cluster's scope in the state, its ledger's
+/// name), one per configured cluster in a fleet, the files the trackers write.
+fn ledgers(s: &ClusterState) -> Vec<(Text, Text)> {
+    s.clusters()
+        .iter()
+        .map(|c| {
+            let t = crate::cost::track::Tracker::for_cluster(c.clone());
+            (c.clone(), t.ledger_name(s))
+        })
+        .filter(|(_, name)| !name.is_empty())
+        .collect()
+}
+
 impl LedgerLink {
     pub fn new(writer: crate::store::ledger::Writer) -> LedgerLink {
-        LedgerLink { writer, trackers: Vec::new(), answer: None, seq: 0, asked: None, failure: None }
+        LedgerLink { writer, trackers: Vec::new(), answers: Vec::new(), seq: 0, asked: None, failure: None }
     }
 }
 
@@ -739,7 +753,8 @@ impl App {
                     Ok(w) => w.to - w.from,
                     Err(_) => l.asked.map_or(0, |(w, _)| w),
                 };
-                l.answer = Some((cluster, window, result));
+                l.answers.retain(|(c, _, _)| *c != cluster);
+                l.answers.push((cluster, window, result));
                 l.seq += 1;
             }
             Answer::Failed(e) => l.failure = Some(e),
@@ -789,17 +804,20 @@ impl App {
         self.note_release(recorded);
         let Some(l) = self.ledger.as_mut() else { return };
         let s = &self.live;
-        if self.ui.view != views::cost::ID || s.cluster.is_empty() {
+        if self.ui.view != views::cost::ID {
             return;
         }
         let window = cost::WINDOWS[self.ui.cost_window].0;
         if l.asked.is_none_or(|(w, at)| w != window || at.elapsed() >= LEDGER_REASK) {
             l.asked = Some((window, std::time::Instant::now()));
-            l.writer.send(crate::store::ledger::Request::Window {
-                cluster: s.cluster.to_string(),
-                from: s.now - window,
-                to: s.now,
-            });
+            // Each cluster's own ledger (the files the trackers write), one request each.
+            for (_, name) in ledgers(s) {
+                l.writer.send(crate::store::ledger::Request::Window {
+                    cluster: name.to_string(),
+                    from: s.now - window,
+                    to: s.now,
+                });
+            }
         }
     }
 
@@ -807,20 +825,30 @@ impl App {
     /// one for this window, saying why not when the ledger fails.
     fn cost_report(&self, s: &ClusterState, window: i64) -> CostReport {
         let Some(l) = &self.ledger else { return cost::report(s, window) };
-        match &l.answer {
-            Some((c, w, Ok(data))) if *w == window && c.as_str() == s.cluster.as_str() => {
-                let mut r = cost::report_ledger(s, window, data);
-                if let Some(e) = &l.failure {
-                    r.basis = cost::Basis::Unavailable { why: format!("{e} (figures up to the last write)") };
-                }
-                r
+        let mut windows: Vec<(&str, &crate::store::WindowData)> = Vec::new();
+        let mut reading = false;
+        let names = ledgers(s);
+        for (scope, name) in &names {
+            match l.answers.iter().find(|(c, w, _)| *w == window && c.as_str() == name.as_str()) {
+                Some((_, _, Ok(data))) => windows.push((scope.as_str(), data)),
+                Some((_, _, Err(e))) => return cost::report_unavailable(s, window, e.to_string()),
+                None => reading = true,
             }
-            Some((_, w, Err(e))) if *w == window => cost::report_unavailable(s, window, e.to_string()),
-            _ => match &l.failure {
-                Some(e) => cost::report_unavailable(s, window, e.to_string()),
-                None => cost::report(s, window),
-            },
         }
+        if let Some(e) = &l.failure
+            && (reading || windows.is_empty())
+        {
+            return cost::report_unavailable(s, window, e.to_string());
+        }
+        if reading || windows.is_empty() {
+            // Asked, not answered yet: the jobs the console holds meanwhile, said to be so.
+            return cost::report_reading(s, window);
+        }
+        let mut r = cost::report_ledgers(s, s.now - window, s.now, &windows);
+        if let Some(e) = &l.failure {
+            r.basis = cost::Basis::Unavailable { why: format!("{e} (figures up to the last write)") };
+        }
+        r
     }
 
     fn on_key(&mut self, k: KeyEvent) {

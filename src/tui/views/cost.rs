@@ -5,7 +5,7 @@ use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col
 use super::super::widgets::{money, opt, untrusted};
 use super::jobs::{job_field, job_state_style, job_text};
 use super::{TableId, ViewId, ViewKey};
-use crate::cost::bill::{CauseShare, Dimension, Parts, Share, WaitShare};
+use crate::cost::bill::{CauseShare, Dimension, Share, WaitShare};
 use crate::cost::{By, CostReport, JobCost, TeamCost};
 use crate::model::{Epoch, JobKey, ObjKey};
 use crate::tui::app::App;
@@ -325,17 +325,13 @@ static JCOLS: [Column; 9] = [
     col(
         "USEFUL",
         6,
+        |cx, key| SortKey::Float(jc(cx, key).useful_pct().unwrap_or(-1.0)),
         |cx, key| {
-            let j = &jc(cx, key).job;
-            SortKey::Float(j.useful_pct().unwrap_or(-1.0))
-        },
-        |cx, key| {
-            let j = &jc(cx, key).job;
             let t = cx.theme;
-            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}%"))), t.text)
+            Span::styled(opt(jc(cx, key).useful_pct().map(|p| format!("{p:.0}%"))), t.text)
         },
     )
-    .num(|cx, k| jc(cx, k).job.useful_pct())
+    .num(|cx, k| jc(cx, k).useful_pct())
     .right(),
     col(
         "IDLE $",
@@ -377,7 +373,7 @@ impl TableSource for CostJobsTable {
         let j = &c.job;
         serde_json::json!({"id": j.id, "name": j.name, "user": j.user, "account": j.account, "state": j.state,
                "gpus": j.gpus, "gpu_hours": c.gpu_hours, "cost": c.cost, "idle_cost": c.idle_cost,
-               "useful_pct": j.useful_pct(), "currency": cx.cost.currency, "window_s": cx.cost.window_s})
+               "useful_pct": c.useful_pct(), "currency": cx.cost.currency, "window_s": cx.cost.window_s})
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -436,11 +432,6 @@ fn share<'a>(cx: &Cx<'a>, key: RowKey) -> &'a Share {
     &cx.cost.bill.shares(dim(cx))[key as usize]
 }
 
-/// The useful part of what a share's jobs held, %.
-fn useful_pct(p: &Parts) -> Option<f64> {
-    (p.direct() > 0.0).then(|| 100.0 * p.useful / p.direct())
-}
-
 static BYCOLS: [Column; 8] = [
     col(
         "NAME",
@@ -476,12 +467,10 @@ static BYCOLS: [Column; 8] = [
     col(
         "USEFUL",
         6,
-        |cx, key| SortKey::Float(useful_pct(&share(cx, key).parts).unwrap_or(-1.0)),
-        |cx, key| {
-            Span::styled(opt(useful_pct(&share(cx, key).parts).map(|p| format!("{p:.0}%"))), cx.theme.text)
-        },
+        |cx, key| SortKey::Float(share(cx, key).useful_pct().unwrap_or(-1.0)),
+        |cx, key| Span::styled(opt(share(cx, key).useful_pct().map(|p| format!("{p:.0}%"))), cx.theme.text),
     )
-    .num(|cx, k| useful_pct(&share(cx, k).parts))
+    .num(|cx, k| share(cx, k).useful_pct())
     .right(),
     col(
         "IDLE $",
@@ -543,7 +532,15 @@ impl TableSource for ByTable {
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(share(cx, key))
+        let sh = share(cx, key);
+        let mut v = to_json(sh);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("useful_pct".into(), serde_json::json!(sh.useful_pct()));
+            o.insert("idle_cost".into(), serde_json::json!(sh.parts.allocated_idle));
+            o.insert("failed_cost".into(), serde_json::json!(sh.parts.failed));
+            o.insert("shared_cost".into(), serde_json::json!(sh.parts.shared()));
+        }
+        v
     }
 
     fn columns(&self) -> &'static [Column] {
@@ -1017,6 +1014,14 @@ pub fn summary<'a>(
             if wide { " · no ledger: only the jobs this console holds" } else { " · no ledger" },
             t.dim,
         )),
+        (Basis::Reading, _) => first.push(Span::styled(
+            if wide {
+                " · reading the ledger… (meanwhile the jobs this console holds)"
+            } else {
+                " · reading ledger…"
+            },
+            t.dim,
+        )),
         (Basis::Unavailable { .. }, _) => first.push(Span::styled(" · ledger failed", t.crit)),
         _ => {}
     }
@@ -1041,6 +1046,7 @@ pub fn summary<'a>(
                 }
             }
         }
+        Basis::Reading => second.push(Span::styled(" reading the ledger…", t.dim)),
         _ => second.push(Span::styled(" not known without the ledger", t.dim)),
     }
     second.push(Span::styled(now_text, t.dim));
@@ -1055,7 +1061,7 @@ pub fn summary<'a>(
                 vec![Span::styled(format!(" {unit}/GPU-h "), t.dim), Span::styled(rates.join(" · "), t.text)];
             if wide {
                 l.push(Span::styled(
-                    "  ([prices] in the config; USEFUL = mean GPU util over GPU-hours)",
+                    "  ([prices] in the config; USEFUL = useful / (useful + idle + failed) GPU-h)",
                     t.dim,
                 ));
             }
@@ -1088,14 +1094,19 @@ fn recorded_detail<'a>(cx: &Cx<'a>, c: &'a JobCost) -> Vec<Line<'a>> {
         kv(
             cx,
             "useful",
-            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}% of its GPU-hours"))), t.text),
+            Span::styled(opt(c.useful_pct().map(|p| format!("{p:.0}% of its GPU-hours"))), t.text),
+        ),
+        kv(
+            cx,
+            "utilisation",
+            Span::styled(opt(j.useful_pct().map(|p| format!("{p:.0}% measured over its run"))), t.text),
         ),
         kv(cx, "exit", Span::styled(opt(j.exit_reason.as_deref()), t.dim)),
     ]
 }
 
 /// What every word of the Cost view means, for the help.
-const HELP: [(&str, &str); 17] = [
+const HELP: [(&str, &str); 18] = [
     ("total", "every GPU-hour the cluster had, priced, plus overhead: the sum of the 7 parts"),
     ("U useful", "GPU-hours jobs held x their measured GPU utilisation"),
     ("i alloc-idle", "the rest of what jobs that did not fail held (100% - utilisation)"),
@@ -1105,7 +1116,8 @@ const HELP: [(&str, &str); 17] = [
     ("F failed", "all that runs held which failed: node failure, OOM, timeout, non-zero exit"),
     ("o overhead", "[prices.overhead] lines (network, storage, support, ops) for the window"),
     ("SHARED $", "a row's part of unallocated + unhealthy + overhead, by what its jobs held"),
-    ("USEFUL", "useful / what the row's jobs held (GPU-hour weighted, not a mean of jobs)"),
+    ("USEFUL", "useful / (useful + alloc-idle + failed) GPU-hours; a failed run is 0%"),
+    ("IDLE $", "the alloc-idle part of what the row's jobs held (a failed run's is failed)"),
     ("GPU-H", "GPU-hours held inside the window (a MIG slice counts as its share)"),
     ("$/GPU-h", "the price card ([prices]): on-demand rates, blended with reservations"),
     ("unit cost", "total / units ([prices] unit: completed runs, finished jobs, GPU-hours)"),

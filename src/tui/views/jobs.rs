@@ -526,16 +526,21 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
     if j.retries > 0 {
         out.push(kv(cx, "retries", Span::styled(j.retries.to_string(), t.warn)));
     }
-    // What it held (its GPUs × its run), idle at the utilisation measured (none: not claimed).
+    // What it held (its GPUs × its run), by part as the Cost view counts it: idle at the
+    // utilisation measured (none: not claimed), all of it failed when the run failed.
     let held = j.held_gpu_seconds(Epoch::MIN, Epoch::MAX, s.now);
     if held > 0.0 {
         let model = j.gpu_model.as_deref().unwrap_or("");
         let cost = gpu_hours_cost(&s.prices, model, held);
-        let idle = j.useful_pct().map(|u| gpu_hours_cost(&s.prices, model, held * (1.0 - u / 100.0)));
-        let idle = idle.map_or_else(
-            || "idle not measured".to_string(),
-            |i| format!("{} idle", money(i, &s.prices.currency)),
-        );
+        let parts = crate::cost::held_hours(j, held);
+        let idle = if parts.failed > 0.0 {
+            "failed".to_string()
+        } else if parts.unmeasured > 0.0 {
+            "idle not measured".to_string()
+        } else {
+            let idle = gpu_hours_cost(&s.prices, model, parts.allocated_idle * 3600.0);
+            format!("{} idle", money(idle, &s.prices.currency))
+        };
         out.push(kv(
             cx,
             "cost",
@@ -544,7 +549,7 @@ pub fn detail<'a>(cx: &Cx<'a>, key: RowKey, width: u16) -> Vec<Line<'a>> {
                     "{:.1} GPU-h, {} ({idle}), useful {}",
                     held / 3600.0,
                     money(cost, &s.prices.currency),
-                    opt(j.useful_pct().map(|p| format!("{p:.0}%")))
+                    opt(parts.useful_pct().map(|p| format!("{p:.0}%")))
                 ),
                 t.text,
             ),
