@@ -358,7 +358,7 @@ fn cost_window_and_team_with_numbers_for_machines() {
         (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
     };
     let (csv_text, err) = run(&["cost", "--window", "7d", "--team", "vision", "-o", "csv"]);
-    assert!(err.contains("the ledger has data since"), "a new ledger says so: {err}");
+    assert!(err.contains("capacity since") && err.contains("lower bound"), "a new ledger says so: {err}");
     let mut rd = csv::Reader::from_reader(csv_text.as_bytes());
     let h = rd.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|x| x == name).unwrap_or_else(|| panic!("{name} in {h:?}"));

@@ -127,9 +127,8 @@ pub fn run(
     if is_cost && let Some(since) = cost.data_since {
         // Scripts read stdout; the coverage note goes beside it.
         eprintln!(
-            "gpuplane: the ledger has data since {} ({} of the {} window)",
-            crate::clock::stamp(since),
-            crate::clock::dur(state.now - since),
+            "gpuplane: {} ({} window)",
+            crate::cost::capacity_note(since, state.now),
             crate::clock::dur(window)
         );
     }

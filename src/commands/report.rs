@@ -508,11 +508,7 @@ fn range_report(from: &str, to: Option<&str>, config: &Config) -> Result<CostRep
     }
     let r = cost_report(&state, from, to, config);
     if let Some(since) = r.data_since {
-        eprintln!(
-            "gpuplane: the ledger has data since {}: the report covers {} of the window",
-            crate::clock::stamp(since),
-            crate::clock::dur(r.until - since)
-        );
+        eprintln!("gpuplane: {}", crate::cost::capacity_note(since, r.until));
     }
     if let Basis::Console = r.basis {
         eprintln!("gpuplane: no ledger ([ledger] enabled = false): only the jobs read now are counted");
@@ -617,6 +613,9 @@ pub fn json(r: &CostReport, by: Dimension) -> Result<String, String> {
         "by": by.label(),
         "currency": b.currency,
         "data_since": r.data_since.map(ts),
+        // The GPUs no job held are counted only since the ledger began: the total is at least.
+        "capacity_since": r.data_since.map(ts),
+        "total_is_lower_bound": r.data_since.is_some(),
         "basis": r.basis,
         "rows": b.shares(by).iter().map(row).collect::<Vec<_>>(),
         "totals": row(&b.totals()),

@@ -365,6 +365,18 @@ fn from_ledgers(
     r
 }
 
+/// What a window's figures cover when the ledger is younger than the window (`since`, its
+/// first record): every job of the window (the scheduler's history), but the GPUs no job held
+/// only since the ledger began, so the total is a lower bound. One phrasing for every command.
+pub fn capacity_note(since: Epoch, until: Epoch) -> String {
+    format!(
+        "capacity since {} ({} of the window): the GPUs no job held before it are not counted, \
+         so the total is a lower bound (every job of the window is counted)",
+        crate::clock::stamp(since),
+        crate::clock::dur((until - since).max(0))
+    )
+}
+
 /// [`report`] for any `[from, to]`: the jobs the console holds now, no ledger.
 pub fn report_console_range(s: &ClusterState, from: Epoch, to: Epoch, basis: Basis) -> CostReport {
     let jobs = s.jobs.iter().map(|j| (Cow::Borrowed(j), true, s.now));

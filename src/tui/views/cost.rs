@@ -973,9 +973,13 @@ pub fn summary<'a>(
     let wide = width >= 140;
     let cur = &c.currency;
     let m = |v: f64| money(v, cur);
+    // A ledger younger than the window holds every job of it (the scheduler's history) but
+    // the GPUs no job held only since it began: the total is then a lower bound, and says so.
+    let lower = matches!(c.basis, Basis::Ledger { .. }) && c.data_since.is_some();
+    let ge = if lower { "≥" } else { "" };
     let mut first = vec![
         Span::styled(format!(" {wname} "), t.title),
-        Span::styled(m(c.total), t.accent),
+        Span::styled(format!("{ge}{}", m(c.total)), t.accent),
         Span::styled(if wide { " total = jobs " } else { " = jobs " }, t.dim),
         Span::styled(m(c.allocated), t.text),
         Span::styled(if wide { " (idle on them " } else { " (idle " }, t.dim),
@@ -983,7 +987,7 @@ pub fn summary<'a>(
         Span::styled(if wide { ") + GPUs no job held " } else { ") + no job " }, t.dim),
     ];
     match &c.basis {
-        Basis::Ledger { .. } => first.push(Span::styled(m(c.unused.total().cost), t.warn)),
+        Basis::Ledger { .. } => first.push(Span::styled(format!("{ge}{}", m(c.unused.total().cost)), t.warn)),
         _ => first.push(Span::styled("?", t.dim)),
     }
     // Overhead lines and reserved GPU-hours the window never saw, when the card has them.
@@ -1001,9 +1005,12 @@ pub fn summary<'a>(
         (Basis::Ledger { .. }, Some(since)) => {
             let when = crate::clock::clock(now, since);
             let text = if wide {
-                format!(" · data since {when} ({} of the window)", crate::clock::dur(now - since))
+                format!(
+                    " · capacity since {when} ({} of the window; jobs: all of it)",
+                    crate::clock::dur(now - since)
+                )
             } else {
-                format!(" · since {when}")
+                format!(" · capacity since {when}")
             };
             first.push(Span::styled(text, t.warn));
         }
@@ -1124,7 +1131,10 @@ const HELP: [(&str, &str); 18] = [
     ("causes", "node-failure, oom, timeout, non-zero-exit (in failed); preemption, user-cancel (kept)"),
     ("WAIT GPU-H", "requested GPUs x time waited in the queue, inside the window"),
     ("budget", "[prices.budgets] per month; /day = the window's burn; out = when it is spent"),
-    ("data since", "the usage ledger is younger than the window: only that part is counted"),
+    (
+        "capacity since",
+        "the usage ledger is younger than the window: every job of the window is counted (the scheduler's history), the GPUs no job held only since the ledger began, so the total is a lower bound (≥)",
+    ),
 ];
 
 /// Cost: the bill over a window, by team and by job.
