@@ -519,6 +519,68 @@ fn get_reads_prometheus_alone() {
     // A closed port (exit status 2 and the reason): tests/prom_recorded.rs.
 }
 
+/// `(alertname, Hostname, gpu)` of each firing alert, as the server's own `ALERTS` series say.
+async fn firing_alerts_oracle(url: &str) -> Vec<(String, String, String)> {
+    let mut v: Vec<(String, String, String)> = query(url, r#"ALERTS{alertstate="firing"}"#)
+        .await
+        .into_iter()
+        .map(|(l, _)| {
+            let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+            (get("alertname"), get("Hostname"), get("gpu"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Without an Alertmanager, Prometheus's own alerts (`/api/v1/alerts`) are the Alerts view's: every
+/// alert the server's `ALERTS` series say is firing, said to come from Prometheus, read-only, and
+/// among the incidents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_alertmanager_the_alerts_are_prometheuss_own() {
+    let url = url();
+    let mut c = cfg(&url);
+    c.alerts = true;
+    let mut state = ClusterState::new(Default::default(), Default::default());
+    drive(c, &mut state, 60, first_refresh).await;
+    let want = firing_alerts_oracle(&url).await;
+    assert!(!want.is_empty(), "the planted history fires alerts");
+    let mut got: Vec<(String, String, String)> = state
+        .alerts
+        .iter()
+        .filter(|a| a.state == gpuplane::model::alert::AlertState::Active)
+        .map(|a| {
+            let get = |k: &str| a.label(k).unwrap_or("").to_string();
+            (a.name.to_string(), get("Hostname"), get("gpu"))
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(state.alerts_origin, Some(gpuplane::model::alert::AlertOrigin::Prometheus));
+    let title = gpuplane::tui::views::alerts::title(&state);
+    assert!(title.contains(&format!("from Prometheus, read-only ({} firing", want.len())), "{title}");
+    assert!(!gpuplane::tui::views::alerts::can_silence(&state));
+    let alert_incidents = state.incidents.iter().filter(|i| i.signal.starts_with("alert:")).count();
+    assert_eq!(alert_incidents, want.len());
+}
+
+/// `gpuplane get alerts` with Prometheus and no Alertmanager lists Prometheus's firing alerts.
+#[test]
+fn get_alerts_reads_prometheus_without_alertmanager() {
+    let url = url();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpuplane_cmd(dir.path())
+        .args(["get", "alerts", "-o", "json", "--prometheus", &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let firing = rows.as_array().unwrap().iter().filter(|r| r["state"] == "active").count();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let want = rt.block_on(firing_alerts_oracle(&url));
+    assert_eq!(firing, want.len(), "{rows:#}");
+}
+
 /// The detail pane's history comes from `query_range` for what it shows and nothing else: no
 /// focus, no history; a node's and then one GPU's last hour arrive, equal to the same range
 /// queried directly.

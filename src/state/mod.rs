@@ -95,6 +95,8 @@ pub struct ClusterState {
     /// Alerts and silences from the alert manager (Alertmanager), as last reported.
     pub alerts: Vec<crate::model::alert::Alert>,
     pub silences: Vec<crate::model::alert::Silence>,
+    /// Where `alerts` came from (`None`: no alert source has reported).
+    pub alerts_origin: Option<crate::model::alert::AlertOrigin>,
     /// Acks (the ack store) and node actions (the audit log): what the incidents' lifecycle
     /// is derived from besides the cluster.
     pub handling: crate::model::Handling,
@@ -362,10 +364,15 @@ impl ClusterState {
             }
             Update::Alerts(snap) => {
                 let was_fresh = self.mark_fresh(&snap.source, snap.at);
-                if self.alerts == snap.alerts && self.silences == snap.silences {
+                let origin = Some(snap.origin());
+                if self.alerts == snap.alerts
+                    && self.silences == snap.silences
+                    && self.alerts_origin == origin
+                {
                     return !was_fresh;
                 }
                 let snap = *snap;
+                self.alerts_origin = origin;
                 self.alerts = snap.alerts;
                 self.silences = snap.silences;
                 self.redetect();

@@ -23,11 +23,16 @@
 //!   a GPU, a job) and only that is range-queried (three queries, debounced while scrolling,
 //!   renewed every minute while it stays on screen; for a job, also the evidence on its nodes
 //!   over the hour, [`evidence`]).
+//! * **Alerts** (`alerts`, set where no Alertmanager is configured): each refresh also reads
+//!   `/api/v1/alerts` (the alerting rules' firing and pending alerts) and sends them as an
+//!   [`Update::Alerts`] with `source: "prom"`, so the Alerts view and the incidents see what
+//!   Prometheus fires; read-only (Prometheus has no silences). A failure there is partial data.
 //! * **Health**: every outcome is an [`Update::Status`]: unreachable, slow, 5xx or refused
 //!   credentials say so with the age of the last data, and retry with exponential backoff and
 //!   jitter; the API's own errors (`bad_data`, `execution`) and warnings are shown verbatim, and
 //!   a refresh where some families failed still delivers the others (partial data).
 
+pub mod alerts;
 pub mod api;
 pub mod client;
 pub mod config;
@@ -41,6 +46,7 @@ pub use client::{PromClient, PromError};
 pub use config::{PromConfig, PromSection};
 
 use crate::backend::retry::{Backoff, jitter};
+use crate::model::alert::AlertSnapshot;
 use crate::model::protocol::{Delta, Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Text};
 use client::Body;
@@ -470,7 +476,14 @@ impl Backend {
             let q = queries::promql(&self.cfg, f);
             async move { (f, client.query(&q, Some(t)).await) }
         });
-        let bodies: Vec<(Family, Result<Body, PromError>)> = futures::future::join_all(futures).await;
+        let read_alerts = async {
+            match self.cfg.alerts {
+                true => Some(client.alerts().await),
+                false => None,
+            }
+        };
+        let (bodies, alerts): (Vec<(Family, Result<Body, PromError>)>, _) =
+            tokio::join!(futures::future::join_all(futures), read_alerts);
         let cfg = self.cfg.clone();
         let mut mem = std::mem::take(&mut self.mem);
         let joined = tokio::task::spawn_blocking(move || {
@@ -487,7 +500,21 @@ impl Backend {
         }
         let unknown =
             self.cfg.discover_nodes && out.mapped.samples.iter().any(|s| !self.known.contains(&s.node));
-        let problems = out.problems();
+        let mut problems = out.problems();
+        let alerts = match alerts {
+            Some(Ok(body)) => match alerts::parse(&body.0) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    problems = Some(join_problem(problems, &e));
+                    None
+                }
+            },
+            Some(Err(e)) => {
+                problems = Some(join_problem(problems, &format!("alerts: {e}")));
+                None
+            }
+            None => None,
+        };
         if let Some(p) = &problems {
             tracing::warn!("{p}");
         }
@@ -497,10 +524,24 @@ impl Backend {
         if !self.send(Update::Delta(Box::new(delta))).await {
             return None;
         }
+        if let Some(alerts) = alerts {
+            let snap = AlertSnapshot { source: Text::const_new(SOURCE), at, alerts, silences: vec![] };
+            if !self.send(Update::Alerts(Box::new(snap))).await {
+                return None;
+            }
+        }
         if !self.status(problems, Some(at)).await {
             return None;
         }
         Some((true, unknown))
+    }
+}
+
+/// A problem added to the status text (`prometheus: a — b`).
+fn join_problem(problems: Option<String>, more: &str) -> String {
+    match problems {
+        Some(p) => format!("{p} — {more}"),
+        None => format!("prometheus: {more}"),
     }
 }
 
