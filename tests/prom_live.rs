@@ -408,6 +408,153 @@ async fn telemetry_joins_the_schedulers_nodes() {
     );
 }
 
+/// A running job as a scheduler lists it.
+fn running_job(id: u64) -> gpuplane::model::Job {
+    gpuplane::model::Job {
+        cluster: Default::default(),
+        id,
+        name: "train".into(),
+        user: "alice".into(),
+        account: "vision".into(),
+        queue: "batch".into(),
+        state: gpuplane::model::JobState::Running,
+        pending_reason: None,
+        priority: 1,
+        submit: 1,
+        start: Some(1),
+        end: None,
+        est_start: None,
+        gpus: 8,
+        gpu_model: None,
+        nodes: vec![],
+        exit_reason: None,
+        retries: 0,
+        position: None,
+        rank: None,
+        gpu_seconds: 0.0,
+        useful_gpu_seconds: 0.0,
+        time_limit: None,
+    }
+}
+
+/// Telemetry that says what the scheduler does not is an incident, never dropped in silence: a
+/// node the scheduler lists idle with 4 GPUs (node-003) while Prometheus has its host's 8 GPUs
+/// busy; GPUs beyond the scheduler's count named; telemetry job ids the scheduler does not list.
+/// Every figure is the server's own (PromQL), the scheduler's side the test's own listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disagreements_between_telemetry_and_the_scheduler_are_incidents() {
+    use gpuplane::state::disagree;
+    let url = url();
+    // The host with the most busy GPUs is listed idle, with 4 GPUs.
+    let busy_by_host =
+        query(&url, &format!("count by (Hostname) (DCGM_FI_DEV_GPU_UTIL >= {})", disagree::BUSY_UTIL_PCT))
+            .await;
+    let (host, busy) = busy_by_host
+        .iter()
+        .map(|(l, v)| (l["Hostname"].clone(), *v as u32))
+        .max_by_key(|(h, v)| (*v, std::cmp::Reverse(h.clone())))
+        .expect("busy GPUs in the planted history");
+    assert!(busy > 4, "{host}: {busy}");
+    let idle_name = host.replace("gpu-", "node-");
+    // The telemetry's job ids per host; the scheduler lists one of them.
+    let jobs_by_host: Vec<(String, u64)> =
+        query(&url, r#"count by (Hostname, hpc_job) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""})"#)
+            .await
+            .into_iter()
+            .map(|(l, _)| (l["Hostname"].clone(), l["hpc_job"].parse().unwrap()))
+            .collect();
+    let all_ids: std::collections::BTreeSet<u64> = jobs_by_host.iter().map(|x| x.1).collect();
+    assert!(all_ids.len() >= 2, "{jobs_by_host:?}");
+    let listed = *all_ids.iter().next().unwrap();
+    let mut nodes = scheduler_nodes();
+    let n = nodes.iter_mut().find(|n| n.name == idle_name.as_str()).unwrap();
+    n.state = NodeState::Idle;
+    n.gpu_alloc = 0;
+    n.gpu_slots = 4;
+    n.gpus.truncate(4);
+    for g in &mut n.gpus {
+        g.job = None;
+        g.model = "L40S".into();
+    }
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    s.apply(Update::Inventory {
+        at: 1,
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
+            source: "slurm".into(),
+            nodes: Some(nodes),
+            jobs: Some(vec![running_job(listed)]),
+            ..Default::default()
+        }),
+    });
+    let mut c = cfg(&url);
+    c.discover_nodes = false;
+    c.host_map.regex = Some(regex::Regex::new(r"^gpu-(\d+)$").unwrap());
+    c.host_map.replace = Some("node-$1".into());
+    drive(c, &mut s, 90, first_refresh).await;
+
+    // Busy on a node the scheduler calls idle.
+    let on = |signal: &str| -> Vec<&Incident> { s.incidents.iter().filter(|i| i.signal == signal).collect() };
+    let busy_inc = on("disagree-busy");
+    assert_eq!(busy_inc.len(), 1, "{busy_inc:#?}");
+    assert_eq!(busy_inc[0].subject, idle_name.as_str());
+    assert!(
+        busy_inc[0].title.contains(&format!("{busy} GPUs busy")) && busy_inc[0].title.contains("idle"),
+        "{}",
+        busy_inc[0].title
+    );
+    // The GPU counts: the telemetry's as the server counts the host's GPUs, the ones beyond the
+    // scheduler's named (and not shown as GPUs of the node).
+    let tele = one(&url, &format!("count(DCGM_FI_DEV_GPU_UTIL{{Hostname=\"{host}\"}})")).await as u32;
+    let mut beyond: Vec<u8> = query(&url, &format!("DCGM_FI_DEV_GPU_UTIL{{Hostname=\"{host}\"}}"))
+        .await
+        .into_iter()
+        .map(|(l, _)| l["gpu"].parse::<u8>().unwrap())
+        .filter(|&g| g >= 4)
+        .collect();
+    beyond.sort();
+    let count_inc = on("disagree-gpus");
+    let mine: Vec<_> = count_inc.iter().filter(|i| i.subject == idle_name.as_str()).collect();
+    assert_eq!(mine.len(), 1, "{count_inc:#?}");
+    let list: Vec<String> = beyond.iter().map(u8::to_string).collect();
+    assert!(
+        mine[0].title.starts_with(&format!("telemetry reports {tele} GPUs, the scheduler 4")),
+        "{}",
+        mine[0].title
+    );
+    assert!(mine[0].title.contains(&format!("GPUs {} are not shown", list.join(", "))), "{}", mine[0].title);
+    assert_eq!(s.node(&idle_name).unwrap().gpus.len(), 4);
+    // Every other host whose GPU count is not the scheduler's 8, and no more.
+    let counts = query(&url, "count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)").await;
+    let mut want: Vec<String> = counts
+        .iter()
+        .filter(|(l, v)| l["Hostname"] == host || *v as u32 != 8)
+        .map(|(l, _)| l["Hostname"].replace("gpu-", "node-"))
+        .collect();
+    want.sort();
+    let mut got: Vec<String> = count_inc.iter().map(|i| i.subject.to_string()).collect();
+    got.sort();
+    assert_eq!(got, want);
+    // Job ids the scheduler does not list, per node; the one it lists is not among them.
+    let mut want: Vec<(String, u64)> = jobs_by_host
+        .iter()
+        .filter(|(_, j)| *j != listed)
+        .map(|(h, j)| (h.replace("gpu-", "node-"), *j))
+        .collect();
+    want.sort();
+    let mut got: Vec<(String, u64)> = s
+        .disagreements
+        .iter()
+        .filter_map(|(k, d)| Some((k, d.jobs.as_ref()?)))
+        .flat_map(|(k, (j, _))| j.iter().map(move |j| (k.name.to_string(), *j)))
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    let nodes_with_unknown: std::collections::BTreeSet<&String> = want.iter().map(|x| &x.0).collect();
+    assert_eq!(on("disagree-jobs").len(), nodes_with_unknown.len());
+    // What doctor counts.
+    assert_eq!(disagree::job_matches(&s), (1, all_ids.len() - 1));
+}
+
 /// A TCP proxy to Prometheus that can be stopped (listener and live connections closed).
 async fn proxy(target: String) -> (String, CancellationToken) {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

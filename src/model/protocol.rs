@@ -67,6 +67,9 @@ pub struct GpuSample {
     pub xid: Option<XidEvent>,
     /// `Some(None)`: released; `Some(Some(id))`: allocated to `id`.
     pub job: Option<Option<JobId>>,
+    /// The scheduler job the telemetry's own labels name (dcgm-exporter's `hpc_job`) where
+    /// another source owns the GPU: never applied, only compared with the scheduler's jobs.
+    pub telemetry_job: Option<JobId>,
 }
 
 /// The GPU samples of one node.

@@ -424,6 +424,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     }
     acceptance(s, &mut out);
     super::twins::incidents(s, &mut out);
+    super::disagree::incidents(s, &mut out);
     for ((cluster, job), (count, since, per_hour, node)) in idle_by_job {
         let who =
             s.job_in(&cluster, job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();

@@ -205,6 +205,7 @@ pub fn sample_of(s: &LocalSnapshot) -> NodeSample {
                 links: g.link_errors,
                 xid: lost_xid(g, s.at),
                 job: None,
+                telemetry_job: None,
             })
             .collect(),
         processes: Some(s.gpus.iter().flat_map(|g| g.processes.iter().map(proc_of)).collect()),

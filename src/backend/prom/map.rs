@@ -802,6 +802,13 @@ impl Refresh {
                     xid_seen.insert(key, ());
                     s.xid = Some(XidEvent { code, at: first, count: g.get(Count::Xids).unwrap_or(1).max(1) });
                 }
+                if !discover
+                    && let Some((_, Alloc::Slurm(id))) =
+                        g.get(Count::Alloc).and_then(|ix| alloc_list.get(ix as usize))
+                {
+                    // With a scheduler, the labels' job is only compared with its jobs.
+                    s.telemetry_job = Some(*id);
+                }
                 if discover && util_ok && g.seen_util {
                     let alloc =
                         g.get(Count::Alloc).and_then(|ix| alloc_list.get(ix as usize).map(|a| (ix, a.0)));
