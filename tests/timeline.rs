@@ -155,6 +155,12 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
         "{md}"
     );
     assert!(md.contains("drain gpu-005 ok [INC-7]: IB flaps"), "the CLI's audited drain is an action:\n{md}");
+    // Who: the operator (the OS user that ran it), not the backend's identity (`sim:oncall`).
+    assert!(md.contains("drain gpu-005 ok [INC-7]: IB flaps | oncall |"), "{md}");
+    assert!(!md.contains("sim:oncall"), "{md}");
+    // A document meant for sharing names no local path.
+    let home_path = home.path().display().to_string();
+    assert!(!md.contains(&home_path), "an absolute local path in the postmortem:\n{md}");
     assert!(md.contains(&format!("{node} was last seen drained")), "{md}");
     let lost = md.lines().find(|l| l.starts_with(&format!("| {} |", s.cluster))).expect("a GPU-hours row");
     assert!(lost.contains("usage ledger") && !lost.contains("unknown"), "{lost}");

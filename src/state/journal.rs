@@ -336,11 +336,11 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 at: a.at,
                 kind: EventKind::Ack,
                 subject_kind: SubjectKind::Other,
-                subject: clean(&format!("{} {}", a.key.subject, a.key.signal)),
+                subject: clean(&a.key.subject),
                 node: node.map(clean),
                 job: None,
                 team: None,
-                what: clean(&format!("acknowledged {}{ticket}: {}", a.key.signal, a.note)),
+                what: clean(&format!("acknowledged {}{ticket}: {}", signal_title(s, &a.key.signal), a.note)),
                 who: Some(clean(&a.by)),
                 gpus: 0,
                 dedupe: clean(&format!("ack:{}:{}:{}", a.key.subject, a.key.signal, a.at)),
@@ -350,6 +350,22 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
     }
     out.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.dedupe.cmp(&b.dedupe)));
     (next, out)
+}
+
+/// What a signal is called for people (`xid:79` → `XID 79: GPU has fallen off the bus`): an
+/// XID's meaning, else its playbook's name, else the title of an incident that carries it, else
+/// the signal's words.
+pub fn signal_title(s: &ClusterState, signal: &str) -> String {
+    if let Some(code) = signal.strip_prefix("xid:").and_then(|c| c.parse::<u16>().ok()) {
+        return format!("XID {code}: {}", xid_info(code).name);
+    }
+    if let Some(p) = s.playbooks.get(signal) {
+        return p.name.clone();
+    }
+    if let Some(i) = s.incidents.iter().find(|i| i.signal == signal) {
+        return i.title.clone();
+    }
+    signal.replace(['-', ':'], " ")
 }
 
 /// The actions of an audit log as events: every outcome (drain, cordon, resume, cancel, a
@@ -391,7 +407,8 @@ pub fn from_audit(records: &[crate::audit::Record], cluster: &dyn Fn(&str) -> Op
             job,
             team: None,
             what: clean(&format!("{}{targets}{result}{ticket}{reason}{bg}", r.action)),
-            who: Some(clean(r.identity.as_deref().unwrap_or(&r.os_user))),
+            // The operator, not the identity the backend knows the token by (`slurm:root`).
+            who: Some(clean(&r.os_user)),
             gpus: 0,
             dedupe: format!("audit:{}:{}", r.seq, r.op_id),
         });
@@ -670,6 +687,10 @@ mod tests {
         let a = ev.iter().find(|e| e.kind == EventKind::Ack).expect("ack");
         assert_eq!((a.who.as_deref(), a.at), (Some("bob"), t0 + 9));
         assert!(a.what.contains("INC-7"), "{}", a.what);
+        // A human signal name, never the internal one.
+        let xid = crate::model::xid_info(79).name;
+        assert!(a.what.starts_with(&format!("acknowledged XID 79: {xid} INC-7")), "{}", a.what);
+        assert!(!a.what.contains("xid:79") && !a.subject.contains("xid:79"), "{a:?}");
         let (_, again) = diff(Some(&snap2), &s);
         assert!(
             again
@@ -684,7 +705,7 @@ mod tests {
             seq,
             ts: "2026-01-01T00:00:10Z".into(),
             os_user: "alice".into(),
-            identity: Some("oncall".into()),
+            identity: Some("slurm:root".into()),
             host: "h".into(),
             cluster: "sim-4x8".into(),
             action: action.into(),
@@ -712,7 +733,8 @@ mod tests {
         let e = &ev[0];
         assert_eq!(
             (e.cluster.as_str(), e.who.as_deref(), e.node.as_deref()),
-            ("sim", Some("oncall"), Some("gpu-004"))
+            ("sim", Some("alice"), Some("gpu-004")),
+            "who is the operator, not the backend's token identity"
         );
         assert_eq!(e.what, "drain gpu-004 ok [INC-4242]: XID 79");
         assert_eq!(e.dedupe, "audit:2:op2");
