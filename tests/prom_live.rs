@@ -350,6 +350,7 @@ fn scheduler_nodes() -> Vec<Node> {
                     power_w: None,
                     power_limit_w: 700,
                     ecc: EccCounts::default(),
+                    ecc_at: None,
                     xid: None,
                     mig: Vec::new(),
                     job: Some(1000 + i),
@@ -553,6 +554,81 @@ async fn disagreements_between_telemetry_and_the_scheduler_are_incidents() {
     assert_eq!(on("disagree-jobs").len(), nodes_with_unknown.len());
     // What doctor counts.
     assert_eq!(disagree::job_matches(&s), (1, all_ids.len() - 1));
+}
+
+/// The first raw sample of each series' newest run of its current value (the time the series
+/// itself says it changed), per `(Hostname, gpu)`: the oracle for a timeline entry's time.
+async fn changed_at(url: &str, series: &str) -> Vec<((String, String), f64, f64)> {
+    let c = PromClient::new(&cfg(url)).unwrap();
+    let body = c.query(&format!("{series}[25h]"), None).await.unwrap();
+    let r = body.parse().unwrap();
+    r.results
+        .iter()
+        .filter_map(|s| {
+            let last = s.last()?;
+            let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
+            let first = s.points[s.points.len() - run];
+            let key = (s.label("Hostname")?.to_string(), s.label("gpu")?.to_string());
+            (last.v > 0.0 && run < s.points.len()).then_some((key, last.v, first.t))
+        })
+        .collect()
+}
+
+/// ECC events are dated by the series itself (when the double-bit count reached its value), not
+/// by when a console first saw them; a console that restarts (the scheduler listed first, the
+/// telemetry after) dates them the same, so the journal keeps one, and never logs "0 → 2".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ecc_events_carry_the_series_change_time_and_a_restart_adds_none() {
+    use gpuplane::model::timeline::EventKind;
+    let url = url();
+    let want = changed_at(&url, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").await;
+    assert!(!want.is_empty(), "a planted double-bit ECC count");
+    let step = gpuplane::backend::prom::ECC_DATING.1 as f64;
+    let check = |events: &[gpuplane::model::timeline::Event], node: &dyn Fn(&str) -> String| {
+        for ((host, gpu), v, t) in &want {
+            let subject = format!("{}/gpu{gpu}", node(host));
+            let e = events
+                .iter()
+                .find(|e| e.kind == EventKind::Ecc && e.subject == subject)
+                .unwrap_or_else(|| panic!("no ECC event for {subject}: {events:#?}"));
+            assert!(e.what.ends_with(&format!("reached {v}")), "{e:?}");
+            let d = e.at as f64 - t;
+            assert!((0.0..=step).contains(&d), "{subject}: at {} vs the series' change at {t} ({d} s)", e.at);
+        }
+    };
+    // Prometheus alone.
+    let mut a = ClusterState::new(Default::default(), Default::default());
+    drive(cfg(&url), &mut a, 90, first_refresh).await;
+    let (first, _) = a.timeline.take_unsent();
+    check(&first, &|h| h.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = gpuplane::store::timeline::Journal::open(&dir.path().join("timeline.sqlite")).unwrap();
+    journal.record(&first).unwrap();
+    // Restarted with a scheduler: its nodes first, the telemetry joined after.
+    let mut b = ClusterState::new(Default::default(), Default::default());
+    let mut nodes = scheduler_nodes();
+    for n in &mut nodes {
+        n.name = n.name.replace("node-", "gpu-").into();
+    }
+    b.apply(Update::Inventory {
+        at: 1,
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
+            source: "slurm".into(),
+            nodes: Some(nodes),
+            ..Default::default()
+        }),
+    });
+    let mut c = cfg(&url);
+    c.discover_nodes = false;
+    drive(c.clone(), &mut b, 90, first_refresh).await;
+    let (again, _) = b.timeline.take_unsent();
+    check(&again, &|h| h.to_string());
+    assert!(!again.iter().any(|e| e.kind == EventKind::Ecc && e.what.contains("0 →")), "{again:#?}");
+    let ecc: Vec<_> = again.into_iter().filter(|e| e.kind == EventKind::Ecc).collect();
+    assert_eq!(journal.record(&ecc).unwrap(), 0, "the restarted console adds no ECC event");
+    drive(c, &mut b, 90, |u, _| matches!(u, Update::Status(s) if s.ok_at.is_some())).await;
+    let (later, _) = b.timeline.take_unsent();
+    assert!(!later.iter().any(|e| e.kind == EventKind::Ecc), "said once: {later:#?}");
 }
 
 /// A TCP proxy to Prometheus that can be stopped (listener and live connections closed).

@@ -63,6 +63,8 @@ pub struct GpuSample {
     pub power_w: Option<u16>,
     pub mem_used_mib: Option<u32>,
     pub ecc: Option<EccCounts>,
+    /// With `ecc`: when its double-bit count reached its value, as the source dates it.
+    pub ecc_at: Option<Epoch>,
     pub links: Option<super::LinkErrors>,
     pub xid: Option<XidEvent>,
     /// `Some(None)`: released; `Some(Some(id))`: allocated to `id`.

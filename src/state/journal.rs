@@ -8,7 +8,9 @@
 //! `reason_changed_at`, a job's end, an alert's start, an ack's time, an audit sequence
 //! number), so every console makes the same key for it, even one that starts later and sees it
 //! on its first look; a change known only by when it was seen (a node going down without a
-//! reason time, a port going down, an ECC count rising) or dated differently by each console
+//! reason time, a port going down) or dated by the source only to its sampling step (an ECC
+//! count, dated by Prometheus's series: the journal's window merges the consoles' copies, and a
+//! restarted console dates it as the first did) or dated differently by each console
 //! (Prometheus's XIDs carry when the console first saw them: an XID is keyed by GPU, code and
 //! count) is keyed without a time, and the journal's window
 //! ([`crate::store::timeline::DEDUPE_WINDOW_S`]) merges consoles' copies.
@@ -46,6 +48,8 @@ struct NodeSnap {
     gpus: Vec<GpuSnap>,
     /// Per port: name, state, flaps.
     ports: Vec<(Text, PortState, u32)>,
+    /// Whether any GPU of it had telemetry: before, a count is not known, not zero.
+    telemetry: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +106,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 .map(|g| (g.index, g.xid.map(|x| (x.code, x.at, x.count)), g.ecc.dbe))
                 .collect(),
             ports: n.ports.iter().map(|p| (p.name.clone(), p.state, p.flaps)).collect(),
+            telemetry: n.gpus.iter().any(|g| g.util.is_some() || g.ecc_at.is_some()),
         };
         let was = prev.and_then(|p| p.nodes.get(&(cluster.clone(), n.name.clone())));
         let gpus = n.gpu_slots.max(n.gpus.len() as u32);
@@ -182,15 +187,25 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                     out.push(e);
                 }
             }
-            if let Some(o) = old
-                && g.ecc.dbe > o.2
-            {
+            // A count that rose since a look with telemetry; or, seen for the first time (a first
+            // look, the first telemetry after a restart), one the source dates: at the source's
+            // time either way when it gives one, so that every console dates it alike.
+            // (A count the source dates before the last look had not reached that look.)
+            let known = was.is_some_and(|w| w.telemetry) && g.ecc_at.is_none_or(|t| t > since);
+            let rose = old.filter(|o| known && g.ecc.dbe > o.2).map(|o| o.2);
+            let new_count = old.is_none_or(|o| o.2 != g.ecc.dbe);
+            let dated_first = (!known && new_count && g.ecc.dbe > 0).then_some(g.ecc_at).flatten();
+            if rose.is_some() || dated_first.is_some() {
+                let what = match rose {
+                    Some(from) => format!("ECC double-bit errors {from} → {}", g.ecc.dbe),
+                    None => format!("ECC double-bit errors reached {}", g.ecc.dbe),
+                };
                 let mut e = node_event(
                     cluster,
                     name,
-                    s.now,
+                    g.ecc_at.filter(|&t| t <= s.now).unwrap_or(s.now),
                     EventKind::Ecc,
-                    format!("ECC double-bit errors {} → {}", o.2, g.ecc.dbe),
+                    what,
                     format!("ecc:{}:{}", gpu(), g.ecc.dbe),
                 );
                 e.subject_kind = SubjectKind::Gpu;

@@ -988,6 +988,7 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
         }
         if let Some(ecc) = g.ecc {
             gpu.ecc = ecc;
+            gpu.ecc_at = g.ecc_at;
         }
         if let Some(job) = g.job {
             if gpu.job != job {

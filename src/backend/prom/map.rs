@@ -206,6 +206,9 @@ struct FsIo {
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     pub xid_first: Map<(Text, u8), (u16, Epoch)>,
+    /// Each GPU's double-bit ECC count and when it reached it (dated from the series at start,
+    /// [`super::ECC_DATING`]; else the refresh that first saw it).
+    pub dbe_first: Map<(Text, u8), (u32, Epoch)>,
     pub jobs: BTreeMap<JobId, Job>,
     /// Each node's ports as last sent, by node number (see [`Names`]).
     ports: Vec<Option<Vec<FabricPort>>>,
@@ -762,6 +765,7 @@ impl Refresh {
         mem.nodes = self.used;
         mem.names = std::mem::take(&mut self.names);
         let mut xid_seen: Map<(Text, u8), ()> = Map::default();
+        let mut dbe_seen: Map<(Text, u8), ()> = Map::default();
         // Built in place (a node's accumulator and sample are about a kilobyte each: no moves).
         for n in &mut self.nodes[..self.used] {
             n.gpus.sort_unstable_by_key(|g| g.index);
@@ -783,7 +787,18 @@ impl Refresh {
                 };
                 let count = |c| g.get(c).unwrap_or(0);
                 if ecc_ok {
-                    s.ecc = Some(EccCounts { sbe: count(Count::Sbe), dbe: count(Count::Dbe) });
+                    let ecc = EccCounts { sbe: count(Count::Sbe), dbe: count(Count::Dbe) };
+                    s.ecc = Some(ecc);
+                    if ecc.dbe > 0 {
+                        let key = (sample.node.clone(), s.index);
+                        let first = match mem.dbe_first.get(&key) {
+                            Some(&(c, t)) if c == ecc.dbe => t,
+                            _ => at,
+                        };
+                        mem.dbe_first.insert(key.clone(), (ecc.dbe, first));
+                        dbe_seen.insert(key, ());
+                        s.ecc_at = Some(first);
+                    }
                 }
                 if links_ok {
                     s.links = Some(LinkErrors {
@@ -864,6 +879,9 @@ impl Refresh {
         }
         if xid_ok {
             mem.xid_first.retain(|k, _| xid_seen.contains_key(k));
+        }
+        if ecc_ok {
+            mem.dbe_first.retain(|k, _| dbe_seen.contains_key(k));
         }
         samples.sort_unstable_by(|a, b| a.node.cmp(&b.node));
         let io = std::mem::take(&mut self.fs_io);
@@ -1197,6 +1215,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             power_w: None,
             power_limit_w: 0,
             ecc: EccCounts::default(),
+            ecc_at: None,
             xid: None,
             mig: Vec::new(),
             job: None,

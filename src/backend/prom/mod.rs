@@ -70,6 +70,11 @@ const FOCUS_DEBOUNCE: Duration = Duration::from_millis(250);
 /// Age at which the focus's history is asked again while it stays on screen.
 const FOCUS_RENEW_S: Epoch = 60;
 
+/// How far back, and at what step, the start of each GPU's current double-bit ECC count is
+/// looked for at start (steps aligned to multiples of the step, so every console dates it the
+/// same); a count older than that is left undated.
+pub const ECC_DATING: (i64, i64) = (24 * 3600, 60);
+
 /// Longest wait between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
@@ -445,6 +450,14 @@ impl Backend {
             };
             bodies.push((*f, body));
         }
+        // Only to date the current double-bit ECC counts: a day, aligned steps.
+        let (span, dstep) = ECC_DATING;
+        let dend = (end as i64).div_euclid(dstep) * dstep;
+        let q = queries::promql(&self.cfg, Family::EccDbe);
+        bodies.push((
+            Family::EccDbe,
+            client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?,
+        ));
         if !self.send_inventory(start as Epoch).await {
             return Ok(());
         }
@@ -580,6 +593,30 @@ pub fn replay(
             mem.xid_first.insert(key, (last.v as u16, first as Epoch));
         }
     }
+    // Date each GPU's double-bit ECC count: the first step of its newest run, unless the run
+    // goes back to the range's start (older than the range: not dated).
+    for (f, r) in &parsed {
+        if *f != Family::EccDbe {
+            continue;
+        }
+        for s in r.results.iter() {
+            let (Some(host), Some(idx)) = (
+                s.first_label(&cfg.labels.gpu_host),
+                s.label(&cfg.labels.gpu).and_then(|g| g.parse::<u8>().ok()),
+            ) else {
+                continue;
+            };
+            let Some(last) = s.last() else { continue };
+            let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
+            let Some(first) = s.points.get(s.points.len() - run) else { continue };
+            let (span, step) = ECC_DATING;
+            if first.t <= last.t - (span - step / 2) as f64 {
+                continue;
+            }
+            let key = (Text::from(cfg.host_map.map(host).as_ref()), idx);
+            mem.dbe_first.insert(key, (last.v as u32, first.t as Epoch));
+        }
+    }
     let n = (((end - start) / step).round().max(0.0) as usize) + 1;
     let mut cursors: Vec<Vec<usize>> = parsed.iter().map(|(_, r)| vec![0; r.results.len()]).collect();
     let mut out = Vec::with_capacity(n);
@@ -587,7 +624,7 @@ pub fn replay(
         let t = start + k as f64 * step;
         let mut r = Refresh::new();
         for ((f, resp), cur) in parsed.iter().zip(&mut cursors) {
-            if *f == Family::XidLast {
+            if matches!(f, Family::XidLast | Family::EccDbe) {
                 continue;
             }
             let pts = resp.results.iter().zip(cur.iter_mut()).filter_map(|(s, c)| {

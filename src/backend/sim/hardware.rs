@@ -489,6 +489,7 @@ impl Cluster {
                     power_w: sample.power_w.filter(|_| report),
                     power_limit_w: spec.power_limit_w,
                     ecc: fault.map(|f| f.ecc).unwrap_or_default(),
+                    ecc_at: None,
                     xid: fault.and_then(|f| f.xid),
                     mig,
                     job: (g.job != 0).then_some(g.job),
