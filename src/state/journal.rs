@@ -216,10 +216,15 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         }
         if let Some(w) = was {
             for p in &n.ports {
-                let Some(old) = w.ports.iter().find(|o| o.0 == p.name) else { continue };
+                // A port listed for the first time on a node seen before (telemetry's port
+                // list arrives after the scheduler's nodes) is compared with a healthy one.
+                let healthy = (p.name.clone(), PortState::Active, 0);
+                let old = w.ports.iter().find(|o| o.0 == p.name).unwrap_or(&healthy);
                 let port = format!("{name}/{}", p.name);
-                let mut push = |kind, what: String, dedupe: String| {
-                    let mut e = node_event(cluster, name, s.now, kind, what, dedupe);
+                // Going down: since when the source says it has been down.
+                let down_at = p.state_since.filter(|&t| t <= s.now).unwrap_or(s.now);
+                let mut push = |kind, at: Epoch, what: String, dedupe: String| {
+                    let mut e = node_event(cluster, name, at, kind, what, dedupe);
                     e.subject_kind = SubjectKind::Port;
                     e.subject = clean(&port);
                     out.push(e);
@@ -233,6 +238,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                     let back = if down(p.state) { "" } else { " (back up)" };
                     push(
                         EventKind::PortDown,
+                        if down(p.state) { down_at } else { s.now },
                         format!("{} {} → {}{back}", p.kind.label(), old.1.label(), p.state.label()),
                         format!("port:{port}:{}>{}", old.1.label(), p.state.label()),
                     );
@@ -240,6 +246,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 if p.flaps >= limit && old.2 < limit && limit > 0 {
                     push(
                         EventKind::PortFlap,
+                        s.now,
                         format!("{} flapped {} times in the window", p.kind.label(), p.flaps),
                         format!("port-flap:{port}"),
                     );
@@ -608,6 +615,32 @@ mod tests {
         assert_eq!(d.at, t1 + 10);
         assert!(d.dedupe.ends_with(">down"), "{}", d.dedupe);
         assert!(d.who.is_none());
+    }
+
+    /// Telemetry's port list arrives after the scheduler's nodes: a port first listed down or
+    /// flapping is an entry (dated since when the source says it has been down), not skipped.
+    #[test]
+    fn ports_listed_after_the_first_look_are_entries() {
+        let mut s = base();
+        let t0 = s.now;
+        relist(&mut s, t0 + 1, |nodes, _| nodes[0].ports.clear());
+        let (snap, _) = diff(None, &s);
+        let mut ports = base().nodes[0].ports.clone();
+        assert!(ports.len() >= 2, "the simulated node has ports");
+        ports[0].state = PortState::Down;
+        ports[0].state_since = Some(t0 - 30);
+        ports[1].flaps = s.thresholds.flap_count;
+        relist(&mut s, t0 + 10, move |nodes, _| nodes[0].ports = ports);
+        let (snap2, ev) = diff(Some(&snap), &s);
+        let n0 = s.nodes[0].name.to_string();
+        let down = ev.iter().find(|e| e.kind == EventKind::PortDown).expect("the port down");
+        assert_eq!((down.at, down.subject_kind), (t0 - 30, SubjectKind::Port));
+        assert!(down.what.contains("Active → Down") && down.subject.starts_with(&n0), "{down:?}");
+        let flap = ev.iter().find(|e| e.kind == EventKind::PortFlap).expect("the flapping port");
+        assert_eq!(flap.at, t0 + 10);
+        // Once.
+        let (_, again) = diff(Some(&snap2), &s);
+        assert!(!again.iter().any(|e| matches!(e.kind, EventKind::PortDown | EventKind::PortFlap)));
     }
 
     #[test]

@@ -209,6 +209,8 @@ pub struct Memory {
     /// Each GPU's double-bit ECC count and when it reached it (dated from the series at start,
     /// [`super::ECC_DATING`]; else the refresh that first saw it).
     pub dbe_first: Map<(Text, u8), (u32, Epoch)>,
+    /// Ports not Active: their state and since when (the refresh that first saw it).
+    pub port_since: Map<(Text, Text), (PortState, Epoch)>,
     pub jobs: BTreeMap<JobId, Job>,
     /// Each node's ports as last sent, by node number (see [`Names`]).
     ports: Vec<Option<Vec<FabricPort>>>,
@@ -868,6 +870,31 @@ impl Refresh {
                         true
                     }
                 };
+                let mut changed = changed;
+                if asked.state
+                    && let Some(known) = known.as_mut()
+                {
+                    for p in known.iter_mut() {
+                        let key = (sample.node.clone(), p.name.clone());
+                        let since = match p.state {
+                            PortState::Active => None,
+                            st => Some(match mem.port_since.get(&key) {
+                                Some(&(s, t)) if s == st => t,
+                                _ => at,
+                            }),
+                        };
+                        match since {
+                            Some(t) => {
+                                mem.port_since.insert(key, (p.state, t));
+                            }
+                            None => {
+                                mem.port_since.remove(&key);
+                            }
+                        }
+                        changed |= p.state_since != since;
+                        p.state_since = since;
+                    }
+                }
                 // The whole list again once a cycle (with the port list), else on change.
                 if asked.rate || changed {
                     sample.ports.clone_from(known);
@@ -972,6 +999,7 @@ fn new_port(name: Text) -> FabricPort {
         xmit_discards: 0,
         link_downed: 0,
         flaps: 0,
+        state_since: None,
         rx_gbps: 0.0,
         tx_gbps: 0.0,
     }

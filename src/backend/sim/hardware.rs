@@ -219,6 +219,7 @@ fn new_ports(spec: &PoolSpec, rng: &mut fastrand::Rng) -> Vec<FabricPort> {
             xmit_discards: rng.u64(0..6),
             link_downed: u64::from(rng.u8(0..10) == 0),
             flaps: 0,
+            state_since: None,
             rx_gbps: 0.0,
             tx_gbps: 0.0,
         })
