@@ -574,16 +574,40 @@ async fn changed_at(url: &str, series: &str) -> Vec<((String, String), f64, f64)
         .collect()
 }
 
-/// ECC events are dated by the series itself (when the double-bit count reached its value), not
-/// by when a console first saw them; a console that restarts (the scheduler listed first, the
+/// Per `(Hostname, gpu)`: the GPU's current XID code (the highest its series report now, as the
+/// console reads it) and the first raw sample of that code's series: when the series took it.
+async fn xid_started(url: &str) -> Vec<((String, String), f64, f64)> {
+    let c = PromClient::new(&cfg(url)).unwrap();
+    let body = c.query("DCGM_FI_DEV_XID_ERRORS[25h]", None).await.unwrap();
+    let r = body.parse().unwrap();
+    let mut by_gpu: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
+    for s in r.results.iter() {
+        let (Some(h), Some(g), Some(last), Some(first)) =
+            (s.label("Hostname"), s.label("gpu"), s.last(), s.points.first())
+        else {
+            continue;
+        };
+        if last.v <= 0.0 {
+            continue;
+        }
+        let e = by_gpu.entry((h.to_string(), g.to_string())).or_insert((last.v, first.t));
+        if last.v > e.0 {
+            *e = (last.v, first.t);
+        }
+    }
+    by_gpu.into_iter().map(|(k, (v, t))| (k, v, t)).collect()
+}
+
+/// XID and ECC events are dated by the series itself (when the GPU took its XID code, when the
+/// double-bit count reached its value), not by when a console first saw them; a console that restarts (the scheduler listed first, the
 /// telemetry after) dates them the same, so the journal keeps one, and never logs "0 → 2".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ecc_events_carry_the_series_change_time_and_a_restart_adds_none() {
+async fn xid_and_ecc_events_carry_the_series_change_time_and_a_restart_adds_none() {
     use gpuplane::model::timeline::EventKind;
     let url = url();
     let want = changed_at(&url, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").await;
     assert!(!want.is_empty(), "a planted double-bit ECC count");
-    let step = gpuplane::backend::prom::ECC_DATING.1 as f64;
+    let step = gpuplane::backend::prom::DATING.1 as f64;
     let check = |events: &[gpuplane::model::timeline::Event], node: &dyn Fn(&str) -> String| {
         for ((host, gpu), v, t) in &want {
             let subject = format!("{}/gpu{gpu}", node(host));
@@ -601,6 +625,19 @@ async fn ecc_events_carry_the_series_change_time_and_a_restart_adds_none() {
     drive(cfg(&url), &mut a, 90, first_refresh).await;
     let (first, _) = a.timeline.take_unsent();
     check(&first, &|h| h.to_string());
+    // XIDs too: each GPU's current code, dated when the series took that code.
+    let xids = xid_started(&url).await;
+    assert!(!xids.is_empty(), "planted XIDs");
+    for ((host, gpu), code, t) in &xids {
+        let subject = format!("{host}/gpu{gpu}");
+        let e = first
+            .iter()
+            .find(|e| e.kind == EventKind::Xid && e.subject == subject)
+            .unwrap_or_else(|| panic!("no XID event for {subject}: {first:#?}"));
+        assert!(e.what.starts_with(&format!("XID {code}: ")), "{e:?}");
+        let d = e.at as f64 - t;
+        assert!((0.0..=step).contains(&d), "{subject}: at {} vs the series' change at {t} ({d} s)", e.at);
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut journal = gpuplane::store::timeline::Journal::open(&dir.path().join("timeline.sqlite")).unwrap();
     journal.record(&first).unwrap();

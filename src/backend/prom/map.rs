@@ -207,7 +207,7 @@ struct FsIo {
 pub struct Memory {
     pub xid_first: Map<(Text, u8), (u16, Epoch)>,
     /// Each GPU's double-bit ECC count and when it reached it (dated from the series at start,
-    /// [`super::ECC_DATING`]; else the refresh that first saw it).
+    /// [`super::DATING`]; else the refresh that first saw it).
     pub dbe_first: Map<(Text, u8), (u32, Epoch)>,
     /// Ports not Active: their state and since when (the refresh that first saw it).
     pub port_since: Map<(Text, Text), (PortState, Epoch)>,

@@ -70,10 +70,10 @@ const FOCUS_DEBOUNCE: Duration = Duration::from_millis(250);
 /// Age at which the focus's history is asked again while it stays on screen.
 const FOCUS_RENEW_S: Epoch = 60;
 
-/// How far back, and at what step, the start of each GPU's current double-bit ECC count is
-/// looked for at start (steps aligned to multiples of the step, so every console dates it the
-/// same); a count older than that is left undated.
-pub const ECC_DATING: (i64, i64) = (24 * 3600, 60);
+/// How far back, and at what step, the start of each GPU's current XID and double-bit ECC
+/// count is looked for at start (steps aligned to multiples of the step, so every console
+/// dates it the same); an ECC count older than that is left undated, an XID dated at its start.
+pub const DATING: (i64, i64) = (24 * 3600, 60);
 
 /// Longest wait between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -439,20 +439,20 @@ impl Backend {
         let step = (self.cfg.refresh.as_secs().max(1) as f64).max((span as f64 / max_points).ceil());
         let end = now() as f64;
         let start = end - span as f64;
-        let window = self.cfg.window.as_secs() as f64;
         let mut bodies = Vec::new();
+        // Only to date the current XIDs and double-bit ECC counts: a day, aligned steps.
+        let (span, dstep) = DATING;
+        let dend = (end as i64).div_euclid(dstep) * dstep;
         for f in BACKFILL {
             let q = queries::promql(&self.cfg, *f);
             let body = match f {
-                // Only to date the current XIDs: the whole window, coarse steps.
-                Family::XidLast => client.query_range(&q, end - window, end, 60.0).await?,
+                Family::XidLast => {
+                    client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?
+                }
                 _ => client.query_range(&q, start, end - step, step).await?,
             };
             bodies.push((*f, body));
         }
-        // Only to date the current double-bit ECC counts: a day, aligned steps.
-        let (span, dstep) = ECC_DATING;
-        let dend = (end as i64).div_euclid(dstep) * dstep;
         let q = queries::promql(&self.cfg, Family::EccDbe);
         bodies.push((
             Family::EccDbe,
@@ -609,7 +609,7 @@ pub fn replay(
             let Some(last) = s.last() else { continue };
             let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
             let Some(first) = s.points.get(s.points.len() - run) else { continue };
-            let (span, step) = ECC_DATING;
+            let (span, step) = DATING;
             if first.t <= last.t - (span - step / 2) as f64 {
                 continue;
             }
