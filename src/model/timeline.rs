@@ -85,7 +85,7 @@ pub enum SubjectKind {
     Job,
     /// An alert's name (its fingerprint is in the dedupe key).
     Alert,
-    /// An incident subject with its signal (`gpu-004/gpu3 xid:79`), a silence, anything else.
+    /// A silence, a team, anything else.
     Other,
 }
 

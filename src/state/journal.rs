@@ -353,14 +353,27 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         if !prev.is_some_and(|p| p.acks.contains(&key)) {
             let ticket = a.ticket.as_deref().map_or(String::new(), |t| format!(" {t}"));
             let node = a.key.subject.split('/').next().filter(|n| s.node(n).is_some());
+            // The acked incident's subject, with its kind: `gpu-004/gpu3`, `gpu-004`,
+            // `gpu-004/mlx5_0/1`, `job 4242` (its id), else as it is.
+            let (subject_kind, subject) = match (node, a.key.subject.split_once('/')) {
+                (Some(_), Some((_, rest))) if rest.starts_with("gpu") && !rest.contains('/') => {
+                    (SubjectKind::Gpu, a.key.subject.clone())
+                }
+                (Some(_), Some(_)) => (SubjectKind::Port, a.key.subject.clone()),
+                (Some(_), None) => (SubjectKind::Node, a.key.subject.clone()),
+                _ => match a.key.subject.strip_prefix("job ").filter(|j| j.parse::<JobId>().is_ok()) {
+                    Some(id) => (SubjectKind::Job, id.to_string()),
+                    None => (SubjectKind::Other, a.key.subject.clone()),
+                },
+            };
             out.push(Event {
                 cluster: clean(s.cluster_of(&Text::from(a.cluster.as_str()))),
                 at: a.at,
                 kind: EventKind::Ack,
-                subject_kind: SubjectKind::Other,
-                subject: clean(&a.key.subject),
+                subject_kind,
+                job: (subject_kind == SubjectKind::Job).then(|| subject.parse().ok()).flatten(),
+                subject: clean(&subject),
                 node: node.map(clean),
-                job: None,
                 team: None,
                 what: clean(&format!("acknowledged {}{ticket}: {}", signal_title(s, &a.key.signal), a.note)),
                 who: Some(clean(&a.by)),
@@ -739,6 +752,8 @@ mod tests {
         let xid = crate::model::xid_info(79).name;
         assert!(a.what.starts_with(&format!("acknowledged XID 79: {xid} INC-7")), "{}", a.what);
         assert!(!a.what.contains("xid:79") && !a.subject.contains("xid:79"), "{a:?}");
+        // Its identity: the GPU it is about.
+        assert_eq!((a.subject_kind, a.subject.as_str()), (SubjectKind::Gpu, "gpu-001/gpu3"), "{a:?}");
         let (_, again) = diff(Some(&snap2), &s);
         assert!(
             again
