@@ -74,6 +74,7 @@ pub fn events(config: &Config, q: &Query) -> Result<(Vec<Event>, Vec<String>), S
         Err(e) => notes.push(format!("audit log: {e}; actions are those the journal holds")),
     }
     out.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.dedupe.cmp(&b.dedupe)));
+    crate::model::timeline::attribute_to_operators(&mut out);
     Ok((out, notes))
 }
 

@@ -525,6 +525,7 @@ impl Timeline {
         if v.len() > SHOWN_MAX {
             v.drain(..v.len() - SHOWN_MAX);
         }
+        crate::model::timeline::attribute_to_operators(&mut v);
         self.events = v;
     }
 
