@@ -978,7 +978,7 @@ impl PortsAsked {
     }
 }
 
-fn port_state(v: f64) -> PortState {
+pub(super) fn port_state(v: f64) -> PortState {
     match v as i64 {
         4 | 5 => PortState::Active,
         3 => PortState::Armed,

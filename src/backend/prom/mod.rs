@@ -453,11 +453,10 @@ impl Backend {
             };
             bodies.push((*f, body));
         }
-        let q = queries::promql(&self.cfg, Family::EccDbe);
-        bodies.push((
-            Family::EccDbe,
-            client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?,
-        ));
+        for f in [Family::EccDbe, Family::IbState] {
+            let q = queries::promql(&self.cfg, f);
+            bodies.push((f, client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?));
+        }
         if !self.send_inventory(start as Epoch).await {
             return Ok(());
         }
@@ -617,6 +616,34 @@ pub fn replay(
             mem.dbe_first.insert(key, (last.v as u32, first.t as Epoch));
         }
     }
+    // Date each port that is not Active: the first step of its newest unbroken run in the same
+    // state (a step missing is the port back up). A run over the whole range is left undated.
+    for (f, r) in &parsed {
+        if *f != Family::IbState {
+            continue;
+        }
+        let (span, step) = DATING;
+        for s in r.results.iter() {
+            let (Some(host), Some(dev), Some(last)) =
+                (s.first_label(&cfg.labels.node_host), s.label("device"), s.last())
+            else {
+                continue;
+            };
+            let mut first = last;
+            for p in s.points.iter().rev().skip(1) {
+                if p.v != last.v || first.t - p.t > step as f64 * 1.5 {
+                    break;
+                }
+                first = *p;
+            }
+            if first.t <= last.t - (span - step / 2) as f64 {
+                continue;
+            }
+            let port = Text::from(format!("{dev}/{}", s.label("port").unwrap_or("1")));
+            let key = (Text::from(cfg.host_map.map(host).as_ref()), port);
+            mem.port_since.insert(key, (map::port_state(last.v), first.t as Epoch));
+        }
+    }
     let n = (((end - start) / step).round().max(0.0) as usize) + 1;
     let mut cursors: Vec<Vec<usize>> = parsed.iter().map(|(_, r)| vec![0; r.results.len()]).collect();
     let mut out = Vec::with_capacity(n);
@@ -624,7 +651,7 @@ pub fn replay(
         let t = start + k as f64 * step;
         let mut r = Refresh::new();
         for ((f, resp), cur) in parsed.iter().zip(&mut cursors) {
-            if matches!(f, Family::XidLast | Family::EccDbe) {
+            if matches!(f, Family::XidLast | Family::EccDbe | Family::IbState) {
                 continue;
             }
             let pts = resp.results.iter().zip(cur.iter_mut()).filter_map(|(s, c)| {
@@ -784,5 +811,42 @@ mod tests {
         assert_eq!(direct.parsed_only, PARSED_ONLY_FOR - 1);
         let b = map_refresh(&cfg, &answers(10), 1_795_959_215, &mut parsed);
         assert_eq!(seen(&a, &direct), seen(&b, &parsed));
+    }
+
+    /// A port not Active is dated at start by the first step of its newest unbroken run in that
+    /// state (a missing step is the port back up), and a refresh that still sees it so carries
+    /// that date; one down for the whole range is not dated by the range.
+    #[test]
+    fn ports_not_active_are_dated_by_their_series() {
+        let (_, step) = DATING;
+        let t0 = 1_795_000_000i64;
+        // Down (1) at t0..t0+2 steps, back up (missing) for two steps, down again from t0+5.
+        let pts: Vec<String> =
+            [0, 1, 2, 5, 6, 7, 8].iter().map(|k| format!("[{},\"1\"]", t0 + k * step)).collect();
+        let body = format!(
+            r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}},"values":[{}]}}]}}}}"#,
+            pts.join(",")
+        );
+        let cfg = PromConfig { discover_nodes: true, ..PromConfig::new("http://x") };
+        let mut mem = Memory::default();
+        let end = (t0 + 8 * step) as f64;
+        replay(&cfg, &[(Family::IbState, Body(body.into_bytes()))], end, end, step as f64, &mut mem).unwrap();
+        let key = (Text::from("gpu-010"), Text::from("mlx5_3/1"));
+        assert_eq!(mem.port_since.get(&key), Some(&(crate::model::PortState::Down, t0 + 5 * step)));
+        // The next refresh still sees it down: the sample carries the series' date.
+        let down = format!(r#"{{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}}"#);
+        let body = format!(
+            r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{down},"value":[{end},"1"]}}]}}}}"#
+        );
+        let out =
+            map_refresh(&cfg, &[(Family::IbState, Ok(Body(body.into_bytes())))], end as Epoch + 15, &mut mem);
+        let port = out
+            .mapped
+            .samples
+            .iter()
+            .find(|n| n.node == "gpu-010")
+            .and_then(|n| n.ports.as_ref()?.iter().find(|p| p.name == "mlx5_3/1").cloned())
+            .expect("the port in the refresh");
+        assert_eq!((port.state, port.state_since), (crate::model::PortState::Down, Some(t0 + 5 * step)));
     }
 }
