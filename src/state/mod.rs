@@ -756,10 +756,11 @@ impl ClusterState {
             sample.gpus.iter().filter_map(|g| g.telemetry_job).collect();
         seen.sort_unstable();
         seen.dedup();
-        match seen.is_empty() {
-            true => self.telemetry_jobs.remove(&key),
-            false => self.telemetry_jobs.insert(key, seen),
-        };
+        if seen.is_empty() {
+            self.telemetry_jobs.remove(&key);
+        } else if self.telemetry_jobs.get(&key) != Some(&seen) {
+            self.telemetry_jobs.insert(key, seen);
+        }
     }
 
     /// Keeps the active set and the failed-job count in step with a job leaving the state.
