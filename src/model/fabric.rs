@@ -67,6 +67,10 @@ pub struct FabricPort {
     /// `None` when the source does not say.
     #[serde(skip)]
     pub state_since: Option<super::Epoch>,
+    /// Since when it has been flapping (`flaps` above 0 without a break), as the source dates
+    /// it (Prometheus: the first step of that run, else the refresh that first saw it).
+    #[serde(skip)]
+    pub flaps_since: Option<super::Epoch>,
     pub rx_gbps: f32,
     pub tx_gbps: f32,
 }

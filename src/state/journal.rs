@@ -246,7 +246,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 if p.flaps >= limit && old.2 < limit && limit > 0 {
                     push(
                         EventKind::PortFlap,
-                        s.now,
+                        p.flaps_since.filter(|&t| t <= s.now).unwrap_or(s.now),
                         format!("{} flapped {} times in the window", p.kind.label(), p.flaps),
                         format!("port-flap:{port}"),
                     );
@@ -644,6 +644,7 @@ mod tests {
         ports[0].state = PortState::Down;
         ports[0].state_since = Some(t0 - 30);
         ports[1].flaps = s.thresholds.flap_count;
+        ports[1].flaps_since = Some(t0 - 50);
         relist(&mut s, t0 + 10, move |nodes, _| nodes[0].ports = ports);
         let (snap2, ev) = diff(Some(&snap), &s);
         let n0 = s.nodes[0].name.to_string();
@@ -651,7 +652,7 @@ mod tests {
         assert_eq!((down.at, down.subject_kind), (t0 - 30, SubjectKind::Port));
         assert!(down.what.contains("Active → Down") && down.subject.starts_with(&n0), "{down:?}");
         let flap = ev.iter().find(|e| e.kind == EventKind::PortFlap).expect("the flapping port");
-        assert_eq!(flap.at, t0 + 10);
+        assert_eq!(flap.at, t0 - 50, "since when the source says it has been flapping");
         // Once.
         let (_, again) = diff(Some(&snap2), &s);
         assert!(!again.iter().any(|e| matches!(e.kind, EventKind::PortDown | EventKind::PortFlap)));

@@ -211,6 +211,9 @@ pub struct Memory {
     pub dbe_first: Map<(Text, u8), (u32, Epoch)>,
     /// Ports not Active: their state and since when (the refresh that first saw it).
     pub port_since: Map<(Text, Text), (PortState, Epoch)>,
+    /// Ports flapping: since when (dated from the series at start, else the refresh that first
+    /// saw it).
+    pub flaps_since: Map<(Text, Text), Epoch>,
     pub jobs: BTreeMap<JobId, Job>,
     /// Each node's ports as last sent, by node number (see [`Names`]).
     ports: Vec<Option<Vec<FabricPort>>>,
@@ -895,6 +898,22 @@ impl Refresh {
                         p.state_since = since;
                     }
                 }
+                if asked.flaps
+                    && let Some(known) = known.as_mut()
+                {
+                    for p in known.iter_mut() {
+                        let key = (sample.node.clone(), p.name.clone());
+                        let since = match p.flaps {
+                            0 => {
+                                mem.flaps_since.remove(&key);
+                                None
+                            }
+                            _ => Some(*mem.flaps_since.entry(key).or_insert(at)),
+                        };
+                        changed |= p.flaps_since != since;
+                        p.flaps_since = since;
+                    }
+                }
                 // The whole list again once a cycle (with the port list), else on change.
                 if asked.rate || changed {
                     sample.ports.clone_from(known);
@@ -1000,6 +1019,7 @@ fn new_port(name: Text) -> FabricPort {
         link_downed: 0,
         flaps: 0,
         state_since: None,
+        flaps_since: None,
         rx_gbps: 0.0,
         tx_gbps: 0.0,
     }

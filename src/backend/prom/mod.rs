@@ -453,7 +453,7 @@ impl Backend {
             };
             bodies.push((*f, body));
         }
-        for f in [Family::EccDbe, Family::IbState] {
+        for f in [Family::EccDbe, Family::IbState, Family::IbFlaps] {
             let q = queries::promql(&self.cfg, f);
             bodies.push((f, client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?));
         }
@@ -616,10 +616,11 @@ pub fn replay(
             mem.dbe_first.insert(key, (last.v as u32, first.t as Epoch));
         }
     }
-    // Date each port that is not Active: the first step of its newest unbroken run in the same
-    // state (a step missing is the port back up). A run over the whole range is left undated.
+    // Date each port that is not Active (and each flapping port): the first step of its newest
+    // unbroken run in the same state (flapping at all); a step missing is the port back up (not
+    // flapping). A run over the whole range is left undated.
     for (f, r) in &parsed {
-        if *f != Family::IbState {
+        if !matches!(f, Family::IbState | Family::IbFlaps) {
             continue;
         }
         let (span, step) = DATING;
@@ -630,8 +631,9 @@ pub fn replay(
                 continue;
             };
             let mut first = last;
+            let flaps = *f == Family::IbFlaps;
             for p in s.points.iter().rev().skip(1) {
-                if p.v != last.v || first.t - p.t > step as f64 * 1.5 {
+                if (!flaps && p.v != last.v) || first.t - p.t > step as f64 * 1.5 {
                     break;
                 }
                 first = *p;
@@ -641,7 +643,10 @@ pub fn replay(
             }
             let port = Text::from(format!("{dev}/{}", s.label("port").unwrap_or("1")));
             let key = (Text::from(cfg.host_map.map(host).as_ref()), port);
-            mem.port_since.insert(key, (map::port_state(last.v), first.t as Epoch));
+            match flaps {
+                true => mem.flaps_since.insert(key, first.t as Epoch),
+                false => mem.port_since.insert(key, (map::port_state(last.v), first.t as Epoch)).map(|x| x.1),
+            };
         }
     }
     let n = (((end - start) / step).round().max(0.0) as usize) + 1;
@@ -651,7 +656,7 @@ pub fn replay(
         let t = start + k as f64 * step;
         let mut r = Refresh::new();
         for ((f, resp), cur) in parsed.iter().zip(&mut cursors) {
-            if matches!(f, Family::XidLast | Family::EccDbe | Family::IbState) {
+            if matches!(f, Family::XidLast | Family::EccDbe | Family::IbState | Family::IbFlaps) {
                 continue;
             }
             let pts = resp.results.iter().zip(cur.iter_mut()).filter_map(|(s, c)| {
@@ -830,9 +835,16 @@ mod tests {
         let cfg = PromConfig { discover_nodes: true, ..PromConfig::new("http://x") };
         let mut mem = Memory::default();
         let end = (t0 + 8 * step) as f64;
-        replay(&cfg, &[(Family::IbState, Body(body.into_bytes()))], end, end, step as f64, &mut mem).unwrap();
+        // Flapping (2, then 3 downs in the window) without a break from t0+5.
+        let flaps: Vec<String> =
+            [0, 5, 6, 7, 8].iter().map(|k| format!("[{},\"{}\"]", t0 + k * step, 2 + k / 7)).collect();
+        let flap_body = body.replace(&pts.join(","), &flaps.join(","));
+        let bodies =
+            [(Family::IbState, Body(body.into_bytes())), (Family::IbFlaps, Body(flap_body.into_bytes()))];
+        replay(&cfg, &bodies, end, end, step as f64, &mut mem).unwrap();
         let key = (Text::from("gpu-010"), Text::from("mlx5_3/1"));
         assert_eq!(mem.port_since.get(&key), Some(&(crate::model::PortState::Down, t0 + 5 * step)));
+        assert_eq!(mem.flaps_since.get(&key), Some(&(t0 + 5 * step)));
         // The next refresh still sees it down: the sample carries the series' date.
         let down = format!(r#"{{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}}"#);
         let body = format!(

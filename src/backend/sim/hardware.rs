@@ -220,6 +220,7 @@ fn new_ports(spec: &PoolSpec, rng: &mut fastrand::Rng) -> Vec<FabricPort> {
             link_downed: u64::from(rng.u8(0..10) == 0),
             flaps: 0,
             state_since: None,
+            flaps_since: None,
             rx_gbps: 0.0,
             tx_gbps: 0.0,
         })
