@@ -846,7 +846,7 @@ mod tests {
         assert_eq!(mem.port_since.get(&key), Some(&(crate::model::PortState::Down, t0 + 5 * step)));
         assert_eq!(mem.flaps_since.get(&key), Some(&(t0 + 5 * step)));
         // The next refresh still sees it down: the sample carries the series' date.
-        let down = format!(r#"{{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}}"#);
+        let down = r#"{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}"#;
         let body = format!(
             r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{down},"value":[{end},"1"]}}]}}}}"#
         );
