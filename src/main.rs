@@ -180,6 +180,8 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         // Prometheus telemetry; alone, it discovers the nodes; with a scheduler it joins its nodes.
         if let Some(mut p) = config.prometheus.clone().filter(|_| !fleet) {
             p.discover_nodes = config.slurm.is_none() && config.kube.is_none();
+            // Without an Alertmanager, Prometheus's own alerts are the Alerts view's (read-only).
+            p.alerts = config.alertmanager.is_none();
             // The detail pane's last hour is range-queried for what it shows, nothing else.
             let (focus_tx, focus_rx) = tokio::sync::watch::channel(None);
             app.focus_tx = Some(focus_tx);
@@ -408,6 +410,7 @@ fn spawn_cluster(
 ) -> (ContextTx, ClusterExec) {
     if let Some(mut p) = c.prometheus.clone() {
         p.discover_nodes = c.slurm.is_none() && c.kube.is_none();
+        p.alerts = c.alertmanager.is_none();
         tokio::spawn(gpuplane::backend::prom::run_with_focus(p, tx.clone(), cancel.clone(), None));
     }
     if let Some(am) = c.alertmanager.clone() {

@@ -280,3 +280,73 @@ async fn slurm_24_with_prometheus_the_whole_report() {
     assert!(t.contains("WARN  slurm       permission/drain"), "{t}");
     assert!(t.contains("OK    prometheus  labels/jobs"), "{t}");
 }
+
+/// An instant PromQL query's `data.result`, asked with plain HTTP.
+async fn promql(url: &str, q: &str) -> Vec<Value> {
+    let body = reqwest::Client::new()
+        .get(format!("{url}/api/v1/query"))
+        .query(&[("query", q)])
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    v["data"]["result"].as_array().unwrap().clone()
+}
+
+/// With Slurm and Prometheus, doctor says whether the telemetry's job ids are the scheduler's
+/// (never "GPUs join their jobs" when none is) and on how many nodes the GPU counts differ: the
+/// ids as Prometheus's own `hpc_job` labels on the Slurm nodes' hosts, the jobs as squeue lists
+/// them, the GPU counts as sinfo's Gres and Prometheus's series count.
+#[tokio::test]
+async fn slurm_22_with_prometheus_counts_the_telemetry_jobs_it_knows() {
+    let (c, _g) = slurm_support::slurm22().await;
+    let url = prom_url();
+    let home = tempfile::tempdir().unwrap();
+    let user = c.user.clone().unwrap();
+    let (_, r, text) = doctor(
+        home.path(),
+        &["--slurm", &c.url, "--slurm-user", &user, "--prometheus", &url],
+        &[("SLURM_JWT", c.jwt.as_str())],
+    );
+    // The oracle: sinfo, squeue and PromQL.
+    let gres: std::collections::BTreeMap<String, u32> = c
+        .cli(&["sinfo", "-N", "-h", "-o", "%N %G"])
+        .lines()
+        .filter_map(|l| {
+            let (n, g) = l.split_once(' ')?;
+            Some((n.to_string(), g.rsplit(':').next()?.trim().parse().ok()?))
+        })
+        .collect();
+    let queued: BTreeSet<u64> =
+        c.cli(&["squeue", "-h", "-o", "%i"]).lines().filter_map(|l| l.trim().parse().ok()).collect();
+    let ids: BTreeSet<u64> =
+        promql(&url, r#"count by (Hostname, hpc_job) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""})"#)
+            .await
+            .iter()
+            .filter(|r| gres.contains_key(r["metric"]["Hostname"].as_str().unwrap_or("")))
+            .filter_map(|r| r["metric"]["hpc_job"].as_str()?.parse().ok())
+            .collect();
+    let matched = ids.intersection(&queued).count();
+    assert!(!ids.is_empty());
+    let jobs = check(&r, "join", "jobs");
+    assert_eq!(jobs["data"]["telemetry_jobs"], ids.len(), "{text}");
+    assert_eq!(jobs["data"]["scheduler_jobs"], matched, "{text}");
+    let want = format!("{matched} of {} telemetry job ids are the scheduler's jobs", ids.len());
+    assert!(jobs["detail"].as_str().unwrap().starts_with(&want), "{text}");
+    assert_eq!(jobs["status"], if matched == ids.len() { "ok" } else { "warn" }, "{text}");
+    assert!(!detail(&r, "prometheus", "labels/jobs").contains("GPUs join their jobs"), "{text}");
+    let counts = promql(&url, "count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)").await;
+    let differ = counts
+        .iter()
+        .filter(|r| {
+            let h = r["metric"]["Hostname"].as_str().unwrap_or("");
+            let n: u32 = r["value"][1].as_str().unwrap().parse().unwrap();
+            gres.get(h).is_some_and(|&g| g != n)
+        })
+        .count();
+    assert!(differ > 0, "the planted 4-GPU nodes: {gres:?}");
+    assert_eq!(check(&r, "join", "nodes")["data"]["gpu_count_differs"], differ, "{text}");
+}

@@ -350,6 +350,7 @@ fn scheduler_nodes() -> Vec<Node> {
                     power_w: None,
                     power_limit_w: 700,
                     ecc: EccCounts::default(),
+                    ecc_at: None,
                     xid: None,
                     mig: Vec::new(),
                     job: Some(1000 + i),
@@ -406,6 +407,265 @@ async fn telemetry_joins_the_schedulers_nodes() {
         "unmapped: {:?}",
         names.iter().find(|x| s.node(&x.node).is_none()).map(|x| &x.node)
     );
+}
+
+/// A running job as a scheduler lists it.
+fn running_job(id: u64) -> gpuplane::model::Job {
+    gpuplane::model::Job {
+        cluster: Default::default(),
+        id,
+        name: "train".into(),
+        user: "alice".into(),
+        account: "vision".into(),
+        queue: "batch".into(),
+        state: gpuplane::model::JobState::Running,
+        pending_reason: None,
+        priority: 1,
+        submit: 1,
+        start: Some(1),
+        end: None,
+        est_start: None,
+        gpus: 8,
+        gpu_model: None,
+        nodes: vec![],
+        exit_reason: None,
+        retries: 0,
+        position: None,
+        rank: None,
+        gpu_seconds: 0.0,
+        useful_gpu_seconds: 0.0,
+        time_limit: None,
+    }
+}
+
+/// Telemetry that says what the scheduler does not is an incident, never dropped in silence: a
+/// node the scheduler lists idle with 4 GPUs (node-003) while Prometheus has its host's 8 GPUs
+/// busy; GPUs beyond the scheduler's count named; telemetry job ids the scheduler does not list.
+/// Every figure is the server's own (PromQL), the scheduler's side the test's own listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disagreements_between_telemetry_and_the_scheduler_are_incidents() {
+    use gpuplane::state::disagree;
+    let url = url();
+    // The host with the most busy GPUs is listed idle, with 4 GPUs.
+    let busy_by_host =
+        query(&url, &format!("count by (Hostname) (DCGM_FI_DEV_GPU_UTIL >= {})", disagree::BUSY_UTIL_PCT))
+            .await;
+    let (host, busy) = busy_by_host
+        .iter()
+        .map(|(l, v)| (l["Hostname"].clone(), *v as u32))
+        .max_by_key(|(h, v)| (*v, std::cmp::Reverse(h.clone())))
+        .expect("busy GPUs in the planted history");
+    assert!(busy > 4, "{host}: {busy}");
+    let idle_name = host.replace("gpu-", "node-");
+    // The telemetry's job ids per host; the scheduler lists one of them.
+    let jobs_by_host: Vec<(String, u64)> =
+        query(&url, r#"count by (Hostname, hpc_job) (DCGM_FI_DEV_GPU_UTIL{hpc_job!=""})"#)
+            .await
+            .into_iter()
+            .map(|(l, _)| (l["Hostname"].clone(), l["hpc_job"].parse().unwrap()))
+            .collect();
+    let all_ids: std::collections::BTreeSet<u64> = jobs_by_host.iter().map(|x| x.1).collect();
+    assert!(all_ids.len() >= 2, "{jobs_by_host:?}");
+    let listed = *all_ids.iter().next().unwrap();
+    let mut nodes = scheduler_nodes();
+    let n = nodes.iter_mut().find(|n| n.name == idle_name.as_str()).unwrap();
+    n.state = NodeState::Idle;
+    n.gpu_alloc = 0;
+    n.gpu_slots = 4;
+    n.gpus.truncate(4);
+    for g in &mut n.gpus {
+        g.job = None;
+        g.model = "L40S".into();
+    }
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    s.apply(Update::Inventory {
+        at: 1,
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
+            source: "slurm".into(),
+            nodes: Some(nodes),
+            jobs: Some(vec![running_job(listed)]),
+            ..Default::default()
+        }),
+    });
+    let mut c = cfg(&url);
+    c.discover_nodes = false;
+    c.host_map.regex = Some(regex::Regex::new(r"^gpu-(\d+)$").unwrap());
+    c.host_map.replace = Some("node-$1".into());
+    drive(c, &mut s, 90, first_refresh).await;
+
+    // Busy on a node the scheduler calls idle.
+    let on = |signal: &str| -> Vec<&Incident> { s.incidents.iter().filter(|i| i.signal == signal).collect() };
+    let busy_inc = on("disagree-busy");
+    assert_eq!(busy_inc.len(), 1, "{busy_inc:#?}");
+    assert_eq!(busy_inc[0].subject, idle_name.as_str());
+    assert!(
+        busy_inc[0].title.contains(&format!("{busy} GPUs busy")) && busy_inc[0].title.contains("idle"),
+        "{}",
+        busy_inc[0].title
+    );
+    // The GPU counts: the telemetry's as the server counts the host's GPUs, the ones beyond the
+    // scheduler's named (and not shown as GPUs of the node).
+    let tele = one(&url, &format!("count(DCGM_FI_DEV_GPU_UTIL{{Hostname=\"{host}\"}})")).await as u32;
+    let mut beyond: Vec<u8> = query(&url, &format!("DCGM_FI_DEV_GPU_UTIL{{Hostname=\"{host}\"}}"))
+        .await
+        .into_iter()
+        .map(|(l, _)| l["gpu"].parse::<u8>().unwrap())
+        .filter(|&g| g >= 4)
+        .collect();
+    beyond.sort();
+    let count_inc = on("disagree-gpus");
+    let mine: Vec<_> = count_inc.iter().filter(|i| i.subject == idle_name.as_str()).collect();
+    assert_eq!(mine.len(), 1, "{count_inc:#?}");
+    let list: Vec<String> = beyond.iter().map(u8::to_string).collect();
+    assert!(
+        mine[0].title.starts_with(&format!("telemetry reports {tele} GPUs, the scheduler 4")),
+        "{}",
+        mine[0].title
+    );
+    assert!(mine[0].title.contains(&format!("GPUs {} are not shown", list.join(", "))), "{}", mine[0].title);
+    assert_eq!(s.node(&idle_name).unwrap().gpus.len(), 4);
+    // Every other host whose GPU count is not the scheduler's 8, and no more.
+    let counts = query(&url, "count by (Hostname) (DCGM_FI_DEV_GPU_UTIL)").await;
+    let mut want: Vec<String> = counts
+        .iter()
+        .filter(|(l, v)| l["Hostname"] == host || *v as u32 != 8)
+        .map(|(l, _)| l["Hostname"].replace("gpu-", "node-"))
+        .collect();
+    want.sort();
+    let mut got: Vec<String> = count_inc.iter().map(|i| i.subject.to_string()).collect();
+    got.sort();
+    assert_eq!(got, want);
+    // Job ids the scheduler does not list, per node; the one it lists is not among them.
+    let mut want: Vec<(String, u64)> = jobs_by_host
+        .iter()
+        .filter(|(_, j)| *j != listed)
+        .map(|(h, j)| (h.replace("gpu-", "node-"), *j))
+        .collect();
+    want.sort();
+    let mut got: Vec<(String, u64)> = s
+        .disagreements
+        .iter()
+        .filter_map(|(k, d)| Some((k, d.jobs.as_ref()?)))
+        .flat_map(|(k, (j, _))| j.iter().map(move |j| (k.name.to_string(), *j)))
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    let nodes_with_unknown: std::collections::BTreeSet<&String> = want.iter().map(|x| &x.0).collect();
+    assert_eq!(on("disagree-jobs").len(), nodes_with_unknown.len());
+    // What doctor counts.
+    assert_eq!(disagree::job_matches(&s), (1, all_ids.len() - 1));
+}
+
+/// The first raw sample of each series' newest run of its current value (the time the series
+/// itself says it changed), per `(Hostname, gpu)`: the oracle for a timeline entry's time.
+async fn changed_at(url: &str, series: &str) -> Vec<((String, String), f64, f64)> {
+    let c = PromClient::new(&cfg(url)).unwrap();
+    let body = c.query(&format!("{series}[25h]"), None).await.unwrap();
+    let r = body.parse().unwrap();
+    r.results
+        .iter()
+        .filter_map(|s| {
+            let last = s.last()?;
+            let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
+            let first = s.points[s.points.len() - run];
+            let key = (s.label("Hostname")?.to_string(), s.label("gpu")?.to_string());
+            (last.v > 0.0 && run < s.points.len()).then_some((key, last.v, first.t))
+        })
+        .collect()
+}
+
+/// Per `(Hostname, gpu)`: the GPU's current XID code (the highest its series report now, as the
+/// console reads it) and the first raw sample of that code's series: when the series took it.
+async fn xid_started(url: &str) -> Vec<((String, String), f64, f64)> {
+    let c = PromClient::new(&cfg(url)).unwrap();
+    let body = c.query("DCGM_FI_DEV_XID_ERRORS[25h]", None).await.unwrap();
+    let r = body.parse().unwrap();
+    let mut by_gpu: BTreeMap<(String, String), (f64, f64)> = BTreeMap::new();
+    for s in r.results.iter() {
+        let (Some(h), Some(g), Some(last), Some(first)) =
+            (s.label("Hostname"), s.label("gpu"), s.last(), s.points.first())
+        else {
+            continue;
+        };
+        if last.v <= 0.0 {
+            continue;
+        }
+        let e = by_gpu.entry((h.to_string(), g.to_string())).or_insert((last.v, first.t));
+        if last.v > e.0 {
+            *e = (last.v, first.t);
+        }
+    }
+    by_gpu.into_iter().map(|(k, (v, t))| (k, v, t)).collect()
+}
+
+/// XID and ECC events are dated by the series itself (when the GPU took its XID code, when the
+/// double-bit count reached its value), not by when a console first saw them; a console that restarts (the scheduler listed first, the
+/// telemetry after) dates them the same, so the journal keeps one, and never logs "0 → 2".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xid_and_ecc_events_carry_the_series_change_time_and_a_restart_adds_none() {
+    use gpuplane::model::timeline::EventKind;
+    let url = url();
+    let want = changed_at(&url, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").await;
+    assert!(!want.is_empty(), "a planted double-bit ECC count");
+    let step = gpuplane::backend::prom::DATING.1 as f64;
+    let check = |events: &[gpuplane::model::timeline::Event], node: &dyn Fn(&str) -> String| {
+        for ((host, gpu), v, t) in &want {
+            let subject = format!("{}/gpu{gpu}", node(host));
+            let e = events
+                .iter()
+                .find(|e| e.kind == EventKind::Ecc && e.subject == subject)
+                .unwrap_or_else(|| panic!("no ECC event for {subject}: {events:#?}"));
+            assert!(e.what.ends_with(&format!("reached {v}")), "{e:?}");
+            let d = e.at as f64 - t;
+            assert!((0.0..=step).contains(&d), "{subject}: at {} vs the series' change at {t} ({d} s)", e.at);
+        }
+    };
+    // Prometheus alone.
+    let mut a = ClusterState::new(Default::default(), Default::default());
+    drive(cfg(&url), &mut a, 90, first_refresh).await;
+    let (first, _) = a.timeline.take_unsent();
+    check(&first, &|h| h.to_string());
+    // XIDs too: each GPU's current code, dated when the series took that code.
+    let xids = xid_started(&url).await;
+    assert!(!xids.is_empty(), "planted XIDs");
+    for ((host, gpu), code, t) in &xids {
+        let subject = format!("{host}/gpu{gpu}");
+        let e = first
+            .iter()
+            .find(|e| e.kind == EventKind::Xid && e.subject == subject)
+            .unwrap_or_else(|| panic!("no XID event for {subject}: {first:#?}"));
+        assert!(e.what.starts_with(&format!("XID {code}: ")), "{e:?}");
+        let d = e.at as f64 - t;
+        assert!((0.0..=step).contains(&d), "{subject}: at {} vs the series' change at {t} ({d} s)", e.at);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = gpuplane::store::timeline::Journal::open(&dir.path().join("timeline.sqlite")).unwrap();
+    journal.record(&first).unwrap();
+    // Restarted with a scheduler: its nodes first, the telemetry joined after.
+    let mut b = ClusterState::new(Default::default(), Default::default());
+    let mut nodes = scheduler_nodes();
+    for n in &mut nodes {
+        n.name = n.name.replace("node-", "gpu-").into();
+    }
+    b.apply(Update::Inventory {
+        at: 1,
+        inventory: Box::new(gpuplane::model::protocol::Inventory {
+            source: "slurm".into(),
+            nodes: Some(nodes),
+            ..Default::default()
+        }),
+    });
+    let mut c = cfg(&url);
+    c.discover_nodes = false;
+    drive(c.clone(), &mut b, 90, first_refresh).await;
+    let (again, _) = b.timeline.take_unsent();
+    check(&again, &|h| h.to_string());
+    assert!(!again.iter().any(|e| e.kind == EventKind::Ecc && e.what.contains("0 →")), "{again:#?}");
+    let ecc: Vec<_> = again.into_iter().filter(|e| e.kind == EventKind::Ecc).collect();
+    assert_eq!(journal.record(&ecc).unwrap(), 0, "the restarted console adds no ECC event");
+    drive(c, &mut b, 90, |u, _| matches!(u, Update::Status(s) if s.ok_at.is_some())).await;
+    let (later, _) = b.timeline.take_unsent();
+    assert!(!later.iter().any(|e| e.kind == EventKind::Ecc), "said once: {later:#?}");
 }
 
 /// A TCP proxy to Prometheus that can be stopped (listener and live connections closed).
@@ -517,6 +777,68 @@ fn get_reads_prometheus_alone() {
     assert!(incidents.contains("double-bit ECC") || incidents.contains("XID"), "{incidents}");
     assert!(incidents.contains("flapping"), "{incidents}");
     // A closed port (exit status 2 and the reason): tests/prom_recorded.rs.
+}
+
+/// `(alertname, Hostname, gpu)` of each firing alert, as the server's own `ALERTS` series say.
+async fn firing_alerts_oracle(url: &str) -> Vec<(String, String, String)> {
+    let mut v: Vec<(String, String, String)> = query(url, r#"ALERTS{alertstate="firing"}"#)
+        .await
+        .into_iter()
+        .map(|(l, _)| {
+            let get = |k: &str| l.get(k).cloned().unwrap_or_default();
+            (get("alertname"), get("Hostname"), get("gpu"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Without an Alertmanager, Prometheus's own alerts (`/api/v1/alerts`) are the Alerts view's: every
+/// alert the server's `ALERTS` series say is firing, said to come from Prometheus, read-only, and
+/// among the incidents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_alertmanager_the_alerts_are_prometheuss_own() {
+    let url = url();
+    let mut c = cfg(&url);
+    c.alerts = true;
+    let mut state = ClusterState::new(Default::default(), Default::default());
+    drive(c, &mut state, 60, first_refresh).await;
+    let want = firing_alerts_oracle(&url).await;
+    assert!(!want.is_empty(), "the planted history fires alerts");
+    let mut got: Vec<(String, String, String)> = state
+        .alerts
+        .iter()
+        .filter(|a| a.state == gpuplane::model::alert::AlertState::Active)
+        .map(|a| {
+            let get = |k: &str| a.label(k).unwrap_or("").to_string();
+            (a.name.to_string(), get("Hostname"), get("gpu"))
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(state.alerts_origin, Some(gpuplane::model::alert::AlertOrigin::Prometheus));
+    let title = gpuplane::tui::views::alerts::title(&state);
+    assert!(title.contains(&format!("from Prometheus, read-only ({} firing", want.len())), "{title}");
+    assert!(!gpuplane::tui::views::alerts::can_silence(&state));
+    let alert_incidents = state.incidents.iter().filter(|i| i.signal.starts_with("alert:")).count();
+    assert_eq!(alert_incidents, want.len());
+}
+
+/// `gpuplane get alerts` with Prometheus and no Alertmanager lists Prometheus's firing alerts.
+#[test]
+fn get_alerts_reads_prometheus_without_alertmanager() {
+    let url = url();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpuplane_cmd(dir.path())
+        .args(["get", "alerts", "-o", "json", "--prometheus", &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let firing = rows.as_array().unwrap().iter().filter(|r| r["state"] == "active").count();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let want = rt.block_on(firing_alerts_oracle(&url));
+    assert_eq!(firing, want.len(), "{rows:#}");
 }
 
 /// The detail pane's history comes from `query_range` for what it shows and nothing else: no

@@ -136,6 +136,30 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
     };
     let (rc, out, err) = run(&["drain", "gpu-005", "-r", "IB flaps", "-t", "INC-7", "--yes"]);
     assert_eq!(rc, Some(0), "{out}{err}");
+    // The state change the drain caused, as a console would have journaled it: the scheduler's
+    // account (`root`) set the reason, at the time the audit log gives the drain.
+    let outcome = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["action"] == "drain" && r["phase"] == "outcome")
+        .expect("the drain's outcome in the audit log");
+    let drained_at = outcome["ts"].as_str().unwrap().parse::<jiff::Timestamp>().unwrap().as_second();
+    a.record(&[Event {
+        cluster: s.cluster.to_string(),
+        at: drained_at,
+        kind: EventKind::NodeState,
+        subject_kind: gpuplane::model::timeline::SubjectKind::Node,
+        subject: "gpu-005".into(),
+        node: Some("gpu-005".into()),
+        job: None,
+        team: None,
+        what: "idle → draining: INC-7: IB flaps (by root)".into(),
+        who: Some("root".into()),
+        gpus: 8,
+        dedupe: format!("node-state:gpu-005:draining:{drained_at}"),
+    }])
+    .unwrap();
 
     let (rc, md, err) = run(&["timeline", "--since", "2h", "-o", "markdown"]);
     assert_eq!(rc, Some(0), "{err}");
@@ -155,6 +179,14 @@ fn transitions_reach_the_journal_once_and_the_postmortem() {
         "{md}"
     );
     assert!(md.contains("drain gpu-005 ok [INC-7]: IB flaps"), "the CLI's audited drain is an action:\n{md}");
+    // Who: the operator (the OS user that ran it), not the backend's identity (`sim:oncall`).
+    assert!(md.contains("drain gpu-005 ok [INC-7]: IB flaps | oncall |"), "{md}");
+    assert!(!md.contains("sim:oncall"), "{md}");
+    // The state change the drain caused is the operator's too, not the scheduler's account.
+    assert!(md.contains("| oncall | set gpu-005 idle → draining"), "{md}");
+    // A document meant for sharing names no local path.
+    let home_path = home.path().display().to_string();
+    assert!(!md.contains(&home_path), "an absolute local path in the postmortem:\n{md}");
     assert!(md.contains(&format!("{node} was last seen drained")), "{md}");
     let lost = md.lines().find(|l| l.starts_with(&format!("| {} |", s.cluster))).expect("a GPU-hours row");
     assert!(lost.contains("usage ledger") && !lost.contains("unknown"), "{lost}");

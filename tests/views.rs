@@ -441,6 +441,51 @@ fn alerts_detail() {
     snap_alerts("alerts_detail", ":alerts\r\r");
 }
 
+/// Without an Alertmanager: Prometheus's own alerts (recorded from the test Prometheus's
+/// `/api/v1/alerts`, tests/fixtures/prometheus/alerts.json) are the view's, said to come from
+/// Prometheus, read-only: no silence is offered, and the silence key says why.
+#[test]
+fn alerts_from_prometheus() {
+    use gpuplane::model::protocol::Update;
+    use gpuplane::tui::app::Msg;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/prometheus/alerts.json");
+    let body = std::fs::read(path).unwrap();
+    // The oracle: the recorded answer itself.
+    let raw: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let firing = raw["data"]["alerts"].as_array().unwrap().iter().filter(|a| a["state"] == "firing").count();
+    assert!(firing > 0);
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
+        let mut a = app();
+        let now = a.state().now;
+        let mut alerts = gpuplane::backend::prom::alerts::parse(&body).unwrap();
+        let last = alerts.iter().map(|a| a.starts_at).max().unwrap();
+        for x in &mut alerts {
+            x.starts_at += now - 60 - last;
+        }
+        let snap = gpuplane::model::alert::AlertSnapshot {
+            source: "prom".into(),
+            at: now,
+            alerts,
+            silences: vec![],
+        };
+        a.update(Msg::Update(Update::Alerts(Box::new(snap))));
+        typed(&mut a, ":alerts\r");
+        let screen = render(&mut a, w, h);
+        if w >= 160 {
+            assert!(
+                screen.contains(&format!("Alerts from Prometheus, read-only ({firing} firing")),
+                "{screen}"
+            );
+            assert!(!screen.contains(" silence "), "no silence offered:\n{screen}");
+        }
+        insta::assert_snapshot!(format!("alerts_prometheus_{w}x{h}"), screen);
+        typed(&mut a, "z");
+        let msg = a.ui.message.clone().map(|m| m.0).unwrap_or_default();
+        assert!(msg.contains("read from Prometheus") && msg.contains("--alertmanager"), "{msg}");
+        assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Command(_)), "no silence prompt opened");
+    }
+}
+
 fn snap_alerts(name: &str, keys: &str) {
     for (w, h) in [(60u16, 20u16), (80, 24), (120, 40), (200, 60)] {
         let mut a = common::app_with_alerts();

@@ -379,8 +379,82 @@ pub async fn checks(config: &Config, warnings: &[String], t: Duration) -> Vec<Ch
     if config.local {
         all.extend(nvml_checks(t).await);
     }
+    if config.slurm.is_some() && config.prometheus.is_some() {
+        all.extend(join_checks(config, t).await);
+    }
     all.extend(audit_checks(config));
     all
+}
+
+/// Whether the telemetry joins the scheduler: the cluster read once as the console reads it
+/// (Slurm, then one Prometheus refresh joined to its nodes), and the telemetry's job ids
+/// (`hpc_job`) counted against the scheduler's jobs, with the nodes where telemetry and the
+/// scheduler disagree ([`crate::state::disagree`]).
+async fn join_checks(config: &Config, t: Duration) -> Vec<Check> {
+    let mut out = Out::new("join", "");
+    let read = within(t.saturating_mul(3) + Duration::from_secs(5), super::cluster_only(config)).await;
+    let state = match read {
+        Some(Ok((s, _, _))) => s,
+        Some(Err(e)) => {
+            out.warn("jobs", format!("the cluster could not be read to join it: {e}"));
+            return out.checks;
+        }
+        None => {
+            out.warn("jobs", "the cluster could not be read to join it in time");
+            return out.checks;
+        }
+    };
+    let (matched, unknown) = crate::state::disagree::job_matches(&state);
+    let total = matched + unknown;
+    let unknown_ids: std::collections::BTreeSet<u64> = state
+        .disagreements
+        .values()
+        .filter_map(|d| d.jobs.as_ref())
+        .flat_map(|(j, _)| j.iter().copied())
+        .collect();
+    let data = json!({"telemetry_jobs": total, "scheduler_jobs": matched, "unknown": unknown_ids});
+    if total == 0 {
+        out.warn(
+            "jobs",
+            "no telemetry job id (hpc_job) on the scheduler's nodes: GPUs are not joined to jobs",
+        )
+        .fix("run dcgm-exporter with --hpc-job-mapping-dir (the Slurm prolog writes the job of each GPU)")
+        .data(data);
+    } else if unknown == 0 {
+        out.ok(
+            "jobs",
+            format!("{matched} of {total} telemetry job ids are the scheduler's jobs: GPUs join their jobs"),
+        )
+        .data(data);
+    } else {
+        let some: Vec<String> = unknown_ids.iter().take(5).map(u64::to_string).collect();
+        out.warn(
+            "jobs",
+            format!(
+                "{matched} of {total} telemetry job ids are the scheduler's jobs; {unknown} are not ({}{})",
+                some.join(", "),
+                if unknown > 5 { ", …" } else { "" }
+            ),
+        )
+        .fix("check that dcgm-exporter's hpc_job comes from this Slurm cluster, and [prometheus.host_map] (the telemetry's hosts must be this cluster's nodes)")
+        .data(data);
+    }
+    let busy = state.disagreements.values().filter(|d| d.busy.is_some()).count();
+    let count = state.disagreements.values().filter(|d| d.count.is_some()).count();
+    let data = json!({"busy_beyond_allocation": busy, "gpu_count_differs": count});
+    if busy + count == 0 {
+        out.ok("nodes", "telemetry and the scheduler agree on every node's GPUs").data(data);
+    } else {
+        out.warn(
+            "nodes",
+            format!(
+                "telemetry and the scheduler disagree: {busy} node(s) with more GPUs busy than allocated, {count} with another GPU count"
+            ),
+        )
+        .fix("see the disagreement incidents (gpuplane get incidents --filter signal=disagree): a wrong [prometheus.host_map], or GPUs the scheduler does not know")
+        .data(data);
+    }
+    out.checks
 }
 
 /// What `:doctor` runs in the console: [`checks`] on the console's runtime (off its UI task),
@@ -1412,8 +1486,11 @@ async fn prom_checks(cfg: &prom::PromConfig, config: &Config, t: Duration) -> Ve
             out.ok(
                 "labels/jobs",
                 format!(
-                    "{n} GPU series carry {needed} ({pods} with {}, {jobs} with {}): GPUs join their jobs",
-                    l.pod, l.hpc_job
+                    "{n} GPU series carry {needed} ({pods} with {}, {jobs} with {}){}",
+                    l.pod,
+                    l.hpc_job,
+                    // With Slurm, whether they are its jobs is the join check's to say.
+                    if slurm { "" } else { ": GPUs join their jobs" }
                 ),
             )
             .data(data);

@@ -267,6 +267,8 @@ async fn prom_once(config: &Config, state: &mut ClusterState) -> Result<(), Stri
     let Some(p) = &config.prometheus else { return Ok(()) };
     let mut p = p.clone();
     p.discover_nodes = state.nodes.is_empty();
+    // Without an Alertmanager, the alerts are Prometheus's own (read-only).
+    p.alerts = config.alertmanager.is_none();
     let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
     let cancel = tokio_util::sync::CancellationToken::new();
     let task = tokio::spawn(crate::backend::prom::run(p, tx, cancel.clone()));

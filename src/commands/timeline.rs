@@ -74,6 +74,7 @@ pub fn events(config: &Config, q: &Query) -> Result<(Vec<Event>, Vec<String>), S
         Err(e) => notes.push(format!("audit log: {e}; actions are those the journal holds")),
     }
     out.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.dedupe.cmp(&b.dedupe)));
+    crate::model::timeline::attribute_to_operators(&mut out);
     Ok((out, notes))
 }
 
@@ -244,19 +245,22 @@ pub fn lost(config: &Config, events: &[Event], q: &Query) -> Vec<Lost> {
                 failed_jobs: 0,
                 source: String::new(),
             };
+            // A document meant for sharing names the ledger's file, not where it lies here.
+            let file = path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
             if !path.exists() {
-                l.source = format!("unknown: no usage ledger for {cluster} ({})", path.display());
+                l.source = format!("unknown: no usage ledger for {cluster} ({file})");
                 return l;
             }
             let w = match crate::store::Ledger::open(&path).and_then(|led| led.window(q.from, q.to)) {
                 Ok(w) => w,
                 Err(e) => {
-                    l.source = format!("unknown: {e}");
+                    l.source =
+                        format!("unknown: {}", e.to_string().replace(&path.display().to_string(), &file));
                     return l;
                 }
             };
             if w.first_record.is_none() {
-                l.source = format!("unknown: the usage ledger {} is empty", path.display());
+                l.source = format!("unknown: the usage ledger {file} is empty");
                 return l;
             }
             let jobs: Vec<&crate::store::JobRecord> = w
@@ -288,8 +292,8 @@ pub fn lost(config: &Config, events: &[Event], q: &Query) -> Vec<Lost> {
                 l.down_h = Some(w.capacity.iter().map(|c| c.down_s).sum::<f64>() / 3_600.0);
             }
             l.source = match w.data_since() {
-                Some(f) => format!("usage ledger {}, from {} only", path.display(), crate::clock::stamp(f)),
-                None => format!("usage ledger {}", path.display()),
+                Some(f) => format!("usage ledger {file}, from {} only", crate::clock::stamp(f)),
+                None => format!("usage ledger {file}"),
             };
             l
         })

@@ -3,15 +3,17 @@
 use super::{Epoch, Text};
 use std::collections::BTreeMap;
 
-/// Alertmanager's state of an alert: `active` (firing, notified), `suppressed` (silenced or
-/// inhibited), `unprocessed` (received, not yet grouped). Prometheus's own `pending` (an
-/// expression true for less than its `for:`) never reaches Alertmanager.
+/// The state of an alert: Alertmanager's `active` (firing, notified), `suppressed` (silenced or
+/// inhibited), `unprocessed` (received, not yet grouped); and Prometheus's own `pending` (an
+/// expression true for less than its `for:`), which never reaches Alertmanager and is only seen
+/// where alerts are read from Prometheus itself ([`AlertOrigin::Prometheus`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertState {
     Active,
     Unprocessed,
     Suppressed,
+    Pending,
 }
 
 impl AlertState {
@@ -20,6 +22,7 @@ impl AlertState {
             Self::Active => "active",
             Self::Unprocessed => "unprocessed",
             Self::Suppressed => "suppressed",
+            Self::Pending => "pending",
         }
     }
 
@@ -64,9 +67,10 @@ impl Alert {
         self.label("severity").unwrap_or("").to_ascii_lowercase()
     }
 
-    /// Firing and nobody has muted it: silenced or inhibited alerts are `suppressed`.
+    /// Firing and nobody has muted it: silenced or inhibited alerts are `suppressed`, and a
+    /// Prometheus alert still `pending` has not fired yet.
     pub fn firing(&self) -> bool {
-        self.state != AlertState::Suppressed
+        matches!(self.state, AlertState::Active | AlertState::Unprocessed)
     }
 
     pub fn silenced(&self) -> bool {
@@ -208,6 +212,37 @@ impl Silence {
     }
 }
 
+/// Where the alerts come from: Alertmanager (its API v2: alerts, silences, and silences can be
+/// made), or, where no Alertmanager is configured, Prometheus's own `/api/v1/alerts` (the
+/// alerting rules' alerts, firing and pending; read-only: Prometheus has no silences).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertOrigin {
+    #[default]
+    Alertmanager,
+    Prometheus,
+}
+
+impl AlertOrigin {
+    /// The origin of a snapshot from the source named `source` (`prom` is Prometheus's source
+    /// name; every other alert source is an Alertmanager).
+    pub fn of(source: &str) -> AlertOrigin {
+        if source == "prom" { Self::Prometheus } else { Self::Alertmanager }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Alertmanager => "Alertmanager",
+            Self::Prometheus => "Prometheus",
+        }
+    }
+
+    /// Whether alerts from here can be silenced (only Alertmanager holds silences).
+    pub fn can_silence(self) -> bool {
+        self == Self::Alertmanager
+    }
+}
+
 /// Everything an alert manager reports, replacing what it reported before.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AlertSnapshot {
@@ -217,6 +252,12 @@ pub struct AlertSnapshot {
     pub at: Epoch,
     pub alerts: Vec<Alert>,
     pub silences: Vec<Silence>,
+}
+
+impl AlertSnapshot {
+    pub fn origin(&self) -> AlertOrigin {
+        AlertOrigin::of(&self.source)
+    }
 }
 
 #[cfg(test)]

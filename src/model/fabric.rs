@@ -62,6 +62,15 @@ pub struct FabricPort {
     pub link_downed: u64,
     /// State changes seen in the recent window.
     pub flaps: u32,
+    /// Since when it has been in `state`, as the source dates it (Prometheus, for a port not
+    /// Active: the first step of the state's newest run, else the refresh that first saw it);
+    /// `None` when the source does not say.
+    #[serde(skip)]
+    pub state_since: Option<super::Epoch>,
+    /// Since when it has been flapping (`flaps` above 0 without a break), as the source dates
+    /// it (Prometheus: the first step of that run, else the refresh that first saw it).
+    #[serde(skip)]
+    pub flaps_since: Option<super::Epoch>,
     pub rx_gbps: f32,
     pub tx_gbps: f32,
 }

@@ -118,6 +118,10 @@ pub struct Gpu {
     pub power_w: Option<u16>,
     pub power_limit_w: u16,
     pub ecc: EccCounts,
+    /// When the double-bit count reached its value, as the source dates it (Prometheus: the
+    /// first sample of the count's newest run); `None` when the source does not say.
+    #[serde(skip)]
+    pub ecc_at: Option<Epoch>,
     /// NVLink and PCIe errors in the recent window.
     pub links: LinkErrors,
     pub xid: Option<XidEvent>,

@@ -63,10 +63,15 @@ pub struct GpuSample {
     pub power_w: Option<u16>,
     pub mem_used_mib: Option<u32>,
     pub ecc: Option<EccCounts>,
+    /// With `ecc`: when its double-bit count reached its value, as the source dates it.
+    pub ecc_at: Option<Epoch>,
     pub links: Option<super::LinkErrors>,
     pub xid: Option<XidEvent>,
     /// `Some(None)`: released; `Some(Some(id))`: allocated to `id`.
     pub job: Option<Option<JobId>>,
+    /// The scheduler job the telemetry's own labels name (dcgm-exporter's `hpc_job`) where
+    /// another source owns the GPU: never applied, only compared with the scheduler's jobs.
+    pub telemetry_job: Option<JobId>,
 }
 
 /// The GPU samples of one node.

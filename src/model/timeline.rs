@@ -85,7 +85,7 @@ pub enum SubjectKind {
     Job,
     /// An alert's name (its fingerprint is in the dedupe key).
     Alert,
-    /// An incident subject with its signal (`gpu-004/gpu3 xid:79`), a silence, anything else.
+    /// A silence, a team, anything else.
     Other,
 }
 
@@ -215,5 +215,75 @@ mod tests {
         for k in EventKind::ALL {
             assert_eq!(EventKind::from_label(k.label()), Some(k));
         }
+    }
+}
+
+/// How close an audited action and the state change it caused are (the scheduler dates the
+/// reason when it takes the request; the audit's outcome is written right after).
+pub const CAUSED_WITHIN_S: Epoch = 60;
+
+/// WHO of a node's state change that an audited action caused is the action's operator, not the
+/// account the scheduler saw (`root`, the token's user): a node-state event with an action on
+/// the same node of the same cluster within [`CAUSED_WITHIN_S`] takes that action's WHO.
+pub fn attribute_to_operators(events: &mut [Event]) {
+    let actions: Vec<(String, String, Epoch, String)> = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Action)
+        .filter_map(|e| Some((e.cluster.clone(), e.node.clone()?, e.at, e.who.clone()?)))
+        .collect();
+    if actions.is_empty() {
+        return;
+    }
+    // One cluster's journal: the audit names it by its own label (a URL, `sim-4x8`).
+    let mut clusters = events.iter().filter(|e| e.kind == EventKind::NodeState).map(|e| e.cluster.as_str());
+    let first = clusters.next().unwrap_or_default().to_string();
+    let one = clusters.all(|c| c == first);
+    for e in events.iter_mut().filter(|e| e.kind == EventKind::NodeState) {
+        let Some(node) = e.node.as_deref() else { continue };
+        let by = actions
+            .iter()
+            .filter(|(c, n, at, _)| {
+                (one || *c == e.cluster) && n == node && (at - e.at).abs() <= CAUSED_WITHIN_S
+            })
+            .min_by_key(|(_, _, at, _)| (at - e.at).abs());
+        if let Some((.., who)) = by {
+            e.who = Some(who.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod attribution {
+    use super::*;
+
+    fn ev(kind: EventKind, node: &str, at: Epoch, who: &str) -> Event {
+        Event {
+            cluster: "c".into(),
+            at,
+            kind,
+            subject_kind: SubjectKind::Node,
+            subject: node.into(),
+            node: Some(node.into()),
+            job: None,
+            team: None,
+            what: String::new(),
+            who: Some(who.into()),
+            gpus: 0,
+            dedupe: format!("{node}{at}"),
+        }
+    }
+
+    #[test]
+    fn a_state_change_an_audited_action_caused_is_the_operators() {
+        let mut v = vec![
+            ev(EventKind::NodeState, "gpu-004", 100, "root"),
+            ev(EventKind::Action, "gpu-004", 102, "alice"),
+            // Another node, or long after: the scheduler's account stays.
+            ev(EventKind::NodeState, "gpu-005", 100, "root"),
+            ev(EventKind::NodeState, "gpu-004", 400, "bob"),
+        ];
+        attribute_to_operators(&mut v);
+        let who: Vec<&str> = v.iter().map(|e| e.who.as_deref().unwrap()).collect();
+        assert_eq!(who, ["alice", "alice", "root", "bob"]);
     }
 }

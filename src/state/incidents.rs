@@ -217,7 +217,12 @@ fn alerts(s: &ClusterState, out: &mut Vec<Incident>) {
             .get("runbook_url")
             .or_else(|| a.annotations.get("runbook"))
             .map(|r| format!("runbook: {r}"))
-            .unwrap_or_else(|| "see the alert in the Alerts view; silence it with `gpuplane silence create` while you work on it".into());
+            .unwrap_or_else(|| match s.alerts_origin {
+                Some(crate::model::alert::AlertOrigin::Prometheus) => {
+                    "see the alert in the Alerts view (read from Prometheus: silencing it needs an Alertmanager)".into()
+                }
+                _ => "see the alert in the Alerts view; silence it with `gpuplane silence create` while you work on it".into(),
+            });
         out.push(Incident {
             cluster: Default::default(),
             severity: alert_severity(a),
@@ -423,6 +428,7 @@ pub(super) fn detect(s: &ClusterState, flags: &Flags) -> Vec<Incident> {
     }
     acceptance(s, &mut out);
     super::twins::incidents(s, &mut out);
+    super::disagree::incidents(s, &mut out);
     for ((cluster, job), (count, since, per_hour, node)) in idle_by_job {
         let who =
             s.job_in(&cluster, job).map(|j| format!(" ({} / {})", j.user, j.account)).unwrap_or_default();

@@ -8,7 +8,9 @@
 //! `reason_changed_at`, a job's end, an alert's start, an ack's time, an audit sequence
 //! number), so every console makes the same key for it, even one that starts later and sees it
 //! on its first look; a change known only by when it was seen (a node going down without a
-//! reason time, a port going down, an ECC count rising) or dated differently by each console
+//! reason time, a port going down) or dated by the source only to its sampling step (an ECC
+//! count, dated by Prometheus's series: the journal's window merges the consoles' copies, and a
+//! restarted console dates it as the first did) or dated differently by each console
 //! (Prometheus's XIDs carry when the console first saw them: an XID is keyed by GPU, code and
 //! count) is keyed without a time, and the journal's window
 //! ([`crate::store::timeline::DEDUPE_WINDOW_S`]) merges consoles' copies.
@@ -46,6 +48,8 @@ struct NodeSnap {
     gpus: Vec<GpuSnap>,
     /// Per port: name, state, flaps.
     ports: Vec<(Text, PortState, u32)>,
+    /// Whether any GPU of it had telemetry: before, a count is not known, not zero.
+    telemetry: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +106,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 .map(|g| (g.index, g.xid.map(|x| (x.code, x.at, x.count)), g.ecc.dbe))
                 .collect(),
             ports: n.ports.iter().map(|p| (p.name.clone(), p.state, p.flaps)).collect(),
+            telemetry: n.gpus.iter().any(|g| g.util.is_some() || g.ecc_at.is_some()),
         };
         let was = prev.and_then(|p| p.nodes.get(&(cluster.clone(), n.name.clone())));
         let gpus = n.gpu_slots.max(n.gpus.len() as u32);
@@ -182,15 +187,25 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                     out.push(e);
                 }
             }
-            if let Some(o) = old
-                && g.ecc.dbe > o.2
-            {
+            // A count that rose since a look with telemetry; or, seen for the first time (a first
+            // look, the first telemetry after a restart), one the source dates: at the source's
+            // time either way when it gives one, so that every console dates it alike.
+            // (A count the source dates before the last look had not reached that look.)
+            let known = was.is_some_and(|w| w.telemetry) && g.ecc_at.is_none_or(|t| t > since);
+            let rose = old.filter(|o| known && g.ecc.dbe > o.2).map(|o| o.2);
+            let new_count = old.is_none_or(|o| o.2 != g.ecc.dbe);
+            let dated_first = (!known && new_count && g.ecc.dbe > 0).then_some(g.ecc_at).flatten();
+            if rose.is_some() || dated_first.is_some() {
+                let what = match rose {
+                    Some(from) => format!("ECC double-bit errors {from} → {}", g.ecc.dbe),
+                    None => format!("ECC double-bit errors reached {}", g.ecc.dbe),
+                };
                 let mut e = node_event(
                     cluster,
                     name,
-                    s.now,
+                    g.ecc_at.filter(|&t| t <= s.now).unwrap_or(s.now),
                     EventKind::Ecc,
-                    format!("ECC double-bit errors {} → {}", o.2, g.ecc.dbe),
+                    what,
                     format!("ecc:{}:{}", gpu(), g.ecc.dbe),
                 );
                 e.subject_kind = SubjectKind::Gpu;
@@ -201,10 +216,15 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         }
         if let Some(w) = was {
             for p in &n.ports {
-                let Some(old) = w.ports.iter().find(|o| o.0 == p.name) else { continue };
+                // A port listed for the first time on a node seen before (telemetry's port
+                // list arrives after the scheduler's nodes) is compared with a healthy one.
+                let healthy = (p.name.clone(), PortState::Active, 0);
+                let old = w.ports.iter().find(|o| o.0 == p.name).unwrap_or(&healthy);
                 let port = format!("{name}/{}", p.name);
-                let mut push = |kind, what: String, dedupe: String| {
-                    let mut e = node_event(cluster, name, s.now, kind, what, dedupe);
+                // Going down: since when the source says it has been down.
+                let down_at = p.state_since.filter(|&t| t <= s.now).unwrap_or(s.now);
+                let mut push = |kind, at: Epoch, what: String, dedupe: String| {
+                    let mut e = node_event(cluster, name, at, kind, what, dedupe);
                     e.subject_kind = SubjectKind::Port;
                     e.subject = clean(&port);
                     out.push(e);
@@ -218,6 +238,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                     let back = if down(p.state) { "" } else { " (back up)" };
                     push(
                         EventKind::PortDown,
+                        if down(p.state) { down_at } else { s.now },
                         format!("{} {} → {}{back}", p.kind.label(), old.1.label(), p.state.label()),
                         format!("port:{port}:{}>{}", old.1.label(), p.state.label()),
                     );
@@ -225,6 +246,7 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
                 if p.flaps >= limit && old.2 < limit && limit > 0 {
                     push(
                         EventKind::PortFlap,
+                        p.flaps_since.filter(|&t| t <= s.now).unwrap_or(s.now),
                         format!("{} flapped {} times in the window", p.kind.label(), p.flaps),
                         format!("port-flap:{port}"),
                     );
@@ -331,16 +353,29 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
         if !prev.is_some_and(|p| p.acks.contains(&key)) {
             let ticket = a.ticket.as_deref().map_or(String::new(), |t| format!(" {t}"));
             let node = a.key.subject.split('/').next().filter(|n| s.node(n).is_some());
+            // The acked incident's subject, with its kind: `gpu-004/gpu3`, `gpu-004`,
+            // `gpu-004/mlx5_0/1`, `job 4242` (its id), else as it is.
+            let (subject_kind, subject) = match (node, a.key.subject.split_once('/')) {
+                (Some(_), Some((_, rest))) if rest.starts_with("gpu") && !rest.contains('/') => {
+                    (SubjectKind::Gpu, a.key.subject.clone())
+                }
+                (Some(_), Some(_)) => (SubjectKind::Port, a.key.subject.clone()),
+                (Some(_), None) => (SubjectKind::Node, a.key.subject.clone()),
+                _ => match a.key.subject.strip_prefix("job ").filter(|j| j.parse::<JobId>().is_ok()) {
+                    Some(id) => (SubjectKind::Job, id.to_string()),
+                    None => (SubjectKind::Other, a.key.subject.clone()),
+                },
+            };
             out.push(Event {
                 cluster: clean(s.cluster_of(&Text::from(a.cluster.as_str()))),
                 at: a.at,
                 kind: EventKind::Ack,
-                subject_kind: SubjectKind::Other,
-                subject: clean(&format!("{} {}", a.key.subject, a.key.signal)),
+                subject_kind,
+                job: (subject_kind == SubjectKind::Job).then(|| subject.parse().ok()).flatten(),
+                subject: clean(&subject),
                 node: node.map(clean),
-                job: None,
                 team: None,
-                what: clean(&format!("acknowledged {}{ticket}: {}", a.key.signal, a.note)),
+                what: clean(&format!("acknowledged {}{ticket}: {}", signal_title(s, &a.key.signal), a.note)),
                 who: Some(clean(&a.by)),
                 gpus: 0,
                 dedupe: clean(&format!("ack:{}:{}:{}", a.key.subject, a.key.signal, a.at)),
@@ -350,6 +385,22 @@ pub fn diff(prev: Option<&Snapshot>, s: &ClusterState) -> (Snapshot, Vec<Event>)
     }
     out.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.dedupe.cmp(&b.dedupe)));
     (next, out)
+}
+
+/// What a signal is called for people (`xid:79` → `XID 79: GPU has fallen off the bus`): an
+/// XID's meaning, else its playbook's name, else the title of an incident that carries it, else
+/// the signal's words.
+pub fn signal_title(s: &ClusterState, signal: &str) -> String {
+    if let Some(code) = signal.strip_prefix("xid:").and_then(|c| c.parse::<u16>().ok()) {
+        return format!("XID {code}: {}", xid_info(code).name);
+    }
+    if let Some(p) = s.playbooks.get(signal) {
+        return p.name.clone();
+    }
+    if let Some(i) = s.incidents.iter().find(|i| i.signal == signal) {
+        return i.title.clone();
+    }
+    signal.replace(['-', ':'], " ")
 }
 
 /// The actions of an audit log as events: every outcome (drain, cordon, resume, cancel, a
@@ -391,7 +442,8 @@ pub fn from_audit(records: &[crate::audit::Record], cluster: &dyn Fn(&str) -> Op
             job,
             team: None,
             what: clean(&format!("{}{targets}{result}{ticket}{reason}{bg}", r.action)),
-            who: Some(clean(r.identity.as_deref().unwrap_or(&r.os_user))),
+            // The operator, not the identity the backend knows the token by (`slurm:root`).
+            who: Some(clean(&r.os_user)),
             gpus: 0,
             dedupe: format!("audit:{}:{}", r.seq, r.op_id),
         });
@@ -473,6 +525,7 @@ impl Timeline {
         if v.len() > SHOWN_MAX {
             v.drain(..v.len() - SHOWN_MAX);
         }
+        crate::model::timeline::attribute_to_operators(&mut v);
         self.events = v;
     }
 
@@ -578,6 +631,33 @@ mod tests {
         assert!(d.who.is_none());
     }
 
+    /// Telemetry's port list arrives after the scheduler's nodes: a port first listed down or
+    /// flapping is an entry (dated since when the source says it has been down), not skipped.
+    #[test]
+    fn ports_listed_after_the_first_look_are_entries() {
+        let mut s = base();
+        let t0 = s.now;
+        relist(&mut s, t0 + 1, |nodes, _| nodes[0].ports.clear());
+        let (snap, _) = diff(None, &s);
+        let mut ports = base().nodes[0].ports.clone();
+        assert!(ports.len() >= 2, "the simulated node has ports");
+        ports[0].state = PortState::Down;
+        ports[0].state_since = Some(t0 - 30);
+        ports[1].flaps = s.thresholds.flap_count;
+        ports[1].flaps_since = Some(t0 - 50);
+        relist(&mut s, t0 + 10, move |nodes, _| nodes[0].ports = ports);
+        let (snap2, ev) = diff(Some(&snap), &s);
+        let n0 = s.nodes[0].name.to_string();
+        let down = ev.iter().find(|e| e.kind == EventKind::PortDown).expect("the port down");
+        assert_eq!((down.at, down.subject_kind), (t0 - 30, SubjectKind::Port));
+        assert!(down.what.contains("Active → Down") && down.subject.starts_with(&n0), "{down:?}");
+        let flap = ev.iter().find(|e| e.kind == EventKind::PortFlap).expect("the flapping port");
+        assert_eq!(flap.at, t0 - 50, "since when the source says it has been flapping");
+        // Once.
+        let (_, again) = diff(Some(&snap2), &s);
+        assert!(!again.iter().any(|e| matches!(e.kind, EventKind::PortDown | EventKind::PortFlap)));
+    }
+
     #[test]
     fn xids_ecc_and_ports_are_recorded_once() {
         let mut s = base();
@@ -670,6 +750,12 @@ mod tests {
         let a = ev.iter().find(|e| e.kind == EventKind::Ack).expect("ack");
         assert_eq!((a.who.as_deref(), a.at), (Some("bob"), t0 + 9));
         assert!(a.what.contains("INC-7"), "{}", a.what);
+        // A human signal name, never the internal one.
+        let xid = crate::model::xid_info(79).name;
+        assert!(a.what.starts_with(&format!("acknowledged XID 79: {xid} INC-7")), "{}", a.what);
+        assert!(!a.what.contains("xid:79") && !a.subject.contains("xid:79"), "{a:?}");
+        // Its identity: the GPU it is about.
+        assert_eq!((a.subject_kind, a.subject.as_str()), (SubjectKind::Gpu, "gpu-001/gpu3"), "{a:?}");
         let (_, again) = diff(Some(&snap2), &s);
         assert!(
             again
@@ -684,7 +770,7 @@ mod tests {
             seq,
             ts: "2026-01-01T00:00:10Z".into(),
             os_user: "alice".into(),
-            identity: Some("oncall".into()),
+            identity: Some("slurm:root".into()),
             host: "h".into(),
             cluster: "sim-4x8".into(),
             action: action.into(),
@@ -712,7 +798,8 @@ mod tests {
         let e = &ev[0];
         assert_eq!(
             (e.cluster.as_str(), e.who.as_deref(), e.node.as_deref()),
-            ("sim", Some("oncall"), Some("gpu-004"))
+            ("sim", Some("alice"), Some("gpu-004")),
+            "who is the operator, not the backend's token identity"
         );
         assert_eq!(e.what, "drain gpu-004 ok [INC-4242]: XID 79");
         assert_eq!(e.dedupe, "audit:2:op2");

@@ -7,6 +7,7 @@
 //! in a single walk over the nodes.
 
 mod derive;
+pub mod disagree;
 mod fleet;
 pub mod history;
 mod incidents;
@@ -32,7 +33,7 @@ use crate::model::{
     Epoch, Filesystem, Job, JobId, JobKey, JobState, Node, NodeKey, PriceCard, Queue, Quota, Text,
 };
 use history::{ClusterHistory, FleetHistory, NONE_U8, StorageHistory};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Fast, seeded hashing for the state's indexes (keys come from the cluster, so not
 /// predictable-by-attacker-free; foldhash's per-process seed keeps it DoS-resistant enough).
@@ -95,6 +96,16 @@ pub struct ClusterState {
     /// Alerts and silences from the alert manager (Alertmanager), as last reported.
     pub alerts: Vec<crate::model::alert::Alert>,
     pub silences: Vec<crate::model::alert::Silence>,
+    /// Where `alerts` came from (`None`: no alert source has reported).
+    pub alerts_origin: Option<crate::model::alert::AlertOrigin>,
+    /// Where the telemetry joined to a node says what its scheduler does not ([`disagree`]).
+    pub disagreements: disagree::Disagreements,
+    /// Job ids the telemetry names per node (where another source lists the nodes): what
+    /// [`disagree::job_matches`] counts.
+    pub telemetry_jobs: BTreeMap<NodeKey, smallvec::SmallVec<[JobId; 2]>>,
+    /// The source that listed each cluster's nodes (scope → source): its own samples are not
+    /// judged against its listing.
+    listed_by: BTreeMap<Text, Text>,
     /// Acks (the ack store) and node actions (the audit log): what the incidents' lifecycle
     /// is derived from besides the cluster.
     pub handling: crate::model::Handling,
@@ -367,10 +378,15 @@ impl ClusterState {
             }
             Update::Alerts(snap) => {
                 let was_fresh = self.mark_fresh(&snap.source, snap.at);
-                if self.alerts == snap.alerts && self.silences == snap.silences {
+                let origin = Some(snap.origin());
+                if self.alerts == snap.alerts
+                    && self.silences == snap.silences
+                    && self.alerts_origin == origin
+                {
                     return !was_fresh;
                 }
                 let snap = *snap;
+                self.alerts_origin = origin;
                 self.alerts = snap.alerts;
                 self.silences = snap.silences;
                 self.redetect();
@@ -546,6 +562,7 @@ impl ClusterState {
             self.cluster = cluster;
         }
         if let Some(nodes) = inv.nodes {
+            self.listed_by.insert(self.scope.clone(), inv.source.clone());
             self.set_nodes(nodes);
         }
         let scope = self.scope.clone();
@@ -697,6 +714,8 @@ impl ClusterState {
         }
         let mut at = Vec::with_capacity(d.nodes.len());
         let (mut hint, mut last) = (0, None);
+        // Telemetry from another source than the one that listed the nodes is compared with it.
+        let judged = self.listed_by.get(&self.scope).is_some_and(|by| *by != d.source);
         for sample in &mut d.nodes {
             let i = match self.nodes.get(hint) {
                 Some(n) if n.name == sample.node && n.cluster == self.scope => Some(hint),
@@ -708,6 +727,9 @@ impl ClusterState {
                 continue;
             };
             hint = i + 1;
+            if judged && sample.gpus.iter().any(|g| g.util.is_some()) {
+                self.judge_telemetry(i, sample, d.at);
+            }
             if last.is_some_and(|l| l >= i) {
                 // Out of order: apply it now; the walk only takes ascending node indexes.
                 apply_node_sample(&mut self.nodes[i], sample);
@@ -718,6 +740,32 @@ impl ClusterState {
             }
         }
         Samples { samples: d.nodes, at }
+    }
+
+    /// Compares one node's telemetry with the node as its scheduler lists it, before it is
+    /// applied (the GPUs the scheduler does not have would be dropped there).
+    fn judge_telemetry(&mut self, i: usize, sample: &NodeSample, at: Epoch) {
+        let n = &self.nodes[i];
+        let key = NodeKey { cluster: n.cluster.clone(), name: n.name.clone() };
+        let (jobs, ix, scope) = (&self.jobs, &self.job_ix, &self.scope);
+        let known = |j: JobId| ix.contains(jobs, scope, j);
+        match disagree::judge(n, sample, at, known, self.disagreements.get(&key)) {
+            Some(d) => {
+                self.disagreements.insert(key.clone(), d);
+            }
+            None => {
+                self.disagreements.remove(&key);
+            }
+        }
+        let mut seen: smallvec::SmallVec<[JobId; 2]> =
+            sample.gpus.iter().filter_map(|g| g.telemetry_job).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.is_empty() {
+            self.telemetry_jobs.remove(&key);
+        } else if self.telemetry_jobs.get(&key) != Some(&seen) {
+            self.telemetry_jobs.insert(key, seen);
+        }
     }
 
     /// Keeps the active set and the failed-job count in step with a job leaving the state.
@@ -946,6 +994,7 @@ pub(crate) fn apply_node_sample(node: &mut Node, s: &mut NodeSample) {
         }
         if let Some(ecc) = g.ecc {
             gpu.ecc = ecc;
+            gpu.ecc_at = g.ecc_at;
         }
         if let Some(job) = g.job {
             if gpu.job != job {

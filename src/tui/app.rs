@@ -593,6 +593,9 @@ impl App {
 
     /// The matchers of a silence for the alert selected in the Alerts view (by fingerprint).
     fn silence_target(&self) -> Result<Vec<crate::model::alert::Matcher>, String> {
+        if !views::alerts::can_silence(self.state()) {
+            return Err(format!("silence: alerts {}", views::alerts::READ_ONLY));
+        }
         let Some(ObjKey::Alert(fp)) = self.ui.tables[views::alerts::ALERTS].selected_id().cloned() else {
             return Err("silence: select an alert in the Alerts view first".into());
         };
@@ -609,6 +612,9 @@ impl App {
 
     /// The silence selected in the Alerts view, if still listed and not expired.
     fn unsilence_target(&self) -> Result<String, String> {
+        if !views::alerts::can_silence(self.state()) {
+            return Err(format!("unsilence: alerts {}", views::alerts::READ_ONLY));
+        }
         let Some(ObjKey::Silence(id)) = self.ui.tables[views::alerts::SILENCES].selected_id().cloned() else {
             return Err("unsilence: select a silence in the Alerts view first".into());
         };

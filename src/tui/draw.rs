@@ -542,7 +542,13 @@ pub fn hints(app: &App, width: u16) -> Line<'static> {
         list.push((Action::ClearMarks, format!("unmark {marks}"), 2));
     }
     list.extend(
-        app.ui.view.def().keys().iter().filter_map(|k| Some((Action::Local(k.name), k.hint?.to_string(), 3))),
+        app.ui
+            .view
+            .def()
+            .keys()
+            .iter()
+            .filter(|k| app.ui.view.def().offers(app, k.name))
+            .filter_map(|k| Some((Action::Local(k.name), k.hint?.to_string(), 3))),
     );
     if app.ui.view.def().tables().len() > 1 {
         list.push((Action::NextPane, "pane".into(), 3));

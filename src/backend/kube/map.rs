@@ -203,6 +203,7 @@ pub fn node(n: &SlimNode, pods: &[(&SlimPod, JobId)], store: &Store, m: &Mapping
             power_w: None,
             power_limit_w: 0,
             ecc: Default::default(),
+            ecc_at: None,
             xid: None,
             mig: Vec::new(),
             job: None,

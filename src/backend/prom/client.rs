@@ -151,6 +151,11 @@ impl PromClient {
         self.get("/api/v1/query_range", &params).await
     }
 
+    /// The alerting rules' alerts (`/api/v1/alerts`); parse with [`super::alerts::parse`].
+    pub async fn alerts(&self) -> Result<Body, PromError> {
+        self.get("/api/v1/alerts", &[]).await
+    }
+
     /// The server's version (`/api/v1/status/buildinfo`), when it tells.
     pub async fn version(&self) -> Option<String> {
         let body = self.get("/api/v1/status/buildinfo", &[]).await.ok()?;

@@ -320,6 +320,9 @@ pub struct PromConfig {
     pub evidence: crate::model::evidence::Ceilings,
     /// No scheduler: nodes and GPUs come from the series (an Inventory before the deltas).
     pub discover_nodes: bool,
+    /// Each refresh also reads the alerting rules' alerts (`/api/v1/alerts`): set where no
+    /// Alertmanager is configured, so that Prometheus's alerts are still seen.
+    pub alerts: bool,
     /// One answer is refused past this many bytes (default 256 MiB; a refresh at 10,000 nodes
     /// × 8 GPUs answers 16 MB in all)…
     pub max_body: u64,
@@ -358,6 +361,7 @@ impl PromConfig {
             host_map: HostMap::default(),
             evidence: Default::default(),
             discover_nodes: true,
+            alerts: false,
             max_body: DEFAULT_MAX_BODY,
             max_series: DEFAULT_MAX_SERIES,
             max_label: DEFAULT_MAX_LABEL,

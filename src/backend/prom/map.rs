@@ -206,6 +206,14 @@ struct FsIo {
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     pub xid_first: Map<(Text, u8), (u16, Epoch)>,
+    /// Each GPU's double-bit ECC count and when it reached it (dated from the series at start,
+    /// [`super::DATING`]; else the refresh that first saw it).
+    pub dbe_first: Map<(Text, u8), (u32, Epoch)>,
+    /// Ports not Active: their state and since when (the refresh that first saw it).
+    pub port_since: Map<(Text, Text), (PortState, Epoch)>,
+    /// Ports flapping: since when (dated from the series at start, else the refresh that first
+    /// saw it).
+    pub flaps_since: Map<(Text, Text), Epoch>,
     pub jobs: BTreeMap<JobId, Job>,
     /// Each node's ports as last sent, by node number (see [`Names`]).
     ports: Vec<Option<Vec<FabricPort>>>,
@@ -762,6 +770,7 @@ impl Refresh {
         mem.nodes = self.used;
         mem.names = std::mem::take(&mut self.names);
         let mut xid_seen: Map<(Text, u8), ()> = Map::default();
+        let mut dbe_seen: Map<(Text, u8), ()> = Map::default();
         // Built in place (a node's accumulator and sample are about a kilobyte each: no moves).
         for n in &mut self.nodes[..self.used] {
             n.gpus.sort_unstable_by_key(|g| g.index);
@@ -783,7 +792,18 @@ impl Refresh {
                 };
                 let count = |c| g.get(c).unwrap_or(0);
                 if ecc_ok {
-                    s.ecc = Some(EccCounts { sbe: count(Count::Sbe), dbe: count(Count::Dbe) });
+                    let ecc = EccCounts { sbe: count(Count::Sbe), dbe: count(Count::Dbe) };
+                    s.ecc = Some(ecc);
+                    if ecc.dbe > 0 {
+                        let key = (sample.node.clone(), s.index);
+                        let first = match mem.dbe_first.get(&key) {
+                            Some(&(c, t)) if c == ecc.dbe => t,
+                            _ => at,
+                        };
+                        mem.dbe_first.insert(key.clone(), (ecc.dbe, first));
+                        dbe_seen.insert(key, ());
+                        s.ecc_at = Some(first);
+                    }
                 }
                 if links_ok {
                     s.links = Some(LinkErrors {
@@ -801,6 +821,13 @@ impl Refresh {
                     mem.xid_first.insert(key.clone(), (code, first));
                     xid_seen.insert(key, ());
                     s.xid = Some(XidEvent { code, at: first, count: g.get(Count::Xids).unwrap_or(1).max(1) });
+                }
+                if !discover
+                    && let Some((_, Alloc::Slurm(id))) =
+                        g.get(Count::Alloc).and_then(|ix| alloc_list.get(ix as usize))
+                {
+                    // With a scheduler, the labels' job is only compared with its jobs.
+                    s.telemetry_job = Some(*id);
                 }
                 if discover && util_ok && g.seen_util {
                     let alloc =
@@ -846,6 +873,47 @@ impl Refresh {
                         true
                     }
                 };
+                let mut changed = changed;
+                if asked.state
+                    && let Some(known) = known.as_mut()
+                {
+                    for p in known.iter_mut() {
+                        let key = (sample.node.clone(), p.name.clone());
+                        let since = match p.state {
+                            PortState::Active => None,
+                            st => Some(match mem.port_since.get(&key) {
+                                Some(&(s, t)) if s == st => t,
+                                _ => at,
+                            }),
+                        };
+                        match since {
+                            Some(t) => {
+                                mem.port_since.insert(key, (p.state, t));
+                            }
+                            None => {
+                                mem.port_since.remove(&key);
+                            }
+                        }
+                        changed |= p.state_since != since;
+                        p.state_since = since;
+                    }
+                }
+                if asked.flaps
+                    && let Some(known) = known.as_mut()
+                {
+                    for p in known.iter_mut() {
+                        let key = (sample.node.clone(), p.name.clone());
+                        let since = match p.flaps {
+                            0 => {
+                                mem.flaps_since.remove(&key);
+                                None
+                            }
+                            _ => Some(*mem.flaps_since.entry(key).or_insert(at)),
+                        };
+                        changed |= p.flaps_since != since;
+                        p.flaps_since = since;
+                    }
+                }
                 // The whole list again once a cycle (with the port list), else on change.
                 if asked.rate || changed {
                     sample.ports.clone_from(known);
@@ -857,6 +925,9 @@ impl Refresh {
         }
         if xid_ok {
             mem.xid_first.retain(|k, _| xid_seen.contains_key(k));
+        }
+        if ecc_ok {
+            mem.dbe_first.retain(|k, _| dbe_seen.contains_key(k));
         }
         samples.sort_unstable_by(|a, b| a.node.cmp(&b.node));
         let io = std::mem::take(&mut self.fs_io);
@@ -926,7 +997,7 @@ impl PortsAsked {
     }
 }
 
-fn port_state(v: f64) -> PortState {
+pub(super) fn port_state(v: f64) -> PortState {
     match v as i64 {
         4 | 5 => PortState::Active,
         3 => PortState::Armed,
@@ -947,6 +1018,8 @@ fn new_port(name: Text) -> FabricPort {
         xmit_discards: 0,
         link_downed: 0,
         flaps: 0,
+        state_since: None,
+        flaps_since: None,
         rx_gbps: 0.0,
         tx_gbps: 0.0,
     }
@@ -1190,6 +1263,7 @@ pub fn discover(cfg: &PromConfig, r: &Results<'_>) -> Vec<Node> {
             power_w: None,
             power_limit_w: 0,
             ecc: EccCounts::default(),
+            ecc_at: None,
             xid: None,
             mig: Vec::new(),
             job: None,

@@ -23,11 +23,16 @@
 //!   a GPU, a job) and only that is range-queried (three queries, debounced while scrolling,
 //!   renewed every minute while it stays on screen; for a job, also the evidence on its nodes
 //!   over the hour, [`evidence`]).
+//! * **Alerts** (`alerts`, set where no Alertmanager is configured): each refresh also reads
+//!   `/api/v1/alerts` (the alerting rules' firing and pending alerts) and sends them as an
+//!   [`Update::Alerts`] with `source: "prom"`, so the Alerts view and the incidents see what
+//!   Prometheus fires; read-only (Prometheus has no silences). A failure there is partial data.
 //! * **Health**: every outcome is an [`Update::Status`]: unreachable, slow, 5xx or refused
 //!   credentials say so with the age of the last data, and retry with exponential backoff and
 //!   jitter; the API's own errors (`bad_data`, `execution`) and warnings are shown verbatim, and
 //!   a refresh where some families failed still delivers the others (partial data).
 
+pub mod alerts;
 pub mod api;
 pub mod client;
 pub mod config;
@@ -41,6 +46,7 @@ pub use client::{PromClient, PromError};
 pub use config::{PromConfig, PromSection};
 
 use crate::backend::retry::{Backoff, jitter};
+use crate::model::alert::AlertSnapshot;
 use crate::model::protocol::{Delta, Inventory, SourceStatus, Update};
 use crate::model::{Epoch, Text};
 use client::Body;
@@ -63,6 +69,11 @@ const FOCUS_DEBOUNCE: Duration = Duration::from_millis(250);
 
 /// Age at which the focus's history is asked again while it stays on screen.
 const FOCUS_RENEW_S: Epoch = 60;
+
+/// How far back, and at what step, the start of each GPU's current XID and double-bit ECC
+/// count is looked for at start (steps aligned to multiples of the step, so every console
+/// dates it the same); an ECC count older than that is left undated, an XID dated at its start.
+pub const DATING: (i64, i64) = (24 * 3600, 60);
 
 /// Longest wait between retries.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -428,16 +439,23 @@ impl Backend {
         let step = (self.cfg.refresh.as_secs().max(1) as f64).max((span as f64 / max_points).ceil());
         let end = now() as f64;
         let start = end - span as f64;
-        let window = self.cfg.window.as_secs() as f64;
         let mut bodies = Vec::new();
+        // Only to date the current XIDs and double-bit ECC counts: a day, aligned steps.
+        let (span, dstep) = DATING;
+        let dend = (end as i64).div_euclid(dstep) * dstep;
         for f in BACKFILL {
             let q = queries::promql(&self.cfg, *f);
             let body = match f {
-                // Only to date the current XIDs: the whole window, coarse steps.
-                Family::XidLast => client.query_range(&q, end - window, end, 60.0).await?,
+                Family::XidLast => {
+                    client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?
+                }
                 _ => client.query_range(&q, start, end - step, step).await?,
             };
             bodies.push((*f, body));
+        }
+        for f in [Family::EccDbe, Family::IbState, Family::IbFlaps] {
+            let q = queries::promql(&self.cfg, f);
+            bodies.push((f, client.query_range(&q, (dend - span) as f64, dend as f64, dstep as f64).await?));
         }
         if !self.send_inventory(start as Epoch).await {
             return Ok(());
@@ -470,7 +488,14 @@ impl Backend {
             let q = queries::promql(&self.cfg, f);
             async move { (f, client.query(&q, Some(t)).await) }
         });
-        let bodies: Vec<(Family, Result<Body, PromError>)> = futures::future::join_all(futures).await;
+        let read_alerts = async {
+            match self.cfg.alerts {
+                true => Some(client.alerts().await),
+                false => None,
+            }
+        };
+        let (bodies, alerts): (Vec<(Family, Result<Body, PromError>)>, _) =
+            tokio::join!(futures::future::join_all(futures), read_alerts);
         let cfg = self.cfg.clone();
         let mut mem = std::mem::take(&mut self.mem);
         let joined = tokio::task::spawn_blocking(move || {
@@ -487,7 +512,21 @@ impl Backend {
         }
         let unknown =
             self.cfg.discover_nodes && out.mapped.samples.iter().any(|s| !self.known.contains(&s.node));
-        let problems = out.problems();
+        let mut problems = out.problems();
+        let alerts = match alerts {
+            Some(Ok(body)) => match alerts::parse(&body.0) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    problems = Some(join_problem(problems, &e));
+                    None
+                }
+            },
+            Some(Err(e)) => {
+                problems = Some(join_problem(problems, &format!("alerts: {e}")));
+                None
+            }
+            None => None,
+        };
         if let Some(p) = &problems {
             tracing::warn!("{p}");
         }
@@ -497,10 +536,24 @@ impl Backend {
         if !self.send(Update::Delta(Box::new(delta))).await {
             return None;
         }
+        if let Some(alerts) = alerts {
+            let snap = AlertSnapshot { source: Text::const_new(SOURCE), at, alerts, silences: vec![] };
+            if !self.send(Update::Alerts(Box::new(snap))).await {
+                return None;
+            }
+        }
         if !self.status(problems, Some(at)).await {
             return None;
         }
         Some((true, unknown))
+    }
+}
+
+/// A problem added to the status text (`prometheus: a — b`).
+fn join_problem(problems: Option<String>, more: &str) -> String {
+    match problems {
+        Some(p) => format!("{p} — {more}"),
+        None => format!("prometheus: {more}"),
     }
 }
 
@@ -539,6 +592,63 @@ pub fn replay(
             mem.xid_first.insert(key, (last.v as u16, first as Epoch));
         }
     }
+    // Date each GPU's double-bit ECC count: the first step of its newest run, unless the run
+    // goes back to the range's start (older than the range: not dated).
+    for (f, r) in &parsed {
+        if *f != Family::EccDbe {
+            continue;
+        }
+        for s in r.results.iter() {
+            let (Some(host), Some(idx)) = (
+                s.first_label(&cfg.labels.gpu_host),
+                s.label(&cfg.labels.gpu).and_then(|g| g.parse::<u8>().ok()),
+            ) else {
+                continue;
+            };
+            let Some(last) = s.last() else { continue };
+            let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
+            let Some(first) = s.points.get(s.points.len() - run) else { continue };
+            let (span, step) = DATING;
+            if first.t <= last.t - (span - step / 2) as f64 {
+                continue;
+            }
+            let key = (Text::from(cfg.host_map.map(host).as_ref()), idx);
+            mem.dbe_first.insert(key, (last.v as u32, first.t as Epoch));
+        }
+    }
+    // Date each port that is not Active (and each flapping port): the first step of its newest
+    // unbroken run in the same state (flapping at all); a step missing is the port back up (not
+    // flapping). A run over the whole range is left undated.
+    for (f, r) in &parsed {
+        if !matches!(f, Family::IbState | Family::IbFlaps) {
+            continue;
+        }
+        let (span, step) = DATING;
+        for s in r.results.iter() {
+            let (Some(host), Some(dev), Some(last)) =
+                (s.first_label(&cfg.labels.node_host), s.label("device"), s.last())
+            else {
+                continue;
+            };
+            let mut first = last;
+            let flaps = *f == Family::IbFlaps;
+            for p in s.points.iter().rev().skip(1) {
+                if (!flaps && p.v != last.v) || first.t - p.t > step as f64 * 1.5 {
+                    break;
+                }
+                first = *p;
+            }
+            if first.t <= last.t - (span - step / 2) as f64 {
+                continue;
+            }
+            let port = Text::from(format!("{dev}/{}", s.label("port").unwrap_or("1")));
+            let key = (Text::from(cfg.host_map.map(host).as_ref()), port);
+            match flaps {
+                true => mem.flaps_since.insert(key, first.t as Epoch),
+                false => mem.port_since.insert(key, (map::port_state(last.v), first.t as Epoch)).map(|x| x.1),
+            };
+        }
+    }
     let n = (((end - start) / step).round().max(0.0) as usize) + 1;
     let mut cursors: Vec<Vec<usize>> = parsed.iter().map(|(_, r)| vec![0; r.results.len()]).collect();
     let mut out = Vec::with_capacity(n);
@@ -546,7 +656,7 @@ pub fn replay(
         let t = start + k as f64 * step;
         let mut r = Refresh::new();
         for ((f, resp), cur) in parsed.iter().zip(&mut cursors) {
-            if *f == Family::XidLast {
+            if matches!(f, Family::XidLast | Family::EccDbe | Family::IbState | Family::IbFlaps) {
                 continue;
             }
             let pts = resp.results.iter().zip(cur.iter_mut()).filter_map(|(s, c)| {
@@ -706,5 +816,49 @@ mod tests {
         assert_eq!(direct.parsed_only, PARSED_ONLY_FOR - 1);
         let b = map_refresh(&cfg, &answers(10), 1_795_959_215, &mut parsed);
         assert_eq!(seen(&a, &direct), seen(&b, &parsed));
+    }
+
+    /// A port not Active is dated at start by the first step of its newest unbroken run in that
+    /// state (a missing step is the port back up), and a refresh that still sees it so carries
+    /// that date; one down for the whole range is not dated by the range.
+    #[test]
+    fn ports_not_active_are_dated_by_their_series() {
+        let (_, step) = DATING;
+        let t0 = 1_795_000_000i64;
+        // Down (1) at t0..t0+2 steps, back up (missing) for two steps, down again from t0+5.
+        let pts: Vec<String> =
+            [0, 1, 2, 5, 6, 7, 8].iter().map(|k| format!("[{},\"1\"]", t0 + k * step)).collect();
+        let body = format!(
+            r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}},"values":[{}]}}]}}}}"#,
+            pts.join(",")
+        );
+        let cfg = PromConfig { discover_nodes: true, ..PromConfig::new("http://x") };
+        let mut mem = Memory::default();
+        let end = (t0 + 8 * step) as f64;
+        // Flapping (2, then 3 downs in the window) without a break from t0+5.
+        let flaps: Vec<String> =
+            [0, 5, 6, 7, 8].iter().map(|k| format!("[{},\"{}\"]", t0 + k * step, 2 + k / 7)).collect();
+        let flap_body = body.replace(&pts.join(","), &flaps.join(","));
+        let bodies =
+            [(Family::IbState, Body(body.into_bytes())), (Family::IbFlaps, Body(flap_body.into_bytes()))];
+        replay(&cfg, &bodies, end, end, step as f64, &mut mem).unwrap();
+        let key = (Text::from("gpu-010"), Text::from("mlx5_3/1"));
+        assert_eq!(mem.port_since.get(&key), Some(&(crate::model::PortState::Down, t0 + 5 * step)));
+        assert_eq!(mem.flaps_since.get(&key), Some(&(t0 + 5 * step)));
+        // The next refresh still sees it down: the sample carries the series' date.
+        let down = r#"{"instance":"gpu-010:9100","device":"mlx5_3","port":"1"}"#;
+        let body = format!(
+            r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{down},"value":[{end},"1"]}}]}}}}"#
+        );
+        let out =
+            map_refresh(&cfg, &[(Family::IbState, Ok(Body(body.into_bytes())))], end as Epoch + 15, &mut mem);
+        let port = out
+            .mapped
+            .samples
+            .iter()
+            .find(|n| n.node == "gpu-010")
+            .and_then(|n| n.ports.as_ref()?.iter().find(|p| p.name == "mlx5_3/1").cloned())
+            .expect("the port in the refresh");
+        assert_eq!((port.state, port.state_since), (crate::model::PortState::Down, Some(t0 + 5 * step)));
     }
 }

@@ -219,6 +219,8 @@ fn new_ports(spec: &PoolSpec, rng: &mut fastrand::Rng) -> Vec<FabricPort> {
             xmit_discards: rng.u64(0..6),
             link_downed: u64::from(rng.u8(0..10) == 0),
             flaps: 0,
+            state_since: None,
+            flaps_since: None,
             rx_gbps: 0.0,
             tx_gbps: 0.0,
         })
@@ -489,6 +491,7 @@ impl Cluster {
                     power_w: sample.power_w.filter(|_| report),
                     power_limit_w: spec.power_limit_w,
                     ecc: fault.map(|f| f.ecc).unwrap_or_default(),
+                    ecc_at: None,
                     xid: fault.and_then(|f| f.xid),
                     mig,
                     job: (g.job != 0).then_some(g.job),

@@ -225,6 +225,7 @@ fn new_gpu(index: u8, model: Text) -> Gpu {
         power_w: None,
         power_limit_w: 0,
         ecc: Default::default(),
+        ecc_at: None,
         xid: None,
         mig: Vec::new(),
         job: None,

@@ -4,14 +4,16 @@
 //! job it names. Added as one file plus one registry line, as every view is.
 //!
 //! Prometheus's own `pending` (a rule true for less than its `for:`) never reaches
-//! Alertmanager, so it is not shown here.
+//! Alertmanager. Where no Alertmanager is configured, the alerts are Prometheus's own
+//! (`/api/v1/alerts`: firing and pending); the title says so, and no silence is offered then
+//! (Prometheus has none).
 
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
 use super::super::widgets::{safe, untrusted};
 use super::detail::{kv, section};
 use super::{TableId, ViewId};
 use crate::clock::{relative, stamp_rel};
-use crate::model::alert::{Alert, AlertState, Silence, SilenceState};
+use crate::model::alert::{Alert, AlertOrigin, AlertState, Silence, SilenceState};
 use crate::model::{GpuKey, JobKey, NodeKey, ObjKey};
 use crate::state::{ClusterState, Severity, alert_severity};
 use crate::tui::app::App;
@@ -45,6 +47,7 @@ fn state(a: &Alert) -> &'static str {
         AlertState::Suppressed if a.silenced() => "silenced",
         AlertState::Suppressed if !a.inhibited_by.is_empty() => "inhibited",
         AlertState::Suppressed => "suppressed",
+        AlertState::Pending => "pending",
     }
 }
 
@@ -53,7 +56,8 @@ fn state_rank(a: &Alert) -> i64 {
     match a.state {
         AlertState::Active => 0,
         AlertState::Unprocessed => 1,
-        AlertState::Suppressed => 2,
+        AlertState::Pending => 2,
+        AlertState::Suppressed => 3,
     }
 }
 
@@ -252,13 +256,17 @@ impl TableSource for AlertsTable {
         if let Some(u) = &a.generator_url {
             out.push(kv(cx, "source", untrusted(u, t.dim)));
         }
-        out.push(Line::styled(
-            format!(
-                "silence: gpuplane silence create alertname={} --duration 2h -r REASON -t TICKET",
-                safe(&a.name)
-            ),
-            t.dim,
-        ));
+        if can_silence(cx.s) {
+            out.push(Line::styled(
+                format!(
+                    "silence: gpuplane silence create alertname={} --duration 2h -r REASON -t TICKET",
+                    safe(&a.name)
+                ),
+                t.dim,
+            ));
+        } else {
+            out.push(Line::styled(READ_ONLY, t.dim));
+        }
         out
     }
 
@@ -273,6 +281,34 @@ impl TableSource for AlertsTable {
 
     fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
         cx.s.alerts.get(key as usize).map(|a| ObjKey::Alert(a.fingerprint.clone()))
+    }
+}
+
+/// Whether the alerts shown can be silenced: only those an Alertmanager reported.
+pub fn can_silence(s: &ClusterState) -> bool {
+    s.alerts_origin.is_none_or(AlertOrigin::can_silence)
+}
+
+/// Why alerts from Prometheus cannot be silenced here.
+pub const READ_ONLY: &str =
+    "read from Prometheus (no Alertmanager configured): read-only, silences need --alertmanager URL";
+
+/// The alerts pane's title: where they come from and how many fire.
+pub fn title(s: &ClusterState) -> String {
+    let firing = s.alerts.iter().filter(|a| a.state == AlertState::Active).count();
+    let total = s.alerts.len();
+    match s.alerts_origin {
+        None => {
+            "Alerts (no alert source: --alertmanager URL, or --prometheus URL for its rules' alerts)".into()
+        }
+        Some(AlertOrigin::Prometheus) => {
+            let pending = s.alerts.iter().filter(|a| a.state == AlertState::Pending).count();
+            format!("Alerts from Prometheus, read-only ({firing} firing, {pending} pending, {total} total)")
+        }
+        Some(AlertOrigin::Alertmanager) => {
+            let silenced = s.alerts.iter().filter(|a| a.silenced()).count();
+            format!("Alerts from Alertmanager ({firing} firing, {silenced} silenced, {total} total)")
+        }
     }
 }
 
@@ -440,11 +476,12 @@ impl super::View for View {
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
         let s = app.state();
-        let firing = s.alerts.iter().filter(|a| a.state == AlertState::Active).count();
-        let silenced = s.alerts.iter().filter(|a| a.silenced()).count();
         let active = s.silences.iter().filter(|x| x.state != SilenceState::Expired).count();
-        let top_title = format!("Alerts ({} firing, {silenced} silenced, {} total)", firing, s.alerts.len());
-        let bottom_title = format!("Silences ({active} active or pending)");
+        let top_title = title(s);
+        let bottom_title = match can_silence(s) {
+            true => format!("Silences ({active} active or pending)"),
+            false => "Silences (none: Prometheus has no silences; they need --alertmanager URL)".into(),
+        };
         let focus = app.ui.focus;
         if app.ui.detail && area.width < 120 {
             let (id, name) = if focus == 0 { (ALERTS, top_title) } else { (SILENCES, bottom_title) };
@@ -475,6 +512,11 @@ impl super::View for View {
             },
         ];
         &KEYS
+    }
+
+    fn offers(&self, app: &App, key: &str) -> bool {
+        // Silencing needs an Alertmanager: alerts read from Prometheus offer neither key.
+        !matches!(key, "silence_alert" | "expire_silence") || can_silence(app.state())
     }
 
     fn enter(&self, app: &mut App) -> bool {

@@ -74,6 +74,12 @@ pub trait View: Sync {
         &[]
     }
 
+    /// Whether the footer offers the key named `key` now (the Alerts view offers no silence
+    /// for alerts read from Prometheus).
+    fn offers(&self, _app: &App, _key: &str) -> bool {
+        true
+    }
+
     /// What the words this view shows mean, for the help while it is open (none for most).
     fn help(&self) -> &'static [(&'static str, &'static str)] {
         &[]
