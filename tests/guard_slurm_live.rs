@@ -16,6 +16,26 @@ use slurm_support::{counting_proxy, read, slurm24, writes};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// This operator's break-glass session of 10 minutes, as a console starts it: a start record in
+/// the audit log that commands read.
+fn start_break_glass(audit: &AuditLog, cluster: &str, session: &str, ticket: &str) {
+    let until = jiff::Timestamp::now().as_second() + 600;
+    let mut params = BTreeMap::new();
+    params.insert("until".to_string(), until.to_string());
+    params.insert("minutes".to_string(), "10".to_string());
+    let e = Entry {
+        cluster: cluster.to_string(),
+        action: BREAK_GLASS_START.into(),
+        reason: Some("a test's break-glass".into()),
+        ticket: Some(ticket.into()),
+        params,
+        break_glass: Some(session.into()),
+        op_id: session.into(),
+        ..Default::default()
+    };
+    audit.append(Phase::Event, &e).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurm24_a_drain_past_the_limit_sends_nothing_without_break_glass() {
     let (c, _g) = slurm24().await;
@@ -60,25 +80,7 @@ async fn slurm24_a_drain_past_the_limit_sends_nothing_without_break_glass() {
     // Under this operator's break-glass session (started in a console: a start record in the
     // same log), the drain is sent and both records name the limit.
     let audit = AuditLog::new(log.clone());
-    let until = jiff::Timestamp::now().as_second() + 600;
-    let mut params = BTreeMap::new();
-    params.insert("until".to_string(), until.to_string());
-    params.insert("minutes".to_string(), "10".to_string());
-    audit
-        .append(
-            Phase::Event,
-            &Entry {
-                cluster: s.cluster.to_string(),
-                action: BREAK_GLASS_START.into(),
-                reason: Some("guard test".into()),
-                ticket: Some("INC-77".into()),
-                params,
-                break_glass: Some("bg-guard".into()),
-                op_id: "bg-guard".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    start_break_glass(&audit, &s.cluster, "bg-guard", "INC-77");
     let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
     assert_eq!(rc, Some(0), "{out}{err}");
     assert!(
@@ -151,25 +153,7 @@ async fn slurm24_a_command_line_drain_under_break_glass_uses_the_break_glass_tok
     assert!(!c.cli(&["scontrol", "-o", "show", "node", &node]).contains("DRAIN"));
 
     let audit = AuditLog::new(log.clone());
-    let until = jiff::Timestamp::now().as_second() + 600;
-    let mut params = BTreeMap::new();
-    params.insert("until".to_string(), until.to_string());
-    params.insert("minutes".to_string(), "10".to_string());
-    audit
-        .append(
-            Phase::Event,
-            &Entry {
-                cluster: s.cluster.to_string(),
-                action: BREAK_GLASS_START.into(),
-                reason: Some("bg cli test".into()),
-                ticket: Some("INC-78".into()),
-                params,
-                break_glass: Some("bg-cli".into()),
-                op_id: "bg-cli".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    start_break_glass(&audit, &s.cluster, "bg-cli", "INC-78");
     let (rc, out, err) = tokio::task::block_in_place(|| run(&drain));
     assert_eq!(rc, Some(0), "{out}{err}");
     assert!(out.contains("under break-glass session bg-cli"), "{out}");
