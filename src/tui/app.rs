@@ -442,9 +442,15 @@ impl App {
         }
     }
 
+    /// How one of the console's own files did: to the state, like every figure.
+    pub fn on_store(&mut self, s: crate::model::protocol::StoreStatus) -> bool {
+        self.live.apply(Update::Store(s)) && !self.ui.paused && self.ui.view == views::sources::ID
+    }
+
     fn on_acks(&mut self, a: crate::store::acks::Answer) -> bool {
         use crate::store::acks::Answer;
         match a {
+            Answer::Store(s) => self.on_store(s),
             Answer::Acks { cluster, acks } if !self.routes.is_empty() => {
                 // A fleet: each cluster's acks replace only that cluster's.
                 if !self.routes.contains_key(cluster.as_str()) {
@@ -733,8 +739,13 @@ impl App {
 
     fn on_ledger(&mut self, a: crate::store::ledger::Answer) -> bool {
         use crate::store::ledger::Answer;
+        let a = match a {
+            Answer::Store(s) => return self.on_store(s),
+            a => a,
+        };
         let Some(l) = self.ledger.as_mut() else { return false };
         match a {
+            Answer::Store(_) => {}
             Answer::Window { cluster, result } => {
                 // The window the answer is for (a key may have changed the asked one since).
                 let window = match &result {
