@@ -158,9 +158,9 @@ fn audit(cmd: &AuditCommand, config: &Config) -> ExitCode {
 
 /// Prints lines to stdout; a reader that stops early (`| head -1`) ends the command quietly
 /// and successfully, as with any Unix tool, instead of a panic on the closed pipe.
-fn write_lines(lines: impl Iterator<Item = String>) -> ExitCode {
+fn write_lines(mut lines: impl Iterator<Item = String>) -> ExitCode {
     let mut out = std::io::stdout().lock();
-    let r = lines.map(|l| writeln!(out, "{l}")).collect::<std::io::Result<()>>().and_then(|_| out.flush());
+    let r = lines.try_for_each(|l| writeln!(out, "{l}")).and_then(|_| out.flush());
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
