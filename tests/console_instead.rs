@@ -146,3 +146,55 @@ async fn the_prompt_and_the_panel_at_every_size() {
         insta::assert_snapshot!(format!("instead_panel_{w}x{h}"), screen);
     }
 }
+
+/// In a fleet, a drain on the 22.05 cluster's node is asked and answered the same way: its
+/// planner's line, with the node's name in that cluster; the other cluster still confirms.
+#[tokio::test]
+async fn a_fleet_drain_on_the_22_05_cluster_shows_its_line() {
+    use gpuplane::backend::sim::{Sim, SimConfig};
+    use gpuplane::model::protocol::Update;
+    use gpuplane::ops::fleet::Route;
+    let (one, _server) = app_on_22_05().await;
+    let planner22 = one.planner.clone().unwrap();
+    common::pin_utc();
+    let mut a = App::new(
+        gpuplane::state::ClusterState::new(Default::default(), Default::default()),
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "researcher".into(),
+    );
+    for (c, seed) in [("c22", 1), ("c24", 2)] {
+        let sim = Sim::new(SimConfig { nodes: 4, seed, ..SimConfig::default() });
+        for u in sim.initial() {
+            a.update(gpuplane::tui::app::Msg::Update(Update::Cluster {
+                cluster: c.into(),
+                update: Box::new(u),
+            }));
+        }
+        let planner = if c == "c22" {
+            planner22.clone()
+        } else {
+            std::sync::Arc::new(gpuplane::ops::SimPlanner::new("op"))
+        };
+        a.routes.insert(c.into(), Route { planner, readonly: false, tx: None });
+    }
+    a.goto(views::nodes::ID);
+    a.prepare();
+    let node = a.selected_obj().and_then(|o| o.node()).expect("a selected node").clone();
+    assert_eq!(node.cluster, "c22", "the first row is c22's");
+    key(&mut a, KeyCode::Char('r'));
+    typed(&mut a, &format!("{REASON}\t{TICKET}\r"));
+    let Mode::Instead(d) = &a.ui.mode else { panic!("{:?} {:?}", a.ui.mode, a.ui.message) };
+    let words = shlex::split(&d.lines[0]).unwrap();
+    assert_eq!(words[2], format!("nodename={}", node.name));
+    assert_eq!(words[4], format!("reason={REASON} [{TICKET}]"));
+    key(&mut a, KeyCode::Esc);
+    // The other cluster's node is confirmed as ever.
+    typed(&mut a, ":nodes state=alloc\r");
+    key(&mut a, KeyCode::End);
+    a.prepare();
+    assert_eq!(a.selected_obj().and_then(|o| o.node()).unwrap().cluster, "c24");
+    key(&mut a, KeyCode::Char('r'));
+    assert!(matches!(a.ui.mode, Mode::Confirm(_)), "{:?} {:?}", a.ui.mode, a.ui.message);
+}

@@ -1938,15 +1938,15 @@ impl App {
                 return;
             }
             Step::Lines => {
-                let planned = self.planner.clone().map(|p| {
-                    ops::plan_batch_as(
-                        &d.filled(),
-                        self.state(),
-                        p.as_ref(),
-                        self.readonly,
-                        self.break_glass.is_some(),
-                    )
-                });
+                let elevated = self.break_glass.is_some();
+                let planned = if self.routes.is_empty() {
+                    self.planner.clone().map(|p| {
+                        ops::plan_batch_as(&d.filled(), self.state(), p.as_ref(), self.readonly, elevated)
+                            .map(drop)
+                    })
+                } else {
+                    Some(self.plan_fleet(&d.filled(), ops::fleet::Pick::default()).map(drop))
+                };
                 match planned {
                     Some(Err(e)) if !e.instead().is_empty() => d.lines = e.instead().to_vec(),
                     Some(Err(e)) => d.error = Some(e.to_string()),
