@@ -134,11 +134,12 @@ impl<'a> Row<'a> {
     }
 }
 
-/// A store's DETAIL: its file's name (the whole path is in the detail pane and the JSON), what
-/// was done last, and a note.
+/// A store's DETAIL: its file's name, or the whole path when short (the whole path is always in
+/// the detail pane and the JSON), what was done last, and a note.
 fn store_detail(s: &StoreStatus) -> String {
     let note = s.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default();
-    let name = if s.path.contains("://") {
+    // A short path (`/dev/log`) says more whole than its last part.
+    let name = if s.path.contains("://") || s.path.len() <= 24 {
         s.path.as_str()
     } else {
         std::path::Path::new(&s.path).file_name().and_then(|n| n.to_str()).unwrap_or(&s.path)
