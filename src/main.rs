@@ -122,6 +122,12 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let exit = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let cancel = CancellationToken::new();
+        // The audit log and its witnesses, probed for the Sources view (nothing written or sent).
+        tokio::spawn(gpuplane::store::status::watch_audit(
+            gpuplane::commands::audit_log(&config),
+            tx.clone(),
+            cancel.clone(),
+        ));
         let (ops_tx, ops_rx) = tokio::sync::mpsc::unbounded_channel();
         let (ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
         app.readonly = config.readonly;

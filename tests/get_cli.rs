@@ -706,3 +706,75 @@ fn report_job_weighs_utilisation_by_gpu_hours() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not in the ledger"));
 }
+
+/// `get sources` lists gpuplane's own files after the sources: a ledger dir, an audit log (and
+/// the ack store and journal beside it) under a path whose parent is a plain file, and a syslog
+/// witness nobody listens on (the oracle: a datagram sent there fails) are each failing, with
+/// their path and the fix; healthy ones are ok with their path. Nothing is sent to the socket.
+#[test]
+fn get_sources_lists_each_store_and_witness_failing_with_its_fix() {
+    let home = tempfile::tempdir().unwrap();
+    let blocker = home.path().join("not-a-dir");
+    std::fs::write(&blocker, "x").unwrap();
+    let gone = home.path().join("no-syslog.sock");
+    let sent = std::os::unix::net::UnixDatagram::unbound().unwrap().send_to(b"x", &gone);
+    assert!(sent.is_err(), "the oracle: a head sent there fails");
+    let ledger = blocker.join("ledger");
+    common::write_config(
+        home.path(),
+        &format!(
+            "[ledger]\ndir = {:?}\n[audit]\nsyslog_socket = {:?}\n",
+            ledger.to_str().unwrap(),
+            gone.to_str().unwrap()
+        ),
+    );
+    let log = blocker.join("audit.jsonl");
+    let run = |log: &std::path::Path| {
+        let out = common::gpuplane_cmd(home.path())
+            .args(["get", "sources", "-o", "json", "--audit-log", log.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_array().unwrap().clone()
+    };
+    let rows = run(&log);
+    let store = |rows: &[serde_json::Value], name: &str| {
+        rows.iter()
+            .find(|r| r["kind"] == "store" && r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {rows:?}"))
+            .clone()
+    };
+    assert!(rows.iter().any(|r| r["kind"] == "source" && r["name"] == "sim"), "{rows:?}");
+    for (name, file, setting) in [
+        ("ledger", ledger.join("sim-16x8.sqlite"), "[ledger] dir"),
+        ("acks", blocker.join("acks.sqlite"), "--audit-log"),
+        ("timeline", blocker.join("timeline.sqlite"), "[timeline] path"),
+        ("audit", log.clone(), "--audit-log"),
+    ] {
+        let r = store(&rows, name);
+        assert_eq!(r["state"], "failing", "{r}");
+        assert_eq!(r["path"], file.to_str().unwrap(), "{r}");
+        assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+        assert!(r["fix"].as_str().unwrap().contains(setting), "{name}: {r}");
+    }
+    let w = store(&rows, "witness/syslog");
+    assert_eq!((w["state"].as_str(), w["path"].as_str()), (Some("failing"), gone.to_str()), "{w}");
+    assert!(w["fix"].as_str().unwrap().contains("syslog = false"), "{w}");
+
+    // Where the files can be written, they are ok (read, or probed), with their paths.
+    let listening = std::os::unix::net::UnixDatagram::bind(&gone).unwrap();
+    listening.set_nonblocking(true).unwrap();
+    let fine = home.path().join("data/audit.jsonl");
+    let rows = run(&fine);
+    for name in ["acks", "timeline", "witness/syslog"] {
+        let r = store(&rows, name);
+        assert_eq!(r["state"], "ok", "{r}");
+        assert!(r["ok_at"].is_string() && r["fix"].is_null(), "{r}");
+    }
+    // No record yet: the log is not created by looking at it.
+    let a = store(&rows, "audit");
+    assert_eq!((a["state"].as_str(), a["path"].as_str()), (Some("never"), fine.to_str()), "{a}");
+    assert!(!fine.exists());
+    assert!(listening.recv(&mut [0u8; 64]).is_err(), "nothing was sent to syslog");
+}

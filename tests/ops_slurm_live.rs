@@ -131,6 +131,7 @@ async fn slurm22_drain_is_refused_before_asking_with_the_scontrol_line_to_run() 
     // a line of its own; no audit record is written.
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
+    let mut cli_lines = Vec::new();
     for dry in [&["--dry-run"][..], &[]] {
         let out = common::gpuplane_cmd(dir.path())
             .args(["drain", &node, "--reason", &r.reason, "--ticket", "INC-77"])
@@ -144,7 +145,34 @@ async fn slurm22_drain_is_refused_before_asking_with_the_scontrol_line_to_run() 
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.lines().any(|l| l.trim() == lines[0]), "{err}");
         assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty() && !log.exists());
+        cli_lines.push(err.lines().map(str::trim).find(|l| l.starts_with("scontrol ")).map(str::to_string));
     }
+    // The console, on the same node with the same reason and ticket, asks only those (no
+    // confirmation) and shows the very line the command line printed.
+    let mut a = gpuplane::tui::app::App::new(
+        s.clone(),
+        gpuplane::tui::keymap::Keymap::builtin("default"),
+        gpuplane::tui::theme::Theme::builtin("dark"),
+        gpuplane::tui::widgets::Glyphs::UNICODE,
+        "root".into(),
+    );
+    a.planner = Some(exec.planner());
+    a.goto(gpuplane::tui::views::nodes::ID);
+    a.prepare();
+    let at = a.ui.tables[gpuplane::tui::views::nodes::TABLE]
+        .rows
+        .iter()
+        .position(|&k| s.nodes[k as usize].name == node)
+        .unwrap();
+    for _ in 0..at {
+        common::key(&mut a, ratatui::crossterm::event::KeyCode::Down);
+    }
+    common::key(&mut a, ratatui::crossterm::event::KeyCode::Char('r'));
+    common::typed(&mut a, &format!("{}\tINC-77\r", r.reason));
+    let gpuplane::tui::app::Mode::Instead(d) = &a.ui.mode else {
+        panic!("{:?} {:?}", a.ui.mode, a.ui.message)
+    };
+    assert_eq!(cli_lines, [Some(d.lines[0].clone()), Some(d.lines[0].clone())]);
     let argv = shlex::split(&lines[0]).expect("a shell line");
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     assert_eq!(argv[0], "scontrol");

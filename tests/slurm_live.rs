@@ -964,3 +964,110 @@ async fn slurm24_researchers_answers_equal_slurms() {
     let (c, _g) = slurm24().await;
     researchers_answers_equal_slurms(&c).await;
 }
+
+/// Cancels the test's jobs however the test ends.
+struct Cancel<'a>(&'a Cluster, Vec<u64>);
+
+impl Drop for Cancel<'_> {
+    fn drop(&mut self) {
+        for id in &self.1 {
+            let _ = std::process::Command::new("chroot")
+                .arg(self.0.chroot.as_deref().unwrap_or("/"))
+                .args(["scancel", &id.to_string()])
+                .status();
+        }
+    }
+}
+
+/// Issue 30 finding 6: a pending job whose GPUs are held by running jobs with no time limit is
+/// told so first ("waits for GPUs held by jobs A, B that have no time limit"), not the queue's
+/// nodes out of service (train has two). On the real Slurm 24.11: two 4-GPU jobs submitted
+/// `-t UNLIMITED` fill one node, a third asks for its 8 GPUs. The oracle is slurmctld: the
+/// running jobs on the node (`squeue -w`) and their `TimeLimit=UNLIMITED` (`scontrol show
+/// job`). The jobs are cancelled at the end; no other test names the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm24_why_names_the_jobs_without_a_time_limit_that_hold_the_gpus() {
+    const NODE: &str = "h100-07";
+    let (c, _g) = slurm24().await;
+    let mut cancel = Cancel(&c, Vec::new());
+    let submit = |gres: &str, time: &str, name: &str| -> u64 {
+        let out = c.cli(&[
+            "sbatch",
+            "--parsable",
+            "-D",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "-e",
+            "/dev/null",
+            "-p",
+            "train",
+            "-w",
+            NODE,
+            "-N",
+            "1",
+            gres,
+            "-t",
+            time,
+            "-J",
+            name,
+            "--wrap",
+            "sleep 600",
+        ]);
+        out.trim()
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .parse()
+            .unwrap_or_else(|e| panic!("sbatch said {out:?}: {e}"))
+    };
+    let squeue =
+        |id: u64, fmt: &str| c.cli(&["squeue", "-h", "-j", &id.to_string(), "-o", fmt]).trim().to_string();
+    let wait = |id: u64, fmt: &str, want: &str| {
+        for _ in 0..60 {
+            if squeue(id, fmt) == want {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("job {id}: {fmt} is {:?}, not {want}", squeue(id, fmt));
+    };
+    for name in ["why-forever-a", "why-forever-b"] {
+        let id = submit("--gres=gpu:4", "UNLIMITED", name);
+        cancel.1.push(id);
+        wait(id, "%T", "RUNNING");
+    }
+    let waiting = submit("--gres=gpu:8", "10", "why-waits");
+    cancel.1.push(waiting);
+    wait(waiting, "%T|%r", "PENDING|Resources");
+
+    // slurmctld's answer: the jobs running on the node, each without a time limit.
+    let mut holders: Vec<u64> = c
+        .cli(&["squeue", "-h", "-w", NODE, "-t", "R", "-o", "%i"])
+        .lines()
+        .map(|l| l.trim().parse().expect("a job id"))
+        .collect();
+    holders.sort_unstable();
+    assert_eq!(holders.len(), 2, "only this test's jobs run on {NODE}: {holders:?}");
+    for id in &holders {
+        let shown = c.cli(&["scontrol", "-o", "show", "job", &id.to_string()]);
+        assert!(shown.contains(" TimeLimit=UNLIMITED "), "{shown}");
+    }
+    let s = read(&c).await;
+    let out =
+        s.nodes.iter().filter(|n| n.pool.split(',').any(|p| p == "train") && !n.state.schedulable()).count();
+    assert!(out > 0, "train has nodes out of service");
+    let j = s.job(waiting).expect("the waiting job is read");
+    let w = gpuplane::state::explain(&s, j, "root").unwrap();
+    assert_eq!(
+        w.cause(),
+        format!(
+            "waits for GPUs held by jobs {}, {} that have no time limit: no start can be estimated",
+            holders[0], holders[1]
+        ),
+        "{w:?}"
+    );
+    for id in &holders {
+        assert!(s.job(*id).is_some_and(|h| h.no_time_limit && h.time_limit.is_none()), "job {id}");
+    }
+}

@@ -1684,49 +1684,28 @@ fn audit_checks(config: &Config) -> Vec<Check> {
 /// The witnesses of the log's head, each asked whether it can take one (without sending it):
 /// a witness that fails fails on every append, silently but for the log file.
 fn witness_checks(out: &mut Out, log: &crate::audit::AuditLog) {
-    use crate::audit::witness;
-    let w = &log.witness;
-    if !w.any() {
+    if !log.witness.any() {
         out.warn("witness", "none configured: a log whose last records were cut off cannot be told apart")
             .fix("configure `[audit] syslog`, `witness_command` or `witness_url`");
         return;
     }
-    if w.journal {
-        out.ok("witness/journal", format!("{} (beside the log)", witness::journal_path(&log.path).display()));
-    }
-    if let Some(sock) = &w.syslog {
-        match witness::probe_syslog(sock) {
-            Ok(()) => {
-                out.ok("witness/syslog", format!("{} takes datagrams", sock.display()));
+    // The probe the Sources view shows (one wording of each witness and its fix).
+    for s in crate::store::status::probe_witnesses(log) {
+        match (&s.error, &s.fix) {
+            (Some(e), fix) => {
+                let c = out.warn(&s.name, e.clone());
+                if let Some(f) = fix {
+                    c.fix(f.clone());
+                }
             }
-            Err(e) => {
-                out.warn(
-                    "witness/syslog",
-                    format!("{}: {e}: every head sent to syslog fails (the others still witness)", sock.display()),
-                )
-                .fix(format!(
-                    "run a syslog daemon listening on {}, point `[audit] syslog_socket` at one, or set `[audit] syslog = false`",
-                    sock.display()
-                ));
+            (None, _) => {
+                let text = match &s.note {
+                    Some(n) => format!("{} ({n})", s.path),
+                    None => s.path.clone(),
+                };
+                out.ok(&s.name, text);
             }
         }
-    }
-    if !w.command.is_empty() {
-        match witness::probe_command(&w.command) {
-            Ok(p) => {
-                out.ok("witness/command", format!("{} (not run)", p.display()));
-            }
-            Err(e) => {
-                out.warn("witness/command", format!("{e}: every head sent to it fails"))
-                    .fix("fix `[audit] witness_command`");
-            }
-        }
-    }
-    if let Some(url) = &w.url {
-        out.ok(
-            "witness/url",
-            format!("{} (not probed: a POST would record a head)", crate::sanitize::sanitize(url)),
-        );
     }
 }
 

@@ -111,6 +111,11 @@ pub fn run(
         let h = super::load_handling(config, &state.cluster, &label, now);
         state.apply(crate::model::protocol::Update::Handling(Box::new(h)));
     }
+    if src.id() == views::sources::TABLE {
+        for st in super::store_statuses(config, &state) {
+            state.apply(crate::model::protocol::Update::Store(st));
+        }
+    }
     let audit = if src.id() == views::audit::TABLE {
         match audit_log(config).tail(crate::ops::AUDIT_VIEW_RECORDS) {
             Ok(a) => a,

@@ -609,6 +609,39 @@ pub fn ledger_windows(
     Ok(out)
 }
 
+/// gpuplane's own files for `get sources`: each opened and read once as the console would
+/// (the ledger of each cluster, the ack store, the event journal), the audit log and its
+/// witnesses probed (nothing written or sent).
+pub fn store_statuses(config: &Config, state: &ClusterState) -> Vec<crate::model::protocol::StoreStatus> {
+    use crate::store::status::{self, probe_read};
+    let mut out = Vec::new();
+    if let Some(dir) = &config.ledger_dir {
+        let names: Vec<crate::model::Text> = match state.clusters() {
+            [] | [_] => vec![crate::cost::track::Tracker::for_state(state).ledger_name(state)],
+            many => many
+                .iter()
+                .map(|c| crate::cost::track::Tracker::for_cluster(c.clone()).ledger_name(state))
+                .collect(),
+        };
+        for name in names {
+            let p = crate::store::ledger::path_for(dir, &name);
+            out.push(probe_read(status::LEDGER, &p, || {
+                crate::store::Ledger::open(&p).and_then(|l| l.version())
+            }));
+        }
+    }
+    let p = ack_store_path(config);
+    out.push(probe_read(status::ACKS, &p, || crate::store::acks::AckStore::open(&p)));
+    if config.timeline_enabled {
+        let p = timeline_path(config);
+        out.push(probe_read(status::TIMELINE, &p, || {
+            crate::store::timeline::Journal::open(&p).and_then(|j| j.count())
+        }));
+    }
+    out.extend(status::probe_audit(&audit_log(config)));
+    out
+}
+
 /// The cost report of [`ledger_windows`]' answer.
 pub fn ledger_report(
     state: &ClusterState,

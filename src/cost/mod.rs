@@ -559,6 +559,7 @@ mod tests {
             gpu_seconds: gs,
             useful_gpu_seconds: gs / 2.0,
             time_limit: None,
+            no_time_limit: false,
         }
     }
 

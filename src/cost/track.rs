@@ -137,6 +137,7 @@ pub fn job_of(r: &JobRecord) -> Job {
         gpu_seconds: r.gpu_seconds,
         useful_gpu_seconds: r.useful_gpu_seconds,
         time_limit: r.time_limit,
+        no_time_limit: false,
     }
 }
 

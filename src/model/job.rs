@@ -112,9 +112,13 @@ pub struct Job {
     pub gpu_seconds: f64,
     pub useful_gpu_seconds: f64,
     /// The scheduler's time limit, seconds (Slurm's `time_limit`); `None` when unknown or
-    /// unlimited.
+    /// unlimited ([`Job::no_time_limit`] tells them apart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<i64>,
+    /// The scheduler says the job has no time limit (Slurm's `UNLIMITED`): it runs until it
+    /// ends by itself, so nobody can say when its resources free up.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_time_limit: bool,
 }
 
 impl Job {

@@ -28,6 +28,29 @@ pub struct SourceStatus {
     pub detail: Option<Text>,
 }
 
+/// A file gpuplane keeps itself (the usage ledger, the ack store, the event journal, the audit
+/// log) or a witness of the audit log's head: how its last write or read went. Listed beside
+/// the sources; a failing one carries what is wrong and how to fix it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoreStatus {
+    /// `ledger`, `acks`, `timeline`, `audit`, `witness/journal`, `witness/syslog`,
+    /// `witness/command`, `witness/url`.
+    pub name: Text,
+    /// The file, socket or program (a URL without its credentials): where to look.
+    pub path: String,
+    /// What was done last: `write`, `read`, or `probe` (asked whether it can take a write,
+    /// nothing written).
+    pub op: &'static str,
+    /// When that last succeeded.
+    pub ok_at: Option<Epoch>,
+    /// The last failure, phrased for an operator, until it succeeds again.
+    pub error: Option<String>,
+    /// What to do about the failure.
+    pub fix: Option<String>,
+    /// A note on a healthy store (`not probed: a POST would record a head`).
+    pub note: Option<String>,
+}
+
 /// Everything a source knows about one plane, replacing what it reported before.
 #[derive(Debug, Clone, Default)]
 pub struct Inventory {
@@ -131,6 +154,9 @@ pub enum Update {
     },
     Delta(Box<Delta>),
     Status(SourceStatus),
+    /// How one of gpuplane's own files did at its last write or read (replaces what was said
+    /// of the same name and path).
+    Store(StoreStatus),
     /// Pod UID → `namespace/name` (Kubernetes), to name the pods that own GPU processes.
     PodNames(std::collections::HashMap<Text, Text>),
     /// The latest acceptance result, history and drift per node (from the run store; replaces

@@ -259,6 +259,8 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
     }
     let mut parts = Vec::new();
     let mut refused = Vec::new();
+    // The refusals of whole clusters, as their planners said them (with what to run instead).
+    let mut whole: Vec<OpError> = Vec::new();
     for ((c, kind), names) in by {
         // A node of a paired host among this cluster's targets.
         let twin =
@@ -290,11 +292,22 @@ pub fn plan(req: &OpRequest, s: &ClusterState, checks: &Checks<'_>) -> Result<(P
                 let why = format!("{c} refuses: {e}");
                 return Ok(refused_whole(req.kind, twin.unwrap_or_default(), &why, notes));
             }
-            Err(e) => refused.extend(names.iter().map(|n| Refused {
-                target: qualify(&c, n),
-                error: OpError::Target(format!("{}: {e}", qualify(&c, n))),
-            })),
+            Err(e) => {
+                refused.extend(names.iter().map(|n| Refused {
+                    target: qualify(&c, n),
+                    error: OpError::Target(format!("{}: {e}", qualify(&c, n))),
+                }));
+                whole.push(e);
+            }
         }
+    }
+    // One cluster refuses all of it and says what to run there instead (Slurm 22.05's drain):
+    // its own refusal, so the console can offer that.
+    if parts.is_empty()
+        && let [e @ OpError::Preflight { .. }] = whole.as_slice()
+        && !e.instead().is_empty()
+    {
+        return Err(e.clone());
     }
     for p in &parts {
         refused.extend(p.plan.refused.iter().map(|r| Refused {

@@ -28,7 +28,7 @@ pub use suspects::{Evidence, Suspect, suspects};
 pub use twins::{HostPairing, Scheduler, Twin};
 pub use why::{Wait, explain};
 
-use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, Update};
+use crate::model::protocol::{Delta, Inventory, NodeSample, SourceStatus, StoreStatus, Update};
 use crate::model::{
     Epoch, Filesystem, Job, JobId, JobKey, JobState, Node, NodeKey, PriceCard, Queue, Quota, Text,
 };
@@ -85,6 +85,9 @@ pub struct ClusterState {
     pub quotas: Vec<Quota>,
     pub storage: Vec<Filesystem>,
     pub sources: Vec<SourceStatus>,
+    /// gpuplane's own files and the audit log's witnesses, by name and path (one console's, so
+    /// not per cluster: a fleet's ledgers are one path each).
+    pub stores: Vec<StoreStatus>,
     /// Pod UID → `namespace/name`, from the Kubernetes backend.
     pub pod_names: std::collections::HashMap<Text, Text>,
     /// Range-query history of what the detail pane shows (Prometheus), when fetched.
@@ -334,6 +337,7 @@ impl ClusterState {
         let is_delta = matches!(update, Update::Delta(_));
         let changed = match update {
             Update::Cluster { .. } => unreachable!("unwrapped above"),
+            Update::Store(status) => return self.set_store(status),
             Update::Status(status) => {
                 if !self.set_status(status) {
                     return false;
@@ -549,6 +553,23 @@ impl ClusterState {
             }
             None => {
                 self.sources.push(status);
+                true
+            }
+        }
+    }
+
+    /// Returns whether anything shown changed. A failure keeps the last success (how long the
+    /// store has been failing); a success moving on is a change (the age shown is of it).
+    fn set_store(&mut self, status: StoreStatus) -> bool {
+        match self.stores.iter_mut().find(|s| s.name == status.name && s.path == status.path) {
+            Some(s) => {
+                let next = StoreStatus { ok_at: status.ok_at.or(s.ok_at), ..status };
+                let changed = *s != next;
+                *s = next;
+                changed
+            }
+            None => {
+                self.stores.push(status);
                 true
             }
         }

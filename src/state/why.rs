@@ -117,6 +117,54 @@ fn nodes_needed(gpus: u32, gpn: Option<u32>) -> String {
     }
 }
 
+/// The running jobs with no time limit that keep `j` from starting: on the nodes it can use
+/// (those it asks for, else its queue's nodes in service), the GPUs free now and those held by
+/// jobs that end by their limit (or whose limit is unknown) are fewer than it needs, so it
+/// waits for a job that may never end and no start can be estimated. Empty when the jobs that
+/// will end can make room, or when no job without a limit holds anything there.
+fn held_without_limit<'a>(s: &'a ClusterState, j: &Job) -> Vec<&'a Job> {
+    let usable: Vec<&Node> = if j.nodes.is_empty() {
+        s.nodes.iter().filter(|n| n.cluster == j.cluster && in_queue(n, &j.queue)).collect()
+    } else {
+        j.nodes.iter().filter_map(|n| s.node_in(&j.cluster, n)).collect()
+    };
+    let usable: Vec<&Node> = usable.into_iter().filter(|n| n.state.schedulable()).collect();
+    if usable.is_empty() || j.gpus == 0 {
+        return Vec::new();
+    }
+    let on = |name: &Text| usable.iter().any(|n| n.name == *name);
+    let free = usable.iter().map(|n| n.gpu_slots.saturating_sub(n.gpu_alloc)).fold(0, u32::saturating_add);
+    let mut ending = 0u32;
+    let mut forever: Vec<&Job> = Vec::new();
+    for r in s.active.keys().filter(|(c, _)| *c == j.cluster).filter_map(|(c, id)| s.job_in(c, *id)) {
+        let here = r.nodes.iter().filter(|n| on(n)).count();
+        if r.state != JobState::Running || here == 0 || r.gpus == 0 {
+            continue;
+        }
+        // Its GPUs on these nodes (spread evenly over its nodes).
+        let held =
+            (u64::from(r.gpus) * here as u64 / r.nodes.len().max(1) as u64).min(u64::from(u32::MAX)) as u32;
+        if r.no_time_limit {
+            forever.push(r);
+        } else {
+            ending = ending.saturating_add(held);
+        }
+    }
+    if forever.is_empty() || free.saturating_add(ending) >= j.gpus {
+        return Vec::new();
+    }
+    forever.sort_by_key(|r| r.id);
+    forever
+}
+
+/// `job 123` / `jobs 123, 124` / `jobs 1, 2, 3 and 4 more`.
+fn name_jobs(jobs: &[&Job]) -> String {
+    let ids: Vec<String> = jobs.iter().take(3).map(|r| r.id.to_string()).collect();
+    let more = if jobs.len() > 3 { format!(" and {} more", jobs.len() - 3) } else { String::new() };
+    let what = if jobs.len() == 1 { "job" } else { "jobs" };
+    format!("{what} {}{more}", ids.join(", "))
+}
+
 /// The per-user QOS limit that holds `j` (the backend's `qos:NAME/USER` quota of its user
 /// whose pending GPUs include it; the one it goes past first).
 fn per_user_limit<'a>(s: &'a ClusterState, j: &Job) -> Option<&'a crate::model::Quota> {
@@ -204,6 +252,15 @@ pub fn explain(s: &ClusterState, j: &Job, viewer: &str) -> Option<Wait> {
         ));
     }
     if waits_for_capacity(reason) {
+        // GPUs held by jobs that may never end block it whatever else is short: said first.
+        let forever = held_without_limit(s, j);
+        if !forever.is_empty() {
+            let have = if forever.len() == 1 { "has" } else { "have" };
+            w.causes.push(format!(
+                "waits for GPUs held by {} that {have} no time limit: no start can be estimated",
+                name_jobs(&forever)
+            ));
+        }
         if let Some(q) = quota.filter(|q| q.gpu_used.saturating_add(j.gpus) <= q.gpu_quota) {
             // Teams over their quota that run in this queue hold GPUs lent by the others.
             let mut lenders: Vec<(String, u32)> =
@@ -307,6 +364,12 @@ fn no_estimate(
         "ReqNodeNotAvail" | "NodeDown" => return "a node it needs is out of service".into(),
         _ => {}
     }
+    if waits_for_capacity(reason) {
+        let forever = held_without_limit(s, j);
+        if !forever.is_empty() {
+            return format!("its GPUs are held by {} with no time limit", name_jobs(&forever));
+        }
+    }
     // Behind a job the scheduler cannot plan either: it cannot plan past it.
     let before = ahead(s, j);
     if let Some(b) = before
@@ -402,6 +465,70 @@ mod tests {
 
     fn job_named<'a>(s: &'a ClusterState, name: &str) -> &'a Job {
         s.jobs.iter().find(|j| j.name == name && j.state == JobState::Pending).expect(name)
+    }
+
+    /// The GPUs a pending job waits for are held by running jobs without a time limit: that is
+    /// the lead cause (before the queue's drained and down nodes), and why there is no
+    /// estimate. When jobs that end by their limit can make room, it is not said.
+    #[test]
+    fn gpus_held_by_jobs_without_a_time_limit_lead_the_why() {
+        let s = sim_state();
+        let demo = job_named(&s, DEMO).clone();
+        // The queue's nodes in service: what the job can start on.
+        let queue_nodes: Vec<Text> = s
+            .nodes
+            .iter()
+            .filter(|n| in_queue(n, &demo.queue) && n.state.schedulable())
+            .map(|n| n.name.clone())
+            .collect();
+        let (down, _) = queue_out_of_service(&s, &demo.queue);
+        assert!(!down.is_empty(), "the queue has nodes out of service");
+        let holders: Vec<JobId> = {
+            let mut v: Vec<JobId> = s
+                .jobs
+                .iter()
+                .filter(|r| r.state == JobState::Running && r.nodes.iter().any(|n| queue_nodes.contains(n)))
+                .map(|r| r.id)
+                .collect();
+            v.sort();
+            v
+        };
+        assert!(holders.len() > 3, "{holders:?}");
+        // Every running job there without a limit, every GPU there taken; the demo job waits
+        // for its turn (no estimate).
+        let full = |unlimited: &dyn Fn(JobId) -> bool| {
+            changed(&s, |inv| {
+                for n in inv.nodes.as_mut().unwrap().iter_mut().filter(|n| queue_nodes.contains(&n.name)) {
+                    n.gpu_alloc = n.gpu_slots;
+                }
+                for j in inv.jobs.as_mut().unwrap() {
+                    if holders.contains(&j.id) {
+                        j.no_time_limit = unlimited(j.id);
+                        j.time_limit = (!j.no_time_limit).then_some(3_600);
+                    }
+                    if j.id == demo.id {
+                        (j.pending_reason, j.est_start) = (Some("Resources".into()), None);
+                    }
+                }
+            })
+        };
+        let s1 = full(&|_| true);
+        let w = explain(&s1, s1.job(demo.id).unwrap(), &demo.user).unwrap();
+        let ids: Vec<String> = holders.iter().take(3).map(|i| i.to_string()).collect();
+        assert_eq!(
+            w.cause(),
+            format!(
+                "waits for GPUs held by jobs {} and {} more that have no time limit: no start can be estimated",
+                ids.join(", "),
+                holders.len() - 3
+            )
+        );
+        assert!(w.causes[1..].iter().any(|c| c.contains("is short of")), "{:?}", w.causes);
+        assert!(w.no_estimate.as_deref().unwrap().contains("with no time limit"), "{w:?}");
+        // One job without a limit, the others end by theirs: they make room; not said.
+        let s2 = full(&|id| id == holders[0]);
+        let w = explain(&s2, s2.job(demo.id).unwrap(), &demo.user).unwrap();
+        assert!(!w.causes.iter().any(|c| c.contains("no time limit")), "{:?}", w.causes);
     }
 
     /// Jobs asking for 4 billion GPUs (a broken or hostile answer) ahead of each other, in a

@@ -160,6 +160,9 @@ pub enum Answer {
     /// An ack was written.
     Stored(Ack),
     Failed(AckError),
+    /// How the last write or read went (each failure, else every
+    /// [`super::status::REPORT_EVERY`]).
+    Store(crate::model::protocol::StoreStatus),
 }
 
 /// The ack store's own thread: it owns the file, writes acks and answers loads, so the
@@ -174,7 +177,9 @@ impl Worker {
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
         let thread = std::thread::Builder::new().name("acks".into()).spawn(move || {
             let mut store: Option<AckStore> = None;
+            let mut reporter = super::status::Reporter::default();
             while let Ok(r) = rx.recv() {
+                let op = if matches!(r, Request::Put(_)) { "write" } else { "read" };
                 if store.is_none() {
                     match AckStore::open(&path) {
                         Ok(s) => {
@@ -182,22 +187,33 @@ impl Worker {
                             store = Some(s);
                         }
                         Err(e) => {
+                            if let Some(st) = reporter.outcome(super::status::ACKS, &path, op, Err(&e)) {
+                                answer(Answer::Store(st));
+                            }
                             answer(Answer::Failed(e));
                             continue;
                         }
                     }
                 }
                 let Some(s) = store.as_ref() else { continue };
-                match r {
-                    Request::Put(a) => answer(match s.put(&a) {
+                let a = match r {
+                    Request::Put(a) => match s.put(&a) {
                         Ok(()) => Answer::Stored(a),
                         Err(e) => Answer::Failed(e),
-                    }),
-                    Request::Load { cluster, now } => answer(match s.load(&cluster, now - KEEP_S) {
+                    },
+                    Request::Load { cluster, now } => match s.load(&cluster, now - KEEP_S) {
                         Ok(acks) => Answer::Acks { cluster, acks },
                         Err(e) => Answer::Failed(e),
-                    }),
+                    },
+                };
+                let r = match &a {
+                    Answer::Failed(e) => Err(e),
+                    _ => Ok(()),
+                };
+                if let Some(st) = reporter.outcome(super::status::ACKS, &path, op, r) {
+                    answer(Answer::Store(st));
                 }
+                answer(a);
             }
         })?;
         Ok(Worker { tx: Some(tx), thread: Some(thread) })
@@ -288,6 +304,10 @@ mod tests {
         let a = ack("gpu-1", "hot", "alice", now, None);
         w.send(Request::Put(a.clone()));
         w.send(Request::Load { cluster: "c1".into(), now });
+        // Each answer, and the store's status once (a success is said again only after
+        // `REPORT_EVERY`).
+        let Answer::Store(st) = rx.recv().unwrap() else { panic!("the status first") };
+        assert_eq!((st.op, st.error, st.path), ("write", None, path_in(dir.path()).display().to_string()));
         assert_eq!(rx.recv().unwrap(), Answer::Stored(a.clone()));
         assert_eq!(rx.recv().unwrap(), Answer::Acks { cluster: "c1".into(), acks: vec![a] });
     }

@@ -643,6 +643,9 @@ pub enum Answer {
     Failed(LedgerError),
     /// Writes succeed again after a failure.
     Recovered,
+    /// How the last write or read of a cluster's file went (each failure, else every
+    /// [`super::status::REPORT_EVERY`]).
+    Store(crate::model::protocol::StoreStatus),
 }
 
 /// Makes a job's efficiency summary (the JSON the ledger keeps) from its record and GPU
@@ -730,6 +733,13 @@ fn writer_loop(
     // Ended jobs waiting for their summary, and those already asked about.
     let mut todo: std::collections::VecDeque<(String, u64)> = Default::default();
     let mut asked: std::collections::HashSet<u64> = Default::default();
+    let mut reporters: std::collections::HashMap<String, super::status::Reporter> = Default::default();
+    let mut report = |cluster: &str, op: &'static str, r: Result<(), &LedgerError>| {
+        let rep = reporters.entry(cluster.to_string()).or_default();
+        if let Some(s) = rep.outcome(super::status::LEDGER, &path_for(dir, cluster), op, r) {
+            answer(Answer::Store(s));
+        }
+    };
     loop {
         let first = match pending.pop() {
             Some(r) => r,
@@ -771,6 +781,7 @@ fn writer_loop(
                     }
                     Ok(())
                 });
+                report(&cluster, "write", r.as_ref().map(drop));
                 match r {
                     Ok(()) => {
                         if failing.take().is_some() {
@@ -804,6 +815,7 @@ fn writer_loop(
             }
             Request::Window { cluster, from, to } => {
                 let result = ledger_for(&mut open, dir, &cluster).and_then(|l| l.window(from, to));
+                report(&cluster, "read", result.as_ref().map(drop));
                 if let Err(e) = &result
                     && e.kind == LedgerErrorKind::Corrupt
                 {

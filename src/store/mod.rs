@@ -9,6 +9,7 @@
 pub mod acks;
 pub mod ledger;
 pub mod sqlite;
+pub mod status;
 pub mod timeline;
 
 pub use ledger::{

@@ -325,6 +325,9 @@ pub enum Answer {
     Failed(JournalError),
     /// Writes succeed again after a failure.
     Recovered,
+    /// How the last write or read went (each failure, else every
+    /// [`super::status::REPORT_EVERY`]).
+    Store(crate::model::protocol::StoreStatus),
 }
 
 /// The journal's own thread: it owns the file, writes events, answers loads and prunes past
@@ -345,15 +348,23 @@ impl Writer {
             let mut journal: Option<Journal> = None;
             let mut failing: Option<JournalError> = None;
             let mut pruned_at: Option<Epoch> = None;
+            let mut reporter = super::status::Reporter::default();
+            let mut report = |op: &'static str, r: Result<(), &JournalError>| {
+                if let Some(st) = reporter.outcome(super::status::TIMELINE, &path, op, r) {
+                    answer(Answer::Store(st));
+                }
+            };
             while let Ok(r) = rx.recv() {
                 if let Request::Flush(done) = r {
                     let _ = done.send(());
                     continue;
                 }
+                let op = if matches!(r, Request::Load { .. }) { "read" } else { "write" };
                 if journal.is_none() {
                     match Journal::open(&path) {
                         Ok(j) => journal = Some(j),
                         Err(e) => {
+                            report(op, Err(&e));
                             if failing.as_ref() != Some(&e) {
                                 answer(Answer::Failed(e.clone()));
                             }
@@ -377,6 +388,7 @@ impl Writer {
                     }
                     Request::Flush(_) => Ok(()),
                 };
+                report(op, result.as_ref().map(drop));
                 match result {
                     Ok(()) => {
                         if failing.take().is_some() {
@@ -564,6 +576,8 @@ mod tests {
         let e = ev("c1", now, EventKind::NodeState, "gpu-001", "k");
         w.send(Request::Record(vec![e.clone(), e.clone()]));
         w.send(Request::Load { query: Query { from: now - 60, to: now + 60, ..Default::default() }, seq: 9 });
+        let Answer::Store(st) = rx.recv().unwrap() else { panic!("the status of the write first") };
+        assert_eq!((st.op, st.error), ("write", None));
         assert_eq!(rx.recv().unwrap(), Answer::Events { seq: 9, events: vec![e] });
     }
 }

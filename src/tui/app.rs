@@ -119,6 +119,8 @@ pub enum Mode {
     Help,
     /// The confirmation of an action: the plan, and the reason, ticket and typed confirmation.
     Confirm(Box<Confirm>),
+    /// An action this cluster cannot perform: its reason and ticket, then what to run instead.
+    Instead(Box<super::instead::Instead>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -454,9 +456,15 @@ impl App {
         }
     }
 
+    /// How one of the console's own files did: to the state, like every figure.
+    pub fn on_store(&mut self, s: crate::model::protocol::StoreStatus) -> bool {
+        self.live.apply(Update::Store(s)) && !self.ui.paused && self.ui.view == views::sources::ID
+    }
+
     fn on_acks(&mut self, a: crate::store::acks::Answer) -> bool {
         use crate::store::acks::Answer;
         match a {
+            Answer::Store(s) => self.on_store(s),
             Answer::Acks { cluster, acks } if !self.routes.is_empty() => {
                 // A fleet: each cluster's acks replace only that cluster's.
                 if !self.routes.contains_key(cluster.as_str()) {
@@ -751,8 +759,13 @@ impl App {
 
     fn on_ledger(&mut self, a: crate::store::ledger::Answer) -> bool {
         use crate::store::ledger::Answer;
+        let a = match a {
+            Answer::Store(s) => return self.on_store(s),
+            a => a,
+        };
         let Some(l) = self.ledger.as_mut() else { return false };
         match a {
+            Answer::Store(_) => {}
             Answer::Window { cluster, result } => {
                 // The window the answer is for (a key may have changed the asked one since).
                 let window = match &result {
@@ -863,6 +876,7 @@ impl App {
         }
         match self.ui.mode.clone() {
             Mode::Confirm(c) => self.on_confirm_key(k, *c),
+            Mode::Instead(d) => self.on_instead_key(k, *d),
             Mode::Command(buf) => self.on_prompt_key(k, buf, true),
             Mode::Filter(buf) => self.on_prompt_key(k, buf, false),
             Mode::Help => self.on_help_key(k),
@@ -1928,8 +1942,61 @@ impl App {
                     pick: ops::fleet::Pick::default(),
                 }))
             }
+            // This cluster cannot do it at all but says what to run instead: ask only what
+            // that command needs, and show it (nothing is confirmed, sent or audited).
+            Err(e @ ops::OpError::Preflight { .. }) if !e.instead().is_empty() => {
+                let ops::OpError::Preflight { backend, action, error, .. } = &e else { return };
+                let refusal = format!("{backend} cannot {action}: {error}");
+                let mut d = super::instead::Instead::new(req, refusal, reason, ticket);
+                if !super::instead::Instead::needs_reason(kind) {
+                    d.lines = e.instead().to_vec();
+                }
+                self.ui.mode = Mode::Instead(Box::new(d));
+            }
             Err(e) => self.ui.message = Some((e.to_string(), true)),
         }
+    }
+
+    /// The prompt and panel of an action this cluster cannot perform: the lines come from
+    /// the planner's refusal of the filled request (what the command line prints), the copy
+    /// goes through the OSC 52 plugin.
+    fn on_instead_key(&mut self, k: KeyEvent, mut d: super::instead::Instead) {
+        use super::instead::Step;
+        match d.on_key(k) {
+            Step::Stay => {}
+            Step::Close => {
+                self.ui.mode = Mode::Normal;
+                let what = if d.copied { "copied; " } else { "" };
+                self.ui.message =
+                    Some((format!("{} not sent ({what}nothing was done here)", d.req.kind.label()), false));
+                return;
+            }
+            Step::Lines => {
+                let elevated = self.break_glass.is_some();
+                let planned = if self.routes.is_empty() {
+                    self.planner.clone().map(|p| {
+                        ops::plan_batch_as(&d.filled(), self.state(), p.as_ref(), self.readonly, elevated)
+                            .map(drop)
+                    })
+                } else {
+                    Some(self.plan_fleet(&d.filled(), ops::fleet::Pick::default()).map(drop))
+                };
+                match planned {
+                    Some(Err(e)) if !e.instead().is_empty() => d.lines = e.instead().to_vec(),
+                    Some(Err(e)) => d.error = Some(e.to_string()),
+                    // The preflight learnt meanwhile that it can: ask again from the start.
+                    _ => d.error = Some("the cluster now accepts this action: esc, then ask again".into()),
+                }
+            }
+            Step::Copy => match super::instead::copy(&self.plugins, &d.copied_text()) {
+                Some(run) => {
+                    self.pending_plugin = Some(run);
+                    d.copied = true;
+                }
+                None => d.error = Some("no copy-osc52 plugin to copy with".into()),
+            },
+        }
+        self.ui.mode = Mode::Instead(Box::new(d));
     }
 
     /// A fleet plan: each cluster plans its own targets (its preflight, read-only flag and

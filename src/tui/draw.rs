@@ -43,6 +43,9 @@ pub fn draw(f: &mut Frame, app: &mut App, wall_now: Epoch) {
     if let Mode::Confirm(_) = &app.ui.mode {
         draw_confirm(f, body, app);
     }
+    if let Mode::Instead(d) = &app.ui.mode {
+        super::instead::draw(f, body, app, d);
+    }
     if !app.glyphs.unicode {
         super::widgets::asciify(f.buffer_mut());
     }

@@ -75,8 +75,13 @@ pub fn tick(app: &mut App) {
 
 /// An answer from the journal's thread; returns whether the screen changes.
 pub fn on_answer(app: &mut App, a: Answer) -> bool {
+    let a = match a {
+        Answer::Store(s) => return app.on_store(s),
+        a => a,
+    };
     let Some(l) = app.timeline.as_mut() else { return false };
     match a {
+        Answer::Store(_) => false,
         Answer::Events { seq, events } => {
             app.live.apply(Update::Timeline(Box::new(TimelineLoad { seq, events })))
                 && !app.ui.paused

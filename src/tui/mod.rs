@@ -5,6 +5,7 @@
 pub mod app;
 pub mod draw;
 pub mod help;
+pub mod instead;
 pub mod journal;
 pub mod keymap;
 pub mod plugins;

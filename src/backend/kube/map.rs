@@ -799,6 +799,7 @@ fn job(g: &Group, id: JobId, store: &Store, m: &Mapping, lq_to_cq: &HashMap<Stri
         gpu_seconds: 0.0,
         useful_gpu_seconds: 0.0,
         time_limit: None,
+        no_time_limit: false,
     }
 }
 

@@ -1197,6 +1197,7 @@ fn jobs_of(
             gpu_seconds: 0.0,
             useful_gpu_seconds: 0.0,
             time_limit: None,
+            no_time_limit: false,
         };
         match old {
             Some(j) if *j == job => {}

@@ -643,6 +643,7 @@ impl JobBook {
             gpu_seconds: j.gpu_seconds,
             useful_gpu_seconds: j.useful_gpu_seconds,
             time_limit: None,
+            no_time_limit: false,
         }
     }
 }

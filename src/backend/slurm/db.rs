@@ -221,7 +221,7 @@ pub fn db_jobs(body: &[u8]) -> serde_json::Result<DbJobs> {
                     gpus_alloc: tres_list_gpus(&j.tres.allocated),
                     gpus_req: tres_list_gpus(&j.tres.requested),
                     elapsed: j.time.elapsed.get(),
-                    time_limit_min: j.time.limit.get(),
+                    time_limit: super::wire::Limit(j.time.limit),
                     ..Default::default()
                 },
                 &mut allocs,

@@ -46,6 +46,8 @@ pub struct JobIn {
     pub start: Option<Epoch>,
     pub end: Option<Epoch>,
     pub nodes: String,
+    /// The nodes a job asks for (`required_nodes`, `-w`): a pending job's `nodes` in the model.
+    pub required_nodes: String,
     pub node_count: Option<i64>,
     pub tasks: Option<i64>,
     pub tres_alloc: String,
@@ -61,8 +63,9 @@ pub struct JobIn {
     pub gpus_req: Option<u32>,
     /// Run time in seconds as accounting reports it (finished jobs).
     pub elapsed: Option<i64>,
-    /// The time limit in minutes (`time_limit`; accounting's `time.limit`).
-    pub time_limit_min: Option<i64>,
+    /// The time limit in minutes (`time_limit`; accounting's `time.limit`), unlimited told
+    /// apart from unknown.
+    pub time_limit: super::wire::Limit,
 }
 
 /// How a job ended, normalised: the v0.0.38 raw wait status and the v0.0.40+ verbose struct
@@ -333,7 +336,8 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     let pending = state == JobState::Pending;
     let started = !pending && j.start.is_some();
     let (gpus, gpu_model) = job_gpus(&j, started);
-    let nodes = if pending { Vec::new() } else { expand_hostlist(&j.nodes) };
+    // A pending job's nodes are those it asks for (as the simulator's are).
+    let nodes = expand_hostlist(if pending { &j.required_nodes } else { &j.nodes });
     if matches!(state, JobState::Running | JobState::Completing) && !j.gres_detail.is_empty() {
         for (node, detail) in nodes.iter().zip(&j.gres_detail) {
             let idx: Vec<u32> = gres_gpus(detail).into_iter().flat_map(|g| g.idx).collect();
@@ -349,6 +353,7 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
     let reason =
         if oom && (j.reason.is_empty() || j.reason == "None") { "OutOfMemory" } else { j.reason.as_str() };
     let exit_reason = exit_reason(state, j.exit, reason);
+    let (time_limit, no_time_limit) = j.time_limit.seconds();
     Job {
         cluster: Default::default(),
         id: j.id,
@@ -374,8 +379,8 @@ pub fn job(j: JobIn, allocs: &mut Vec<GpuAlloc>) -> Job {
         // utilisation, so it gives no measured GPU-seconds (they are "not measured", not 0 %).
         gpu_seconds: 0.0,
         useful_gpu_seconds: 0.0,
-        // Slurm's NO_VAL and INFINITE (0xfffffffe, 0xffffffff minutes) are no limit.
-        time_limit: j.time_limit_min.filter(|m| *m > 0 && *m < 0xffff_fffe).map(|m| m * 60),
+        time_limit,
+        no_time_limit,
     }
 }
 

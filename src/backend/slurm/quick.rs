@@ -261,6 +261,15 @@ pub fn num(v: &[u8]) -> Option<Num> {
     all(v, Cur::num)
 }
 
+/// A job's [`Limit`](super::wire::Limit): `null` is unlimited, anything else a [`Num`].
+pub fn limit(v: &[u8]) -> Option<super::wire::Limit> {
+    use super::wire::Limit;
+    all(v, |c| match c.peek()? {
+        b'n' => c.null().then_some(Limit(Num::Infinite)),
+        _ => c.num().map(Limit),
+    })
+}
+
 /// A [`Loose`] from a plain string or `null`.
 pub fn loose(v: &[u8]) -> Option<Loose> {
     all(v, |c| match c.peek()? {

@@ -14,7 +14,7 @@
 //! a self dev-dependency) for `cargo test`, `cargo bench` and `scripts/test` alike.
 
 use super::map::{self, Exit, JobIn};
-use super::wire::{Num, Words};
+use super::wire::{Limit, Num, Words};
 use super::{ApiVersion, JobsOut, Parsed, parse, stream};
 use crate::model::Text;
 use serde::Deserialize;
@@ -167,7 +167,9 @@ struct Job<'a> {
     gres_detail: Words,
     exit_code: ExitCode,
     restart_cnt: Num,
-    time_limit: Num,
+    time_limit: Limit,
+    #[serde(borrow)]
+    required_nodes: Lstr<'a>,
 }
 
 /// As `v0040::add_job`: jobs without an id are skipped.
@@ -200,7 +202,8 @@ fn add_job(j: Job<'_>, out: &mut JobsOut) {
             gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
             exit: j.exit_code.exit(),
             restarts: j.restart_cnt.u32(),
-            time_limit_min: j.time_limit.get(),
+            time_limit: j.time_limit,
+            required_nodes: j.required_nodes.string(),
             ..Default::default()
         },
         &mut out.allocs,

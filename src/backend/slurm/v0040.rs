@@ -12,7 +12,7 @@ use super::map::{Exit, JobIn, NodeIn, PartitionIn};
 use super::quick::{self, Cur};
 use super::scan::Member;
 use super::stream::JobReader;
-use super::wire::{Loose, LooseText, Num, Words};
+use super::wire::{Limit, Loose, LooseText, Num, Words};
 use super::{JobsOut, Parsed};
 use crate::model::{JobId, JobState, Node, Queue};
 use serde::Deserialize;
@@ -256,7 +256,8 @@ struct Job40 {
     gres_detail: Words,
     exit_code: ExitField,
     restart_cnt: Num,
-    time_limit: Num,
+    time_limit: Limit,
+    required_nodes: Loose,
 }
 
 /// `Job40`'s fields in declaration order: the names serde's derive hands a deserializer, and so
@@ -286,6 +287,7 @@ const JOB40_FIELDS: &[&str] = &[
     "exit_code",
     "restart_cnt",
     "time_limit",
+    "required_nodes",
 ];
 
 /// One value: by hand when `quick` knows its shape, else by serde (as the derive would).
@@ -338,7 +340,8 @@ impl Job40 {
                 20 => j.gres_detail = value(v, quick::words)?,
                 21 => j.exit_code = value(v, ExitField::quick)?,
                 22 => j.restart_cnt = value(v, quick::num)?,
-                _ => j.time_limit = value(v, quick::num)?,
+                23 => j.time_limit = value(v, quick::limit)?,
+                _ => j.required_nodes = value(v, quick::loose)?,
             }
         }
         Ok(j)
@@ -389,7 +392,8 @@ fn add_job(j: Job40, out: &mut JobsOut) {
             gres_detail: j.gres_detail.0.into_iter().map(|t| t.to_string()).collect(),
             exit,
             restarts: j.restart_cnt.u32(),
-            time_limit_min: j.time_limit.get(),
+            time_limit: j.time_limit,
+            required_nodes: j.required_nodes.into_string(),
             ..Default::default()
         },
         &mut out.allocs,
@@ -432,20 +436,55 @@ mod tests {
     use crate::backend::slurm::split::{Elem, Splitter};
 
     /// The time limit in minutes, bare (v0.0.38) or as `{set, infinite, number}`, becomes the
-    /// model's seconds; unlimited is no limit.
+    /// model's seconds; unlimited (v0.0.40+'s `infinite`, v0.0.38's `null`, as 24.11 and 22.05
+    /// write `TimeLimit=UNLIMITED`) is no limit and said so; absent or NO_VAL is unknown. The
+    /// hand reader and serde agree.
     #[test]
     fn time_limits_are_read_in_both_shapes() {
-        let mut out = JobsOut::default();
-        for elem in [
+        let elems = [
             &br#"{"job_id": 1, "time_limit": 120}"#[..],
             br#"{"job_id": 2, "time_limit": {"set": true, "infinite": false, "number": 5}}"#,
             br#"{"job_id": 3, "time_limit": {"set": false, "infinite": true, "number": 0}}"#,
             br#"{"job_id": 4}"#,
+            br#"{"job_id": 5, "time_limit": null}"#,
+            br#"{"job_id": 6, "time_limit": 4294967295}"#,
+            br#"{"job_id": 7, "time_limit": 4294967294}"#,
+        ];
+        let mut out = JobsOut::default();
+        for elem in elems {
+            job(elem, &mut out).expect("a job");
+        }
+        let limits: Vec<(Option<i64>, bool)> =
+            out.jobs.iter().map(|j| (j.time_limit, j.no_time_limit)).collect();
+        let want = [
+            (Some(7200), false),
+            (Some(300), false),
+            (None, true),
+            (None, false),
+            (None, true),
+            (None, true),
+            (None, false),
+        ];
+        assert_eq!(limits, want);
+        assert_eq!(quick::limit(b"null"), Some(Limit(Num::Infinite)));
+        assert_eq!(serde_json::from_slice::<Limit>(b"null").unwrap(), Limit(Num::Infinite));
+        assert_eq!(quick::limit(b"30"), Some(Limit(Num::Val(30))));
+    }
+
+    /// A pending job's nodes are those it asks for (`-w`: `required_nodes`), a running job's
+    /// those it runs on.
+    #[test]
+    fn a_pending_jobs_nodes_are_those_it_asks_for() {
+        let mut out = JobsOut::default();
+        for elem in [
+            &br#"{"job_id": 1, "job_state": ["PENDING"], "nodes": "", "required_nodes": "h100-[07-08]"}"#[..],
+            br#"{"job_id": 2, "job_state": ["RUNNING"], "nodes": "h100-01", "required_nodes": ""}"#,
         ] {
             job(elem, &mut out).expect("a job");
         }
-        let limits: Vec<Option<i64>> = out.jobs.iter().map(|j| j.time_limit).collect();
-        assert_eq!(limits, [Some(7200), Some(300), None, None]);
+        let nodes: Vec<Vec<String>> =
+            out.jobs.iter().map(|j| j.nodes.iter().map(|n| n.to_string()).collect()).collect();
+        assert_eq!(nodes, [vec!["h100-07".to_string(), "h100-08".into()], vec!["h100-01".into()]]);
     }
 
     #[test]

@@ -110,6 +110,33 @@ impl<'de> Visitor<'de> for NumVisitor {
     }
 }
 
+/// A job's time limit: a [`Num`], except that `null` is unlimited. REST v0.0.38 writes
+/// Slurm's INFINITE as `null` (seen live on 22.05: `TimeLimit=UNLIMITED` is
+/// `"time_limit": null`); v0.0.40+ write `{"set": false, "infinite": true}`, never `null`.
+/// Absent is unknown.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limit(pub Num);
+
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Option::<Num>::deserialize(d).map(|n| Limit(n.unwrap_or(Num::Infinite)))
+    }
+}
+
+impl Limit {
+    /// In seconds when limited, and whether it is unlimited: Slurm's INFINITE (written as
+    /// such, or as 0xffffffff minutes) is unlimited; NO_VAL (0xfffffffe), 0 and unset are
+    /// unknown.
+    pub fn seconds(self) -> (Option<i64>, bool) {
+        match self.0 {
+            Num::Infinite => (None, true),
+            Num::Val(0xffff_ffff) => (None, true),
+            Num::Val(m) if m > 0 && m < 0xffff_fffe => (Some(m * 60), false),
+            _ => (None, false),
+        }
+    }
+}
+
 /// A list of words written either as one string (`"idle"`, `"h100,nvlink"`) or as an array of
 /// strings (`["IDLE","DRAIN"]`). Items are trimmed; empty items dropped.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,13 +1,15 @@
 //! Sources: every data source the console reads (scheduler, telemetry, local GPUs, the
-//! simulator), whether it answers, since when, and what is wrong with it and how to fix it.
-//! Added as one file plus one registry line, as every view is.
+//! simulator), whether it answers, since when, and what is wrong with it and how to fix it;
+//! then gpuplane's own files (usage ledger, ack store, event journal, audit log and each of
+//! its witnesses) with their paths, how their last write or read went, and the fix when it
+//! failed. Added as one file plus one registry line, as every view is.
 
 use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, cluster_cell, col, to_json};
-use super::super::widgets::{ago, opt, stamp, stamp_rel, untrusted};
+use super::super::widgets::{ago, opt, safe, stamp, stamp_rel, untrusted};
 use super::detail::kv;
 use super::{TableId, TableView, ViewId};
 use crate::model::ObjKey;
-use crate::model::protocol::SourceStatus;
+use crate::model::protocol::{SourceStatus, StoreStatus};
 use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
@@ -19,105 +21,145 @@ static COLS: [Column; 7] = [
     col(
         "SOURCE",
         8,
-        |cx, key| {
-            let s = src(cx, key);
-            SortKey::Str(&s.name)
-        },
-        |cx, key| {
-            let (s, t) = (src(cx, key), cx.theme);
-            untrusted(&s.name, t.text)
-        },
+        |cx, key| SortKey::Str(row(cx, key).name()),
+        |cx, key| untrusted(row(cx, key).name(), cx.theme.text),
     ),
     col(
         "STATE",
         8,
+        |cx, key| SortKey::Str(row(cx, key).state()),
         |cx, key| {
-            let s = src(cx, key);
-            SortKey::Str(state(s))
-        },
-        |cx, key| {
-            let (s, t) = (src(cx, key), cx.theme);
-            let style = match state(s) {
+            let (r, t) = (row(cx, key), cx.theme);
+            let style = match r.state() {
                 "failing" => t.crit,
                 "never" => t.warn,
                 _ => t.ok,
             };
-            Span::styled(state(s), style)
+            Span::styled(r.state(), style)
         },
     )
     .exact(),
     col(
         "LAST OK",
         20,
-        |cx, key| {
-            let s = src(cx, key);
-            SortKey::Int(s.ok_at.unwrap_or(i64::MIN))
-        },
-        |cx, key| {
-            let (s, t) = (src(cx, key), cx.theme);
-            Span::styled(s.ok_at.map_or("-".into(), stamp), t.dim)
-        },
+        |cx, key| SortKey::Int(row(cx, key).ok_at().unwrap_or(i64::MIN)),
+        |cx, key| Span::styled(row(cx, key).ok_at().map_or("-".into(), stamp), cx.theme.dim),
     )
     .whole()
     .drop(2),
     col(
         "AGE",
         8,
-        |cx, key| {
-            let s = src(cx, key);
-            SortKey::Int(s.ok_at.unwrap_or(i64::MIN))
-        },
-        |cx, key| {
-            let (s, t) = (src(cx, key), cx.theme);
-            Span::styled(s.ok_at.map_or("-".into(), |at| ago(cx.s.now, at)), t.dim)
-        },
+        |cx, key| SortKey::Int(row(cx, key).ok_at().unwrap_or(i64::MIN)),
+        |cx, key| Span::styled(row(cx, key).ok_at().map_or("-".into(), |at| ago(cx.s.now, at)), cx.theme.dim),
     )
     .right(),
     col(
         "DETAIL",
         12,
-        |cx, key| {
-            let s = src(cx, key);
-            SortKey::Str(s.detail.as_deref().unwrap_or(""))
+        |cx, key| match row(cx, key) {
+            Row::Source(s) => SortKey::Str(s.detail.as_deref().unwrap_or("")),
+            Row::Store(s) => SortKey::Str(&s.path),
         },
-        |cx, key| {
-            let (s, t) = (src(cx, key), cx.theme);
-            untrusted(s.detail.as_deref().unwrap_or("-"), t.dim)
+        |cx, key| match row(cx, key) {
+            Row::Source(s) => untrusted(s.detail.as_deref().unwrap_or("-"), cx.theme.dim),
+            Row::Store(s) => Span::styled(safe(&store_detail(s)).into_owned(), cx.theme.dim),
         },
     )
     .drop(1),
     col(
         "ERROR",
         30,
-        |cx, key| {
-            let s = src(cx, key);
-            SortKey::Str(s.error.as_deref().unwrap_or(""))
-        },
-        |cx, key| {
-            let (s, t) = (src(cx, key), cx.theme);
-            untrusted(s.error.as_deref().unwrap_or(""), t.crit)
+        |cx, key| SortKey::Str(row(cx, key).error()),
+        |cx, key| match row(cx, key) {
+            Row::Source(s) => untrusted(s.error.as_deref().unwrap_or(""), cx.theme.crit),
+            // A failing store says what to do on its row: nobody else will.
+            Row::Store(s) => Span::styled(safe(&store_error(s)).into_owned(), cx.theme.crit),
         },
     ),
     col(
         "CLUSTER",
         8,
-        |cx, k| SortKey::Str(cx.s.cluster_of(&src(cx, k).cluster)),
-        |cx, k| cluster_cell(cx, &src(cx, k).cluster),
+        |cx, k| SortKey::Str(cx.s.cluster_of(row(cx, k).cluster())),
+        |cx, k| cluster_cell(cx, row(cx, k).cluster()),
     )
     // Which cluster a failing source serves is the point of this view: never dropped.
     .fleet(),
 ];
 
-fn src<'a>(cx: &Cx<'a>, key: RowKey) -> &'a SourceStatus {
-    &cx.s.sources[key as usize]
+/// Stores' rows come after the sources' (their keys from here).
+const STORE: RowKey = 1 << 32;
+
+/// A row: a data source, or one of gpuplane's own files.
+#[derive(Clone, Copy)]
+enum Row<'a> {
+    Source(&'a SourceStatus),
+    Store(&'a StoreStatus),
 }
 
-/// `ok`, `failing` or `never` (no answer yet).
-fn state(s: &SourceStatus) -> &'static str {
-    match (&s.error, s.ok_at) {
-        (Some(_), _) => "failing",
-        (None, Some(_)) => "ok",
-        (None, None) => "never",
+static NO_CLUSTER: crate::model::Text = crate::model::Text::const_new("");
+
+impl<'a> Row<'a> {
+    fn name(self) -> &'a str {
+        match self {
+            Row::Source(s) => &s.name,
+            Row::Store(s) => &s.name,
+        }
+    }
+    fn ok_at(self) -> Option<i64> {
+        match self {
+            Row::Source(s) => s.ok_at,
+            Row::Store(s) => s.ok_at,
+        }
+    }
+    fn error(self) -> &'a str {
+        match self {
+            Row::Source(s) => s.error.as_deref().unwrap_or(""),
+            Row::Store(s) => s.error.as_deref().unwrap_or(""),
+        }
+    }
+    fn cluster(self) -> &'a crate::model::Text {
+        match self {
+            Row::Source(s) => &s.cluster,
+            Row::Store(_) => &NO_CLUSTER,
+        }
+    }
+    /// `ok`, `failing` or `never` (no answer yet).
+    fn state(self) -> &'static str {
+        match (self.error(), self.ok_at()) {
+            ("", Some(_)) => "ok",
+            ("", None) => "never",
+            _ => "failing",
+        }
+    }
+}
+
+/// A store's DETAIL: its file's name, or the whole path when short (the whole path is always in
+/// the detail pane and the JSON), what was done last, and a note.
+fn store_detail(s: &StoreStatus) -> String {
+    let note = s.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default();
+    // A short path (`/dev/log`) says more whole than its last part.
+    let name = if s.path.contains("://") || s.path.len() <= 24 {
+        s.path.as_str()
+    } else {
+        std::path::Path::new(&s.path).file_name().and_then(|n| n.to_str()).unwrap_or(&s.path)
+    };
+    format!("{name} (last {}{note})", s.op)
+}
+
+/// A store's ERROR: what failed and what to do.
+fn store_error(s: &StoreStatus) -> String {
+    match (&s.error, &s.fix) {
+        (Some(e), Some(f)) => format!("{e} — fix: {f}"),
+        (Some(e), None) => e.clone(),
+        _ => String::new(),
+    }
+}
+
+fn row<'a>(cx: &Cx<'a>, key: RowKey) -> Row<'a> {
+    match key.checked_sub(STORE) {
+        Some(i) => Row::Store(&cx.s.stores[i as usize]),
+        None => Row::Source(&cx.s.sources[key as usize]),
     }
 }
 
@@ -132,56 +174,101 @@ impl TableSource for SourcesTable {
 
     fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
         out.extend(0..cx.s.sources.len() as RowKey);
+        out.extend((0..cx.s.stores.len() as RowKey).map(|i| STORE + i));
     }
 
     fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let s = src(cx, key);
-        let mut v: Vec<Cow<'a, str>> = vec![s.name.as_str().into(), state(s).into()];
-        v.extend(s.error.as_deref().map(Cow::from));
-        v.extend(s.detail.as_deref().map(Cow::from));
+        let r = row(cx, key);
+        let mut v: Vec<Cow<'a, str>> = vec![r.name().into(), r.state().into()];
+        match r {
+            Row::Source(s) => {
+                v.extend(s.error.as_deref().map(Cow::from));
+                v.extend(s.detail.as_deref().map(Cow::from));
+            }
+            Row::Store(s) => {
+                v.push(s.path.as_str().into());
+                v.extend(s.error.as_deref().map(Cow::from));
+            }
+        }
         v
     }
 
     fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let s = src(cx, key);
-        Some(match name {
-            "cluster" => cx.s.cluster_of(&s.cluster).as_str().into(),
-            "source" | "name" => s.name.as_str().into(),
-            "state" => state(s).into(),
-            "error" => s.error.as_deref()?.into(),
-            "detail" => s.detail.as_deref()?.into(),
+        let r = row(cx, key);
+        Some(match (name, r) {
+            ("cluster", _) => cx.s.cluster_of(r.cluster()).as_str().into(),
+            ("source" | "name", _) => r.name().into(),
+            ("state", _) => r.state().into(),
+            ("kind", Row::Source(_)) => "source".into(),
+            ("kind", Row::Store(_)) => "store".into(),
+            ("error", _) => Some(r.error()).filter(|e| !e.is_empty())?.into(),
+            ("detail", Row::Source(s)) => s.detail.as_deref()?.into(),
+            ("path", Row::Store(s)) => s.path.as_str().into(),
+            ("fix", Row::Store(s)) => s.fix.as_deref()?.into(),
             _ => return None,
         })
     }
 
     fn fields(&self) -> &'static [&'static str] {
-        &["cluster", "source", "name", "state", "error", "detail"]
+        &["cluster", "source", "name", "kind", "state", "error", "detail", "path", "fix"]
     }
 
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
-        let (s, t) = (src(cx, key), cx.theme);
+        let t = cx.theme;
+        let r = row(cx, key);
         let mut out = vec![
-            kv(cx, "source", untrusted(&s.name, t.title)),
-            kv(cx, "state", Span::styled(state(s), t.text)),
-            kv(cx, "last ok", Span::styled(opt(s.ok_at.map(|at| stamp_rel(cx.s.now, at))), t.text)),
-            kv(cx, "detail", untrusted(s.detail.as_deref().unwrap_or("-"), t.text)),
+            kv(cx, "source", untrusted(r.name(), t.title)),
+            kv(cx, "state", Span::styled(r.state(), t.text)),
+            kv(cx, "last ok", Span::styled(opt(r.ok_at().map(|at| stamp_rel(cx.s.now, at))), t.text)),
         ];
-        if s.simulated {
-            out.push(kv(cx, "data", Span::styled("SIMULATED", t.warn)));
-        }
-        if let Some(e) = &s.error {
-            out.push(kv(cx, "error", untrusted(e, t.crit)));
-            out.push(Line::styled("the data from this source is stale until it recovers", t.dim));
+        match r {
+            Row::Source(s) => {
+                out.push(kv(cx, "detail", untrusted(s.detail.as_deref().unwrap_or("-"), t.text)));
+                if s.simulated {
+                    out.push(kv(cx, "data", Span::styled("SIMULATED", t.warn)));
+                }
+                if let Some(e) = &s.error {
+                    out.push(kv(cx, "error", untrusted(e, t.crit)));
+                    out.push(Line::styled("the data from this source is stale until it recovers", t.dim));
+                }
+            }
+            Row::Store(s) => {
+                out.push(kv(cx, "path", untrusted(&s.path, t.text)));
+                out.push(kv(cx, "last", Span::styled(s.op, t.text)));
+                if let Some(n) = &s.note {
+                    out.push(kv(cx, "note", untrusted(n, t.dim)));
+                }
+                if let Some(e) = &s.error {
+                    out.push(kv(cx, "error", untrusted(e, t.crit)));
+                }
+                if let Some(f) = &s.fix {
+                    out.push(kv(cx, "fix", untrusted(f, t.text)));
+                }
+            }
         }
         out
     }
 
     fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(src(cx, key))
+        let r = row(cx, key);
+        let (mut v, kind) = match r {
+            Row::Source(s) => (to_json(s), "source"),
+            Row::Store(s) => (to_json(s), "store"),
+        };
+        if let Some(o) = v.as_object_mut() {
+            o.insert("kind".into(), kind.into());
+            o.insert("state".into(), r.state().into());
+        }
+        v
     }
 
     fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
-        cx.s.sources.get(key as usize).map(|s| ObjKey::Source(s.name.clone()))
+        match key.checked_sub(STORE) {
+            Some(i) => {
+                cx.s.stores.get(i as usize).map(|s| ObjKey::Source(format!("{} {}", s.name, s.path).into()))
+            }
+            None => cx.s.sources.get(key as usize).map(|s| ObjKey::Source(s.name.clone())),
+        }
     }
 }
 
