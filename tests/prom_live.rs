@@ -435,6 +435,7 @@ fn running_job(id: u64) -> gpuplane::model::Job {
         gpu_seconds: 0.0,
         useful_gpu_seconds: 0.0,
         time_limit: None,
+        no_time_limit: false,
     }
 }
 
