@@ -239,7 +239,12 @@ impl ClusterState {
 
     /// More than one configured cluster: tables show a CLUSTER column.
     pub fn is_fleet(&self) -> bool {
-        self.clusters.iter().filter(|c| !c.is_empty()).count() > 1
+        self.fleet_size() > 1
+    }
+
+    /// How many configured clusters the state holds objects of (the header's "fleet of N").
+    pub fn fleet_size(&self) -> usize {
+        self.clusters.iter().filter(|c| !c.is_empty()).count()
     }
 
     /// The cluster as objects carry it, for a key's cluster name.
@@ -333,11 +338,16 @@ impl ClusterState {
             self.scope = outer;
             return changed;
         }
+        // A local store is the console's own, no cluster's: it names no cluster of the fleet.
+        let update = match update {
+            Update::Store(status) => return self.set_store(status),
+            u => u,
+        };
         self.note_scope();
         let is_delta = matches!(update, Update::Delta(_));
         let changed = match update {
             Update::Cluster { .. } => unreachable!("unwrapped above"),
-            Update::Store(status) => return self.set_store(status),
+            Update::Store(_) => unreachable!("applied above"),
             Update::Status(status) => {
                 if !self.set_status(status) {
                     return false;

@@ -198,9 +198,9 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     let fleet = s.is_fleet();
     let title = if let Some(f) = app.focus.as_deref().filter(|_| fleet) {
         // `:cluster NAME`: the one in focus, and how many the fleet has.
-        format!("{} (1 of {})", safe(f), s.clusters().len())
+        format!("{} (1 of {})", safe(f), s.fleet_size())
     } else if fleet {
-        format!("fleet of {}", s.clusters().len())
+        format!("fleet of {}", s.fleet_size())
     } else {
         safe(if s.cluster.is_empty() { "-" } else { &s.cluster }).into_owned()
     };
