@@ -935,3 +935,80 @@ async fn history_is_range_queried_for_the_focus_only() {
     assert!(next_history(3, &mut refreshes).await.is_none());
     cancel.cancel();
 }
+
+/// Raw samples of `series` over the last 25 h, per `(host, device/port)` of the node exporter's
+/// series (the host is the instance without its port).
+async fn port_samples(url: &str, series: &str) -> Vec<((String, String), Vec<(f64, f64)>)> {
+    let c = PromClient::new(&cfg(url)).unwrap();
+    let body = c.query(&format!("{series}[25h]"), None).await.unwrap();
+    let r = body.parse().unwrap();
+    r.results
+        .iter()
+        .filter_map(|s| {
+            let host = s.label("instance")?.split(':').next()?.to_string();
+            let port = format!("{}/{}", s.label("device")?, s.label("port").unwrap_or("1"));
+            Some(((host, port), s.points.iter().map(|p| (p.t, p.v)).collect()))
+        })
+        .collect()
+}
+
+/// Port events are dated by the port's own series (issue 30, finding 7): a port not Active at
+/// the port's first raw sample in that state, a flapping port at the first link-down of its
+/// current flapping stretch (link-downs no further apart than the flap window, the last one
+/// inside it), both worked out here from the raw samples, within one dating step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn port_events_carry_the_series_change_time() {
+    use gpuplane::model::timeline::EventKind;
+    let url = url();
+    let c = cfg(&url);
+    let (window, limit) = (c.window.as_secs() as f64, gpuplane::state::Thresholds::default().flap_count);
+    let now = jiff::Timestamp::now().as_second() as f64;
+    // Down now: the state's newest value is neither 4 (Active) nor 5 (ActDefer).
+    let mut down = Vec::new();
+    for (key, pts) in port_samples(&url, "node_infiniband_state_id").await {
+        let Some(&(_, last)) = pts.last() else { continue };
+        let run = pts.iter().rev().take_while(|p| p.1 == last).count();
+        if last != 4.0 && last != 5.0 && run < pts.len() {
+            down.push((key, pts[pts.len() - run].0));
+        }
+    }
+    // Flapping now: at least `limit` link-downs within the window; since the stretch's first.
+    let mut flapping = Vec::new();
+    for (key, pts) in port_samples(&url, "node_infiniband_link_downed_total").await {
+        // The first sample of each new counter value: when the link went down.
+        let downs: Vec<(f64, f64)> =
+            pts.windows(2).filter(|w| w[1].1 > w[0].1).map(|w| (w[1].0, w[1].1)).collect();
+        let in_window = pts.iter().find(|p| p.0 >= now - window).map(|p| p.1);
+        let (Some(&(last_t, last_v)), Some(from)) = (downs.last(), in_window) else { continue };
+        // (A link-down at the window's first sample counts too: increase() sees it.)
+        let before = pts.iter().rev().find(|p| p.0 < now - window).map_or(from, |p| p.1);
+        if last_v - before < limit as f64 || last_t < now - window {
+            continue;
+        }
+        let mut since = last_t;
+        for d in downs.iter().rev().skip(1) {
+            if since - d.0 > window {
+                break;
+            }
+            since = d.0;
+        }
+        flapping.push((key, since));
+    }
+    assert!(!flapping.is_empty(), "the planted flapping port is older than the window: restart Prometheus");
+
+    let mut s = ClusterState::new(Default::default(), Default::default());
+    drive(cfg(&url), &mut s, 90, first_refresh).await;
+    let (events, _) = s.timeline.take_unsent();
+    let step = gpuplane::backend::prom::DATING.1 as f64;
+    for (kind, want) in [(EventKind::PortDown, &down), (EventKind::PortFlap, &flapping)] {
+        for ((host, port), t) in want {
+            let subject = format!("{host}/{port}");
+            let e = events
+                .iter()
+                .find(|e| e.kind == kind && e.subject == subject)
+                .unwrap_or_else(|| panic!("no {kind:?} event for {subject}: {events:#?}"));
+            let d = e.at as f64 - t;
+            assert!((0.0..=step).contains(&d), "{subject}: at {} vs the series' change at {t} ({d} s)", e.at);
+        }
+    }
+}
