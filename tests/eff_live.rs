@@ -23,6 +23,15 @@ fn q(url: &str, promql: &str, at: i64) -> Option<f64> {
     common::prom_value(url, promql, at)
 }
 
+/// Each series of an instant query at `at`: its `gpu` label and value.
+fn per_gpu(url: &str, promql: &str, at: i64) -> Vec<(String, f64)> {
+    let c = gpuplane::backend::prom::PromClient::new(&gpuplane::backend::prom::PromConfig::new(url)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let body = rt.block_on(c.query(promql, Some(at as f64))).unwrap_or_else(|e| panic!("{promql}: {e}"));
+    let r = body.parse().unwrap();
+    r.results.iter().filter_map(|s| Some((s.label("gpu")?.to_string(), s.last()?.v))).collect()
+}
+
 fn record(id: u64, name: &str, gpus: u32, model: &str, start: i64, end: i64) -> JobRecord {
     JobRecord {
         time_limit: Some(86_400),
@@ -185,4 +194,80 @@ fn report_job_equals_promql_over_the_run_for_planted_jobs() {
     assert!(md.contains("## From Prometheus") && md.contains("slice 9 (1g.10gb)"), "{md}");
     let text = String::from_utf8(run(&["77001", "-o", "text"]).stdout).unwrap();
     assert!(text.contains("never ran a process: gpu-016:1") && !text.contains("**"), "{text}");
+}
+
+/// A GPU at 0 % utilisation for the whole run while a process held memory on it is named in
+/// the notes, as jobstats does ("did not use 1 of 3"; issue 30, finding 11): job 77006 on
+/// gpu-016, GPUs 4–5 busy, GPU 6 idle with 16 GiB held. Which GPU, how much memory and how many
+/// GPUs the job had come from PromQL over the run.
+#[test]
+fn report_job_names_the_gpu_that_held_memory_and_did_nothing() {
+    let url = url();
+    let now = jiff::Timestamp::now().as_second();
+    let sel = r#"DCGM_FI_DEV_GPU_UTIL{hpc_job="77006"}"#;
+    let first =
+        q(&url, &format!("min(min_over_time(timestamp({sel})[12h:15s]))"), now).expect("planted job 77006");
+    let last = q(&url, &format!("max(max_over_time(timestamp({sel})[12h:15s]))"), now).unwrap();
+    let (start, end) = (first as i64, last as i64 + 15);
+    let w = format!("[{}s]", end - start);
+    // Per GPU of the job: its peak utilisation and memory over the run.
+    let per_gpu = |promql: &str| per_gpu(&url, promql, end);
+    let peaks = per_gpu(&format!("max_over_time({sel}{w})"));
+    let mems = per_gpu(&format!(r#"max_over_time(DCGM_FI_DEV_FB_USED{{hpc_job="77006"}}{w})"#));
+    let n = peaks.len();
+    let held: Vec<(String, f64)> = peaks
+        .iter()
+        .filter(|(_, u)| *u == 0.0)
+        .map(|(g, _)| (g.clone(), mems.iter().find(|(m, _)| m == g).map_or(0.0, |m| m.1)))
+        .collect();
+    assert!(n >= 2 && held.len() == 1 && held[0].1 > 0.0, "the plant: peaks {peaks:?}, memory {mems:?}");
+    assert!(peaks.iter().any(|(_, u)| *u > 50.0), "the job's other GPUs are busy: {peaks:?}");
+
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    let ledger_dir = home.path().join("ledger").display().to_string();
+    std::fs::write(&config, format!("[ledger]\ndir = {ledger_dir:?}\n")).unwrap();
+    let run = |args: &[&str]| {
+        common::gpuplane_cmd(home.path())
+            .args(["--config", config.to_str().unwrap(), "--prometheus", &url, "report", "job"])
+            .args(args)
+            .output()
+            .expect("run gpuplane")
+    };
+    let path = common::ledger_path_of(&run(&["1"]));
+    let intervals = peaks
+        .iter()
+        .map(|(g, _)| GpuInterval {
+            job: 77006,
+            node: "gpu-016".into(),
+            gpu: g.parse().ok(),
+            gpus: 1,
+            start,
+            end,
+            util: None,
+        })
+        .collect();
+    let mut l = Ledger::open(std::path::Path::new(&path)).expect("ledger");
+    l.record(&[Observation {
+        cluster: String::new(),
+        at: end,
+        jobs: vec![record(77006, "held-idle", n as u32, "NVIDIA H100 80GB HBM3", start, end)],
+        intervals,
+        capacity: Vec::new(),
+    }])
+    .expect("record");
+    drop(l);
+    let out = run(&["77006", "-o", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["telemetry"]["selected_by"], r#"label hpc_job="77006""#, "{e:#}");
+    let notes: Vec<&str> = e["notes"].as_array().unwrap().iter().filter_map(|x| x["text"].as_str()).collect();
+    let (g, mib) = &held[0];
+    let named = format!("GPU gpu-016:{g} held {:.1} GiB", mib / 1024.0);
+    let note = notes
+        .iter()
+        .find(|t| t.contains(&named))
+        .unwrap_or_else(|| panic!("no note {named:?} in {notes:#?}"));
+    assert!(note.contains(&format!("did not use 1 of {n} GPUs")), "{note}");
+    assert_eq!(e["telemetry"]["never_ran"], serde_json::json!([]), "it held memory: it ran a process");
 }
