@@ -557,6 +557,20 @@ fn join_problem(problems: Option<String>, more: &str) -> String {
     }
 }
 
+/// The GPU a series is about: its node (mapped to the scheduler's name) and index.
+fn gpu_key(cfg: &PromConfig, s: &api::Series<'_, '_>) -> Option<(Text, u8)> {
+    let host = s.first_label(&cfg.labels.gpu_host)?;
+    let idx = s.label(&cfg.labels.gpu).and_then(|g| g.parse::<u8>().ok())?;
+    Some((Text::from(cfg.host_map.map(host).as_ref()), idx))
+}
+
+/// The first point of a series' newest run of its last value (when it took that value).
+fn newest_run(s: &api::Series<'_, '_>) -> Option<api::Point> {
+    let last = s.last()?;
+    let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
+    s.points.get(s.points.len() - run).copied()
+}
+
 /// Range answers → one delta per step, oldest first.
 pub fn replay(
     cfg: &PromConfig,
@@ -574,22 +588,10 @@ pub fn replay(
             continue;
         }
         for s in r.results.iter() {
-            let (Some(host), Some(idx)) = (
-                s.first_label(&cfg.labels.gpu_host),
-                s.label(&cfg.labels.gpu).and_then(|g| g.parse::<u8>().ok()),
-            ) else {
+            let (Some(key), Some(last), Some(first)) = (gpu_key(cfg, &s), s.last(), newest_run(&s)) else {
                 continue;
             };
-            let Some(last) = s.last() else { continue };
-            let mut first = last.t;
-            for p in s.points.iter().rev() {
-                if p.v != last.v {
-                    break;
-                }
-                first = p.t;
-            }
-            let key = (Text::from(cfg.host_map.map(host).as_ref()), idx);
-            mem.xid_first.insert(key, (last.v as u16, first as Epoch));
+            mem.xid_first.insert(key, (last.v as u16, first.t as Epoch));
         }
     }
     // Date each GPU's double-bit ECC count: the first step of its newest run, unless the run
@@ -599,20 +601,13 @@ pub fn replay(
             continue;
         }
         for s in r.results.iter() {
-            let (Some(host), Some(idx)) = (
-                s.first_label(&cfg.labels.gpu_host),
-                s.label(&cfg.labels.gpu).and_then(|g| g.parse::<u8>().ok()),
-            ) else {
+            let (Some(key), Some(last), Some(first)) = (gpu_key(cfg, &s), s.last(), newest_run(&s)) else {
                 continue;
             };
-            let Some(last) = s.last() else { continue };
-            let run = s.points.iter().rev().take_while(|p| p.v == last.v).count();
-            let Some(first) = s.points.get(s.points.len() - run) else { continue };
             let (span, step) = DATING;
             if first.t <= last.t - (span - step / 2) as f64 {
                 continue;
             }
-            let key = (Text::from(cfg.host_map.map(host).as_ref()), idx);
             mem.dbe_first.insert(key, (last.v as u32, first.t as Epoch));
         }
     }
