@@ -1,6 +1,8 @@
-//! The layers of `src/` (docs/architecture.md): every import points down.
+//! The layers (docs/architecture.md): every import points down.
 //!
-//! Each file of `src/` is parsed with `syn`; every path that starts at `crate::` (or climbs to
+//! Between crates the compiler enforces it (a crate cannot name one it does not depend on), and
+//! `no_crate_depends_upward` reads `cargo metadata` so that no crate may list a higher one.
+//! Inside a crate, each file of `crates/*/src` and `src` is parsed with `syn`; every path that starts at `crate::` (or climbs to
 //! the crate root with `super::`), in `use` trees, types, expressions, patterns and macro
 //! bodies, is an edge from the file's top-level module to the module it names. An edge must
 //! point to a lower layer, or stay in its own layer without making a cycle. Test code
@@ -12,20 +14,34 @@ use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
 /// The layers, lowest first. A module not listed is an error, so a new one gets placed.
+/// The top-level modules, by layer; each crate holds consecutive layers (its `lib.rs` is `lib`).
 const LAYERS: &[(&str, &[&str])] = &[
-    ("base", &["memory", "model", "sanitize", "audit", "datafile", "clock", "store", "playbook"]),
+    ("model", &["memory", "model", "sanitize", "clock"]),
+    ("infrastructure", &["audit", "datafile", "store", "playbook"]),
     ("backends", &["backend"]),
-    ("state", &["state"]),
+    ("state", &["state", "testing"]),
     ("runs and reports", &["acceptance", "cost"]),
     ("ops", &["ops"]),
-    ("console and command line", &["cli", "config", "commands", "tui", "testing", "fuzzing", "main", "lib"]),
+    ("console", &["tui"]),
+    ("command line", &["cli", "config", "commands", "fuzzing", "main", "lib"]),
+];
+
+/// The workspace's crates, lowest first; crates of one rank may not depend on each other.
+const CRATES: &[(&str, u8)] = &[
+    ("gpuplane-model", 0),
+    ("gpuplane-infra", 1),
+    ("gpuplane-backend", 1),
+    ("gpuplane-state", 2),
+    ("gpuplane-ops", 3),
+    ("gpuplane-tui", 4),
+    ("gpuplane", 5),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, mods)| mods.contains(&module))
 }
 
-/// Where a file sits in the module tree: `src/backend/sim/mod.rs` → `[backend, sim]`.
+/// Where a file sits in the module tree: `crates/backend/src/backend/sim/mod.rs` → `[backend, sim]`.
 fn module_path(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> =
         rel.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
@@ -205,10 +221,10 @@ fn graph(src: &Path) -> Result<BTreeMap<(String, String), String>, Vec<String>> 
         match edges_of(&here, &text) {
             Ok(found) => {
                 for to in found {
-                    edges.entry((here[0].clone(), to)).or_insert_with(|| rel.display().to_string());
+                    edges.entry((here[0].clone(), to)).or_insert_with(|| f.display().to_string());
                 }
             }
-            Err(e) => errors.push(format!("src/{}: {e}", rel.display())),
+            Err(e) => errors.push(format!("{}: {e}", f.display())),
         }
     }
     if errors.is_empty() { Ok(edges) } else { Err(errors) }
@@ -228,7 +244,7 @@ fn violations(edges: &BTreeMap<(String, String), String>) -> Vec<String> {
             && b > a
         {
             bad.push(format!(
-                "src/{file}: `{from}` ({}) imports `{to}` ({}), a layer above it",
+                "{file}: `{from}` ({}) imports `{to}` ({}), a layer above it",
                 LAYERS[a].0, LAYERS[b].0
             ));
         }
@@ -256,13 +272,84 @@ fn violations(edges: &BTreeMap<(String, String), String>) -> Vec<String> {
     bad
 }
 
+/// `src/` and every crate's `src/`.
+fn source_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("src")];
+    for e in std::fs::read_dir(root.join("crates")).expect("crates/ is readable").flatten() {
+        dirs.push(e.path().join("src"));
+    }
+    dirs.sort();
+    dirs
+}
+
 #[test]
 fn every_import_in_src_points_down() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let edges = graph(&src).unwrap_or_else(|e| panic!("{}", e.join("\n")));
+    let dirs = source_dirs();
+    assert!(dirs.len() >= 7, "{dirs:?}");
+    let mut edges = BTreeMap::new();
+    for src in &dirs {
+        edges.extend(graph(src).unwrap_or_else(|e| panic!("{}", e.join("\n"))));
+    }
     assert!(edges.len() > 20, "too few edges found ({}): the walk is broken", edges.len());
     let bad = violations(&edges);
     assert!(bad.is_empty(), "layering violations (docs/architecture.md):\n{}", bad.join("\n"));
+}
+
+/// Each workspace crate's dependencies on the others (every kind: normal, dev, build).
+fn crate_edges() -> Vec<(String, String)> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let mut edges = Vec::new();
+    for p in meta["packages"].as_array().expect("packages") {
+        let from = p["name"].as_str().expect("name").to_string();
+        for d in p["dependencies"].as_array().expect("dependencies") {
+            let to = d["name"].as_str().expect("dependency name");
+            if to.starts_with("gpuplane") {
+                edges.push((from.clone(), to.to_string()));
+            }
+        }
+    }
+    edges
+}
+
+fn crate_violations(edges: &[(String, String)]) -> Vec<String> {
+    let rank = |c: &str| CRATES.iter().find(|(n, _)| *n == c).map(|(_, r)| *r);
+    let mut bad = Vec::new();
+    for (from, to) in edges {
+        match (rank(from), rank(to)) {
+            (Some(a), Some(b)) if b < a => {}
+            (Some(_), Some(_)) => bad.push(format!("crate {from} depends on {to}, which is not below it")),
+            _ => bad.push(format!("crate {from} or {to} has no rank: add it to CRATES in tests/layers.rs")),
+        }
+    }
+    bad
+}
+
+#[test]
+fn no_crate_depends_upward() {
+    let edges = crate_edges();
+    let members: BTreeSet<&str> = edges.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(members.len(), CRATES.len() - 1, "every crate but the model depends on one: {edges:?}");
+    let bad = crate_violations(&edges);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn an_upward_or_sideways_crate_dependency_is_caught() {
+    let e = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert!(crate_violations(&[e("gpuplane-state", "gpuplane-backend")]).is_empty());
+    let bad = crate_violations(&[
+        e("gpuplane-model", "gpuplane-state"),
+        e("gpuplane-backend", "gpuplane-infra"),
+        e("gpuplane-tui", "gpuplane-cli"),
+    ]);
+    assert_eq!(bad.len(), 3, "{bad:?}");
 }
 
 fn check(file: &str, text: &str) -> Vec<String> {

@@ -7,7 +7,7 @@ heaptrack_print reports the peak and the leaks; the GUI shows the heap over time
 the recording itself (heaptrack's interpreted format: strings `s`, instruction pointers `i`,
 traces `t`, allocation infos `a`, allocations `+`/frees `-`, time `c`) and prints the bytes
 live SECONDS_BEFORE_END before the recording ends (the steady state, before shutdown frees
-anything), grouped by the innermost four frames of this project (`src/...`).
+anything), grouped by the innermost four frames of this project (`src/...`, `crates/*/src/...`).
 """
 import collections
 import subprocess
@@ -57,10 +57,10 @@ def main():
             ip, parent = traces[trace]
             for f, fl in ips[ip]:
                 file = strings[fl] if 0 < fl < len(strings) else ""
-                if file.startswith("src/"):
+                if file.startswith(("src/", "crates/")):
                     out.append(f"{strings[f].split('::')[-1][:40]}@{file}")
             trace = parent
-        return " < ".join(out[:4]) or "(outside src/)"
+        return " < ".join(out[:4]) or "(outside the project)"
 
     sites = collections.Counter()
     for trace, b in by_trace.items():
