@@ -1,5 +1,5 @@
 //! The checks the fuzz targets run (`fuzz/fuzz_targets/*.rs`, `scripts/fuzz`), here so that the
-//! corpus replay test (`tests/fuzz_corpus.rs`, plain `cargo test`) runs exactly the same code on
+//! corpus replay test (`tests/hermetic/fuzz_corpus.rs`, plain `cargo test`) runs exactly the same code on
 //! every kept input. Each check takes arbitrary bytes and panics when a property fails.
 
 use crate::sanitize::sanitize;

@@ -8,7 +8,7 @@
 //!   followed by `<name>_unix`, the same instant in epoch seconds.
 //! * Numbers stay numbers; enums are the strings the console shows (`"NV18"`, `"nvme"`).
 //!
-//! docs/get.md documents every field of every resource; `tests/get_cli.rs` checks that every
+//! docs/get.md documents every field of every resource; `tests/hermetic/get_cli.rs` checks that every
 //! field emitted is documented there.
 
 use crate::tui::widgets::table::Column;

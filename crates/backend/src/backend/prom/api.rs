@@ -367,7 +367,7 @@ pub enum BodyError {
 /// [`Results`] (result type, labels, series ranges, points with NaN equal to NaN, text), the
 /// same warnings and infos, or the same error. [`for_each_series`] is `Some` exactly when the
 /// direct scan reads the body, and then hands out the series of `parse(b)` that have samples,
-/// each with its newest sample, and the same notes. Checked by `tests/json_differential.rs`
+/// each with its newest sample, and the same notes. Checked by `tests/hermetic/json_differential.rs`
 /// (fixtures and their truncations) and the `prom_answer` fuzz target, through [`check`].
 pub fn parse(body: &[u8]) -> Result<Response<'_>, BodyError> {
     match fast::parse(body) {

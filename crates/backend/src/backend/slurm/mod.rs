@@ -163,7 +163,7 @@ pub mod parse {
     ///   the scanners are kept for);
     /// * v0.0.38 has no `last_update` (always `None` here).
     ///
-    /// Checked by `tests/json_differential.rs` (fixtures, every truncation, every chunk
+    /// Checked by `tests/hermetic/json_differential.rs` (fixtures, every truncation, every chunk
     /// boundary of a small body) and by the `slurm_jobs` fuzz target (`scripts/fuzz`), both
     /// through [`reference::check`].
     pub fn jobs_streamed<C: stream::Chunk>(

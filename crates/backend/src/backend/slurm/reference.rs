@@ -4,7 +4,7 @@
 //! skipped (serde's `IgnoredAny`), and makes the same model records.
 //!
 //! It is what [`parse::jobs`](super::parse::jobs) is checked against ([`check`]): by the
-//! differential test (`tests/json_differential.rs`), by the fuzz targets (`fuzz/`), and by
+//! differential test (`tests/hermetic/json_differential.rs`), by the fuzz targets (`fuzz/`), and by
 //! `benches/json_crates.rs`, which runs [`Decoded`] through serde_json, sonic-rs and simd-json
 //! to compare the crates with today's scanners.
 //!
