@@ -17,5 +17,6 @@ pub use gpuplane_tui::tui;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod executors;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -1,6 +1,7 @@
 use gpuplane::backend::sim::{self, SimConfig};
 use gpuplane::cli::Cli;
 use gpuplane::config::Config;
+use gpuplane::executors;
 use gpuplane::state::ClusterState;
 use gpuplane::tui::app::App;
 use gpuplane::tui::keymap::Keymap;
@@ -237,16 +238,19 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 // One executor, owned by the ops task; the console plans with its planner (both
                 // read the connection and permissions the watch loop keeps in `shared`). Writes
                 // reach the console through the watches: no refresh needed.
-                let exec = gpuplane::ops::KubeExecutor::new(shared.clone(), kube_cfg.clone())
-                    .with_acceptance(
-                        config.acceptance.template.clone(),
-                        kube_cfg.acceptance_namespace.clone(),
-                    );
                 let label = format!("kube:{}", initial.as_deref().unwrap_or("current-context"));
-                app.audit_cluster = Some(label.clone());
-                app.planner =
-                    Some(gpuplane::ops::start(ops(label), Box::new(exec), ops_rx, ev_tx, acceptance));
-                app.ops_tx = Some(ops_tx);
+                match executors::build(&config, executors::Reach::Kube(shared.clone())) {
+                    Ok(built) => {
+                        app.audit_cluster = Some(label.clone());
+                        app.planner =
+                            Some(gpuplane::ops::start(ops(label), built.exec, ops_rx, ev_tx, acceptance));
+                        app.ops_tx = Some(ops_tx);
+                    }
+                    Err(e) => {
+                        tracing::warn!("actions unavailable: {e}");
+                        drop((ops_rx, ev_tx));
+                    }
+                }
                 tokio::spawn(gpuplane::backend::kube::run(kube_cfg, shared, tx, ctx_rx, cancel.clone()));
             }
             // A configured Slurm cluster replaces the simulator.
@@ -256,17 +260,20 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 // Actions go to slurmrestd through the ops task (drain, resume, cancel, and
                 // acceptance jobs submitted with the configured template): one executor, which
                 // wakes the poller after each write; the console plans with its planner.
-                let exec = gpuplane::commands::slurm_executor(&config, Some(refresh_now.clone()))
-                    .unwrap_or_else(|| Err("no Slurm cluster".into()));
-                match exec {
-                    Ok(exec) => {
+                match executors::build(
+                    &config,
+                    executors::Reach::Slurm { refresh: Some(refresh_now.clone()) },
+                ) {
+                    Ok(built) => {
                         // The permission preflight: asked at start and every 5 minutes; the
                         // planner refuses what the identity may not do before a plan is shown.
-                        tokio::spawn(exec.preflight().watch(std::time::Duration::from_secs(300)));
+                        if let Some(p) = built.preflight {
+                            tokio::spawn(p.watch(std::time::Duration::from_secs(300)));
+                        }
                         app.audit_cluster = Some(slurm_cfg.client.url.clone());
                         app.planner = Some(gpuplane::ops::start(
                             ops(slurm_cfg.client.url.clone()),
-                            Box::new(exec),
+                            built.exec,
                             ops_rx,
                             ev_tx,
                             acceptance,
@@ -286,11 +293,12 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 // Actions: one executor, owned by the ops task, sending them to the simulator
                 // task (which ticks at once after each); the console plans with its planner.
                 let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
-                let exec = gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx, user: config.user.clone() };
+                let exec = executors::build(&config, executors::Reach::SimTask(sim_ops_tx))
+                    .map_err(color_eyre::eyre::Report::msg)?
+                    .exec;
                 let cluster = format!("sim-{}x{}", config.sim_nodes, config.sim_gpus);
                 app.audit_cluster = Some(cluster.clone());
-                app.planner =
-                    Some(gpuplane::ops::start(ops(cluster), Box::new(exec), ops_rx, ev_tx, acceptance));
+                app.planner = Some(gpuplane::ops::start(ops(cluster), exec, ops_rx, ev_tx, acceptance));
                 app.ops_tx = Some(ops_tx);
                 let sim_cfg = SimConfig {
                     seed: config.seed,
@@ -426,11 +434,12 @@ fn spawn_cluster(
         let refresh_now = std::sync::Arc::new(tokio::sync::Notify::new());
         app.refresh_now.push(refresh_now.clone());
         // As for one Slurm cluster: its token, its break-glass token, its preflight.
-        let exec = gpuplane::commands::slurm_executor(c, Some(refresh_now.clone()))
-            .unwrap_or_else(|| Err("no Slurm cluster".into()))
-            .map(|e| {
-                tokio::spawn(e.preflight().watch(std::time::Duration::from_secs(300)));
-                Some(Box::new(e) as Box<dyn gpuplane::ops::Executor>)
+        let exec =
+            executors::build(c, executors::Reach::Slurm { refresh: Some(refresh_now.clone()) }).map(|b| {
+                if let Some(p) = b.preflight {
+                    tokio::spawn(p.watch(std::time::Duration::from_secs(300)));
+                }
+                Some(b.exec)
             });
         tokio::spawn(gpuplane::backend::slurm::run(slurm, tx, refresh_now, cancel.clone()));
         return (None, exec);
@@ -438,10 +447,9 @@ fn spawn_cluster(
     if let Some(k) = c.kube.clone() {
         let (ctx_tx, ctx_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = gpuplane::backend::kube::Shared::default();
-        let exec = gpuplane::ops::KubeExecutor::new(shared.clone(), k.clone())
-            .with_acceptance(c.acceptance.template.clone(), k.acceptance_namespace.clone());
+        let exec = executors::build(c, executors::Reach::Kube(shared.clone())).map(|b| Some(b.exec));
         tokio::spawn(gpuplane::backend::kube::run(k, shared, tx, ctx_rx, cancel.clone()));
-        return (Some(ctx_tx), Ok(Some(Box::new(exec))));
+        return (Some(ctx_tx), exec);
     }
     if c.prometheus.is_none() {
         let sim_cfg = SimConfig {
@@ -454,8 +462,8 @@ fn spawn_cluster(
         };
         let (sim_ops_tx, sim_ops_rx) = gpuplane::ops::sim_ops_channel();
         tokio::spawn(sim::run_with_ops(sim_cfg, tx, c.refresh, cancel.clone(), Some(sim_ops_rx)));
-        let exec = gpuplane::ops::SimExecutor::Remote { tx: sim_ops_tx, user: c.user.clone() };
-        return (None, Ok(Some(Box::new(exec))));
+        let exec = executors::build(c, executors::Reach::SimTask(sim_ops_tx)).map(|b| Some(b.exec));
+        return (None, exec);
     }
     (None, Ok(None))
 }

@@ -15,7 +15,7 @@ use crate::audit::{AuditLog, Record, VerifyOptions, verify_full};
 use crate::backend::sim::{Sim, SimConfig};
 use crate::cli::{ActionArgs, AuditCommand, Command};
 use crate::config::Config;
-use crate::ops::{self, ActionKind, Executor, OpRequest, Ops, SimExecutor};
+use crate::ops::{self, ActionKind, Executor, OpRequest, Ops};
 use crate::state::ClusterState;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -475,29 +475,6 @@ async fn fleet_read_all(
     (fleet, execs, failed)
 }
 
-/// The executor of the configured Slurm cluster, built in one place for the console, a fleet
-/// cluster and the command line: its token, the acceptance template, the `X-SLURM-USER-NAME`,
-/// the break-glass token (an elevated write must go out with it, whichever surface sends it)
-/// and, in a console, the poller to wake after each write. `None` without a Slurm cluster.
-pub fn slurm_executor(
-    config: &Config,
-    refresh: Option<std::sync::Arc<tokio::sync::Notify>>,
-) -> Option<Result<crate::ops::SlurmExecutor, String>> {
-    let slurm = config.slurm.as_ref()?;
-    let exec = crate::ops::SlurmExecutor::new(&slurm.client)
-        .and_then(|e| e.with_acceptance(config.acceptance.template.clone()))
-        .map(|e| e.with_slurm_user(&slurm.slurm_user))
-        .map(|e| match refresh {
-            Some(r) => e.with_refresh(r),
-            None => e,
-        })
-        .and_then(|e| match &config.slurm_break_glass {
-            Some(bg) => e.with_break_glass(bg),
-            None => Ok(e),
-        });
-    Some(exec)
-}
-
 /// [`target_cluster`] without the alerts.
 async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn Executor>>, String), String> {
     let mut state = ClusterState::new(config.prices.clone(), config.thresholds.clone());
@@ -516,21 +493,22 @@ async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn E
         }
         r.map_err(|e| e.to_string())?;
         prom_once(config, &mut state).await?;
-        let exec = slurm_executor(config, None).ok_or("no Slurm cluster")??;
+        let built = crate::executors::build(config, crate::executors::Reach::Slurm { refresh: None })?;
         // The permission preflight; when it cannot answer, the server decides.
-        if let Err(e) = exec.check_permission().await {
+        if let Some(p) = &built.preflight
+            && let Err(e) = p.check().await
+        {
             tracing::warn!("slurm permission preflight: {e}");
         }
         let label = format!("{} (Slurm, {})", state.cluster, slurm.client.url);
-        return Ok((state, Some(Box::new(exec)), label));
+        return Ok((state, Some(built.exec), label));
     }
     if let Some(k) = &config.kube {
         let shared = kube_once(k, &mut state).await?;
         prom_once(config, &mut state).await?;
-        let exec = crate::ops::KubeExecutor::new(shared, k.clone())
-            .with_acceptance(config.acceptance.template.clone(), k.acceptance_namespace.clone());
+        let built = crate::executors::build(config, crate::executors::Reach::Kube(shared))?;
         let label = format!("{} (Kubernetes)", state.cluster);
-        return Ok((state, Some(Box::new(exec)), label));
+        return Ok((state, Some(built.exec), label));
     }
     if config.prometheus.is_some() {
         prom_once(config, &mut state).await?;
@@ -567,7 +545,8 @@ async fn cluster_only(config: &Config) -> Result<(ClusterState, Option<Box<dyn E
         state.apply(u);
     }
     let label = format!("{} (SIMULATED)", state.cluster);
-    Ok((state, Some(Box::new(SimExecutor::Direct { sim: Box::new(sim), user: config.user.clone() })), label))
+    let built = crate::executors::build(config, crate::executors::Reach::SimHere(Box::new(sim)))?;
+    Ok((state, Some(built.exec), label))
 }
 
 /// This host's GPUs, read once through NVML (`--local` with no cluster configured).

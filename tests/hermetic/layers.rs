@@ -23,7 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("runs and reports", &["acceptance", "cost"]),
     ("ops", &["ops"]),
     ("console", &["tui"]),
-    ("command line", &["cli", "config", "commands", "fuzzing", "main", "lib"]),
+    ("command line", &["cli", "config", "executors", "commands", "fuzzing", "main", "lib"]),
 ];
 
 /// The workspace's crates, lowest first; crates of one rank may not depend on each other.
