@@ -122,6 +122,10 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let exit = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
+        // The job-summary task's way to the state's channel (see the ledger below).
+        let tx_summaries =
+            (config.prometheus.is_some() && config.clusters.is_empty() && config.ledger_dir.is_some())
+                .then(|| tx.clone());
         let cancel = CancellationToken::new();
         // The audit log and its witnesses, probed for the Sources view (nothing written or sent).
         tokio::spawn(gpuplane::store::status::watch_audit(
@@ -322,15 +326,16 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         if let Some(dir) = config.ledger_dir.clone() {
             let (ltx, lrx) = tokio::sync::mpsc::unbounded_channel();
             let retention = i64::from(config.ledger_retention_days) * 86_400;
-            // With Prometheus, the ledger's thread also keeps each ended job's efficiency
-            // summary (asked between writes, never on the console's task). Not in a fleet:
-            // each cluster's jobs would need that cluster's Prometheus.
-            let prom = config.prometheus.clone().filter(|_| config.clusters.is_empty());
-            let summarise = prom.and_then(|p| {
-                let f =
-                    gpuplane::cost::summary::summariser(p, config.efficiency.clone(), config.prices.clone())?;
-                let f: gpuplane::store::ledger::Summariser = Box::new(f);
-                Some((f, gpuplane::cost::summary::SUMMARY_MAX_AGE_S))
+            // With Prometheus, each ended job's efficiency summary is kept too: the ledger says
+            // which job wants one, the Prometheus backend's task measures it, and the console
+            // hands the answer back to the ledger (one road; no query on the ledger's thread).
+            // Not in a fleet: each cluster's jobs would need that cluster's Prometheus.
+            let prom = config.prometheus.clone().zip(tx_summaries);
+            let summarise = prom.map(|(p, utx)| {
+                let (ftx, frx) = tokio::sync::mpsc::channel(16);
+                tokio::spawn(gpuplane::backend::prom::figures::serve(p, frx, utx, cancel.clone()));
+                app.summaries = Some(gpuplane::tui::summaries::Summaries::new(ftx));
+                gpuplane::cost::summary::SUMMARY_MAX_AGE_S
             });
             match gpuplane::store::ledger::Writer::spawn_with(
                 dir,

@@ -109,19 +109,13 @@ fn telemetry(
     gpus.sort();
     gpus.dedup();
     let end = rec.end.unwrap_or(state.now);
+    let (rules, prices) = (&config.efficiency, &config.prices);
+    let Some(want) = crate::cost::summary::wanted(e, rec, gpus, end, rules, prices) else { return };
     let done = PromClient::new(cfg).map_err(|e| e.to_string()).and_then(|client| {
         let rt =
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-        rt.block_on(crate::cost::summary::measure(
-            &client,
-            cfg,
-            &config.efficiency,
-            &config.prices,
-            e,
-            rec,
-            gpus,
-            end,
-        ))
+        let f = rt.block_on(crate::backend::prom::figures::measure(&client, cfg, want));
+        crate::cost::summary::apply(e, rec, f, rules, prices)
     });
     if let Err(err) = done {
         eprintln!("gpuplane: prometheus: {err}");

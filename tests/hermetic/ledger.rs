@@ -261,7 +261,7 @@ fn a_reader_reads_while_the_writer_writes() {
         match rx.recv_timeout(Duration::from_secs(10)).expect("an answer") {
             Answer::Window { result, .. } => break result.expect("window").jobs.len(),
             Answer::Failed(e) => panic!("{e}"),
-            Answer::Recovered | Answer::Store(_) => {}
+            Answer::Recovered | Answer::Store(_) | Answer::SummaryWanted { .. } => {}
         }
     };
     assert_eq!(n, 500);
@@ -466,20 +466,21 @@ fn the_chargeback_total_equals_the_cost_view() {
     assert!(screen.contains(&format!(" {ge}{shown} total")), "{ge}{shown} on\n{screen}");
 }
 
-/// The console's writer thread records a summary of each job it sees end (a recent end only,
-/// each job asked once), between writes, and the summary is read back as written; a file from
-/// before summaries (version 2) migrates to a table that holds them.
+/// The console's writer thread says which jobs it sees end want a summary (a recent end only,
+/// each job once, with its record and GPU intervals), between writes, and keeps the summary it
+/// is handed back, read back as written; a file from before summaries (version 2) migrates to
+/// a table that holds them.
 #[test]
-fn the_writer_records_a_summary_when_a_job_ends() {
+fn the_writer_asks_for_a_summary_when_a_job_ends_and_keeps_the_one_handed_back() {
     let dir = tempfile::tempdir().expect("tempdir");
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
-    let summarise: ledger::Summariser = Box::new(move |r: &JobRecord, iv: &[GpuInterval]| {
-        seen.lock().unwrap().push((r.id, iv.len()));
-        // Job 3 has nothing in Prometheus: no summary.
-        (r.id != 3).then(|| format!("{{\"job\":{},\"gpus\":{}}}", r.id, iv.len()))
-    });
-    let w = Writer::spawn_with(dir.path().to_path_buf(), 0, |_| {}, Some((summarise, 3600))).expect("writer");
+    let answer = move |a: ledger::Answer| {
+        if let ledger::Answer::SummaryWanted { cluster, job, intervals } = a {
+            seen.lock().unwrap().push((cluster, job.id, job.end, intervals.len()));
+        }
+    };
+    let w = Writer::spawn_with(dir.path().to_path_buf(), 0, answer, Some(3600)).expect("writer");
     let mut o = obs(T0, vec![job(1, "a", T0 - 7200, None, 2, T0)]);
     o.intervals = vec![GpuInterval {
         job: 1,
@@ -511,11 +512,23 @@ fn the_writer_records_a_summary_when_a_job_ends() {
     assert!(w.send(Request::Flush(done)));
     wait.recv_timeout(Duration::from_secs(20)).expect("flushed");
     w.finish();
-    assert_eq!(*asked.lock().unwrap(), vec![(1, 1), (3, 0)], "job 2 ended too long ago");
+    let want = |id: u64, end: i64, n: usize| ("c1".to_string(), id, Some(end), n);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        vec![want(1, T0 + 30, 1), want(3, T0 + 50, 0)],
+        "job 2 ended too long ago; each once"
+    );
+    // The console hands back job 1's summary (job 3's Prometheus had nothing: none).
+    let w = Writer::spawn_with(dir.path().to_path_buf(), 0, |_| {}, Some(3600)).expect("writer again");
+    assert!(w.send(Request::PutSummary {
+        cluster: "c1".into(),
+        job: 1,
+        at: T0 + 90,
+        summary: "{\"job\":1,\"gpus\":1}".into(),
+    }));
+    w.finish();
     let l = Ledger::open(&ledger::path_for(dir.path(), "c1")).expect("open");
-    let (at, s) = l.summary(1).expect("read").expect("job 1's summary");
-    assert_eq!(s, "{\"job\":1,\"gpus\":1}");
-    assert!(at > 0);
+    assert_eq!(l.summary(1).expect("read"), Some((T0 + 90, "{\"job\":1,\"gpus\":1}".into())));
     assert_eq!(l.summary(3).expect("read"), None, "Prometheus had nothing: no summary");
     assert_eq!(l.summary(2).expect("read"), None);
     drop(l);

@@ -315,6 +315,7 @@ async fn the_task_announces_the_node_then_streams_deltas_and_reports_a_lost_gpu(
             Update::Timeline(_) => panic!("nvml sends no timeline"),
             Update::Store(_) => panic!("nvml reports no store of gpuplane's"),
             Update::Handling(_) => panic!("nvml sends no acks or actions"),
+            Update::JobFigures(_) => panic!("nvml sends no job figures"),
             Update::Cluster { .. } => panic!("a backend sends its own updates unwrapped"),
             Update::Inventory { inventory, .. } => {
                 assert_eq!(inventory.source, "nvml");
@@ -357,6 +358,7 @@ async fn joined_to_a_scheduler_it_sends_only_deltas_for_this_host() {
             Update::Timeline(_) => panic!("nvml sends no timeline"),
             Update::Store(_) => panic!("nvml reports no store of gpuplane's"),
             Update::Handling(_) => panic!("nvml sends no acks or actions"),
+            Update::JobFigures(_) => panic!("nvml sends no job figures"),
             Update::Cluster { .. } => panic!("a backend sends its own updates unwrapped"),
             Update::Delta(d) => {
                 assert_eq!(d.source, "nvml");

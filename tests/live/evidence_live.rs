@@ -262,13 +262,22 @@ fn evidence_beside_idle_gpus_equals_promql_and_says_no_data() {
     );
     assert!(ev.findings.iter().any(|f| f.text.ends_with("of the last hour on gpu-006")), "{ev:#?}");
 
-    // The console's ledger thread makes the same summary at the job's end.
-    let mut f =
-        gpuplane::cost::summary::summariser(PromConfig::new(&url), Default::default(), Default::default())
-            .expect("a summariser");
+    // The console's road makes the same summary at the job's end: the ledger's wanted job asked
+    // of the Prometheus backend's job figures, its answer made the ledger's summary.
+    let (ftx, mut frx) = tokio::sync::mpsc::channel(4);
+    let mut summaries = gpuplane::tui::summaries::Summaries::new(ftx);
+    let (rules, prices) = (Default::default(), Default::default());
     let rec = record(77004, "gpu-006", storage_job.0, storage_job.1);
-    let json = f(&rec, &[iv(77004, "gpu-006", 2, storage_job), iv(77004, "gpu-006", 3, storage_job)])
-        .expect("a summary");
+    let ivs = vec![iv(77004, "gpu-006", 2, storage_job), iv(77004, "gpu-006", 3, storage_job)];
+    summaries.want("c".into(), Box::new(rec), ivs, &rules, &prices);
+    let want_figures = frx.try_recv().expect("asked of the backend");
+    let figures = rt.block_on(gpuplane::backend::prom::figures::measure(&client, &cfg, want_figures));
+    let Some(gpuplane::store::ledger::Request::PutSummary { job, summary: json, .. }) =
+        summaries.answered(figures, storage_job.1 + 60, &rules, &prices)
+    else {
+        panic!("a summary for the ledger")
+    };
+    assert_eq!(job, 77004);
     let s: gpuplane::cost::eff::Summary = serde_json::from_str(&json).unwrap();
     assert_eq!(s.telemetry.source, "prometheus");
     let ev = s.evidence.expect("evidence beside the idle GPUs");

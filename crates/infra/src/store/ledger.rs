@@ -630,6 +630,13 @@ pub enum Request {
     },
     /// Answered by sending on the channel once everything before it is written.
     Flush(std::sync::mpsc::Sender<()>),
+    /// Keeps a job's efficiency summary (JSON), asked for by [`Answer::SummaryWanted`].
+    PutSummary {
+        cluster: String,
+        job: u64,
+        at: Epoch,
+        summary: String,
+    },
 }
 
 /// What the ledger's thread reports.
@@ -646,20 +653,24 @@ pub enum Answer {
     /// How the last write or read of a cluster's file went (each failure, else every
     /// [`super::status::REPORT_EVERY`]).
     Store(crate::model::protocol::StoreStatus),
+    /// A job of `cluster` ended and has no efficiency summary yet: its record and GPU intervals,
+    /// for the console to ask Prometheus about (through the Prometheus backend) and hand back
+    /// as [`Request::PutSummary`]. Each job is said once.
+    SummaryWanted {
+        cluster: String,
+        job: Box<JobRecord>,
+        intervals: Vec<GpuInterval>,
+    },
 }
-
-/// Makes a job's efficiency summary (the JSON the ledger keeps) from its record and GPU
-/// intervals: asks Prometheus, so it runs on the ledger's thread, when no write is waiting.
-pub type Summariser = Box<dyn FnMut(&JobRecord, &[GpuInterval]) -> Option<String> + Send>;
 
 /// Jobs waiting for a summary, at most; past it, ended jobs get none from this console.
 const SUMMARY_QUEUE: usize = 256;
 
 /// The ledger's own thread: it owns the database, batches queued observations into one
-/// transaction, answers window queries, and prunes past the retention; when given a
-/// [`Summariser`], it records the efficiency summary of each job it sees end (within
-/// `max_age` seconds of the observation), between writes. Nothing here runs on the async
-/// runtime's threads.
+/// transaction, answers window queries, and prunes past the retention; when asked to, it says
+/// of each job it sees end (within `max_age` seconds of the observation) that its summary is
+/// wanted ([`Answer::SummaryWanted`]), between writes, and keeps the summary it is handed.
+/// It never asks a source itself. Nothing here runs on the async runtime's threads.
 pub struct Writer {
     tx: Option<std::sync::mpsc::Sender<Request>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -676,13 +687,13 @@ impl Writer {
         Self::spawn_with(dir, retention_s, answer, None)
     }
 
-    /// [`spawn`](Self::spawn) with a summariser of ended jobs and the oldest end (seconds
-    /// before the observation) it is asked about.
+    /// [`spawn`](Self::spawn) that also says which ended jobs want a summary: those that
+    /// ended at most `summaries` seconds before the observation.
     pub fn spawn_with(
         dir: PathBuf,
         retention_s: i64,
         answer: impl Fn(Answer) + Send + 'static,
-        summarise: Option<(Summariser, i64)>,
+        summarise: Option<i64>,
     ) -> std::io::Result<Writer> {
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
         let thread = std::thread::Builder::new()
@@ -723,7 +734,7 @@ fn writer_loop(
     retention_s: i64,
     rx: &std::sync::mpsc::Receiver<Request>,
     answer: &dyn Fn(Answer),
-    mut summarise: Option<(Summariser, i64)>,
+    summarise: Option<i64>,
 ) {
     use std::sync::mpsc::TryRecvError;
     let mut open: Option<(String, Ledger)> = None;
@@ -746,8 +757,8 @@ fn writer_loop(
             None if !todo.is_empty() => match rx.try_recv() {
                 Ok(r) => r,
                 Err(TryRecvError::Empty) => {
-                    if let (Some((cluster, id)), Some((f, _))) = (todo.pop_front(), summarise.as_mut()) {
-                        summarise_one(&mut open, dir, &cluster, id, f);
+                    if let Some((cluster, id)) = todo.pop_front() {
+                        want_summary(&mut open, dir, &cluster, id, answer);
                     }
                     continue;
                 }
@@ -787,7 +798,7 @@ fn writer_loop(
                         if failing.take().is_some() {
                             answer(Answer::Recovered);
                         }
-                        if let Some((_, max_age)) = &summarise {
+                        if let Some(max_age) = &summarise {
                             for o in &batch {
                                 for j in o.jobs.iter().filter(|j| j.end.is_some_and(|e| o.at - e <= *max_age))
                                 {
@@ -826,17 +837,25 @@ fn writer_loop(
             Request::Flush(done) => {
                 let _ = done.send(());
             }
+            Request::PutSummary { cluster, job, at, summary } => {
+                let r = ledger_for(&mut open, dir, &cluster).and_then(|l| l.put_summary(job, at, &summary));
+                report(&cluster, "write", r.as_ref().map(drop));
+                if let Err(e) = r {
+                    tracing::warn!("job summary: {e}");
+                }
+            }
         }
     }
 }
 
-/// Records the summary of job `id` of `cluster` unless the ledger has one already.
-fn summarise_one(
+/// Says that job `id` of `cluster` wants its summary, with its record and GPU intervals,
+/// unless the ledger has one already.
+fn want_summary(
     open: &mut Option<(String, Ledger)>,
     dir: &Path,
     cluster: &str,
     id: u64,
-    f: &mut Summariser,
+    answer: &dyn Fn(Answer),
 ) {
     let r = ledger_for(open, dir, cluster).and_then(|l| {
         if l.summary(id)?.is_some() {
@@ -844,20 +863,12 @@ fn summarise_one(
         }
         l.job(id)
     });
-    let (job, intervals) = match r {
-        Ok(Some(x)) => x,
-        Ok(None) => return,
-        Err(e) => {
-            tracing::warn!("job summary: {e}");
-            return;
+    match r {
+        Ok(Some((job, intervals))) if job.gpus > 0 => {
+            answer(Answer::SummaryWanted { cluster: cluster.to_string(), job: Box::new(job), intervals })
         }
-    };
-    let Some(summary) = f(&job, &intervals) else { return };
-    let at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as Epoch);
-    if let Err(e) = ledger_for(open, dir, cluster).and_then(|l| l.put_summary(id, at, &summary)) {
-        tracing::warn!("job summary: {e}");
+        Ok(_) => {}
+        Err(e) => tracing::warn!("job summary: {e}"),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod evidence;
 mod fabric;
 mod gpu;
 mod job;
+pub mod jobstats;
 mod key;
 mod node;
 pub mod protocol;

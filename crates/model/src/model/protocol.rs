@@ -172,6 +172,9 @@ pub enum Update {
     Handling(Box<super::triage::Handling>),
     /// Events read from the event journal for the Timeline view (replaces the last load).
     Timeline(Box<super::timeline::TimelineLoad>),
+    /// One ended job's figures from Prometheus, asked for its summary in the ledger (the
+    /// console hands them to the ledger; the state holds nothing of them).
+    JobFigures(Box<super::jobstats::JobFigures>),
     /// An update from one configured cluster's source (a fleet console): what it carries
     /// belongs to `cluster` and replaces only that cluster's objects.
     Cluster {

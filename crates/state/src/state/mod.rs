@@ -421,6 +421,8 @@ impl ClusterState {
                 self.generation += 1;
                 return true;
             }
+            // A job's figures are the ledger's (the console hands them on); nothing shown.
+            Update::JobFigures(_) => return false,
             Update::PodNames(names) => {
                 if self.pod_names == names {
                     return false;

@@ -310,6 +310,9 @@ pub struct App {
     pub wall_now: crate::model::Epoch,
     /// Asks polling backends for an immediate refresh.
     pub refresh_now: Vec<std::sync::Arc<tokio::sync::Notify>>,
+    /// Job summaries for the ledger, asked of the Prometheus backend (with Prometheus and a
+    /// ledger, in a single-cluster console).
+    pub summaries: Option<super::summaries::Summaries>,
     /// Tells a history source (Prometheus) what the detail pane shows.
     pub focus_tx: Option<tokio::sync::watch::Sender<Option<crate::model::protocol::Focus>>>,
     /// Break-glass session length when none is given, and the longest allowed (minutes).
@@ -389,6 +392,7 @@ impl App {
             wall_now: 0,
             refresh_now: Vec::new(),
             focus_tx: None,
+            summaries: None,
             break_glass_limits: (30, BREAK_GLASS_MAX_MIN),
             limits: Default::default(),
             user_commands: Default::default(),
@@ -424,6 +428,7 @@ impl App {
     /// Handles a message; returns whether the screen must be redrawn.
     pub fn update(&mut self, msg: Msg) -> bool {
         match msg {
+            Msg::Update(Update::JobFigures(f)) => self.on_job_figures(*f),
             Msg::Update(u) => {
                 self.note_release(u.objects());
                 // A no-op update (nothing new) neither redraws nor re-sorts; while paused the
@@ -432,7 +437,16 @@ impl App {
             }
             Msg::Updates(us) => {
                 self.note_release(us.iter().map(Update::objects).sum());
-                self.live.apply_batch(us) && !self.ui.paused
+                let mut state = Vec::with_capacity(us.len());
+                for u in us {
+                    match u {
+                        Update::JobFigures(f) => {
+                            self.on_job_figures(*f);
+                        }
+                        u => state.push(u),
+                    }
+                }
+                self.live.apply_batch(state) && !self.ui.paused
             }
             Msg::Tick => {
                 self.expire_break_glass();
@@ -757,10 +771,29 @@ impl App {
         }
     }
 
+    /// The Prometheus backend's figures of a job the ledger wants a summary of: the summary
+    /// goes to the ledger (nothing on screen changes).
+    fn on_job_figures(&mut self, f: crate::model::jobstats::JobFigures) -> bool {
+        let at = self.state().now;
+        let prices = self.state().prices.clone();
+        let put = self.summaries.as_mut().and_then(|s| s.answered(f, at, &self.efficiency, &prices));
+        if let (Some(r), Some(l)) = (put, self.ledger.as_ref()) {
+            l.writer.send(r);
+        }
+        false
+    }
+
     fn on_ledger(&mut self, a: crate::store::ledger::Answer) -> bool {
         use crate::store::ledger::Answer;
         let a = match a {
             Answer::Store(s) => return self.on_store(s),
+            Answer::SummaryWanted { cluster, job, intervals } => {
+                let prices = self.state().prices.clone();
+                if let Some(s) = self.summaries.as_mut() {
+                    s.want(cluster, job, intervals, &self.efficiency, &prices);
+                }
+                return false;
+            }
             a => a,
         };
         let Some(l) = self.ledger.as_mut() else { return false };
@@ -778,6 +811,7 @@ impl App {
             }
             Answer::Failed(e) => l.failure = Some(e),
             Answer::Recovered => l.failure = None,
+            Answer::SummaryWanted { .. } => {}
         }
         self.ui.view == views::cost::ID
     }

@@ -9,6 +9,7 @@ pub mod instead;
 pub mod journal;
 pub mod keymap;
 pub mod plugins;
+pub mod summaries;
 pub mod theme;
 pub mod usercmd;
 pub mod views;

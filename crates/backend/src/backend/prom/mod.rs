@@ -37,6 +37,7 @@ pub mod api;
 pub mod client;
 pub mod config;
 pub mod evidence;
+pub mod figures;
 pub mod focus;
 pub mod jobstats;
 pub mod map;
