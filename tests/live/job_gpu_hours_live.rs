@@ -122,6 +122,8 @@ async fn a_console_a_command_and_a_restart_agree_on_a_jobs_gpu_hours() {
         assert!(t0.elapsed() < Duration::from_secs(90), "job {id} did not start");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    // A job that started this second has held nothing yet (no cost row): let it run a while.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     // The console looks twice while it runs; the command writes its own look in between.
     let mut p = c.poller();
     let mut s = ClusterState::new(Default::default(), Default::default());
