@@ -23,66 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// A check's verdict. Ordered: the worst is the largest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Works as gpuplane needs it.
-    Ok,
-    /// Works, but something is disabled or degraded (a missing series, a denied action, skew).
-    Warn,
-    /// gpuplane cannot use this source (unreachable, refused credentials, nothing served).
-    Fail,
-}
-
-impl Status {
-    pub fn label(self) -> &'static str {
-        match self {
-            Status::Ok => "OK",
-            Status::Warn => "WARN",
-            Status::Fail => "FAIL",
-        }
-    }
-
-    /// 0, 1 or 2.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Status::Ok => 0,
-            Status::Warn => 1,
-            Status::Fail => 2,
-        }
-    }
-}
-
-/// One line of the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    /// `slurm`, `kube`, `prometheus`, `nvml`, `audit` or `config`.
-    pub source: &'static str,
-    /// The URL, context or path checked.
-    pub target: String,
-    /// What was checked (`dns`, `tcp`, `tls`, `token`, `auth`, `api`, `permission/drain`, …).
-    pub check: String,
-    pub status: Status,
-    pub detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// Machine-readable facts behind the line (versions, expiry, missing series).
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub data: Value,
-}
-
-impl Check {
-    fn fix(&mut self, fix: impl AsRef<str>) -> &mut Self {
-        self.fix = Some(sanitize(fix.as_ref()).into_owned());
-        self
-    }
-
-    fn data(&mut self, data: Value) -> &mut Self {
-        self.data = data;
-        self
-    }
-}
+pub use crate::model::doctor::{Check, Status};
 
 /// The whole report (`-o json` prints it as is).
 #[derive(Debug, Clone, Serialize)]
@@ -458,29 +399,19 @@ async fn join_checks(config: &Config, t: Duration) -> Vec<Check> {
 }
 
 /// What `:doctor` runs in the console: [`checks`] on the console's runtime (off its UI task),
-/// each as a [`crate::tui::app::DoctorLine`].
-pub fn console_runner(config: Config, warnings: Vec<String>, t: Duration) -> crate::tui::app::DoctorRunner {
+/// answered as the model's typed checks (the console's `DoctorRunner`).
+pub fn console_runner(
+    config: Config,
+    warnings: Vec<String>,
+    t: Duration,
+) -> std::sync::Arc<dyn Fn() -> tokio::sync::oneshot::Receiver<Vec<Check>> + Send + Sync> {
     let config = std::sync::Arc::new(config);
     let warnings = std::sync::Arc::new(warnings);
     std::sync::Arc::new(move || {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let (config, warnings) = (config.clone(), warnings.clone());
         tokio::spawn(async move {
-            let lines = checks(&config, &warnings, t)
-                .await
-                .into_iter()
-                .map(|c| crate::tui::app::DoctorLine {
-                    status: c.status.label(),
-                    what: [c.source, c.check.as_str(), c.target.as_str()]
-                        .iter()
-                        .filter(|w| !w.is_empty())
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    detail: c.detail,
-                    fix: c.fix,
-                })
-                .collect();
+            let lines = checks(&config, &warnings, t).await;
             let _ = tx.send(lines);
         });
         rx

@@ -1190,12 +1190,13 @@ fn an_action_past_a_blast_radius_limit_needs_break_glass() {
 /// scrolls and searches like the help.
 #[test]
 fn doctor_runs_off_the_ui_task_and_shows_each_check_with_its_fix() {
-    use gpuplane::tui::app::{DoctorLine, DoctorRunner};
+    use gpuplane::model::doctor::{Check, Status};
+    use gpuplane::tui::app::DoctorRunner;
     use std::sync::{Arc, Mutex};
     let mut a = app();
     typed(&mut a, ":doctor\r");
     assert!(a.ui.message.as_ref().is_some_and(|(m, err)| *err && m.contains("not available")));
-    let pending: Arc<Mutex<Vec<tokio::sync::oneshot::Sender<Vec<DoctorLine>>>>> = Default::default();
+    let pending: Arc<Mutex<Vec<tokio::sync::oneshot::Sender<Vec<Check>>>>> = Default::default();
     let p = pending.clone();
     let runner: DoctorRunner = Arc::new(move || {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -1210,26 +1211,27 @@ fn doctor_runs_off_the_ui_task_and_shows_each_check_with_its_fix() {
     key(&mut a, KeyCode::Char('j'));
     a.update(Msg::Tick);
     assert!(render(&mut a, 80, 24).contains("running the checks"));
+    let fixed = |mut c: Check, fix: &str| {
+        c.fix(fix);
+        c
+    };
     let mut lines = vec![
-        DoctorLine {
-            status: "FAIL",
-            what: "slurm tcp 10.0.0.5:6820".into(),
-            detail: "connection refused".into(),
-            fix: Some("start slurmrestd or correct --slurm".into()),
-        },
-        DoctorLine {
-            status: "WARN",
-            what: "prometheus series DCGM_FI_PROF_PIPE_TENSOR_ACTIVE".into(),
-            detail: "missing: TENS is empty".into(),
-            fix: Some("enable the profiling fields in dcgm-exporter".into()),
-        },
+        fixed(
+            Check::line("slurm", "10.0.0.5:6820", "tcp", Status::Fail, "connection refused"),
+            "start slurmrestd or correct --slurm",
+        ),
+        fixed(
+            Check::line(
+                "prometheus",
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                "series",
+                Status::Warn,
+                "missing: TENS is empty",
+            ),
+            "enable the profiling fields in dcgm-exporter",
+        ),
     ];
-    lines.extend((0..28).map(|i| DoctorLine {
-        status: "OK",
-        what: format!("audit check-{i:02}"),
-        detail: "fine".into(),
-        fix: None,
-    }));
+    lines.extend((0..28).map(|i| Check::line("audit", "", &format!("check-{i:02}"), Status::Ok, "fine")));
     let senders = std::mem::take(&mut *pending.lock().unwrap());
     assert_eq!(senders.len(), 1, "one run of the checks");
     senders.into_iter().next().unwrap().send(lines).unwrap();

@@ -6,6 +6,7 @@ pub mod acceptance;
 mod action;
 pub mod alert;
 mod cost;
+pub mod doctor;
 pub mod evidence;
 mod fabric;
 mod gpu;

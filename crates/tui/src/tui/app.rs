@@ -162,27 +162,17 @@ impl BreakGlass {
     }
 }
 
-/// One line of `:doctor`: a check of `gpuplane doctor`, as the console shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DoctorLine {
-    /// `OK`, `WARN` or `FAIL`.
-    pub status: &'static str,
-    /// The source, the check and what was checked (`slurm tcp 10.0.0.5:6820`).
-    pub what: String,
-    pub detail: String,
-    pub fix: Option<String>,
-}
-
 /// `:doctor`'s report: the checks while they run (none yet), then their lines.
 #[derive(Debug, Clone, Default)]
 pub struct DoctorReport {
     pub running: bool,
-    pub lines: Vec<DoctorLine>,
+    pub lines: Vec<crate::model::doctor::Check>,
 }
 
 /// Starts the checks of `gpuplane doctor` off the UI task; the answer comes on the receiver.
-pub type DoctorRunner =
-    std::sync::Arc<dyn Fn() -> tokio::sync::oneshot::Receiver<Vec<DoctorLine>> + Send + Sync>;
+pub type DoctorRunner = std::sync::Arc<
+    dyn Fn() -> tokio::sync::oneshot::Receiver<Vec<crate::model::doctor::Check>> + Send + Sync,
+>;
 
 /// UI state: which view, selections, filters, modes. Owned by the UI task only.
 #[derive(Debug)]
@@ -335,7 +325,7 @@ pub struct App {
     /// What `:doctor` runs (set by main with the configuration); `None`: not offered.
     pub doctor: Option<DoctorRunner>,
     /// The answer of the checks `:doctor` started, until it comes.
-    doctor_rx: Option<tokio::sync::oneshot::Receiver<Vec<DoctorLine>>>,
+    doctor_rx: Option<tokio::sync::oneshot::Receiver<Vec<crate::model::doctor::Check>>>,
     /// The ack store shared by the consoles on this data dir, when there is one.
     pub acks: Option<AckLink>,
     /// The event journal (Timeline), when there is one.
@@ -1134,12 +1124,13 @@ impl App {
         let lines = match rx.try_recv() {
             Ok(lines) => lines,
             Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return,
-            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => vec![DoctorLine {
-                status: "FAIL",
-                what: "doctor".into(),
-                detail: "the checks stopped without an answer".into(),
-                fix: Some("run `gpuplane doctor` in a shell".into()),
-            }],
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                use crate::model::doctor::{Check, Status};
+                let mut c =
+                    Check::line("doctor", "", "", Status::Fail, "the checks stopped without an answer");
+                c.fix("run `gpuplane doctor` in a shell");
+                vec![c]
+            }
         };
         self.doctor_rx = None;
         // Shown if the report is still open (a new `:doctor` runs the checks again).

@@ -215,23 +215,25 @@ fn doctor_lines(app: &App, d: &crate::tui::app::DoctorReport) -> Vec<Line<'stati
     let (mut ok, mut warn, mut fail) = (0, 0, 0);
     let mut out = Vec::new();
     for c in &d.lines {
+        use crate::model::doctor::Status;
         match c.status {
-            "OK" => ok += 1,
-            "WARN" => warn += 1,
-            _ => fail += 1,
+            Status::Ok => ok += 1,
+            Status::Warn => warn += 1,
+            Status::Fail => fail += 1,
         }
-        let text = format!("{} {} {}", c.what, c.detail, c.fix.as_deref().unwrap_or("")).to_lowercase();
+        let what = c.what();
+        let text = format!("{what} {} {}", c.detail, c.fix.as_deref().unwrap_or("")).to_lowercase();
         if !q.is_empty() && !text.contains(&q) {
             continue;
         }
         let style = match c.status {
-            "OK" => t.ok,
-            "WARN" => t.warn,
-            _ => t.crit,
+            Status::Ok => t.ok,
+            Status::Warn => t.warn,
+            Status::Fail => t.crit,
         };
         out.push(Line::from(vec![
-            Span::styled(format!("{:<5}", c.status), style),
-            Span::styled(format!("{} ", sanitize(&c.what)), t.key),
+            Span::styled(format!("{:<5}", c.status.label()), style),
+            Span::styled(format!("{} ", sanitize(&what)), t.key),
             Span::styled(sanitize(&c.detail).into_owned(), t.text),
         ]));
         if let Some(fix) = &c.fix {
