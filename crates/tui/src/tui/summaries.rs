@@ -134,5 +134,6 @@ mod tests {
         s.want("prod".into(), ended(9), iv(9), &rules, &prices);
         let failed = JobFigures { job: 9, telemetry: Err("refused".into()), evidence: None };
         assert!(s.answered(failed, 5000, &rules, &prices).is_none(), "no summary of a failure");
+        assert_eq!(s.waiting(), 0, "a failure lets the job go: nothing is kept waiting");
     }
 }

@@ -4,7 +4,8 @@
 //! update. `gpuplane report job` calls [`measure`] itself, once.
 //!
 //! Bounded: one job at a time, each for at most [`DEADLINE`]; after a failure no job is asked
-//! about for [`PAUSE`] (a Prometheus that is down is not asked about every job that ends).
+//! about for [`PAUSE`] (a Prometheus that is down is not asked about every job that ends): those
+//! are answered at once as not asked, so the asker keeps nothing waiting.
 
 use super::client::PromClient;
 use super::config::PromConfig;
@@ -63,7 +64,21 @@ fn failed(f: &JobFigures) -> Option<&str> {
     }
 }
 
-/// Serves `rx` until it closes or `cancel` fires: each job's figures, answered on `tx`.
+/// [`measure`] within [`DEADLINE`].
+async fn measured(client: &PromClient, cfg: &PromConfig, want: FiguresWanted) -> JobFigures {
+    let job = want.sel.id;
+    match tokio::time::timeout(DEADLINE, measure(client, cfg, want)).await {
+        Ok(f) => f,
+        Err(_) => JobFigures {
+            job,
+            telemetry: Err(format!("no answer within {} s", DEADLINE.as_secs())),
+            evidence: None,
+        },
+    }
+}
+
+/// Serves `rx` until it closes or `cancel` fires: each job's figures, answered on `tx` (every
+/// request gets an answer, a failure included).
 pub async fn serve(
     cfg: PromConfig,
     mut rx: mpsc::Receiver<FiguresWanted>,
@@ -86,22 +101,25 @@ pub async fn serve(
                 None => return,
             },
         };
-        if paused_until.is_some_and(|t| Instant::now() < t) {
-            continue;
-        }
         let job = want.sel.id;
-        let f = match tokio::time::timeout(DEADLINE, measure(&client, &cfg, want)).await {
-            Ok(f) => f,
-            Err(_) => JobFigures {
+        // Paused: answered at once, so the asker lets the job go (it keeps nothing waiting).
+        let f = if paused_until.is_some_and(|t| Instant::now() < t) {
+            JobFigures {
                 job,
-                telemetry: Err(format!("no answer within {} s", DEADLINE.as_secs())),
+                telemetry: Err(format!(
+                    "not asked: Prometheus failed a job less than {} min ago",
+                    PAUSE.as_secs() / 60
+                )),
                 evidence: None,
-            },
+            }
+        } else {
+            let f = measured(&client, &cfg, want).await;
+            if let Some(e) = failed(&f) {
+                tracing::warn!(job, "job summary: {e}; none for {} min", PAUSE.as_secs() / 60);
+                paused_until = Some(Instant::now() + PAUSE);
+            }
+            f
         };
-        if let Some(e) = failed(&f) {
-            tracing::warn!(job, "job summary: {e}; none for {} min", PAUSE.as_secs() / 60);
-            paused_until = Some(Instant::now() + PAUSE);
-        }
         let sent = tokio::select! {
             _ = cancel.cancelled() => return,
             r = tx.send(Update::JobFigures(Box::new(f))) => r.is_ok(),
@@ -125,7 +143,7 @@ mod tests {
 
     /// A Prometheus that never answers: the first job's figures come back as a failure within
     /// the client's timeout, and the next jobs are not asked about for a while (each would wait
-    /// as long): no answer for them.
+    /// as long): they are answered at once as not asked, so the asker lets them go.
     #[tokio::test]
     async fn a_failing_prometheus_answers_the_failure_and_pauses_the_asking() {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -145,10 +163,16 @@ mod tests {
         assert_eq!(f.job, 1);
         assert!(f.telemetry.is_err(), "{f:?}");
         assert_eq!(f.evidence, None, "no evidence is asked after the telemetry failed");
+        let t = Instant::now();
         wtx.send(want(2)).await.unwrap();
+        let Some(Update::JobFigures(f)) = urx.recv().await else { panic!("an answer") };
+        assert!(t.elapsed() < Duration::from_millis(200), "paused: not asked ({:?})", t.elapsed());
+        assert_eq!(f.job, 2);
+        let e = f.telemetry.expect_err("not asked");
+        assert!(e.starts_with("not asked: Prometheus failed a job"), "{e}");
         drop(wtx);
-        // Paused: job 2 is not asked about, and the task ends when the channel closes.
+        // The task ends when the channel closes.
         tokio::time::timeout(Duration::from_secs(2), task).await.expect("the task ends").unwrap();
-        assert!(urx.recv().await.is_none(), "no answer while paused");
+        assert!(urx.recv().await.is_none());
     }
 }
