@@ -32,7 +32,7 @@ pub struct Built {
 
 /// The Slurm executor of `config` (its token, acceptance template, Slurm user, break-glass
 /// token and, in a console, the poller to wake).
-pub fn slurm(config: &Config, refresh: Option<Arc<Notify>>) -> Result<SlurmExecutor, String> {
+fn slurm(config: &Config, refresh: Option<Arc<Notify>>) -> Result<SlurmExecutor, String> {
     let slurm = config.slurm.as_ref().ok_or("no Slurm cluster is configured")?;
     let exec = SlurmExecutor::new(&slurm.client)?
         .with_acceptance(config.acceptance.template.clone())?
