@@ -556,7 +556,7 @@ pub struct AcceptanceRunArgs {
 /// What `get` can print: every table of the console's views (by its id, from the registry),
 /// and the acceptance run store.
 pub fn resources() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = crate::tui::views::all_tables().map(|t| t.id().0).collect();
+    let mut v: Vec<&'static str> = crate::tables::all().map(|t| t.id().0).collect();
     v.push(ACCEPTANCE);
     v
 }

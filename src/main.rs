@@ -68,7 +68,7 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 eprintln!("gpuplane: warning: {w}");
             }
         }
-        return Ok(gpuplane::commands::run_with_warnings(cmd, &config, &warnings));
+        return Ok(gpuplane::commands::run(cmd, &config, &warnings, &gpuplane::console_facts()));
     }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         color_eyre::eyre::bail!("gpuplane is an interactive console and needs a terminal (stdin and stdout)");

@@ -10,12 +10,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 /// The names of one kind, sorted, without duplicates.
-pub fn names(kind: Names, config: &Config) -> Vec<String> {
+pub fn names(kind: Names, config: &Config, console: &super::ConsoleFacts) -> Vec<String> {
     let mut v: Vec<String> = match kind {
         // Canonical names (`:nodes`); the aliases are accepted but not offered.
-        Names::Views => crate::tui::views::VIEWS.iter().map(|v| v.id().0.to_string()).collect(),
-        Names::Themes => data_names(crate::tui::theme::EMBEDDED, "themes", config),
-        Names::Keymaps => data_names(crate::tui::keymap::EMBEDDED, "keymaps", config),
+        Names::Views => console.views.clone(),
+        Names::Themes => data_names(&console.themes, "themes", config),
+        Names::Keymaps => data_names(&console.keymaps, "keymaps", config),
         Names::Contexts => crate::backend::kube::contexts(&config.kube.clone().unwrap_or_default()),
         Names::Clusters => config.cluster_names.clone(),
     };
@@ -25,8 +25,8 @@ pub fn names(kind: Names, config: &Config) -> Vec<String> {
 }
 
 /// The built-in data files' names and the `.toml` files in `<config>/<dir>/`.
-fn data_names(embedded: &[(&str, &str)], dir: &str, config: &Config) -> Vec<String> {
-    let mut v: Vec<String> = embedded.iter().map(|(n, _)| n.to_string()).collect();
+fn data_names(embedded: &[String], dir: &str, config: &Config) -> Vec<String> {
+    let mut v: Vec<String> = embedded.to_vec();
     if let Some(d) = &config.config_dir
         && let Ok(rd) = std::fs::read_dir(d.join(dir))
     {
@@ -52,7 +52,7 @@ const NAMED: &[(&str, Names)] = &[
 /// names as possible values. For bash, contexts and clusters are one word, a command
 /// substitution that its `compgen -W` expands at each completion, so a new kubeconfig context or
 /// `[[cluster]]` entry completes at once.
-pub fn completion_command(shell: Shell, config: &Config) -> clap::Command {
+pub fn completion_command(shell: Shell, config: &Config, console: &super::ConsoleFacts) -> clap::Command {
     crate::cli::command_with(|mut cmd| {
         for &(id, kind) in NAMED {
             if !cmd.get_arguments().any(|a| a.get_id() == id) {
@@ -65,7 +65,7 @@ pub fn completion_command(shell: Shell, config: &Config) -> clap::Command {
                 (Shell::Bash, Names::Clusters) => {
                     vec!["$(gpuplane completions --list clusters 2>/dev/null)".into()]
                 }
-                _ => names(kind, config),
+                _ => names(kind, config, console),
             };
             if values.is_empty() {
                 continue;
@@ -76,12 +76,17 @@ pub fn completion_command(shell: Shell, config: &Config) -> clap::Command {
     })
 }
 
-pub fn run(shell: Option<Shell>, list: Option<Names>, config: &Config) -> ExitCode {
+pub fn run(
+    shell: Option<Shell>,
+    list: Option<Names>,
+    config: &Config,
+    console: &super::ConsoleFacts,
+) -> ExitCode {
     let mut out = std::io::stdout().lock();
     let written = match (shell, list) {
-        (_, Some(kind)) => names(kind, config).iter().try_for_each(|n| writeln!(out, "{n}")),
+        (_, Some(kind)) => names(kind, config, console).iter().try_for_each(|n| writeln!(out, "{n}")),
         (Some(shell), None) => {
-            let mut cmd = completion_command(shell, config);
+            let mut cmd = completion_command(shell, config, console);
             clap_complete::generate(shell, &mut cmd, "gpuplane", &mut out);
             Ok(())
         }

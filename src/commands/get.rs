@@ -7,10 +7,9 @@ use super::machine::{self, Record};
 use super::{audit_log, target_cluster};
 use crate::cli::Output;
 use crate::config::Config;
-use crate::tui::theme::Theme;
-use crate::tui::views;
-use crate::tui::widgets::Glyphs;
-use crate::tui::widgets::table::{Cx, Marks, TableExt, TableState};
+use crate::tables::fmt::Glyphs;
+use crate::tables::table::{Cx, Marks, TableExt, TableState};
+use crate::tables::{self as views, tone::TONES};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -57,7 +56,7 @@ pub fn run(
     if resource == ACCEPTANCE {
         return super::acceptance::get(output, filter, config);
     }
-    let Some(src) = views::all_tables().find(|t| t.id().0 == resource) else {
+    let Some(src) = views::all().find(|t| t.id().0 == resource) else {
         eprintln!("gpuplane: unknown resource {resource:?}; one of: {}", resources().join(", "));
         return ExitCode::from(2);
     };
@@ -86,7 +85,7 @@ pub fn run(
         None => filter.to_string(),
     };
     let filter = filter.as_str();
-    if let Err(e) = crate::tui::widgets::filter::Filter::parse(filter) {
+    if let Err(e) = crate::tables::filter::Filter::parse(filter) {
         eprintln!("gpuplane: bad --filter: {e}");
         return ExitCode::from(2);
     }
@@ -137,12 +136,11 @@ pub fn run(
             crate::clock::dur(window)
         );
     }
-    let theme = Theme::builtin("monochrome");
     let marks = Marks::default();
     let cx = Cx {
         s: &state,
         cost: &cost,
-        theme: &theme,
+        tones: &TONES,
         glyphs: Glyphs::ASCII,
         user: &config.user,
         audit: &audit,
@@ -215,10 +213,8 @@ pub fn run(
         .enumerate()
         .map(|(n, &k)| {
             let cells = src.cells(&cx, k);
-            let mut row: Vec<String> = shown
-                .iter()
-                .map(|&i| cells.get(i).map(|c| c.content.to_string()).unwrap_or_default())
-                .collect();
+            let mut row: Vec<String> =
+                shown.iter().map(|&i| cells.get(i).map(|c| c.text.to_string()).unwrap_or_default()).collect();
             if let Some(r) = records.get(n) {
                 row.extend(extra.iter().map(|f| {
                     r.0.iter()

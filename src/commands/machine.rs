@@ -11,7 +11,7 @@
 //! docs/get.md documents every field of every resource; `tests/hermetic/get_cli.rs` checks that every
 //! field emitted is documented there.
 
-use crate::tui::widgets::table::Column;
+use crate::tables::table::Column;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
@@ -281,8 +281,8 @@ mod tests {
 
     #[test]
     fn identity_then_columns_then_the_rest_with_times_and_their_unix_seconds() {
-        use crate::tui::widgets::table::TableSource;
-        let cols = crate::tui::views::jobs::JobsTable.columns();
+        use crate::tables::table::TableSource;
+        let cols = crate::tables::jobs::JobsTable.columns();
         let v = json!({"zeta": 1, "user": "u", "state": "pending", "name": "n", "id": 7,
                        "est_start": 1_767_225_600, "end": null, "position": 3, "cluster": "west"});
         let r = record("jobs", cols, v, &jiff::tz::TimeZone::UTC);

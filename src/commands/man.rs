@@ -31,7 +31,7 @@ pub fn pages() -> Vec<Page> {
 }
 
 /// The roff text of one page.
-pub fn render(page: &Page) -> std::io::Result<Vec<u8>> {
+pub fn render(page: &Page, console: &super::ConsoleFacts) -> std::io::Result<Vec<u8>> {
     let cmd = page.cmd.clone().name(page.name.clone());
     let man = clap_mangen::Man::new(cmd.clone()).title(page.name.clone()).manual("gpuplane manual");
     let mut w = Vec::new();
@@ -48,7 +48,7 @@ pub fn render(page: &Page) -> std::io::Result<Vec<u8>> {
     let main = page.name == "gpuplane";
     let mut r = Roff::new();
     if main {
-        keys(&mut r);
+        keys(&mut r, console);
     }
     files(&mut r);
     environment(&mut r, &cmd);
@@ -71,25 +71,19 @@ fn item(r: &mut Roff, term: &str, text: &str) {
 }
 
 /// KEYS: the default keymap's bindings, grouped as the help screen groups them.
-fn keys(r: &mut Roff) {
+fn keys(r: &mut Roff, console: &super::ConsoleFacts) {
     section(r, "KEYS");
     r.text([roman(
         "The console's keys as the default keymap binds them (k9s/vim style; --keymap emacs, or a \
          keymap file of your own, binds others; ? lists the keys in use).",
     )]);
-    let km = crate::tui::keymap::Keymap::builtin("default");
     let mut group = "";
-    for (action, keys) in km.bindings() {
-        let (g, what) = action.describe();
-        if keys.is_empty() || what.is_empty() {
-            continue;
-        }
+    for (g, keys, what) in &console.keys {
         if g != group {
-            r.control("SS", [g]);
+            r.control("SS", [g.as_str()]);
             group = g;
         }
-        let labels: Vec<String> = keys.iter().map(|k| k.label()).collect();
-        item(r, &labels.join(", "), what);
+        item(r, keys, what);
     }
 }
 
@@ -290,7 +284,7 @@ fn see_also(r: &mut Roff, page: &str) {
 }
 
 /// `gpuplane man`: one page on stdout, or every page into `dir`.
-pub fn run(words: &[String], dir: Option<&Path>) -> ExitCode {
+pub fn run(words: &[String], dir: Option<&Path>, console: &super::ConsoleFacts) -> ExitCode {
     let pages = pages();
     if let Some(dir) = dir {
         if let Err(e) = std::fs::create_dir_all(dir) {
@@ -299,7 +293,7 @@ pub fn run(words: &[String], dir: Option<&Path>) -> ExitCode {
         }
         for p in &pages {
             let path = dir.join(format!("{}.1", p.name));
-            if let Err(e) = render(p).and_then(|b| std::fs::write(&path, b)) {
+            if let Err(e) = render(p, console).and_then(|b| std::fs::write(&path, b)) {
                 eprintln!("gpuplane: {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
@@ -320,7 +314,7 @@ pub fn run(words: &[String], dir: Option<&Path>) -> ExitCode {
         eprintln!("gpuplane: no man page {name}; one of: {}", names.join(", "));
         return ExitCode::from(2);
     };
-    match render(page).and_then(|b| std::io::stdout().lock().write_all(&b)) {
+    match render(page, console).and_then(|b| std::io::stdout().lock().write_all(&b)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

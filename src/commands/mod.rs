@@ -75,13 +75,23 @@ pub fn load_handling(
     h
 }
 
-pub fn run(cmd: &Command, config: &Config) -> ExitCode {
-    run_with_warnings(cmd, config, &[])
+/// What the console tells the command line about itself: the names `completions` offers and
+/// the keys `man` documents. The binary fills it in from the console
+/// ([`crate::console_facts`]); the commands never import the console.
+#[derive(Debug, Clone, Default)]
+pub struct ConsoleFacts {
+    /// The views' canonical names (`nodes`).
+    pub views: Vec<String>,
+    /// The built-in themes' and keymaps' names.
+    pub themes: Vec<String>,
+    pub keymaps: Vec<String>,
+    /// The default keymap's bindings, in the help screen's order: group, keys, what it does.
+    pub keys: Vec<(String, String, String)>,
 }
 
-/// [`run`], with the configuration's warnings (a bad field in the config file), which `doctor`
-/// reports as checks.
-pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) -> ExitCode {
+/// Runs a subcommand, with the configuration's warnings (a bad field in the config file),
+/// which `doctor` reports as checks.
+pub fn run(cmd: &Command, config: &Config, warnings: &[String], console: &ConsoleFacts) -> ExitCode {
     match cmd {
         Command::Doctor { output, timeout } => doctor::run(*output, *timeout, config, warnings),
         Command::Cordon(a) => action(ActionKind::Cordon, a, config),
@@ -103,8 +113,8 @@ pub fn run_with_warnings(cmd: &Command, config: &Config, warnings: &[String]) ->
         Command::Silence { command } => silence::run(command, config),
         Command::Report { command } => report::run(command, config),
         Command::Timeline(a) => timeline::run(a, config),
-        Command::Completions { shell, list } => complete::run(*shell, *list, config),
-        Command::Man { page, dir } => man::run(page, dir.as_deref()),
+        Command::Completions { shell, list } => complete::run(*shell, *list, config, console),
+        Command::Man { page, dir } => man::run(page, dir.as_deref(), console),
     }
 }
 

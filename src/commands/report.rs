@@ -311,7 +311,7 @@ pub fn job_markdown(e: &crate::cost::eff::JobEfficiency) -> String {
 /// figures beside their ceilings, and what had no data.
 fn evidence_markdown(o: &mut String, e: &crate::cost::eff::JobEfficiency) {
     use crate::sanitize::sanitize;
-    use crate::tui::widgets::rate as rate_text;
+    use crate::tables::fmt::rate as rate_text;
     use std::fmt::Write;
     let Some(ev) = &e.evidence else {
         if let Some(why) = &e.evidence_missing {

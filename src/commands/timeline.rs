@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::model::Epoch;
 use crate::model::timeline::{Event, EventKind};
 use crate::store::timeline::{Journal, Query};
-use crate::tui::widgets::table::TableSource;
+use crate::tables::table::TableSource;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -127,10 +127,10 @@ pub fn run(a: &TimelineArgs, config: &Config) -> ExitCode {
 /// 3339 in the display zone with `_unix` twins.
 pub fn records(events: &[Event]) -> Vec<machine::Record> {
     let zone = crate::clock::zone();
-    let cols = crate::tui::views::timeline::TimelineTable.columns();
+    let cols = crate::tables::timeline::TimelineTable.columns();
     events
         .iter()
-        .map(|e| machine::record("timeline", cols, crate::tui::widgets::table::to_json(e), &zone))
+        .map(|e| machine::record("timeline", cols, crate::tables::table::to_json(e), &zone))
         .collect()
 }
 

@@ -1,4 +1,4 @@
-//! `filter`: the filter language (`tui::widgets::filter`) parsed, bound and matched against
+//! `filter`: the filter language (`tables::filter`) parsed, bound and matched against
 //! the console's own tables, filled by a small simulated cluster.
 //!
 //! Input: the first byte picks the table (every table of every view, in registry order); the
@@ -13,16 +13,14 @@
 
 use crate::cost::CostReport;
 use crate::state::ClusterState;
-use crate::tui::theme::Theme;
-use crate::tui::views;
-use crate::tui::widgets::Glyphs;
-use crate::tui::widgets::filter::{Filter, keys_of};
-use crate::tui::widgets::table::{Cx, Marks, RowKey, TableSource};
+use crate::tables::filter::{Filter, keys_of};
+use crate::tables::fmt::Glyphs;
+use crate::tables::table::{Cx, Marks, RowKey, TableSource};
+use crate::tables::tone::TONES;
 
 struct Fixture {
     state: ClusterState,
     cost: CostReport,
-    theme: Theme,
     marks: Marks,
 }
 
@@ -31,7 +29,7 @@ thread_local! {
         let cfg = crate::testing::SimConfig { nodes: 6, jobs: 40, ..Default::default() };
         let state = crate::testing::state_after(cfg, 3);
         let cost = crate::cost::report(&state, 86_400);
-        Fixture { state, cost, theme: Theme::builtin("monochrome"), marks: Marks::default() }
+        Fixture { state, cost, marks: Marks::default() }
     };
 }
 
@@ -44,14 +42,14 @@ fn rows(src: &dyn TableSource, cx: &Cx<'_>, keys: &[RowKey], raw: &str) -> Resul
 
 pub fn check(data: &[u8]) {
     let Some((&t, text)) = data.split_first() else { return };
-    let tables: Vec<&'static dyn TableSource> = views::all_tables().collect();
+    let tables: Vec<&'static dyn TableSource> = crate::tables::all().collect();
     let src = tables[usize::from(t) % tables.len()];
     let raw = String::from_utf8_lossy(text);
     FIXTURE.with(|fx| {
         let cx = Cx {
             s: &fx.state,
             cost: &fx.cost,
-            theme: &fx.theme,
+            tones: &TONES,
             glyphs: Glyphs::ASCII,
             user: "alice",
             audit: &[],

@@ -19,7 +19,7 @@ fn rows(a: &mut App, view: &str, t: TableId, filter: &str) -> Vec<Vec<String>> {
     a.ui.tables[t]
         .rows
         .iter()
-        .map(|&k| src.cells(&cx, k).iter().map(|c| c.content.to_string()).collect())
+        .map(|&k| src.cells(&cx, k).iter().map(|c| c.text.to_string()).collect())
         .collect()
 }
 

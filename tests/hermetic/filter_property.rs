@@ -1,15 +1,13 @@
 //! Property: for random tables and random filters, the rows the filter keeps are exactly those a
 //! reference predicate over the displayed cells keeps. The reference below is written from the
-//! language's description (`tui/widgets/filter.rs`), not from its code.
+//! language's description (`crates/tables/src/tables/filter.rs`), not from its code.
 
 use gpuplane::model::ObjKey;
-use gpuplane::tui::theme::Theme;
-use gpuplane::tui::views::TableId;
-use gpuplane::tui::widgets::Glyphs;
-use gpuplane::tui::widgets::filter::Filter;
-use gpuplane::tui::widgets::table::{Column, Cx, Marks, RowKey, SortKey, TableSource, col};
+use gpuplane::tables::filter::Filter;
+use gpuplane::tables::fmt::Glyphs;
+use gpuplane::tables::table::{Column, Cx, Marks, RowKey, SortKey, TableId, TableSource, col};
+use gpuplane::tables::tone::{Cell, Line, TONES};
 use proptest::prelude::*;
-use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 use std::cell::RefCell;
 
@@ -18,8 +16,8 @@ thread_local! {
     static DATA: RefCell<Vec<[String; 4]>> = const { RefCell::new(Vec::new()) };
 }
 
-fn cell<'a>(k: RowKey, c: usize) -> Span<'a> {
-    Span::raw(DATA.with(|d| d.borrow()[k as usize][c].clone()))
+fn cell<'a>(k: RowKey, c: usize) -> Cell<'a> {
+    Cell::raw(DATA.with(|d| d.borrow()[k as usize][c].clone()))
 }
 
 static COLS: [Column; 4] = [
@@ -195,9 +193,8 @@ proptest! {
         DATA.with(|d| *d.borrow_mut() = table.clone());
         let state = gpuplane::state::ClusterState::new(Default::default(), Default::default());
         let cost = gpuplane::cost::CostReport::default();
-        let theme = Theme::builtin("monochrome");
         let marks = Marks::default();
-        let cx = Cx { s: &state, cost: &cost, theme: &theme, glyphs: Glyphs::ASCII, user: "u", audit: &[], marked: &marks, rules: &Default::default() };
+        let cx = Cx { s: &state, cost: &cost, tones: &TONES, glyphs: Glyphs::ASCII, user: "u", audit: &[], marked: &marks, rules: &Default::default() };
         let raw = raw(&terms);
         let mut f = Filter::parse(&raw).map_err(|e| TestCaseError::fail(format!("{raw}: {e}")))?;
         f.bind(&Random, &cx).map_err(|e| TestCaseError::fail(format!("{raw}: {e}")))?;

@@ -140,12 +140,11 @@ fn get_all_clusters_json_equals_the_console_rows() {
         a.prepare();
         let src = gpuplane::tui::views::all_tables().find(|t| t.id() == table).unwrap();
         let (cost, marks) = (gpuplane::cost::CostReport::default(), Default::default());
-        let theme = gpuplane::tui::theme::Theme::builtin("monochrome");
-        let cx = gpuplane::tui::widgets::table::Cx {
+        let cx = gpuplane::tables::table::Cx {
             s: a.state(),
             cost: &cost,
-            theme: &theme,
-            glyphs: gpuplane::tui::widgets::Glyphs::ASCII,
+            tones: &gpuplane::tables::tone::TONES,
+            glyphs: gpuplane::tables::fmt::Glyphs::ASCII,
             user: "researcher",
             audit: &[],
             marked: &marks,

@@ -93,7 +93,7 @@ fn selected_cells(a: &mut App, t: TableId) -> Vec<String> {
     a.prepare();
     let key = a.ui.tables[t].selected_key().expect("a selected row");
     let cx = a.cx();
-    t.source().cells(&cx, key).iter().map(|s| s.content.to_string()).collect()
+    t.source().cells(&cx, key).iter().map(|s| s.text.to_string()).collect()
 }
 
 /// Opens `view`, focuses table `t`, moves the cursor a few rows down.

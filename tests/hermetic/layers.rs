@@ -22,8 +22,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("state", &["state", "testing"]),
     ("runs and reports", &["acceptance", "cost"]),
     ("ops", &["ops"]),
+    ("tables", &["tables"]),
+    // The command line reads the table model, never the console: `get` and the reports print
+    // cells of text and a tone, and what `completions` and `man` need of the console reaches
+    // them from the binary's root as data (`ConsoleFacts`).
+    ("command line", &["cli", "config", "executors", "commands"]),
     ("console", &["tui"]),
-    ("command line", &["cli", "config", "executors", "commands", "fuzzing", "main", "lib"]),
+    ("binary", &["fuzzing", "main", "lib"]),
 ];
 
 /// The workspace's crates, lowest first; crates of one rank may not depend on each other.
@@ -33,8 +38,9 @@ const CRATES: &[(&str, u8)] = &[
     ("gpuplane-backend", 1),
     ("gpuplane-state", 2),
     ("gpuplane-ops", 3),
-    ("gpuplane-tui", 4),
-    ("gpuplane", 5),
+    ("gpuplane-tables", 4),
+    ("gpuplane-tui", 5),
+    ("gpuplane", 6),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
@@ -69,6 +75,8 @@ impl Edges<'_> {
         let mut at: Option<Vec<String>> = None;
         match segs.next() {
             Some("crate") => at = Some(Vec::new()),
+            // Another workspace crate named directly (`gpuplane_tui::tui::…`): its module.
+            Some(c) if c.starts_with("gpuplane_") => at = Some(Vec::new()),
             Some("super") => {
                 let mut p = self.here.to_vec();
                 p.pop();
@@ -405,4 +413,47 @@ fn a_cycle_inside_a_layer_is_caught() {
 fn an_unplaced_module_is_named() {
     let bad = check("alerts/mod.rs", "use crate::model::Node;");
     assert_eq!(bad, vec!["module `alerts` has no layer: add it to LAYERS in tests/hermetic/layers.rs"]);
+}
+
+/// The crates (of the workspace or not) that `crate` depends on directly.
+fn direct_dependencies(krate: &str) -> Vec<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let p = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == krate)
+        .unwrap_or_else(|| panic!("no crate {krate}"));
+    p["dependencies"]
+        .as_array()
+        .expect("dependencies")
+        .iter()
+        .map(|d| d["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+/// `get` and the reports print from the table model: it must not reach for a terminal.
+#[test]
+fn the_table_model_knows_no_terminal() {
+    let deps = direct_dependencies("gpuplane-tables");
+    assert!(deps.iter().any(|d| d == "gpuplane-ops"), "the walk is broken: {deps:?}");
+    for terminal in ["ratatui", "crossterm", "gpuplane-tui", "tui-tree-widget"] {
+        assert!(!deps.iter().any(|d| d == terminal), "gpuplane-tables depends on {terminal}");
+    }
+}
+
+#[test]
+fn a_command_importing_the_console_is_caught() {
+    for text in ["use crate::tui::theme::Theme;", "fn f() { gpuplane_tui::tui::views::VIEWS.len(); }"] {
+        let bad = check("commands/get.rs", text);
+        assert_eq!(bad.len(), 1, "{text}: {bad:?}");
+        assert!(bad[0].contains("`commands` (command line) imports `tui` (console)"), "{bad:?}");
+    }
+    assert_eq!(check("commands/get.rs", "use crate::tables::table::Cx;"), Vec::<String>::new());
 }

@@ -5,5 +5,6 @@ use gpuplane_infra::{audit, datafile, store};
 use gpuplane_model::{clock, memory, model, sanitize};
 use gpuplane_ops::{acceptance, cost, ops};
 use gpuplane_state::state;
+use gpuplane_tables::tables;
 
 pub mod tui;

@@ -8,7 +8,7 @@ use super::views::topology::{TreeId, selected_node};
 use super::views::{self, TableId, ViewId};
 use super::widgets::Glyphs;
 use super::widgets::table::Marks;
-use super::widgets::table::{Cx, TableExt, TableState, TableStates};
+use super::widgets::table::{Cx, Dx, TableExt, TableState, TableStates};
 use crate::audit::Record;
 use crate::cost::{self, CostReport};
 use crate::model::protocol::Update;
@@ -22,15 +22,18 @@ use tui_tree_widget::TreeState;
 /// (`$app.ui.tables`) can be changed while it lives.
 macro_rules! cx_of {
     ($app:expr) => {
-        Cx {
-            s: $app.frozen.as_ref().unwrap_or(&$app.live),
-            cost: &$app.cost,
+        Dx {
+            cx: Cx {
+                s: $app.frozen.as_ref().unwrap_or(&$app.live),
+                cost: &$app.cost,
+                tones: &crate::tables::tone::TONES,
+                glyphs: $app.glyphs,
+                user: &$app.user,
+                audit: &$app.audit,
+                marked: &$app.marks,
+                rules: &$app.efficiency,
+            },
             theme: &$app.theme,
-            glyphs: $app.glyphs,
-            user: &$app.user,
-            audit: &$app.audit,
-            marked: &$app.marks,
-            rules: &$app.efficiency,
         }
     };
 }
@@ -1542,16 +1545,19 @@ impl App {
     }
 
     /// The drawing context over the shown state.
-    pub fn cx(&self) -> Cx<'_> {
-        Cx {
-            s: self.state(),
-            cost: &self.cost,
+    pub fn cx(&self) -> Dx<'_> {
+        Dx {
+            cx: Cx {
+                s: self.state(),
+                cost: &self.cost,
+                tones: &crate::tables::tone::TONES,
+                glyphs: self.glyphs,
+                user: &self.user,
+                audit: &self.audit,
+                marked: &self.marks,
+                rules: &self.efficiency,
+            },
             theme: &self.theme,
-            glyphs: self.glyphs,
-            user: &self.user,
-            audit: &self.audit,
-            marked: &self.marks,
-            rules: &self.efficiency,
         }
     }
 
@@ -1574,7 +1580,7 @@ impl App {
         let cx = Cx {
             s,
             cost: &self.cost,
-            theme: &self.theme,
+            tones: &crate::tables::tone::TONES,
             glyphs: self.glyphs,
             user: &self.user,
             audit: &self.audit,
@@ -2527,7 +2533,7 @@ impl App {
             if !c.name.is_empty() {
                 v.insert(
                     format!("COL_{}", c.name.replace(['-', '/', ' ', '%', '$'], "_")),
-                    cell.content.to_string(),
+                    cell.text.to_string(),
                 );
             }
         }

@@ -4,6 +4,7 @@
 use super::app::{App, Mode, complete};
 use super::keymap::Action;
 use super::views::{TableId, VIEWS};
+use super::widgets::Symbols;
 use super::widgets::table;
 use super::widgets::{dur, safe};
 use crate::model::Epoch;
@@ -433,6 +434,7 @@ pub(crate) fn table_with_detail(
         }
         if let Some(a) = detail_area {
             let lines = st.selected_key().map(|k| id.source().detail(&cx, k, a.width)).unwrap_or_default();
+            let lines = super::widgets::lines(cx.theme, lines);
             // The pane scrolls (it has the movement keys while open), clamped to its text.
             let p = Paragraph::new(lines).wrap(Wrap { trim: false });
             let total = p.line_count(a.width.saturating_sub(2)) as u16;

@@ -99,7 +99,7 @@ pub fn entries(app: &App) -> Vec<Entry> {
     for src in app.ui.view.def().tables() {
         out.push(Entry::Item(
             format!("{} keys", src.id().0),
-            crate::tui::widgets::filter::help_keys(src.columns(), src.fields()),
+            crate::tables::filter::help_keys(src.columns(), src.fields()),
         ));
     }
     let terms = app.ui.view.def().help();

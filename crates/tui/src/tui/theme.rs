@@ -1,6 +1,7 @@
 //! Themes as data: semantic styles, so widgets never name a colour.
 
 use crate::datafile::{self, DataFileError};
+use crate::tables::tone::Tone;
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 use std::path::Path;
@@ -152,13 +153,30 @@ impl Theme {
 
     /// Style for a value on a 0–100 scale where high is bad (temperature, fill level).
     pub fn level(&self, pct: u32, warn: u32, crit: u32) -> Style {
-        if pct >= crit {
-            self.crit
-        } else if pct >= warn {
-            self.warn
-        } else {
-            self.text
+        self.tone(Tone::level(pct, warn, crit))
+    }
+
+    /// The style of a tone.
+    pub fn tone(&self, tone: Tone) -> Style {
+        match tone {
+            Tone::Text => self.text,
+            Tone::Dim => self.dim,
+            Tone::Title => self.title,
+            Tone::Header => self.header,
+            Tone::Ok => self.ok,
+            Tone::Warn => self.warn,
+            Tone::Crit => self.crit,
+            Tone::Info => self.info,
+            Tone::Accent => self.accent,
+            Tone::Marked => self.marked,
+            Tone::Key => self.key,
         }
+    }
+
+    /// The style of a cell: its tone's, bold where it is strong.
+    pub fn cell(&self, tone: Tone, strong: bool) -> Style {
+        let s = self.tone(tone);
+        if strong { s.add_modifier(Modifier::BOLD) } else { s }
     }
 
     /// Heat colour for a 0–100 value; `None` in monochrome.

@@ -6,7 +6,6 @@
 pub mod alerts;
 pub mod audit;
 pub mod cost;
-pub mod detail;
 pub mod fabric;
 pub mod gpus;
 pub mod jobs;
@@ -14,11 +13,13 @@ pub mod nodes;
 pub mod overview;
 pub mod queues;
 pub mod quotas;
-pub mod rollup;
 pub mod sources;
 pub mod storage;
 pub mod timeline;
 pub mod topology;
+
+pub use crate::tables::table::TableId;
+pub use crate::tables::{detail, rollup};
 
 use super::app::App;
 use super::widgets::table::TableSource;
@@ -46,10 +47,6 @@ pub static VIEWS: &[&dyn View] = &[
 /// A view, named by its canonical command name (`nodes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ViewId(pub &'static str);
-
-/// A table, named by what `gpuplane get` and `--view` call it (`nodes`, `fabric-ports`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TableId(pub &'static str);
 
 /// What a view declares. Every method but the hints is required: a view that forgets one does
 /// not compile.
@@ -156,14 +153,12 @@ impl ViewId {
     }
 }
 
-impl TableId {
-    /// The table's source, found in the registry.
-    pub fn source(self) -> &'static dyn TableSource {
-        all_tables().find(|t| t.id() == self).unwrap_or(&overview::IncidentsTable)
-    }
+/// The view showing the table `id` (each table is in one view).
+pub fn view_of(id: TableId) -> ViewId {
+    VIEWS.iter().find(|v| v.tables().iter().any(|t| t.id() == id)).map_or(VIEWS[0].id(), |v| v.id())
 }
 
-/// Every table of every view, each once.
+/// Every table of every view, each once, in tab order.
 pub fn all_tables() -> impl Iterator<Item = &'static dyn TableSource> {
     VIEWS.iter().flat_map(|v| v.tables().iter().copied())
 }
@@ -207,5 +202,14 @@ mod tests {
         for t in all_tables() {
             assert_eq!(t.id(), t.id().source().id());
         }
+    }
+
+    /// The table model's registry and the views list the same tables in the same order: a
+    /// table no view shows, or shown twice, fails here.
+    #[test]
+    fn the_views_show_every_table_of_the_registry_once() {
+        let views: Vec<TableId> = all_tables().map(|t| t.id()).collect();
+        let registry: Vec<TableId> = crate::tables::all().map(|t| t.id()).collect();
+        assert_eq!(views, registry);
     }
 }

@@ -8,216 +8,18 @@
 //! filter language as every table. Enter on an event's detail goes to its node, GPU or job.
 //! One file plus one registry line, as every view.
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col, to_json};
-use super::super::widgets::untrusted;
-use super::detail::{kv, section};
-use super::{TableId, ViewId};
-use crate::clock::{clock, dur, stamp_rel};
+pub use crate::tables::timeline::*;
+
+use super::super::widgets::table::TableSource;
+use super::ViewId;
+use crate::clock::clock;
 use crate::model::ObjKey;
-use crate::model::timeline::{Event, EventKind};
 use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
-use ratatui::text::{Line, Span};
-use std::borrow::Cow;
 
 pub const ID: ViewId = ViewId("timeline");
-pub const TABLE: TableId = TableId("timeline");
-
-pub struct TimelineTable;
-
-fn event<'a>(cx: &Cx<'a>, key: RowKey) -> &'a Event {
-    &cx.s.timeline.events[key as usize]
-}
-
-fn kind_style(cx: &Cx<'_>, e: &Event) -> Style {
-    let t = cx.theme;
-    match e.kind {
-        EventKind::Xid | EventKind::Ecc | EventKind::JobFailed | EventKind::AlertFiring => t.crit,
-        EventKind::PortDown | EventKind::PortFlap | EventKind::JobPreempted => t.warn,
-        EventKind::NodeState if e.what.contains("down") || e.what.contains("drain") => t.warn,
-        EventKind::Action | EventKind::Ack => t.accent,
-        EventKind::AlertResolved | EventKind::NodeState => t.text,
-    }
-}
-
-static COLS: [Column; 7] = [
-    col(
-        "CLUSTER",
-        8,
-        |cx, k| SortKey::Str(&event(cx, k).cluster),
-        |cx, k| untrusted(&event(cx, k).cluster, cx.theme.dim),
-    )
-    .drop(9)
-    .fleet(),
-    col(
-        "TIME",
-        9,
-        |cx, k| SortKey::Int(event(cx, k).at),
-        |cx, k| Span::styled(clock(cx.s.now, event(cx, k).at), cx.theme.dim),
-    )
-    .grow(16)
-    .key("at")
-    .whole(),
-    col(
-        "AGE",
-        6,
-        |cx, k| SortKey::Int(-event(cx, k).at),
-        |cx, k| Span::styled(dur(cx.s.now - event(cx, k).at), cx.theme.dim),
-    )
-    .right()
-    .key("since")
-    .within()
-    .drop(3),
-    col(
-        "KIND",
-        10,
-        |cx, k| SortKey::Str(event(cx, k).kind.label()),
-        |cx, k| {
-            let e = event(cx, k);
-            Span::styled(e.kind.label(), kind_style(cx, e))
-        },
-    )
-    .grow(14)
-    .exact(),
-    col(
-        "SUBJECT",
-        12,
-        |cx, k| SortKey::Str(&event(cx, k).subject),
-        |cx, k| untrusted(&event(cx, k).subject, cx.theme.text),
-    )
-    .grow(22),
-    col(
-        "WHAT",
-        20,
-        |cx, k| SortKey::Str(&event(cx, k).what),
-        |cx, k| untrusted(&event(cx, k).what, cx.theme.text),
-    )
-    .grow(90),
-    col(
-        "WHO",
-        8,
-        |cx, k| SortKey::Str(event(cx, k).who.as_deref().unwrap_or("")),
-        |cx, k| untrusted(event(cx, k).who.as_deref().unwrap_or("-"), cx.theme.dim),
-    )
-    .grow(14)
-    .drop(1),
-];
-
-impl TableSource for TimelineTable {
-    fn id(&self) -> TableId {
-        TABLE
-    }
-
-    fn columns(&self) -> &'static [Column] {
-        &COLS
-    }
-
-    fn default_sort(&self) -> (usize, bool) {
-        (1, true)
-    }
-
-    fn keys(&self, cx: &Cx<'_>, out: &mut Vec<RowKey>) {
-        // Newest first.
-        out.extend((0..cx.s.timeline.events.len() as RowKey).rev());
-    }
-
-    fn text<'a>(&self, cx: &Cx<'a>, key: RowKey) -> Vec<Cow<'a, str>> {
-        let e = event(cx, key);
-        let mut v: Vec<Cow<'a, str>> = vec![e.subject.as_str().into(), e.what.as_str().into()];
-        v.extend(e.who.as_deref().map(Cow::from));
-        v
-    }
-
-    fn field<'a>(&self, cx: &Cx<'a>, key: RowKey, name: &str) -> Option<Cow<'a, str>> {
-        let e = event(cx, key);
-        Some(match name {
-            "node" => e.node.as_deref()?.into(),
-            "job" => e.job?.to_string().into(),
-            "team" => e.team.as_deref()?.into(),
-            "kind" => e.kind.label().into(),
-            // The exact age, for `since=2h` (the AGE column shows it rounded).
-            "since" => format!("{}s", (cx.s.now - e.at).max(0)).into(),
-            "who" => e.who.as_deref()?.into(),
-            "subject" => e.subject.as_str().into(),
-            "what" => e.what.as_str().into(),
-            "cluster" => e.cluster.as_str().into(),
-            _ => return None,
-        })
-    }
-
-    fn fields(&self) -> &'static [&'static str] {
-        &["node", "job", "team", "kind", "since", "who", "subject", "what", "cluster"]
-    }
-
-    fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
-        let (e, t) = (event(cx, key), cx.theme);
-        let mut out = vec![
-            kv(cx, "when", Span::styled(stamp_rel(cx.s.now, e.at), t.title)),
-            kv(cx, "kind", Span::styled(e.kind.label(), kind_style(cx, e))),
-            kv(cx, "subject", untrusted(&e.subject, t.text)),
-            kv(cx, "what", untrusted(&e.what, t.text)),
-            kv(cx, "who", untrusted(e.who.as_deref().unwrap_or("-"), t.text)),
-            kv(cx, "cluster", untrusted(&e.cluster, t.dim)),
-        ];
-        if let Some(n) = &e.node {
-            out.push(kv(cx, "node", untrusted(n, t.text)));
-        }
-        if let Some(j) = e.job {
-            out.push(kv(cx, "job", Span::styled(j.to_string(), t.text)));
-        }
-        if let Some(team) = &e.team {
-            out.push(kv(cx, "team", untrusted(team, t.text)));
-        }
-        if e.gpus > 0 {
-            out.push(kv(cx, "GPUs", Span::styled(e.gpus.to_string(), t.text)));
-        }
-        if let Some(to) = jump_target(cx, e) {
-            out.push(Line::styled(format!("Enter: go to {}", to.0), t.accent));
-        }
-        out.push(section(cx, "journal"));
-        out.push(kv(cx, "key", untrusted(&e.dedupe, t.dim)));
-        let node =
-            e.node.as_deref().map_or(String::new(), |n| format!(" --node {}", crate::sanitize::sanitize(n)));
-        let hours = (cx.s.now - e.at).max(0) / 3_600 + 1;
-        out.push(Line::styled(
-            format!("postmortem: gpuplane timeline --since {hours}h -o markdown{node}"),
-            t.dim,
-        ));
-        out
-    }
-
-    fn json(&self, cx: &Cx<'_>, key: RowKey) -> serde_json::Value {
-        to_json(event(cx, key))
-    }
-
-    fn identity(&self, cx: &Cx<'_>, key: RowKey) -> Option<ObjKey> {
-        cx.s.timeline.events.get(key as usize).map(|e| ObjKey::Event(e.id()))
-    }
-}
-
-/// Where Enter on an event's detail goes: its GPU, node or job when this console holds it.
-fn jump_target(cx: &Cx<'_>, e: &Event) -> Option<(String, ViewId, TableId, ObjKey)> {
-    let key = e.obj_key()?;
-    match &key {
-        ObjKey::Gpu(g) => {
-            cx.s.node_at(&g.node)?;
-            Some((format!("GPU {} of {}", g.index, g.node.name), super::gpus::ID, super::gpus::TABLE, key))
-        }
-        ObjKey::Node(n) | ObjKey::Port(n, _) => {
-            cx.s.node_at(n)?;
-            let to = ObjKey::Node(n.clone());
-            Some((format!("node {}", n.name), super::nodes::ID, super::nodes::TABLE, to))
-        }
-        ObjKey::Job(j) => {
-            cx.s.job_at(j)?;
-            Some((format!("job {}", j.id), super::jobs::ID, super::jobs::TABLE, key))
-        }
-        _ => None,
-    }
-}
 
 pub struct View;
 
@@ -266,8 +68,8 @@ impl super::View for View {
                 app.ui.message =
                     Some(("this event names no node, GPU or job this console holds".into(), false))
             }
-            Some(Some((_, view, table, obj))) => {
-                app.goto(view);
+            Some(Some((_, table, obj))) => {
+                app.goto(super::view_of(table));
                 app.prepare();
                 app.table(table).set_filter("");
                 app.prepare();

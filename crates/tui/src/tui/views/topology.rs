@@ -2,7 +2,7 @@
 //! and the selected node's GPU link matrix as `nvidia-smi topo -m` prints it, with NIC and CPU/NUMA affinity.
 
 use super::super::widgets::safe;
-use super::super::widgets::table::Cx;
+use super::super::widgets::table::Dx;
 use super::super::widgets::table::TableSource;
 use super::ViewId;
 use crate::model::{LinkKind, Node, NodeKey};
@@ -56,7 +56,7 @@ fn group_id(cluster: &str, group: &str) -> String {
 
 /// Builds the tree: every rack or switch (by pool when nodes have no such label), the nodes of
 /// open groups, the GPUs of open nodes (so a 10,000 node cluster costs only what is open).
-pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'static, TreeId>> {
+pub fn tree_items(cx: &Dx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'static, TreeId>> {
     let s = cx.s;
     let t = cx.theme;
     let opened = state.opened();
@@ -105,7 +105,7 @@ pub fn tree_items(cx: &Cx<'_>, state: &TreeState<TreeId>) -> Vec<TreeItem<'stati
                         Span::styled(safe(&n.name).into_owned(), t.text),
                         Span::styled(
                             format!("  {} {}/{}", n.state.label(), n.gpu_alloc, n.gpu_slots),
-                            super::nodes::state_style(cx, n.state),
+                            cx.theme.tone(super::nodes::state_style(cx, n.state)),
                         ),
                     ]);
                     let gchildren = if nopen {
@@ -170,7 +170,7 @@ pub fn draw_tree(
     f: &mut Frame,
     area: Rect,
     block: Block<'_>,
-    cx: &Cx<'_>,
+    cx: &Dx<'_>,
     state: &mut TreeState<TreeId>,
     focused: bool,
 ) {
@@ -193,7 +193,7 @@ pub fn draw_tree(
     }
 }
 
-fn link_style(cx: &Cx<'_>, l: LinkKind) -> Style {
+fn link_style(cx: &Dx<'_>, l: LinkKind) -> Style {
     match l {
         LinkKind::X => cx.theme.dim,
         LinkKind::Nv(_) => cx.theme.ok,
@@ -204,7 +204,7 @@ fn link_style(cx: &Cx<'_>, l: LinkKind) -> Style {
 }
 
 /// The matrix of one node, `nvidia-smi topo -m` style.
-pub fn matrix_lines<'a>(cx: &Cx<'a>, n: &Node, width: u16) -> Vec<Line<'a>> {
+pub fn matrix_lines<'a>(cx: &Dx<'a>, n: &Node, width: u16) -> Vec<Line<'a>> {
     let t = cx.theme;
     let mut out = vec![Line::from(vec![
         Span::styled(safe(&n.name).into_owned(), t.accent),

@@ -1,23 +1,13 @@
-//! Small drawing helpers shared by the views: formatting, bars, sparklines, glyph sets.
+//! Small drawing helpers shared by the views: the theme's styles for cells, borders and bars,
+//! and ASCII mode. Formatting lives in the table model ([`gpuplane_tables::tables::fmt`]).
 
 pub mod table;
 
-/// Times and durations: one formatter for the console, `get` and the reports (see
-/// [`crate::clock`]: the display zone, named; relative where it helps).
-pub use crate::clock::{clock, clock_rel, dur, relative, stamp, stamp_rel};
-use crate::model::Epoch;
-use crate::sanitize::sanitize;
+pub use crate::tables::fmt::*;
+use crate::tables::tone::{Cell, Line as CellLine};
 use ratatui::style::Style;
 use ratatui::symbols;
-use ratatui::text::Span;
-use std::borrow::Cow;
-
-/// Characters used for borders, bars and sparklines: Unicode, or plain ASCII for terminals and
-/// locales without UTF-8.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Glyphs {
-    pub unicode: bool,
-}
+use ratatui::text::{Line, Span};
 
 const ASCII_BORDER: symbols::border::Set = symbols::border::Set {
     top_left: "+",
@@ -42,173 +32,40 @@ const ASCII_BARS: symbols::bar::Set = symbols::bar::Set {
     empty: " ",
 };
 
-impl Glyphs {
-    pub const UNICODE: Glyphs = Glyphs { unicode: true };
-    pub const ASCII: Glyphs = Glyphs { unicode: false };
+/// Borders and bars in the glyph set in force.
+pub trait Symbols {
+    fn border(&self) -> symbols::border::Set<'static>;
+    fn bars(&self) -> symbols::bar::Set<'static>;
+}
 
-    /// Unicode unless the locale says otherwise (LC_ALL, LC_CTYPE, LANG without UTF-8) or
-    /// the terminal is the Linux console with a non-UTF-8 locale.
-    pub fn detect(force_ascii: bool) -> Glyphs {
-        if force_ascii {
-            return Glyphs::ASCII;
-        }
-        let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
-            .iter()
-            .filter_map(|k| std::env::var(k).ok())
-            .find(|v| !v.is_empty())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        Glyphs { unicode: locale.contains("utf-8") || locale.contains("utf8") }
-    }
-
-    pub fn border(&self) -> symbols::border::Set<'static> {
+impl Symbols for Glyphs {
+    fn border(&self) -> symbols::border::Set<'static> {
         if self.unicode { symbols::border::PLAIN } else { ASCII_BORDER }
     }
 
-    pub fn bars(&self) -> symbols::bar::Set<'static> {
+    fn bars(&self) -> symbols::bar::Set<'static> {
         if self.unicode { symbols::bar::NINE_LEVELS } else { ASCII_BARS }
     }
-
-    pub fn full(&self) -> &'static str {
-        if self.unicode { "█" } else { "#" }
-    }
-
-    pub fn empty(&self) -> &'static str {
-        if self.unicode { "░" } else { "." }
-    }
-
-    pub fn up(&self) -> &'static str {
-        if self.unicode { "▲" } else { "^" }
-    }
-
-    pub fn down(&self) -> &'static str {
-        if self.unicode { "▼" } else { "v" }
-    }
-
-    pub fn dot(&self) -> &'static str {
-        if self.unicode { "●" } else { "*" }
-    }
-
-    pub fn sep(&self) -> &'static str {
-        if self.unicode { "│" } else { "|" }
-    }
-
-    /// A cell of the GPU wall at a 0–100 level: density glyphs so the wall reads without colour.
-    pub fn level(&self, pct: u8) -> &'static str {
-        const U: [&str; 5] = [" ", "░", "▒", "▓", "█"];
-        const A: [&str; 5] = [".", ":", "+", "#", "@"];
-        let i = (usize::from(pct.min(100)) * 4 + 50) / 100;
-        if self.unicode { U[i] } else { A[i] }
-    }
-
-    /// A sparkline string of `values` (0–`max`), one character per point.
-    pub fn spark(&self, values: impl Iterator<Item = u32>, max: u32) -> String {
-        const U: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-        const A: [char; 9] = [' ', '.', '.', '-', '-', '=', '=', '#', '#'];
-        let set = if self.unicode { U } else { A };
-        let max = max.max(1);
-        values.map(|v| set[((v.min(max) * 8 + max / 2) / max) as usize]).collect()
-    }
-
-    /// A sparkline with gaps: `None` points (no sample) are drawn as a dot, not as zero.
-    pub fn spark_gaps(&self, values: &[Option<u32>], max: u32) -> String {
-        let gap = if self.unicode { '·' } else { ' ' };
-        values
-            .iter()
-            .map(|v| match v {
-                Some(v) => self.spark(std::iter::once(*v), max).chars().next().unwrap_or(gap),
-                None => gap,
-            })
-            .collect()
-    }
-
-    /// A horizontal bar of `width` cells filled to `pct`.
-    pub fn bar(&self, pct: u32, width: usize) -> String {
-        let filled = ((pct.min(100) as usize * width) + 50) / 100;
-        let mut s = String::with_capacity(width * 3);
-        for _ in 0..filled {
-            s.push_str(self.full());
-        }
-        for _ in filled..width {
-            s.push_str(self.empty());
-        }
-        s
-    }
 }
 
-/// Cluster text made safe for a terminal cell.
-pub fn safe(s: &str) -> Cow<'_, str> {
-    sanitize(s)
+/// A span of untrusted cluster text in a theme's style.
+pub fn untrusted_span<'a>(s: &'a str, style: Style) -> Span<'a> {
+    Span::styled(crate::sanitize::sanitize(s), style)
 }
 
-/// A span of untrusted cluster text.
-pub fn untrusted<'a>(s: &'a str, style: Style) -> Span<'a> {
-    Span::styled(sanitize(s), style)
+/// A cell in the theme's style for its tone.
+pub fn span<'a>(theme: &super::theme::Theme, c: Cell<'a>) -> Span<'a> {
+    Span::styled(c.text, theme.cell(c.tone, c.strong))
 }
 
-/// Age of `at` relative to `now`, e.g. `5m ago`.
-pub fn ago(now: Epoch, at: Epoch) -> String {
-    format!("{} ago", dur(now - at))
+/// A detail line in the theme's styles.
+pub fn line<'a>(theme: &super::theme::Theme, l: CellLine<'a>) -> Line<'a> {
+    Line::from(l.cells.into_iter().map(|c| span(theme, c)).collect::<Vec<_>>())
 }
 
-/// Bytes in binary units, `1.5T`.
-pub fn bytes(b: u64) -> String {
-    const U: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if v >= 100.0 || i == 0 { format!("{v:.0}{}", U[i]) } else { format!("{v:.1}{}", U[i]) }
-}
-
-/// Bytes per second in decimal units, `2.3GB/s`, `19.1TB/s`.
-pub fn rate(bps: f64) -> String {
-    // An empty f64 sum is -0.0, and `max` may keep it: anything not above zero (NaN too) is 0.
-    let bps = if bps > 0.0 { bps } else { 0.0 };
-    let (v, u) = if bps >= 1e15 {
-        (bps / 1e15, "PB/s")
-    } else if bps >= 1e12 {
-        (bps / 1e12, "TB/s")
-    } else if bps >= 1e9 {
-        (bps / 1e9, "GB/s")
-    } else if bps >= 1e6 {
-        (bps / 1e6, "MB/s")
-    } else if bps >= 1e3 {
-        (bps / 1e3, "kB/s")
-    } else {
-        (bps, "B/s")
-    };
-    format!("{v:.1}{u}")
-}
-
-/// Power with the unit that keeps it short: `700W`, `5.6kW`, `857kW`, `8.6MW`.
-pub fn power(watts: f64) -> String {
-    let w = if watts > 0.0 { watts } else { 0.0 };
-    let (v, u) = if w >= 1e6 {
-        (w / 1e6, "MW")
-    } else if w >= 1e3 {
-        (w / 1e3, "kW")
-    } else {
-        return format!("{w:.0}W");
-    };
-    if v >= 100.0 { format!("{v:.0}{u}") } else { format!("{v:.1}{u}") }
-}
-
-/// Money with thousands separators, `$12,345`.
-pub fn money(v: f64, currency: &str) -> String {
-    let sym = if currency == "USD" { "$" } else { "" };
-    let n = v.round().max(0.0) as u64;
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if sym.is_empty() { format!("{out} {currency}") } else { format!("{sym}{out}") }
+/// Detail lines in the theme's styles.
+pub fn lines<'a>(theme: &super::theme::Theme, ls: Vec<CellLine<'a>>) -> Vec<Line<'a>> {
+    ls.into_iter().map(|l| line(theme, l)).collect()
 }
 
 /// The ASCII stand-in for one non-ASCII character a frame may hold: box drawing, blocks,
@@ -264,40 +121,9 @@ pub fn asciify(buf: &mut ratatui::buffer::Buffer) {
     }
 }
 
-pub fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or_else(|| "-".to_string(), |v| v.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn formats() {
-        assert_eq!(bytes(1536), "1.5K");
-        assert_eq!(bytes(5 * 1024u64.pow(4)), "5.0T");
-        assert_eq!(money(1234567.4, "USD"), "$1,234,567");
-        assert_eq!(money(12.0, "EUR"), "12 EUR");
-        assert_eq!(rate(2.3e9), "2.3GB/s");
-        assert_eq!(rate(-0.0), "0.0B/s", "an empty sum is not negative");
-        assert_eq!(rate(f64::NAN), "0.0B/s");
-        // Units scale: a 2,000-node cluster's figures stay short.
-        assert_eq!(rate(19_113.4e9), "19.1TB/s");
-        assert_eq!(rate(2.5e15), "2.5PB/s");
-        assert_eq!(power(8_571_000.0), "8.6MW");
-        assert_eq!(power(857_000.0), "857kW");
-        assert_eq!(power(5_600.0), "5.6kW");
-        assert_eq!(power(700.0), "700W");
-        assert_eq!(bytes(3 * 1024u64.pow(5)), "3.0P");
-    }
-
-    #[test]
-    fn ascii_glyphs_are_ascii() {
-        let g = Glyphs::ASCII;
-        let s = format!("{}{}{}", g.bar(50, 10), g.spark([0, 5, 10].into_iter(), 10), g.level(100));
-        assert!(s.is_ascii(), "{s}");
-        assert_eq!(g.bar(50, 4), "##..");
-    }
 
     #[test]
     fn asciify_leaves_only_ascii_and_keeps_the_layout() {
@@ -310,4 +136,3 @@ mod tests {
         assert_eq!(s, "+- 8xH100 91 C * ? x~   ");
     }
 }
-pub mod filter;

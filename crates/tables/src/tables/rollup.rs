@@ -3,13 +3,13 @@
 //! expands the row per cluster (and lists a person's jobs, each with its position in its own
 //! cluster's queue).
 
-use super::super::widgets::table::{Column, Cx, RowKey, SortKey, TableSource, col};
-use super::super::widgets::{opt, safe, untrusted};
-use super::TableId;
 use super::detail::{kv, section};
+use super::fmt::{opt, safe, untrusted};
+use super::table::TableId;
+use super::table::{Column, Cx, RowKey, SortKey, TableSource, col};
+use super::tone::{Cell, Line};
 use crate::model::{JobState, ObjKey};
 use crate::state::{Part, Rollup};
-use ratatui::text::{Line, Span};
 use std::borrow::Cow;
 
 pub const TEAMS: TableId = TableId("teams");
@@ -38,7 +38,7 @@ macro_rules! num_col {
             $name,
             $w,
             |cx, k| SortKey::Int(i64::from($row(cx, k).total.$f)),
-            |cx, k| Span::styled($row(cx, k).total.$f.to_string(), cx.theme.text),
+            |cx, k| Cell::new($row(cx, k).total.$f.to_string(), cx.tones.text),
         )
         .right()
     };
@@ -49,7 +49,7 @@ static TEAM_COLS: [Column; 8] = [
         "TEAM",
         12,
         |cx, k| SortKey::Str(&team(cx, k).name),
-        |cx, k| untrusted(&team(cx, k).name, cx.theme.text),
+        |cx, k| untrusted(&team(cx, k).name, cx.tones.text),
     ),
     num_col!("QUOTA", 5, team, gpu_quota),
     col(
@@ -59,7 +59,7 @@ static TEAM_COLS: [Column; 8] = [
         |cx, k| {
             let p = &team(cx, k).total;
             let over = p.gpu_quota > 0 && p.gpu_used > p.gpu_quota;
-            Span::styled(p.gpu_used.to_string(), if over { cx.theme.crit } else { cx.theme.text })
+            Cell::new(p.gpu_used.to_string(), if over { cx.tones.crit } else { cx.tones.text })
         },
     )
     .right(),
@@ -71,7 +71,7 @@ static TEAM_COLS: [Column; 8] = [
         "CLUSTERS",
         10,
         |cx, k| SortKey::Int(team(cx, k).clusters.len() as i64),
-        |cx, k| Span::styled(clusters(cx, team(cx, k)), cx.theme.dim),
+        |cx, k| Cell::new(clusters(cx, team(cx, k)), cx.tones.dim),
     )
     .grow(40),
 ];
@@ -84,7 +84,7 @@ static PEOPLE_COLS: [Column; 6] = [
         |cx, k| {
             let p = person(cx, k);
             let me = p.name == cx.s.person(cx.user);
-            untrusted(&p.name, if me { cx.theme.accent } else { cx.theme.text })
+            untrusted(&p.name, if me { cx.tones.accent } else { cx.tones.text })
         },
     ),
     num_col!("RUN", 4, person, running),
@@ -95,14 +95,14 @@ static PEOPLE_COLS: [Column; 6] = [
         "CLUSTERS",
         10,
         |cx, k| SortKey::Int(person(cx, k).clusters.len() as i64),
-        |cx, k| Span::styled(clusters(cx, person(cx, k)), cx.theme.dim),
+        |cx, k| Cell::new(clusters(cx, person(cx, k)), cx.tones.dim),
     )
     .grow(40),
 ];
 
 /// One cluster's part as a detail line.
 fn part_line<'a>(cx: &Cx<'a>, p: &Part, quota: bool) -> Line<'a> {
-    let t = cx.theme;
+    let t = cx.tones;
     let mut text = format!(
         "  {:<10} run {} ({} GPUs)  pend {} ({} GPUs)",
         safe(cx.s.cluster_of(&p.cluster)),
@@ -118,7 +118,7 @@ fn part_line<'a>(cx: &Cx<'a>, p: &Part, quota: bool) -> Line<'a> {
 }
 
 fn json(r: &Rollup, cx: &Cx<'_>) -> serde_json::Value {
-    let mut v = super::super::widgets::table::to_json(r);
+    let mut v = super::table::to_json(r);
     if let Some(parts) = v.get_mut("clusters").and_then(|c| c.as_array_mut()) {
         for (p, part) in parts.iter_mut().zip(&r.clusters) {
             p["cluster"] = cx.s.cluster_of(&part.cluster).as_str().into();
@@ -134,7 +134,7 @@ impl TableSource for TeamsTable {
 
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
         let Some(r) = cx.s.team_rollup.get(key as usize) else { return vec![] };
-        let mut out = vec![kv(cx, "team", untrusted(&r.name, cx.theme.accent)), section(cx, "per cluster")];
+        let mut out = vec![kv(cx, "team", untrusted(&r.name, cx.tones.accent)), section(cx, "per cluster")];
         out.extend(r.clusters.iter().map(|p| part_line(cx, p, true)));
         out
     }
@@ -187,7 +187,7 @@ impl TableSource for PeopleTable {
     /// its own cluster's queue.
     fn detail<'a>(&self, cx: &Cx<'a>, key: RowKey, _width: u16) -> Vec<Line<'a>> {
         let s = cx.s;
-        let t = cx.theme;
+        let t = cx.tones;
         let Some(r) = s.people_rollup.get(key as usize) else { return vec![] };
         let mut out = vec![kv(cx, "person", untrusted(&r.name, t.accent)), section(cx, "per cluster")];
         out.extend(r.clusters.iter().map(|p| part_line(cx, p, false)));
@@ -197,7 +197,7 @@ impl TableSource for PeopleTable {
         out.push(section(cx, "active jobs (position in each cluster's own queue)"));
         for j in jobs.iter().take(30) {
             out.push(Line::from(vec![
-                Span::styled(
+                Cell::new(
                     format!(
                         "  {:<10} {:>7} {:<2} pos {:>4} {:<8} {:>3} GPUs ",
                         safe(s.cluster_of(&j.cluster)),

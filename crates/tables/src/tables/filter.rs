@@ -185,11 +185,11 @@ impl Filter {
             let hit = match &t.kind {
                 Kind::Text(needle) => {
                     src.text_matches(cx, row, needle)
-                        || src.columns().iter().any(|c| contains_ci(&(c.cell)(cx, row).content, needle))
+                        || src.columns().iter().any(|c| contains_ci(&(c.cell)(cx, row).text, needle))
                 }
                 Kind::Key { key, op, value, num, re, col, fields, dynamic } => {
                     let cols = src.columns();
-                    let cell = col.map(|i| (&cols[i], (cols[i].cell)(cx, row).content));
+                    let cell = col.map(|i| (&cols[i], (cols[i].cell)(cx, row).text));
                     let mut vals: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(2);
                     for f in fields {
                         vals.extend(src.field(cx, row, f));

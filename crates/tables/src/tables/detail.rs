@@ -1,16 +1,16 @@
 //! Building blocks of detail panes.
 
-use super::super::widgets::table::Cx;
-use ratatui::text::{Line, Span};
+use super::table::Cx;
+use super::tone::{Cell, Line};
 
 /// `label   value`
-pub fn kv<'a>(cx: &Cx<'a>, label: &str, value: Span<'a>) -> Line<'a> {
-    Line::from(vec![Span::styled(format!("{label:<9} "), cx.theme.dim), value])
+pub fn kv<'a>(cx: &Cx<'a>, label: &str, value: Cell<'a>) -> Line<'a> {
+    Line::from(vec![Cell::new(format!("{label:<9} "), cx.tones.dim), value])
 }
 
 /// A section heading.
 pub fn section<'a>(cx: &Cx<'a>, title: &str) -> Line<'a> {
-    Line::styled(format!("-- {title}"), cx.theme.title)
+    Line::styled(format!("-- {title}"), cx.tones.title)
 }
 
 /// `label   ▁▂▅▇ 42%`: the label, the sparkline and its last value on one line of a pane
@@ -24,9 +24,9 @@ pub fn spark_line<'a>(cx: &Cx<'a>, width: u16, label: &str, spark: String, last:
     let n = spark.chars().count();
     let spark: String = if n > room { spark.chars().skip(n - room).collect() } else { spark };
     Line::from(vec![
-        Span::styled(label, cx.theme.dim),
-        Span::styled(spark, cx.theme.accent),
-        Span::styled(last, cx.theme.text),
+        Cell::new(label, cx.tones.dim),
+        Cell::new(spark, cx.tones.accent),
+        Cell::new(last, cx.tones.text),
     ])
 }
 
@@ -77,7 +77,7 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, wid
             _ => (100, "%"),
         };
         let last = s.values.iter().rev().find_map(|v| *v).map(|v| match unit {
-            "W" => format!(" {}", crate::tui::widgets::power(f64::from(v))),
+            "W" => format!(" {}", super::fmt::power(f64::from(v))),
             "GB/s" if v >= 1000.0 => format!(" {:.1}TB/s", v / 1000.0),
             "GB/s" if v >= 10.0 => format!(" {v:.0}GB/s"),
             "GB/s" => format!(" {v:.1}GB/s"),
@@ -94,7 +94,7 @@ pub fn focus_history<'a>(cx: &Cx<'a>, focus: &crate::model::protocol::Focus, wid
 pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
     use crate::model::JobState;
     let s = cx.s;
-    let t = cx.theme;
+    let t = cx.tones;
     if j.start.is_none() || j.gpus == 0 {
         return Vec::new();
     }
@@ -105,11 +105,11 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
         cx,
         "GPU util",
         match util {
-            Some(p) => Span::styled(
+            Some(p) => Cell::new(
                 format!("{p:.0}% (weighted by GPU-hours, {:.1} GPU-h)", j.gpu_seconds / 3600.0),
                 super::jobs::eff_style(cx, p),
             ),
-            None => Span::styled("- (no utilisation reported)", t.dim),
+            None => Cell::new("- (no utilisation reported)", t.dim),
         },
     ));
     if j.state == JobState::Running {
@@ -132,7 +132,7 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
             } else {
                 format!("{} of {}: {}", idle.len(), held.len(), idle.join(", "))
             };
-            out.push(kv(cx, "idle now", Span::styled(text, if idle.is_empty() { t.text } else { t.warn })));
+            out.push(kv(cx, "idle now", Cell::new(text, if idle.is_empty() { t.text } else { t.warn })));
         }
     }
     if let Some(limit) = j.time_limit.filter(|l| *l > 0) {
@@ -142,7 +142,7 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
         out.push(kv(
             cx,
             "time",
-            Span::styled(
+            Cell::new(
                 format!("{} of {} limit ({pct:.0}%)", crate::clock::dur(ran), crate::clock::dur(limit)),
                 if low { t.warn } else { t.text },
             ),
@@ -153,12 +153,12 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
         && let Some(p) = util
     {
         if p < rules.util_red {
-            out.push(kv(cx, "note", Span::styled("low GPU use: fewer GPUs, or a MIG slice", t.crit)));
+            out.push(kv(cx, "note", Cell::new("low GPU use: fewer GPUs, or a MIG slice", t.crit)));
         } else if p < rules.util_warn {
-            out.push(kv(cx, "note", Span::styled("check the data loader and batch size", t.warn)));
+            out.push(kv(cx, "note", Cell::new("check the data loader and batch size", t.warn)));
         }
     }
-    out.push(kv(cx, "report", Span::styled(format!("gpuplane report job {}", j.id), t.dim)));
+    out.push(kv(cx, "report", Cell::new(format!("gpuplane report job {}", j.id), t.dim)));
     out
 }
 
@@ -167,10 +167,10 @@ pub fn efficiency<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
 /// ceiling and time; a figure without data says so; a node with nothing at a ceiling shows its
 /// figures, so a clean line is a measurement, never an assumption.
 pub fn evidence<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
+    use super::fmt::rate;
     use crate::model::protocol::Focus;
     use crate::sanitize::sanitize;
-    use crate::tui::widgets::rate;
-    let t = cx.theme;
+    let t = cx.tones;
     let Some(ev) =
         cx.s.focus_history
             .as_ref()
@@ -182,7 +182,7 @@ pub fn evidence<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
     let mins = (ev.end - ev.start) / 60;
     let mut out = vec![section(cx, &format!("Evidence on its nodes (last {mins} min, Prometheus)"))];
     for f in &ev.findings {
-        out.push(kv(cx, "finding", Span::styled(sanitize(&f.text).into_owned(), t.warn)));
+        out.push(kv(cx, "finding", Cell::new(sanitize(&f.text).into_owned(), t.warn)));
     }
     let quiet: Vec<&crate::model::evidence::NodeEvidence> =
         ev.nodes.iter().filter(|n| !ev.findings.iter().any(|f| f.node == n.node)).collect();
@@ -200,13 +200,13 @@ pub fn evidence<'a>(cx: &Cx<'a>, j: &crate::model::Job) -> Vec<Line<'a>> {
             pct(n.disk.mean),
             pct(n.cpu.mean),
         );
-        out.push(kv(cx, "measured", Span::styled(text, t.text)));
+        out.push(kv(cx, "measured", Cell::new(text, t.text)));
     }
     if quiet.len() > 4 {
-        out.push(kv(cx, "", Span::styled(format!("and {} more nodes", quiet.len() - 4), t.dim)));
+        out.push(kv(cx, "", Cell::new(format!("and {} more nodes", quiet.len() - 4), t.dim)));
     }
     for m in &ev.no_data {
-        out.push(kv(cx, "no data", Span::styled(sanitize(m).into_owned(), t.dim)));
+        out.push(kv(cx, "no data", Cell::new(sanitize(m).into_owned(), t.dim)));
     }
     out
 }
