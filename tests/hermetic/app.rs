@@ -709,21 +709,21 @@ fn a_views_own_keys_work_there_and_say_where_they_work_elsewhere() {
     // `w` works anywhere: it opens the GPUs view on its wall.
     key(&mut a, KeyCode::Char('w'));
     assert_eq!(a.ui.view, views::gpus::ID);
-    assert!(a.ui.wall);
+    assert!(wall_on(&a));
     key(&mut a, KeyCode::Char('w'));
-    assert!(!a.ui.wall, "w in the GPUs view toggles back to the table");
+    assert!(!wall_on(&a), "w in the GPUs view toggles back to the table");
     // `]` belongs to Cost: elsewhere it says so and changes nothing.
     a.goto(views::nodes::ID);
-    let before = a.ui.cost_window;
+    let before = gpuplane::tui::views::cost::settings(&a.ui.own).window;
     key(&mut a, KeyCode::Char(']'));
     assert_eq!(a.ui.view, views::nodes::ID);
-    assert_eq!(a.ui.cost_window, before);
+    assert_eq!(gpuplane::tui::views::cost::settings(&a.ui.own).window, before);
     assert!(a.ui.message.as_ref().unwrap().0.contains("only in the Cost view"), "{:?}", a.ui.message);
     a.goto(views::cost::ID);
     key(&mut a, KeyCode::Char(']'));
-    assert_eq!(a.ui.cost_window, before + 1);
+    assert_eq!(gpuplane::tui::views::cost::settings(&a.ui.own).window, before + 1);
     key(&mut a, KeyCode::Char('['));
-    assert_eq!(a.ui.cost_window, before);
+    assert_eq!(gpuplane::tui::views::cost::settings(&a.ui.own).window, before);
 }
 
 /// The nodes of the fixed cluster in `state`, by name.
@@ -1438,4 +1438,10 @@ fn z_silences_the_selected_alert_through_the_ops_task() {
     typed(&mut ro, ":silence 2h INC-1 typed anyway\r");
     assert!(rx.try_recv().is_err(), "nothing reaches the ops task");
     assert!(ro.ui.message.clone().unwrap().0.starts_with("read-only:"));
+}
+
+/// Whether the GPUs view shows its wall (its own state).
+fn wall_on(a: &gpuplane::tui::app::App) -> bool {
+    use gpuplane::tui::views::{self, gpus::WallState};
+    a.ui.own.get::<WallState>(views::gpus::ID).is_some_and(|w| w.on)
 }

@@ -41,9 +41,11 @@ fn before_its_first_answer_the_cost_view_is_reading_the_ledger_not_without_one()
     for _ in 0..60 {
         a.update(Msg::Update(sim.tick()));
         a.ledger_tick();
+        a.flush();
     }
     common::typed(&mut a, ":cost\r");
     a.ledger_tick();
+    a.flush();
     // Asked; the answer is not handled yet.
     for (w, h) in [(60, 20), (80, 24), (160, 48)] {
         let screen = common::render(&mut a, w, h);
@@ -83,6 +85,7 @@ fn a_fleets_cost_view_reads_each_clusters_own_ledger() {
             a.update(wrap(c, s.tick()));
         }
         a.ledger_tick();
+        a.flush();
     }
     // Each tracker's writes are on disk before the view asks (the writer batches).
     let (done, wait) = std::sync::mpsc::channel();
@@ -91,12 +94,13 @@ fn a_fleets_cost_view_reads_each_clusters_own_ledger() {
     common::typed(&mut a, ":cost\r");
     assert_eq!(a.ui.view, views::cost::ID);
     a.ledger_tick();
+    a.flush();
     answers(&mut a, &rx, names.len());
     common::render(&mut a, 160, 48);
     assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Ledger { .. }), "{:?}", a.cost.basis);
     // The oracle: what each cluster's own file holds for the window.
     let s = a.state();
-    let window = gpuplane::cost::WINDOWS[a.ui.cost_window].0;
+    let window = gpuplane::cost::WINDOWS[gpuplane::tui::views::cost::settings(&a.ui.own).window].0;
     for c in names {
         let l = Ledger::open(&ledger::path_for(dir.path(), c)).expect("the cluster's ledger");
         let w = l.window(s.now - window, s.now).expect("window");

@@ -333,6 +333,7 @@ fn the_cost_view_says_why_when_the_ledger_is_damaged() {
     a.ledger = Some(LedgerLink::new(w));
     common::typed(&mut a, ":cost\r");
     a.ledger_tick();
+    a.flush();
     let answer = rx.recv_timeout(Duration::from_secs(10)).expect("an answer");
     a.update(Msg::Ledger(answer));
     while let Ok(more) = rx.recv_timeout(Duration::from_millis(200)) {
@@ -362,9 +363,11 @@ fn the_cost_view_reads_the_ledger_the_console_writes() {
     for _ in 0..300 {
         a.update(Msg::Update(sim.tick()));
         a.ledger_tick();
+        a.flush();
     }
     common::typed(&mut a, ":cost\r");
     a.ledger_tick();
+    a.flush();
     // The thread's reports of its writes (for the Sources view) come first.
     let answer = loop {
         match rx.recv_timeout(Duration::from_secs(20)).expect("an answer") {
@@ -424,9 +427,11 @@ fn the_chargeback_total_equals_the_cost_view() {
     for _ in 0..300 {
         a.update(Msg::Update(sim.tick()));
         a.ledger_tick();
+        a.flush();
     }
     common::typed(&mut a, ":cost\r");
     a.ledger_tick();
+    a.flush();
     // The thread's reports of its writes (for the Sources view) come first.
     let answer = loop {
         match rx.recv_timeout(Duration::from_secs(20)).expect("an answer") {
@@ -438,7 +443,7 @@ fn the_chargeback_total_equals_the_cost_view() {
     let screen = common::render(&mut a, 160, 48);
     assert!(matches!(a.cost.basis, gpuplane::cost::Basis::Ledger { .. }), "{:?}", a.cost.basis);
     let s = a.state();
-    let window = gpuplane::cost::WINDOWS[a.ui.cost_window].0;
+    let window = gpuplane::cost::WINDOWS[gpuplane::tui::views::cost::settings(&a.ui.own).window].0;
     let l = Ledger::open(&ledger::path_for(dir.path(), &s.cluster)).expect("ledger");
     let data = l.window(s.now - window, s.now).expect("window");
     let r = gpuplane::cost::report_range(s, s.now - window, s.now, &data);
@@ -687,6 +692,7 @@ fn each_cluster_of_a_fleet_is_recorded_in_its_own_ledger() {
             a.update(wrap(c, s.tick()));
         }
         a.ledger_tick();
+        a.flush();
         for (k, c) in ["east", "west"].into_iter().enumerate() {
             seen[k]
                 .extend(a.state().jobs.iter().filter(|j| j.cluster == c && j.start.is_some()).map(|j| j.id));

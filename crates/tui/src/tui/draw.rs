@@ -3,7 +3,7 @@
 
 use super::app::{App, Mode, complete};
 use super::keymap::Action;
-use super::views::{TableId, VIEWS};
+use super::views::{TableId, VIEWS, ViewCx};
 use super::widgets::Symbols;
 use super::widgets::table;
 use super::widgets::{dur, safe};
@@ -378,16 +378,26 @@ pub fn tab_labels(app: &App, width: usize) -> Vec<(String, bool)> {
 }
 
 pub(crate) fn block<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
+    bordered(&app.theme, app.glyphs, title, focused)
+}
+
+/// A bordered block in the theme and glyph set in force, its border marking focus.
+pub(crate) fn bordered<'a>(
+    theme: &super::theme::Theme,
+    glyphs: super::widgets::Glyphs,
+    title: Vec<Span<'a>>,
+    focused: bool,
+) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
-        .border_set(app.glyphs.border())
-        .border_style(app.theme.border(focused))
+        .border_set(glyphs.border())
+        .border_style(theme.border(focused))
         .title(Line::from(title))
 }
 
-fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
-    let t = &app.theme;
-    let st = &app.ui.tables[id];
+fn table_title<'a>(cx: &ViewCx<'_>, name: &str, id: TableId) -> Vec<Span<'a>> {
+    let t = cx.dx.theme;
+    let st = &cx.tables[id];
     let mut v = vec![Span::styled(format!(" {name} "), t.title)];
     if st.filter.is_empty() {
         v.push(Span::styled(format!("[{}] ", st.rows.len()), t.dim));
@@ -395,7 +405,7 @@ fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
         v.push(Span::styled(format!("[filtered: {} of {}] ", st.rows.len(), st.total()), t.dim));
         v.push(Span::styled(format!("</{}> ", safe(&st.filter.raw)), t.prompt));
     }
-    let (marked, hidden) = app.marks_in(id);
+    let (marked, hidden) = super::app::marks_in(cx.tables, &cx.dx, id);
     if marked > 0 {
         let hidden = if hidden > 0 { format!(", {hidden} hidden by the filter") } else { String::new() };
         v.push(Span::styled(format!("{marked} marked{hidden} "), t.warn));
@@ -407,12 +417,12 @@ fn table_title<'a>(app: &App, name: &str, id: TableId) -> Vec<Span<'a>> {
 pub(crate) fn table_with_detail(
     f: &mut Frame,
     area: Rect,
-    app: &mut App,
+    cx: &mut ViewCx<'_>,
     id: TableId,
     name: &str,
     focused: bool,
 ) {
-    let detail = app.ui.detail && focused;
+    let detail = cx.detail && focused;
     let wide = area.width >= 120;
     let (table_area, detail_area) = match (detail, wide) {
         (false, _) => (Some(area), None),
@@ -423,46 +433,47 @@ pub(crate) fn table_with_detail(
         }
         (true, false) => (None, Some(area)),
     };
-    let title = table_title(app, name, id);
-    let blk = block(app, title, focused && !detail);
-    let mut st = std::mem::take(&mut app.ui.tables[id]);
+    let title = table_title(cx, name, id);
+    let (theme, glyphs) = (cx.dx.theme, cx.dx.glyphs);
+    let blk = bordered(theme, glyphs, title, focused && !detail);
+    let scroll = *cx.detail_scroll;
+    let st = &mut cx.tables[id];
     let mut detail_shown = None;
     {
-        let cx = app.cx();
+        let cx = &cx.dx;
         if let Some(a) = table_area {
-            table::render(f, a, blk, id.source(), &mut st, &cx, focused);
+            table::render(f, a, blk, id.source(), st, cx, focused);
         }
         if let Some(a) = detail_area {
-            let lines = st.selected_key().map(|k| id.source().detail(&cx, k, a.width)).unwrap_or_default();
+            let lines = st.selected_key().map(|k| id.source().detail(cx, k, a.width)).unwrap_or_default();
             let lines = super::widgets::lines(cx.theme, lines);
             // The pane scrolls (it has the movement keys while open), clamped to its text.
             let p = Paragraph::new(lines).wrap(Wrap { trim: false });
             let total = p.line_count(a.width.saturating_sub(2)) as u16;
             let rows = a.height.saturating_sub(2);
-            let first = app.ui.detail_scroll.min(total.saturating_sub(rows));
-            let mut title = vec![Span::styled(format!(" {name}: details "), app.theme.title)];
+            let first = scroll.min(total.saturating_sub(rows));
+            let mut title = vec![Span::styled(format!(" {name}: details "), theme.title)];
             if total > rows {
                 let last = (first + rows).min(total);
                 let more = if last < total { ", pgdn more" } else { "" };
-                title.push(Span::styled(format!("{}-{last} of {total}{more} ", first + 1), app.theme.dim));
+                title.push(Span::styled(format!("{}-{last} of {total}{more} ", first + 1), theme.dim));
             }
-            title.push(Span::styled("(esc closes) ", app.theme.dim));
-            let b = block(app, title, true);
+            title.push(Span::styled("(esc closes) ", theme.dim));
+            let b = bordered(theme, glyphs, title, true);
             f.render_widget(p.block(b).scroll((first, 0)), a);
             detail_shown = Some((rows, total, first));
         }
     }
-    app.ui.tables[id] = st;
     if let Some((rows, total, first)) = detail_shown {
-        app.ui.shown.detail_rows = rows;
-        app.ui.shown.detail_lines = total;
-        app.ui.detail_scroll = first;
+        cx.shown.detail_rows = rows;
+        cx.shown.detail_lines = total;
+        *cx.detail_scroll = first;
     }
 }
 
 fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
     let view = app.ui.view.def();
-    view.draw(f, area, app);
+    view.draw(f, area, &mut app.view_cx());
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
@@ -552,7 +563,7 @@ pub fn hints(app: &App, width: u16) -> Line<'static> {
             .def()
             .keys()
             .iter()
-            .filter(|k| app.ui.view.def().offers(app, k.name))
+            .filter(|k| app.ui.view.def().offers(app.state(), k.name))
             .filter_map(|k| Some((Action::Local(k.name), k.hint?.to_string(), 3))),
     );
     if app.ui.view.def().tables().len() > 1 {

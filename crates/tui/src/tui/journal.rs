@@ -4,6 +4,7 @@
 //! No journal I/O runs on the console's task.
 
 use super::app::App;
+use super::app::Effect;
 use crate::model::protocol::Update;
 use crate::model::timeline::TimelineLoad;
 use crate::store::timeline::{Answer, JournalError, Query, Request, Writer};
@@ -36,6 +37,7 @@ impl TimelineLink {
 pub fn tick(app: &mut App) {
     let Some(l) = app.timeline.as_mut() else { return };
     let s = &mut app.live;
+    let mut fx = Vec::new();
     let (mut events, seq) = s.timeline.take_unsent();
     // The audit log's new actions on this console's clusters.
     let fresh: Vec<crate::audit::Record> =
@@ -54,7 +56,7 @@ pub fn tick(app: &mut App) {
         events.extend(crate::state::journal::from_audit(&fresh, &map));
     }
     if !events.is_empty() {
-        l.writer.send(Request::Record(events));
+        fx.push(Effect::Timeline(Request::Record(events)));
     }
     let every = if app.ui.view == super::views::timeline::ID { REFRESH } else { REFRESH_HIDDEN };
     if l.asked.is_none_or(|t| t.elapsed() >= every) && !s.cluster.is_empty() {
@@ -69,8 +71,9 @@ pub fn tick(app: &mut App) {
             limit: crate::state::journal::SHOWN_MAX,
             ..Default::default()
         };
-        l.writer.send(Request::Load { query, seq });
+        fx.push(Effect::Timeline(Request::Load { query, seq }));
     }
+    app.emit_all(fx);
 }
 
 /// An answer from the journal's thread; returns whether the screen changes.

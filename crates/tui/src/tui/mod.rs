@@ -144,6 +144,14 @@ async fn ready_event(events: &mut EventStream) -> Option<Option<io::Result<Event
     .await
 }
 
+/// Handles a message and carries out the effects it returns (the console's only I/O besides
+/// the terminal: [`app::Effect`]); whether to redraw.
+fn carry(app: &mut App, msg: Msg) -> bool {
+    let (redraw, fx) = app.step(msg);
+    app.carry(fx);
+    redraw
+}
+
 /// The most queued updates applied as one batch (one derivation) before keys are read again.
 const UPDATE_BATCH_MAX: usize = 64;
 
@@ -181,6 +189,7 @@ pub async fn run(
     let mut timeline_answers = opts.timeline_answers.take();
     let mut timeline_open = timeline_answers.is_some();
     app.acks_tick();
+    app.flush();
     // Key-to-frame latency: from a key's arrival to the end of the frame that shows its effect
     // (summarised in the log at exit; benchmarks read it there).
     let mut key_at: Option<Instant> = None;
@@ -271,10 +280,11 @@ pub async fn run(
                         }
                         Some(Ok(Event::Key(k))) => {
                             key_at.get_or_insert_with(Instant::now);
-                            dirty |= app.update(Msg::Key(k));
+                            dirty |= carry(&mut app, Msg::Key(k));
                             app.ledger_tick();
+                            app.flush();
                         }
-                        Some(Ok(Event::Resize(..))) => dirty |= app.update(Msg::Resize),
+                        Some(Ok(Event::Resize(..))) => dirty |= carry(&mut app, Msg::Resize),
                         Some(Ok(_)) => {}
                         Some(Err(e)) => {
                             tracing::warn!("terminal read failed, exiting: {e}");
@@ -306,9 +316,10 @@ pub async fn run(
                     {
                         batch.push(u);
                     }
-                    dirty |= app.update(Msg::Updates(batch));
+                    dirty |= carry(&mut app, Msg::Updates(batch));
                     // What changed goes to the event journal, off this task.
                     journal::tick(&mut app);
+                    app.flush();
                 }
                 // Every backend is gone: keep showing the last data, keep reading keys.
                 None => updates_open = false,
@@ -320,7 +331,7 @@ pub async fn run(
                 }
             }
             ev = op_events.recv(), if ops_open => match ev {
-                Some(ev) => dirty |= app.update(Msg::Op(ev)),
+                Some(ev) => dirty |= carry(&mut app, Msg::Op(ev)),
                 None => ops_open = false,
             },
             a = async {
@@ -329,7 +340,7 @@ pub async fn run(
                     None => std::future::pending().await,
                 }
             }, if ledger_open => match a {
-                Some(a) => dirty |= app.update(Msg::Ledger(a)),
+                Some(a) => dirty |= carry(&mut app, Msg::Ledger(a)),
                 None => ledger_open = false,
             },
             a = async {
@@ -338,7 +349,7 @@ pub async fn run(
                     None => std::future::pending().await,
                 }
             }, if acks_open => match a {
-                Some(a) => dirty |= app.update(Msg::Acks(a)),
+                Some(a) => dirty |= carry(&mut app, Msg::Acks(a)),
                 None => acks_open = false,
             },
             a = async {
@@ -347,7 +358,7 @@ pub async fn run(
                     None => std::future::pending().await,
                 }
             }, if timeline_open => match a {
-                Some(a) => dirty |= app.update(Msg::Timeline(a)),
+                Some(a) => dirty |= carry(&mut app, Msg::Timeline(a)),
                 None => timeline_open = false,
             },
             _ = tick.tick() => {
@@ -359,10 +370,12 @@ pub async fn run(
                 app.acks_tick();
                 // The Timeline's window, read again (events other consoles recorded).
                 journal::tick(&mut app);
+                // What the ticks asked of the stores' threads.
+                app.flush();
                 // Only real sources, pause and break-glass have ages that move on the screen.
                 if !app.state().is_simulated() || app.ui.paused || app.break_glass.is_some() {
                     app.wall_now = wall_now();
-                    dirty |= app.update(Msg::Tick);
+                    dirty |= carry(&mut app, Msg::Tick);
                 }
             }
             _ = hup.recv() => break Exit::HungUp,

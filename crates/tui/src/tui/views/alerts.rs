@@ -15,8 +15,8 @@ use super::ViewId;
 use crate::model::ObjKey;
 use crate::model::alert::{AlertOrigin, AlertState, SilenceState};
 use crate::state::ClusterState;
-use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
+use crate::tui::keymap::Action;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
@@ -60,23 +60,23 @@ impl super::View for View {
         &[&AlertsTable, &SilencesTable]
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        let s = app.state();
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
+        let s = cx.dx.s;
         let active = s.silences.iter().filter(|x| x.state != SilenceState::Expired).count();
         let top_title = title(s);
         let bottom_title = match can_silence(s) {
             true => format!("Silences ({active} active or pending)"),
             false => "Silences (none: Prometheus has no silences; they need --alertmanager URL)".into(),
         };
-        let focus = app.ui.focus;
-        if app.ui.detail && area.width < 120 {
+        let focus = *cx.focus;
+        if cx.detail && area.width < 120 {
             let (id, name) = if focus == 0 { (ALERTS, top_title) } else { (SILENCES, bottom_title) };
-            table_with_detail(f, area, app, id, &name, true);
+            table_with_detail(f, area, cx, id, &name, true);
         } else {
             let [top, bottom] =
                 Layout::vertical([Constraint::Percentage(65), Constraint::Percentage(35)]).areas(area);
-            table_with_detail(f, top, app, ALERTS, &top_title, focus == 0);
-            table_with_detail(f, bottom, app, SILENCES, &bottom_title, focus == 1);
+            table_with_detail(f, top, cx, ALERTS, &top_title, focus == 0);
+            table_with_detail(f, bottom, cx, SILENCES, &bottom_title, focus == 1);
         }
     }
 
@@ -87,48 +87,38 @@ impl super::View for View {
                 help: "alerts: silence the selected alert (:silence 2h why)",
                 hint: Some("silence"),
                 anywhere: false,
-                run: |app, _| app.begin_silence(),
+                run: |_| super::Outcome::Begin(super::Begin::Silence),
             },
             super::ViewKey {
                 name: "expire_silence",
                 help: "alerts: expire the selected silence (:unsilence why)",
                 hint: Some("expire"),
                 anywhere: false,
-                run: |app, _| app.begin_unsilence(),
+                run: |_| super::Outcome::Begin(super::Begin::Unsilence),
             },
         ];
         &KEYS
     }
 
-    fn offers(&self, app: &App, key: &str) -> bool {
+    fn offers(&self, s: &ClusterState, key: &str) -> bool {
         // Silencing needs an Alertmanager: alerts read from Prometheus offer neither key.
-        !matches!(key, "silence_alert" | "expire_silence") || can_silence(app.state())
+        !matches!(key, "silence_alert" | "expire_silence") || can_silence(s)
     }
 
-    fn enter(&self, app: &mut App) -> bool {
+    fn on_action(&self, a: Action, k: &mut super::KeyCx<'_>) -> Option<super::Outcome> {
         // The first Enter opens the detail; the second goes where the alert points.
-        if !app.ui.detail || app.ui.focus != 0 {
-            return false;
+        if a != Action::Enter || !k.detail || *k.focus != 0 {
+            return None;
         }
-        let Some(ObjKey::Alert(fp)) = app.ui.tables[ALERTS].selected_id().cloned() else { return false };
-        let s = app.state();
+        let Some(ObjKey::Alert(fp)) = k.tables[ALERTS].selected_id().cloned() else { return None };
+        let s = k.cx.s;
         let target = s.alerts.iter().find(|a| a.fingerprint == fp).map(|a| jump_target(s, a));
-        match target {
-            None => app.ui.message = Some(("this alert has resolved".into(), false)),
+        Some(match target {
+            None => super::Outcome::Say("this alert has resolved".into(), false),
             Some(None) => {
-                app.ui.message = Some(("this alert names no node, GPU or job of this cluster".into(), false))
+                super::Outcome::Say("this alert names no node, GPU or job of this cluster".into(), false)
             }
-            Some(Some((_, table, id))) => {
-                app.goto(super::view_of(table));
-                app.prepare();
-                // The object may be filtered out there: show it anyway.
-                app.table(table).set_filter("");
-                app.prepare();
-                app.select_obj(table, id);
-                app.ui.detail = true;
-                app.ui.detail_scroll = 0;
-            }
-        }
-        true
+            Some(Some((_, table, id))) => super::Outcome::Show(table, id),
+        })
     }
 }

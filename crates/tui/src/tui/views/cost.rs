@@ -7,7 +7,6 @@ use super::super::widgets::table::TableSource;
 use super::{ViewId, ViewKey};
 use crate::cost::{By, CostReport};
 use crate::model::Epoch;
-use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
 use crate::tui::keymap::Action;
 use crate::tui::theme::Theme;
@@ -247,6 +246,27 @@ const HELP: [(&str, &str); 18] = [
 /// Cost: the bill over a window, by team and by job.
 pub struct View;
 
+/// The Cost view's own state: its window, what its upper table lists, and its table that last
+/// had focus (Tab among the tables its mode shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CostView {
+    /// An index into [`crate::cost::WINDOWS`].
+    pub window: usize,
+    pub by: By,
+    pub focus: usize,
+}
+
+impl Default for CostView {
+    fn default() -> Self {
+        CostView { window: 1, by: By::default(), focus: 0 }
+    }
+}
+
+/// The Cost view's window and grouping as it holds them (its defaults for a state without it).
+pub fn settings(own: &super::ViewStates) -> CostView {
+    own.get::<CostView>(ID).copied().unwrap_or_default()
+}
+
 pub const ID: ViewId = ViewId("cost");
 
 impl super::View for View {
@@ -266,26 +286,31 @@ impl super::View for View {
         &TABLES
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        let by = app.ui.cost_by;
-        let budget = budgets(&app.cost, &app.theme, area.width);
+    fn state(&self) -> super::Own {
+        Box::new(CostView::default())
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
+        let Some(cv) = cx.own.downcast_mut::<CostView>() else { return };
+        let by = cv.by;
+        let budget = budgets(cx.dx.cost, cx.dx.theme, area.width);
         // The legend under the bar when there is room for it (80×24 has; 60×20 has not).
         let legend = area.height >= 20;
         let head_h = 4 + u16::from(legend) + u16::from(budget.is_some());
         let [head, rest] = Layout::vertical([Constraint::Length(head_h), Constraint::Min(3)]).areas(area);
         let keys = format!(
             "  ({}/{} window, {} by)",
-            app.keymap.hint(Action::Local("window_shorter")).unwrap_or_default(),
-            app.keymap.hint(Action::Local("window_longer")).unwrap_or_default(),
-            app.keymap.hint(Action::Local("cost_by")).unwrap_or_default(),
+            cx.keymap.hint(Action::Local("window_shorter")).unwrap_or_default(),
+            cx.keymap.hint(Action::Local("window_longer")).unwrap_or_default(),
+            cx.keymap.hint(Action::Local("cost_by")).unwrap_or_default(),
         );
-        let (_, wname) = crate::cost::WINDOWS[app.ui.cost_window];
-        let mut lines = summary(&app.cost, &app.theme, wname, &keys, app.state().now, area.width);
-        let failed = matches!(app.cost.basis, crate::cost::Basis::Unavailable { .. }) && lines.len() < 3;
+        let (_, wname) = crate::cost::WINDOWS[cv.window];
+        let mut lines = summary(cx.dx.cost, cx.dx.theme, wname, &keys, cx.dx.s.now, area.width);
+        let failed = matches!(cx.dx.cost.basis, crate::cost::Basis::Unavailable { .. }) && lines.len() < 3;
         if !failed {
             // The bar under the total, before the lines that may wrap on a narrow terminal.
             let at = lines.len().min(1);
-            let mut bar = breakdown(&app.cost, &app.theme, area.width, legend);
+            let mut bar = breakdown(cx.dx.cost, cx.dx.theme, area.width, legend);
             bar.extend(budget);
             lines.splice(at..at, bar);
         }
@@ -293,11 +318,11 @@ impl super::View for View {
         f.render_widget(Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }), head);
         // Focus stays on a table the mode shows: Tab past the last shown one comes back round.
         let shows = shown(by);
-        if !shows.contains(&app.ui.focus) {
-            app.ui.focus = shows.iter().copied().find(|i| *i != app.ui.cost_focus).unwrap_or(shows[0]);
+        if !shows.contains(cx.focus) {
+            *cx.focus = shows.iter().copied().find(|i| *i != cv.focus).unwrap_or(shows[0]);
         }
-        app.ui.cost_focus = app.ui.focus;
-        let focus = app.ui.focus;
+        cv.focus = *cx.focus;
+        let focus = *cx.focus;
         let name = |i: usize| -> &'static str {
             match (i, by) {
                 (0, By::User) => "By user",
@@ -311,16 +336,16 @@ impl super::View for View {
         };
         let ids = |i: usize| TABLES[i].id();
         match shows {
-            [one] => table_with_detail(f, rest, app, ids(*one), name(*one), true),
+            [one] => table_with_detail(f, rest, cx, ids(*one), name(*one), true),
             [top_i, bottom_i, ..] => {
-                if app.ui.detail && rest.width < 120 {
-                    table_with_detail(f, rest, app, ids(focus), name(focus), true);
+                if cx.detail && rest.width < 120 {
+                    table_with_detail(f, rest, cx, ids(focus), name(focus), true);
                 } else {
                     let [top, bottom] =
                         Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)])
                             .areas(rest);
-                    table_with_detail(f, top, app, ids(*top_i), name(*top_i), focus == *top_i);
-                    table_with_detail(f, bottom, app, ids(*bottom_i), name(*bottom_i), focus == *bottom_i);
+                    table_with_detail(f, top, cx, ids(*top_i), name(*top_i), focus == *top_i);
+                    table_with_detail(f, bottom, cx, ids(*bottom_i), name(*bottom_i), focus == *bottom_i);
                 }
             }
             [] => {}
@@ -338,8 +363,11 @@ impl super::View for View {
                 help: "cost: longer window",
                 hint: Some("window"),
                 anywhere: false,
-                run: |app, _| {
-                    app.ui.cost_window = (app.ui.cost_window + 1).min(crate::cost::WINDOWS.len() - 1)
+                run: |k| {
+                    if let Some(cv) = k.own.downcast_mut::<CostView>() {
+                        cv.window = (cv.window + 1).min(crate::cost::WINDOWS.len() - 1)
+                    }
+                    super::Outcome::Done
                 },
             },
             ViewKey {
@@ -347,17 +375,23 @@ impl super::View for View {
                 help: "cost: shorter window",
                 hint: None,
                 anywhere: false,
-                run: |app, _| app.ui.cost_window = app.ui.cost_window.saturating_sub(1),
+                run: |k| {
+                    if let Some(cv) = k.own.downcast_mut::<CostView>() {
+                        cv.window = cv.window.saturating_sub(1)
+                    }
+                    super::Outcome::Done
+                },
             },
             ViewKey {
                 name: "cost_by",
                 help: "cost: rows by team, user, cluster, job, cause (and queue wait)",
                 hint: Some("by"),
                 anywhere: false,
-                run: |app, _| {
-                    app.ui.cost_by = app.ui.cost_by.next();
-                    app.ui.focus = shown(app.ui.cost_by)[0];
-                    app.cost.built_for = None;
+                run: |k| {
+                    let Some(cv) = k.own.downcast_mut::<CostView>() else { return super::Outcome::Done };
+                    cv.by = cv.by.next();
+                    *k.focus = shown(cv.by)[0];
+                    super::Outcome::Rebuild
                 },
             },
         ];

@@ -3,13 +3,15 @@
 
 pub use crate::tables::gpus::*;
 
+use super::super::keymap::Action;
 use super::super::widgets::table::Dx;
 use super::super::widgets::table::TableSource;
+use super::super::widgets::table::TableStates;
 use super::super::widgets::{opt, safe};
 use super::detail::spark_line;
-use super::{ViewId, ViewKey};
+use super::{KeyCx, Outcome, ViewId, ViewKey};
 use crate::model::Gpu;
-use crate::tui::app::App;
+use crate::model::ObjKey;
 use crate::tui::draw::table_with_detail;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -26,9 +28,12 @@ pub enum WallMetric {
     Temp,
 }
 
-/// Scroll and selection of the wall, in nodes (state order).
+/// The GPUs view's own state: whether the wall is shown, and its scroll and selection, in
+/// nodes (state order).
 #[derive(Debug, Clone, Default)]
 pub struct WallState {
+    /// The wall is shown instead of the table.
+    pub on: bool,
     pub metric: WallMetric,
     pub selected: usize,
     pub offset_rows: usize,
@@ -294,21 +299,89 @@ impl super::View for View {
         &[&GpusTable]
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        if !app.ui.wall {
-            table_with_detail(f, area, app, TABLE, "GPUs", true);
+    fn state(&self) -> super::Own {
+        Box::new(WallState::default())
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
+        let Some(ws) = cx.own.downcast_mut::<WallState>() else { return };
+        if !ws.on {
+            table_with_detail(f, area, cx, TABLE, "GPUs", true);
             return;
         }
-        let metric = match app.ui.wall_state.metric {
+        let metric = match ws.metric {
             WallMetric::Util => "utilisation",
             WallMetric::Temp => "temperature",
         };
-        let gpus = app.state().gpu_count();
-        let title = vec![Span::styled(format!(" GPU wall: {gpus} GPUs by {metric} "), app.theme.title)];
-        let blk = crate::tui::draw::block(app, title, true);
-        let mut ws = std::mem::take(&mut app.ui.wall_state);
-        draw_wall(f, area, blk, &app.cx(), &mut ws);
-        app.ui.wall_state = ws;
+        let gpus = cx.dx.s.gpu_count();
+        let title = vec![Span::styled(format!(" GPU wall: {gpus} GPUs by {metric} "), cx.dx.theme.title)];
+        let blk = crate::tui::draw::bordered(cx.dx.theme, cx.dx.glyphs, title, true);
+        draw_wall(f, area, blk, &cx.dx, ws);
+    }
+
+    fn opened(&self, name: Option<&str>, own: &mut (dyn std::any::Any + Send)) {
+        if let Some(ws) = own.downcast_mut::<WallState>() {
+            // `:wall` and `:heatmap` open on the wall; leaving the view closes it.
+            ws.on = matches!(name, Some("wall" | "heatmap")) || (name.is_some() && ws.on);
+        }
+    }
+
+    fn shows_tables(&self, own: &(dyn std::any::Any + Send)) -> bool {
+        own.downcast_ref::<WallState>().is_none_or(|ws| !ws.on)
+    }
+
+    fn charts(&self, own: &(dyn std::any::Any + Send)) -> Option<crate::model::protocol::Focus> {
+        // The heatmap's strip charts the fleet's last hour.
+        own.downcast_ref::<WallState>().filter(|ws| ws.on).map(|_| crate::model::protocol::Focus::Fleet)
+    }
+
+    fn prepare(
+        &self,
+        s: &crate::state::ClusterState,
+        tables: &TableStates,
+        own: &mut (dyn std::any::Any + Send),
+    ) {
+        // The wall's cursor is the GPU table's selected node (one identity for both).
+        if let Some(ws) = own.downcast_mut::<WallState>()
+            && let Some(ObjKey::Gpu(g)) = tables[TABLE].selected_id()
+            && let Some(ni) = s.node_at(&g.node)
+        {
+            ws.selected = ni;
+        }
+    }
+
+    fn on_action(&self, a: Action, k: &mut KeyCx<'_>) -> Option<Outcome> {
+        let s = k.cx.s;
+        let ws = k.own.downcast_mut::<WallState>().filter(|ws| ws.on)?;
+        let nodes = s.nodes.len();
+        let rows = match a {
+            Action::Enter => {
+                // To the node under the cursor.
+                let n = s.node_key(ws.selected)?;
+                return Some(Outcome::Show(super::nodes::TABLE, ObjKey::Node(n)));
+            }
+            Action::Back => {
+                ws.on = false;
+                return Some(Outcome::Done);
+            }
+            Action::Up => -1,
+            Action::Down => 1,
+            Action::PageUp => -10,
+            Action::PageDown => 10,
+            Action::Top => -(nodes as isize),
+            Action::Bottom => nodes as isize,
+            _ => return None,
+        };
+        ws.move_rows(rows, nodes);
+        // The GPU table selects the node's first GPU, so both follow the same node when the
+        // nodes are relisted.
+        let ni = ws.selected;
+        if let Some(node) = s.node_key(ni)
+            && let Some(index) = s.nodes[ni].gpus.first().map(|g| g.index)
+        {
+            k.tables[TABLE].select_id(&GpusTable, &k.cx, ObjKey::Gpu(crate::model::GpuKey { node, index }));
+        }
+        Some(Outcome::Done)
     }
 
     fn keys(&self) -> &'static [ViewKey] {
@@ -318,18 +391,26 @@ impl super::View for View {
                 help: "GPUs: table / heatmap wall",
                 hint: Some("wall"),
                 anywhere: true,
-                run: |app, opened| app.ui.wall = opened || !app.ui.wall,
+                run: |k| {
+                    if let Some(ws) = k.own.downcast_mut::<WallState>() {
+                        ws.on = k.opened || !ws.on;
+                    }
+                    Outcome::Done
+                },
             },
             ViewKey {
                 name: "toggle_metric",
                 help: "wall: utilisation / temperature",
                 hint: None,
                 anywhere: false,
-                run: |app, _| {
-                    app.ui.wall_state.metric = match app.ui.wall_state.metric {
-                        WallMetric::Util => WallMetric::Temp,
-                        WallMetric::Temp => WallMetric::Util,
+                run: |k| {
+                    if let Some(ws) = k.own.downcast_mut::<WallState>() {
+                        ws.metric = match ws.metric {
+                            WallMetric::Util => WallMetric::Temp,
+                            WallMetric::Temp => WallMetric::Util,
+                        }
                     }
+                    Outcome::Done
                 },
             },
         ];

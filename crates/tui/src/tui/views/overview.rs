@@ -7,9 +7,10 @@ use super::super::widgets::table::Dx;
 use super::super::widgets::table::TableSource;
 use super::super::widgets::{dur, money, opt};
 use super::ViewId;
+use crate::model::ObjKey;
 use crate::state::{Lifecycle, Severity};
-use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
+use crate::tui::keymap::Action;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -301,35 +302,67 @@ impl super::View for View {
             help: "acknowledge the selected incident (note, ticket; audited)",
             hint: Some("ack"),
             anywhere: false,
-            run: |app, _| app.begin_ack(),
+            run: |_| super::Outcome::Begin(super::Begin::Ack),
         }];
         &KEYS
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        if app.state().is_fleet() {
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
+        if cx.dx.s.is_fleet() {
             // A fleet: a health card per cluster (the focused one alone) above the one list.
-            let n = app.state().clusters().iter().filter(|c| !c.is_empty()).count();
-            let shown = if app.focus.is_some() { 1 } else { n };
+            let n = cx.dx.s.clusters().iter().filter(|c| !c.is_empty()).count();
+            let shown = if cx.cluster.is_some() { 1 } else { n };
             let per_row = (usize::from(area.width) / 20).clamp(1, shown.max(1));
             let h = (5 * shown.div_ceil(per_row) as u16).min((area.height / 2).max(5) / 5 * 5);
             // Where there is room, the fleet's plane totals above the cards (not under a focus:
             // they are the whole fleet's).
-            let planes_h = if area.width >= 100 && area.height >= 36 && app.focus.is_none() { 6 } else { 0 };
+            let planes_h = if area.width >= 100 && area.height >= 36 && cx.cluster.is_none() { 6 } else { 0 };
             let [planes, cards, list] =
                 Layout::vertical([Constraint::Length(planes_h), Constraint::Length(h), Constraint::Min(3)])
                     .areas(area);
             if planes_h > 0 {
-                draw_planes(f, planes, &app.cx());
+                draw_planes(f, planes, &cx.dx);
             }
-            let focus = app.focus.clone();
-            draw_clusters(f, cards, &app.cx(), focus.as_deref());
-            table_with_detail(f, list, app, INCIDENTS, "Incidents (worst first)", true);
+            draw_clusters(f, cards, &cx.dx, cx.cluster);
+            table_with_detail(f, list, cx, INCIDENTS, "Incidents (worst first)", true);
             return;
         }
         let h = if area.width >= 100 { 6 } else { 10 }.min(area.height / 2);
         let [planes, list] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
-        draw_planes(f, planes, &app.cx());
-        table_with_detail(f, list, app, INCIDENTS, "Incidents (worst first)", true);
+        draw_planes(f, planes, &cx.dx);
+        table_with_detail(f, list, cx, INCIDENTS, "Incidents (worst first)", true);
+    }
+
+    fn on_action(&self, a: Action, k: &mut super::KeyCx<'_>) -> Option<super::Outcome> {
+        use super::Outcome;
+        // From an incident's detail, Enter goes to its job, else its node.
+        if a != Action::Enter || !k.detail {
+            return None;
+        }
+        // The incident the operator chose, by what it is, not where it sorted.
+        let Some(ObjKey::Incident(cluster, subject, signal)) = k.tables[INCIDENTS].selected_id().cloned()
+        else {
+            return Some(Outcome::Done);
+        };
+        let s = k.cx.s;
+        let Some(inc) =
+            s.incidents.iter().find(|i| i.cluster == cluster && i.subject == subject && i.signal == signal)
+        else {
+            return Some(Outcome::Say(format!("{subject}: this incident has cleared"), false));
+        };
+        // In its own cluster (a fleet's incidents name theirs).
+        let job = inc.job.filter(|&id| s.job_in(&inc.cluster, id).is_some());
+        let node = inc.node.as_ref().filter(|n| s.node_in(&inc.cluster, n).is_some());
+        let cluster = s.cluster_of(&inc.cluster).clone();
+        Some(match (job, node) {
+            (Some(id), _) => {
+                Outcome::Show(super::jobs::TABLE, ObjKey::Job(crate::model::JobKey { cluster, id }))
+            }
+            (None, Some(name)) => Outcome::Show(
+                super::nodes::TABLE,
+                ObjKey::Node(crate::model::NodeKey { cluster, name: name.clone() }),
+            ),
+            (None, None) => Outcome::Done,
+        })
     }
 }

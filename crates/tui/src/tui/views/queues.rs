@@ -6,7 +6,6 @@ pub use crate::tables::queues::*;
 use super::super::widgets::safe;
 use super::super::widgets::table::TableSource;
 use super::ViewId;
-use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -33,17 +32,17 @@ impl super::View for View {
         &[&QueuesTable, &MyJobsTable]
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
         let [top, bottom] =
             Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(area);
-        let focus = app.ui.focus;
-        let my = format!("My jobs ({})", safe(&app.user));
-        if app.ui.detail && area.width < 120 {
+        let focus = *cx.focus;
+        let my = format!("My jobs ({})", safe(cx.dx.user));
+        if cx.detail && area.width < 120 {
             let (id, name) = if focus == 0 { (QUEUES, "Queues") } else { (MY_JOBS, my.as_str()) };
-            table_with_detail(f, area, app, id, name, true);
+            table_with_detail(f, area, cx, id, name, true);
         } else {
-            table_with_detail(f, top, app, QUEUES, "Queues", focus == 0);
-            table_with_detail(f, bottom, app, MY_JOBS, &my, focus == 1);
+            table_with_detail(f, top, cx, QUEUES, "Queues", focus == 0);
+            table_with_detail(f, bottom, cx, MY_JOBS, &my, focus == 1);
         }
     }
 }

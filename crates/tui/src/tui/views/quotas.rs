@@ -29,14 +29,14 @@ impl super::View for QuotasView {
         &[&QuotasTable, &super::rollup::TeamsTable, &super::rollup::PeopleTable]
     }
 
-    fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, app: &mut crate::tui::app::App) {
+    fn draw(&self, f: &mut ratatui::Frame, area: ratatui::layout::Rect, cx: &mut super::ViewCx<'_>) {
         use crate::tui::draw::table_with_detail;
         use ratatui::layout::{Constraint, Layout};
-        let focus = app.ui.focus;
+        let focus = *cx.focus;
         let names = [(TABLE, "Quotas"), (super::rollup::TEAMS, "Teams"), (super::rollup::PEOPLE, "People")];
-        if app.ui.detail && area.width < 120 {
+        if cx.detail && area.width < 120 {
             let (id, name) = names[focus.min(2)];
-            table_with_detail(f, area, app, id, name, true);
+            table_with_detail(f, area, cx, id, name, true);
             return;
         }
         let [top, bottom] =
@@ -47,7 +47,7 @@ impl super::View for QuotasView {
             Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom)
         };
         for (i, a) in [top, left, right].into_iter().enumerate() {
-            table_with_detail(f, a, app, names[i].0, names[i].1, focus == i);
+            table_with_detail(f, a, cx, names[i].0, names[i].1, focus == i);
         }
     }
 }

@@ -14,8 +14,8 @@ use super::super::widgets::table::TableSource;
 use super::ViewId;
 use crate::clock::clock;
 use crate::model::ObjKey;
-use crate::tui::app::App;
 use crate::tui::draw::table_with_detail;
+use crate::tui::keymap::Action;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
@@ -40,44 +40,30 @@ impl super::View for View {
         &[&TimelineTable]
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
-        let n = app.state().timeline.events.len();
-        let title = match app.state().timeline.events.first() {
-            Some(e) => format!("Timeline ({n} events since {})", clock(app.state().now, e.at)),
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
+        let n = cx.dx.s.timeline.events.len();
+        let title = match cx.dx.s.timeline.events.first() {
+            Some(e) => format!("Timeline ({n} events since {})", clock(cx.dx.s.now, e.at)),
             None => "Timeline (nothing recorded yet)".into(),
         };
-        table_with_detail(f, area, app, TABLE, &title, true);
+        table_with_detail(f, area, cx, TABLE, &title, true);
     }
 
-    fn enter(&self, app: &mut App) -> bool {
+    fn on_action(&self, a: Action, k: &mut super::KeyCx<'_>) -> Option<super::Outcome> {
         // The first Enter opens the detail; the second goes to the event's subject.
-        if !app.ui.detail {
-            return false;
+        if a != Action::Enter || !k.detail {
+            return None;
         }
-        let Some(ObjKey::Event(id)) = app.ui.tables[TABLE].selected_id().cloned() else { return false };
-        let target = {
-            let cx = app.cx();
-            cx.s.timeline.events.iter().find(|e| e.id() == id).map(|e| jump_target(&cx, e))
-        };
-        match target {
+        let Some(ObjKey::Event(id)) = k.tables[TABLE].selected_id().cloned() else { return None };
+        let target = k.cx.s.timeline.events.iter().find(|e| e.id() == id).map(|e| jump_target(&k.cx, e));
+        Some(match target {
             None => {
-                app.ui.message =
-                    Some(("this event is no longer held (past the journal's window)".into(), false))
+                super::Outcome::Say("this event is no longer held (past the journal's window)".into(), false)
             }
             Some(None) => {
-                app.ui.message =
-                    Some(("this event names no node, GPU or job this console holds".into(), false))
+                super::Outcome::Say("this event names no node, GPU or job this console holds".into(), false)
             }
-            Some(Some((_, table, obj))) => {
-                app.goto(super::view_of(table));
-                app.prepare();
-                app.table(table).set_filter("");
-                app.prepare();
-                app.select_obj(table, obj);
-                app.ui.detail = true;
-                app.ui.detail_scroll = 0;
-            }
-        }
-        true
+            Some(Some((_, table, obj))) => super::Outcome::Show(table, obj),
+        })
     }
 }

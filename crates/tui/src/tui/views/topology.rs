@@ -6,7 +6,7 @@ use super::super::widgets::table::Dx;
 use super::super::widgets::table::TableSource;
 use super::ViewId;
 use crate::model::{LinkKind, Node, NodeKey};
-use crate::tui::app::App;
+use crate::tui::keymap::Action;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::layout::{Constraint, Layout};
@@ -320,21 +320,59 @@ impl super::View for View {
         &[]
     }
 
-    fn draw(&self, f: &mut Frame, area: Rect, app: &mut App) {
+    fn state(&self) -> super::Own {
+        Box::new(TreeState::<TreeId>::default())
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, cx: &mut super::ViewCx<'_>) {
         let [tree, matrix] =
             Layout::horizontal([Constraint::Percentage(38), Constraint::Percentage(62)]).areas(area);
-        let blk = crate::tui::draw::block(app, vec![Span::styled(" Topology ", app.theme.title)], true);
-        let mut ts = std::mem::take(&mut app.ui.tree);
-        draw_tree(f, tree, blk, &app.cx(), &mut ts, true);
-        app.ui.tree = ts;
-        let cx = app.cx();
-        let node = app.topology_node().and_then(|k| cx.s.node_in(&k.cluster, &k.name)).or(cx.s.nodes.first());
-        let lines = node.map(|n| matrix_lines(&cx, n, matrix.width.saturating_sub(2))).unwrap_or_default();
-        let b = crate::tui::draw::block(
-            app,
-            vec![Span::styled(" GPU links (nvidia-smi topo -m) ", app.theme.title)],
+        let Some(ts) = cx.own.downcast_mut::<TreeState<TreeId>>() else { return };
+        let dx = &cx.dx;
+        let blk = crate::tui::draw::bordered(
+            dx.theme,
+            dx.glyphs,
+            vec![Span::styled(" Topology ", dx.theme.title)],
+            true,
+        );
+        draw_tree(f, tree, blk, dx, ts, true);
+        let node = selected_node(ts).and_then(|k| dx.s.node_in(&k.cluster, &k.name)).or(dx.s.nodes.first());
+        let lines = node.map(|n| matrix_lines(dx, n, matrix.width.saturating_sub(2))).unwrap_or_default();
+        let b = crate::tui::draw::bordered(
+            dx.theme,
+            dx.glyphs,
+            vec![Span::styled(" GPU links (nvidia-smi topo -m) ", dx.theme.title)],
             false,
         );
         f.render_widget(Paragraph::new(lines).block(b), matrix);
+    }
+
+    fn shows_tables(&self, _own: &(dyn std::any::Any + Send)) -> bool {
+        false
+    }
+
+    fn selected(&self, own: &(dyn std::any::Any + Send)) -> Option<crate::model::ObjKey> {
+        own.downcast_ref::<TreeState<TreeId>>().and_then(selected_node).map(crate::model::ObjKey::Node)
+    }
+
+    fn on_action(&self, a: Action, k: &mut super::KeyCx<'_>) -> Option<super::Outcome> {
+        let ts = k.own.downcast_mut::<TreeState<TreeId>>()?;
+        if ts.selected().is_empty()
+            && let Some(p) = first_pool(k.cx.s)
+        {
+            ts.select(vec![p]);
+        }
+        let page = 20;
+        match a {
+            Action::Up => ts.key_up(),
+            Action::Down => ts.key_down(),
+            Action::Top => ts.select_first(),
+            Action::Bottom => ts.select_last(),
+            Action::PageUp => ts.scroll_up(page),
+            Action::PageDown => ts.scroll_down(page),
+            Action::Enter => ts.toggle_selected(),
+            _ => return None,
+        };
+        Some(super::Outcome::Done)
     }
 }
