@@ -1034,7 +1034,7 @@ fn help_lists_every_key_and_every_command_of_the_active_keymap() {
             let line = line.unwrap_or_else(|| panic!("{name}: :{canonical} is not in the help:\n{text}"));
             assert!(line.contains(c), "{name}: {c} is not on {line:?}");
         }
-        for (names, _, _) in gpuplane::tui::app::COMMANDS {
+        for gpuplane::tui::app::Command { names, .. } in gpuplane::tui::app::COMMANDS.iter() {
             for n in names.iter() {
                 assert!(
                     text.lines().any(|l| l.contains(&format!(":{}", names[0])) && l.contains(n)),

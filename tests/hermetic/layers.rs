@@ -457,3 +457,32 @@ fn a_command_importing_the_console_is_caught() {
     }
     assert_eq!(check("commands/get.rs", "use crate::tables::table::Cx;"), Vec::<String>::new());
 }
+
+/// Views are components: they draw from a `ViewCx` and answer keys with an `Outcome`; none
+/// names the console's `App` (so none can reach past its own state into the shell's).
+#[test]
+fn no_view_takes_the_app() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/tui/src/tui/views");
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    assert!(files.len() >= 14, "the walk is broken: {files:?}");
+    let mut planted = Names(Vec::new());
+    planted.visit_file(&syn::parse_file("fn draw(app: &mut crate::tui::app::App) {}").unwrap());
+    assert!(planted.0.iter().any(|n| n == "App"), "the check would miss a view taking the App");
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("readable");
+        let file = syn::parse_file(&text).expect("parses");
+        let mut v = Names(Vec::new());
+        v.visit_file(&file);
+        assert!(!v.0.iter().any(|n| n == "App"), "{} names the console's App", f.display());
+    }
+}
+
+/// Every identifier a file's syntax names (paths and types), for the test above.
+struct Names(Vec<String>);
+
+impl<'ast> Visit<'ast> for Names {
+    fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
+        self.0.push(i.to_string());
+    }
+}

@@ -118,7 +118,7 @@ pub fn entries(app: &App) -> Vec<Entry> {
         };
         out.push(Entry::Item(format!(":{}", v.id().0), format!("{}{also}", v.title())));
     }
-    for (names, args, what) in COMMANDS {
+    for super::app::Command { names, args, help: what, .. } in COMMANDS.iter() {
         let head = names.first().copied().unwrap_or_default();
         let also = match names.get(1..) {
             Some(rest) if !rest.is_empty() => format!(" (also {})", rest.join(", ")),

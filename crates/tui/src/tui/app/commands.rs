@@ -13,26 +13,85 @@ pub struct DoctorReport {
 pub type DoctorRunner = std::sync::Arc<
     dyn Fn() -> tokio::sync::oneshot::Receiver<Vec<crate::model::doctor::Check>> + Send + Sync,
 >;
-/// The built-in `:` commands besides the views: their names (the first is the one completion
-/// offers), arguments and what they do. Completion and help read this.
-pub const COMMANDS: &[(&[&str], &str, &str)] = &[
-    (&["quit", "q", "q!", "exit"], "", "quit"),
-    (&["help", "h"], "", "this help"),
-    (&["pause"], "", "pause / resume the screen"),
-    (&["theme"], "NAME", "dark, light, high-contrast, monochrome"),
-    (&["breakglass", "bg"], "TICKET [MIN] REASON", "time-boxed elevation, audited (:breakglass end)"),
-    (&["ctx", "context"], "[NAME]", "list / switch Kubernetes contexts"),
-    (&["cluster"], "[NAME|all]", "focus one cluster of a fleet (every table, the header); all: the fleet"),
-    (&["doctor"], "", "check the configuration, as gpuplane doctor (OK / WARN / FAIL, the fix)"),
-    (&["acceptance", "nccl"], "[per-node|pairs|all]", "NCCL test on the marked nodes (confirm, audited)"),
-    (&["ack"], "[TICKET] NOTE", "acknowledge the selected incident (audited; shared with other consoles)"),
-    (&["silence"], "DURATION [TICKET] REASON", "silence the selected alert in Alertmanager (audited)"),
-    (&["unsilence"], "[TICKET] REASON", "expire the selected silence in Alertmanager (audited)"),
+/// A built-in `:` command: its names (the first is the one completion offers), its arguments,
+/// what it does, and what runs it. Completion, help and the command line read the registry
+/// ([`COMMANDS`]); a new command is one entry here.
+pub struct Command {
+    pub names: &'static [&'static str],
+    pub args: &'static str,
+    pub help: &'static str,
+    /// Runs it with the rest of the line.
+    pub run: fn(&mut App, &str),
+}
+
+const fn cmd(
+    names: &'static [&'static str],
+    args: &'static str,
+    help: &'static str,
+    run: fn(&mut App, &str),
+) -> Command {
+    Command { names, args, help, run }
+}
+
+/// The built-in `:` commands besides the views.
+pub static COMMANDS: &[Command] = &[
+    cmd(&["quit", "q", "q!", "exit"], "", "quit", |a, _| a.ui.quit = true),
+    cmd(&["help", "h"], "", "this help", |a, _| a.open_help()),
+    cmd(&["pause"], "", "pause / resume the screen", |a, _| a.toggle_pause()),
+    cmd(&["theme"], "NAME", "dark, light, high-contrast, monochrome", |a, rest| {
+        let (theme, err) = Theme::load(rest, a.config_dir.as_deref(), false);
+        a.theme = theme;
+        a.ui.message = err.map(|e| (e.to_string(), true));
+    }),
+    cmd(
+        &["breakglass", "bg"],
+        "TICKET [MIN] REASON",
+        "time-boxed elevation, audited (:breakglass end)",
+        App::break_glass_command,
+    ),
+    cmd(&["ctx", "context"], "[NAME]", "list / switch Kubernetes contexts", App::context_command),
+    cmd(
+        &["cluster"],
+        "[NAME|all]",
+        "focus one cluster of a fleet (every table, the header); all: the fleet",
+        App::cluster_command,
+    ),
+    cmd(
+        &["doctor"],
+        "",
+        "check the configuration, as gpuplane doctor (OK / WARN / FAIL, the fix)",
+        |a, _| a.doctor_command(),
+    ),
+    cmd(
+        &["acceptance", "nccl"],
+        "[per-node|pairs|all]",
+        "NCCL test on the marked nodes (confirm, audited)",
+        App::acceptance_command,
+    ),
+    cmd(
+        &["ack"],
+        "[TICKET] NOTE",
+        "acknowledge the selected incident (audited; shared with other consoles)",
+        App::ack_command,
+    ),
+    cmd(
+        &["silence"],
+        "DURATION [TICKET] REASON",
+        "silence the selected alert in Alertmanager (audited)",
+        App::silence_command,
+    ),
+    cmd(
+        &["unsilence"],
+        "[TICKET] REASON",
+        "expire the selected silence in Alertmanager (audited)",
+        App::unsilence_command,
+    ),
 ];
+
 /// Command names for completion: every view name and the built-in commands.
 pub fn command_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = views::all_names().collect();
-    v.extend(COMMANDS.iter().filter_map(|(names, _, _)| names.first().copied()));
+    v.extend(COMMANDS.iter().filter_map(|c| c.names.first().copied()));
     v
 }
 /// Completes the first word of a command line. Names that mean the same view complete to the
@@ -94,37 +153,23 @@ impl App {
         let mut words = cmd.split_whitespace();
         let Some(head) = words.next() else { return };
         let rest = words.collect::<Vec<_>>().join(" ");
-        match head {
-            "q" | "quit" | "q!" | "exit" => self.ui.quit = true,
-            "help" | "h" => self.open_help(),
-            "pause" => self.toggle_pause(),
-            "breakglass" | "bg" => self.break_glass_command(&rest),
-            "ctx" | "context" => self.context_command(&rest),
-            "cluster" => self.cluster_command(&rest),
-            "acceptance" | "nccl" => self.acceptance_command(&rest),
-            "doctor" => self.doctor_command(),
-            "ack" => self.ack_command(&rest),
-            "silence" => self.silence_command(&rest),
-            "unsilence" => self.unsilence_command(&rest),
-            "theme" => {
-                let (theme, err) = Theme::load(&rest, self.config_dir.as_deref(), false);
-                self.theme = theme;
-                self.ui.message = err.map(|e| (e.to_string(), true));
+        if let Some(c) = COMMANDS.iter().find(|c| c.names.contains(&head)) {
+            return (c.run)(self, &rest);
+        }
+        let name = head;
+        match ViewId::by_name(name) {
+            Some(v) => {
+                self.goto(v);
+                // The name it was opened by may choose what it shows (`:wall`).
+                v.def().opened(Some(name), self.ui.own.of(v));
+                if !rest.is_empty() {
+                    self.set_filter(rest);
+                }
             }
-            name => match ViewId::by_name(name) {
-                Some(v) => {
-                    self.goto(v);
-                    // The name it was opened by may choose what it shows (`:wall`).
-                    v.def().opened(Some(name), self.ui.own.of(v));
-                    if !rest.is_empty() {
-                        self.set_filter(rest);
-                    }
-                }
-                None => {
-                    self.ui.message =
-                        Some((format!("unknown command {name:?} (tab completes; :help lists views)"), true))
-                }
-            },
+            None => {
+                self.ui.message =
+                    Some((format!("unknown command {name:?} (tab completes; :help lists views)"), true))
+            }
         }
     }
 
