@@ -377,9 +377,4 @@ impl App {
         };
         self.start_action(ActionKind::Acceptance(mode));
     }
-
-    /// Every ops task: the one, or each fleet cluster's.
-    pub(crate) fn ops_txs(&self) -> Vec<&tokio::sync::mpsc::UnboundedSender<OpMsg>> {
-        self.ops_tx.iter().chain(self.routes.values().filter_map(|r| r.tx.as_ref())).collect()
-    }
 }

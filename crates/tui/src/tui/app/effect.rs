@@ -117,6 +117,11 @@ impl App {
         }
     }
 
+    /// Every ops task: the one, or each fleet cluster's.
+    pub(crate) fn ops_txs(&self) -> Vec<&tokio::sync::mpsc::UnboundedSender<OpMsg>> {
+        self.ops_tx.iter().chain(self.routes.values().filter_map(|r| r.tx.as_ref())).collect()
+    }
+
     fn send_ops(&mut self, to: To, msg: OpMsg) {
         let run = matches!(msg, OpMsg::Run(_));
         let (sent, cluster) = match to {
