@@ -62,7 +62,7 @@ fn filter_narrows_live_and_esc_clears() {
     a.prepare();
     let all = a.ui.tables[views::nodes::TABLE].rows.len();
     typed(&mut a, "/state=down");
-    assert!(matches!(a.ui.mode, Mode::Filter(_)));
+    assert!(a.ui.mode.filter_line().is_some());
     a.prepare();
     let down = a.ui.tables[views::nodes::TABLE].rows.clone();
     assert!(!down.is_empty() && down.len() < all);
@@ -196,7 +196,7 @@ fn help_is_generated_from_the_active_keymap() {
     assert!(screen.contains("filter rows"));
     let mut e = app();
     e.keymap = gpuplane::tui::keymap::Keymap::builtin("emacs");
-    e.ui.mode = Mode::Help;
+    e.open_help();
     let screen = render(&mut e, 100, 60);
     assert!(screen.contains("keymap: emacs"));
     assert!(screen.contains("^n"), "emacs bindings listed:\n{screen}");
@@ -500,7 +500,7 @@ async fn acceptance_key_on_marked_simulated_nodes_runs_tracks_and_judges() {
     );
     assert!(screen.contains("type \"3\" to confirm"), "{screen}");
     typed(&mut a, "after the cable swap\r3\r");
-    assert_eq!(a.ui.mode, Mode::Normal);
+    assert_eq!(a.ui.mode.name(), "normal");
     assert!(a.marks.nodes.is_empty(), "marks are spent on the action");
     // Follow the events until every job is judged and the store's picture comes back.
     let mut results = 0;
@@ -577,7 +577,7 @@ fn acceptance_command_modes_usage_and_help() {
     assert!(bad && msg.starts_with("usage: :acceptance [per-node|pairs|all]"), "{msg}");
     // Pairs need an even number of nodes: one selected node is refused before any dialog.
     typed(&mut a, ":fabric node==gpu-001\r:acceptance pairs\r");
-    assert_eq!(a.ui.mode, Mode::Normal);
+    assert_eq!(a.ui.mode.name(), "normal");
     assert!(a.ui.message.as_ref().unwrap().0.contains("pairs needs an even number of nodes (got 1)"));
     // All on the selected node: one job, a plain confirmation.
     typed(&mut a, ":acceptance all\r");
@@ -966,10 +966,10 @@ fn help_pages_closes_only_on_q_esc_or_question_mark_and_reopens_at_the_top() {
     typed(&mut a, "?");
     render(&mut a, 80, 24);
     key(&mut a, KeyCode::PageDown);
-    assert_eq!(a.ui.mode, Mode::Help, "PgDn pages, it does not close");
-    assert!(a.ui.help_scroll > 1);
+    assert_eq!(a.ui.mode.name(), "help", "PgDn pages, it does not close");
+    assert!(a.ui.mode.help().map_or(0, |h| h.scroll) > 1);
     typed(&mut a, "x");
-    assert_eq!(a.ui.mode, Mode::Help, "a stray key does nothing");
+    assert_eq!(a.ui.mode.name(), "help", "a stray key does nothing");
     // Clamped: the end shows the last line, never blank space.
     key(&mut a, KeyCode::End);
     for _ in 0..5 {
@@ -977,19 +977,23 @@ fn help_pages_closes_only_on_q_esc_or_question_mark_and_reopens_at_the_top() {
     }
     let screen = render(&mut a, 80, 24);
     let total = help_text(&a).lines().count() as u16;
-    assert_eq!(a.ui.help_scroll, total - a.ui.shown.help_rows, "{screen}");
+    assert_eq!(
+        a.ui.mode.help().map_or(0, |h| h.scroll),
+        total - a.ui.mode.help().map_or(0, |h| h.rows),
+        "{screen}"
+    );
     let last = help_text(&a).lines().last().unwrap_or_default().trim().to_string();
     assert!(!last.is_empty() && screen.contains(&last), "the last line ({last}) shows: {screen}");
     for close in ["q", "\x1b", "?"] {
         typed(&mut a, close);
-        assert_eq!(a.ui.mode, Mode::Normal, "{close:?} closes");
+        assert_eq!(a.ui.mode.name(), "normal", "{close:?} closes");
         assert!(!a.ui.quit);
         // Every way in opens at the top.
         typed(&mut a, "?G");
-        assert!(a.ui.help_scroll > 0 || render(&mut a, 80, 24).is_empty());
+        assert!(a.ui.mode.help().map_or(0, |h| h.scroll) > 0 || render(&mut a, 80, 24).is_empty());
         key(&mut a, KeyCode::Esc);
         typed(&mut a, ":help\r");
-        assert_eq!((a.ui.mode.clone(), a.ui.help_scroll), (Mode::Help, 0));
+        assert_eq!(a.ui.mode.help().map(|h| h.scroll), Some(0));
     }
 }
 
@@ -997,7 +1001,7 @@ fn help_pages_closes_only_on_q_esc_or_question_mark_and_reopens_at_the_top() {
 fn help_is_searchable() {
     let mut a = app();
     typed(&mut a, "?/drain");
-    assert!(a.ui.help_searching);
+    assert!(a.ui.mode.help().is_some_and(|h| h.searching));
     let text = help_text(&a);
     assert!(text.contains("drain node(s)") && text.contains("actions"), "{text}");
     assert!(!text.contains("page down") && !text.contains(":quotas"), "{text}");
@@ -1005,12 +1009,12 @@ fn help_is_searchable() {
     assert!(screen.contains("/drain_"), "{screen}");
     // Enter keeps the search (keys page again); Esc drops it, a second Esc closes.
     typed(&mut a, "\rj");
-    assert_eq!(a.ui.mode, Mode::Help);
-    assert_eq!(a.ui.help_query, "drain");
+    assert_eq!(a.ui.mode.name(), "help");
+    assert_eq!(a.ui.mode.help().map(|h| h.query.as_str()), Some("drain"));
     key(&mut a, KeyCode::Esc);
-    assert_eq!((a.ui.mode.clone(), a.ui.help_query.as_str()), (Mode::Help, ""));
+    assert_eq!(a.ui.mode.help().map(|h| h.query.as_str()), Some(""));
     key(&mut a, KeyCode::Esc);
-    assert_eq!(a.ui.mode, Mode::Normal);
+    assert_eq!(a.ui.mode.name(), "normal");
     typed(&mut a, "?/zzzz");
     assert!(render(&mut a, 80, 24).contains("nothing matches \"zzzz\""));
 }
@@ -1205,7 +1209,7 @@ fn doctor_runs_off_the_ui_task_and_shows_each_check_with_its_fix() {
     });
     a.doctor = Some(runner);
     typed(&mut a, ":doctor\r");
-    assert_eq!(a.ui.mode, Mode::Help);
+    assert_eq!(a.ui.mode.name(), "help");
     assert!(render(&mut a, 80, 24).contains("running the checks"));
     // The console still answers while the checks run.
     key(&mut a, KeyCode::Char('j'));
@@ -1250,7 +1254,7 @@ fn doctor_runs_off_the_ui_task_and_shows_each_check_with_its_fix() {
     assert!(screen.contains("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE") && !screen.contains("check-00"), "{screen}");
     key(&mut a, KeyCode::Esc);
     key(&mut a, KeyCode::Char('q'));
-    assert_eq!(a.ui.mode, Mode::Normal);
+    assert_eq!(a.ui.mode.name(), "normal");
     // The help is the help again.
     typed(&mut a, ":help\r");
     assert!(!render(&mut a, 80, 24).contains(" doctor "));

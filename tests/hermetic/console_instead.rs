@@ -95,7 +95,7 @@ async fn a_22_05_drain_asks_only_the_reason_then_shows_the_line_to_run() {
     // Nothing went to the ops task: nothing sent, nothing audited.
     assert!(a.op_panel.is_empty() && a.pending_plugin.is_none());
     key(&mut a, KeyCode::Esc);
-    assert_eq!(a.ui.mode, Mode::Normal);
+    assert_eq!(a.ui.mode.name(), "normal");
 }
 
 /// The copy key hands the terminal exactly the OSC 52 sequence of the line: ESC ] 52 ; c ;

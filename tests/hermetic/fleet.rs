@@ -410,10 +410,11 @@ fn cluster_focus_narrows_every_table_to_one_cluster() {
     assert_eq!(a.focus, None);
     // Completion: the command, then its argument.
     common::typed(&mut a, ":clu\t");
-    assert!(matches!(&a.ui.mode, gpuplane::tui::app::Mode::Command(b) if b == "cluster "), "{:?}", a.ui.mode);
+    assert_eq!(a.ui.mode.command_line(), Some("cluster "), "{:?}", a.ui.mode);
     common::typed(&mut a, "s\t");
-    assert!(matches!(&a.ui.mode, gpuplane::tui::app::Mode::Command(b) if b == "cluster sim-"));
-    assert_eq!(a.ui.completions, ["sim-1", "sim-2", "sim-3"]);
+    assert_eq!(a.ui.mode.command_line(), Some("cluster sim-"));
+    let gpuplane::tui::app::Mode::Prompt(p) = &a.ui.mode else { panic!("{:?}", a.ui.mode) };
+    assert_eq!(p.completions, ["sim-1", "sim-2", "sim-3"]);
     common::typed(&mut a, "3\t\r");
     assert_eq!(a.focus.as_deref(), Some("sim-3"));
 }

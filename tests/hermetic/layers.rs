@@ -458,14 +458,18 @@ fn a_command_importing_the_console_is_caught() {
     assert_eq!(check("commands/get.rs", "use crate::tables::table::Cx;"), Vec::<String>::new());
 }
 
-/// Views are components: they draw from a `ViewCx` and answer keys with an `Outcome`; none
-/// names the console's `App` (so none can reach past its own state into the shell's).
+/// Views and dialogs are components: views draw from a `ViewCx` and answer keys with an
+/// `Outcome`, dialogs from a `dialogs::Cx` with a `Reply`; none names the console's `App` (so
+/// none can reach past its own state into the shell's).
 #[test]
-fn no_view_takes_the_app() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/tui/src/tui/views");
+fn no_view_or_dialog_takes_the_app() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/tui/src/tui");
     let mut files = Vec::new();
-    rust_files(&dir, &mut files);
+    rust_files(&root.join("views"), &mut files);
     assert!(files.len() >= 14, "the walk is broken: {files:?}");
+    let views = files.len();
+    rust_files(&root.join("dialogs"), &mut files);
+    assert!(files.len() >= views + 5, "the walk of the dialogs is broken: {files:?}");
     let mut planted = Names(Vec::new());
     planted.visit_file(&syn::parse_file("fn draw(app: &mut crate::tui::app::App) {}").unwrap());
     assert!(planted.0.iter().any(|n| n == "App"), "the check would miss a view taking the App");
@@ -474,7 +478,11 @@ fn no_view_takes_the_app() {
         let file = syn::parse_file(&text).expect("parses");
         let mut v = Names(Vec::new());
         v.visit_file(&file);
-        assert!(!v.0.iter().any(|n| n == "App"), "{} names the console's App", f.display());
+        assert!(
+            !v.0.iter().any(|n| n == "App"),
+            "{} names the console's App (a view or dialog gets what it needs through its cx)",
+            f.display()
+        );
     }
 }
 

@@ -482,7 +482,7 @@ fn alerts_from_prometheus() {
         typed(&mut a, "z");
         let msg = a.ui.message.clone().map(|m| m.0).unwrap_or_default();
         assert!(msg.contains("read from Prometheus") && msg.contains("--alertmanager"), "{msg}");
-        assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Command(_)), "no silence prompt opened");
+        assert!(!matches!(a.ui.mode, gpuplane::tui::app::Mode::Prompt(_)), "no silence prompt opened");
     }
 }
 

@@ -193,7 +193,7 @@ async fn slurm24_acceptance_from_the_console_is_followed_to_its_verdict() {
     let plan = conf.plan.lines();
     assert!(plan[0].contains(&format!("nodelist={} gpus/node=8", chosen.join(","))), "{plan:?}");
     typed(&mut a, "rerun after repair\r");
-    assert_eq!(a.ui.mode, Mode::Normal);
+    assert_eq!(a.ui.mode.name(), "normal");
     let mut verdict = None;
     while verdict.is_none() || a.state().acceptance.len() < 2 {
         let ev = tokio::time::timeout(Duration::from_secs(180), ev_rx.recv()).await.expect("event").unwrap();

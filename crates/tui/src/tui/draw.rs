@@ -1,7 +1,8 @@
 //! Draws a whole frame from the app: header, body (the current view), footer, help overlay.
 //! Pure: the same state gives the same frame.
 
-use super::app::{App, Mode, complete};
+use super::app::App;
+use super::dialogs::Place;
 use super::keymap::Action;
 use super::views::{TableId, VIEWS, ViewCx};
 use super::widgets::Symbols;
@@ -31,22 +32,7 @@ pub fn draw(f: &mut Frame, app: &mut App, wall_now: Epoch) {
     if !app.op_panel.is_empty() {
         draw_op_panel(f, body, app);
     }
-    if app.ui.mode == Mode::Help {
-        // The rows the help has (less its border and search line), and the scroll clamped to
-        // them: it never runs into blank space.
-        let lines = help_lines(app);
-        let searching = app.ui.help_searching || !app.ui.help_query.is_empty();
-        let rows = body.height.saturating_sub(2 + u16::from(searching)).max(1);
-        app.ui.shown.help_rows = rows;
-        app.ui.help_scroll = app.ui.help_scroll.min((lines.len() as u16).saturating_sub(rows));
-        draw_help(f, body, app, lines);
-    }
-    if let Mode::Confirm(_) = &app.ui.mode {
-        draw_confirm(f, body, app);
-    }
-    if let Mode::Instead(d) = &app.ui.mode {
-        super::instead::draw(f, body, app, d);
-    }
+    draw_dialog(f, body, footer, app);
     if !app.glyphs.unicode {
         super::widgets::asciify(f.buffer_mut());
     }
@@ -70,106 +56,13 @@ fn draw_op_panel(f: &mut Frame, body: Rect, app: &App) {
     f.render_widget(Paragraph::new(lines).block(b), r);
 }
 
-/// The confirmation: exactly what will happen, the reason, the ticket, and the typed word. The
-/// summary (and what was refused, and a note when the marks are not the highlighted row) stay
-/// on top; the plan's lines scroll between them and the fields.
-fn draw_confirm(f: &mut Frame, body: Rect, app: &mut App) {
-    let Mode::Confirm(c) = &app.ui.mode else { return };
-    let t = &app.theme;
-    let w = body.width.min(90);
-    let r = Rect { x: body.x + (body.width - w) / 2, y: body.y, width: w, height: body.height };
-    f.render_widget(Clear, r);
-    let dry = if c.req.dry_run { "DRY RUN " } else { "" };
-    let title = format!(" {dry}{} {} target(s) ", c.req.kind.label(), c.plan.steps.len());
-    let b =
-        block(app, vec![Span::styled(title, if c.req.kind.destructive() { t.crit } else { t.title })], true);
-    let inner = b.inner(r);
-    f.render_widget(b, r);
-    let mut top: Vec<Line> = Vec::new();
-    if let Some(l) = c.plan.refused_line() {
-        top.push(Line::styled(safe(&l).into_owned(), t.warn));
-    }
-    // Past a blast-radius limit under break-glass: every limit, in the alarm colour.
-    for l in c.plan.limit_lines() {
-        top.push(Line::styled(safe(&l).into_owned(), t.crit));
-    }
-    if let Some(n) = &c.note {
-        top.push(Line::styled(safe(n).into_owned(), t.info));
-    }
-    if !c.hidden.is_empty() {
-        top.push(Line::styled(
-            format!("{} of the marked targets are hidden by the filter", c.hidden.len()),
-            t.warn,
-        ));
-    }
-    top.push(Line::styled(safe(&c.plan.summary()).into_owned(), t.text));
-    let field = |n: usize, label: &str, value: &str| {
-        let active = c.field == n;
-        Line::from(vec![
-            Span::styled(format!("{label:<22}"), if active { t.prompt } else { t.dim }),
-            Span::styled(safe(value).into_owned(), t.text),
-            Span::styled(if active { "_" } else { "" }, t.prompt),
-        ])
-    };
-    let mut bottom =
-        vec![Line::raw(""), field(0, "reason (required):", &c.reason), field(1, "ticket:", &c.ticket)];
-    if let Some(word) = &c.plan.confirm_word {
-        bottom.push(field(2, &format!("type {word:?} to confirm:"), &c.typed));
-    }
-    if let Some(e) = &c.error {
-        bottom.push(Line::styled(e.clone(), t.crit));
-    }
-    if !c.plan.notes.is_empty() {
-        bottom.push(Line::styled(
-            format!("schedulers of paired hosts: {} (^s: both, slurm, kube)", c.pick.label()),
-            t.info,
-        ));
-    }
-    bottom.push(Line::styled("tab field · enter run · ^d dry run · pgdn plan · esc cancel", t.dim));
-    let height = |ls: &[Line]| -> u16 {
-        Paragraph::new(ls.to_vec()).wrap(Wrap { trim: false }).line_count(inner.width) as u16
-    };
-    let (top_h, bottom_h) = (height(&top), height(&bottom));
-    // The plan wraps (nothing cut mid-value on a narrow terminal) and scrolls by rows.
-    let plan: Vec<Line> = super::app::confirm_body(c)
-        .iter()
-        .map(|l| {
-            let st = if l.trim_start().starts_with("[hidden by filter]") { t.warn } else { t.text };
-            Line::styled(safe(l).into_owned(), st)
-        })
-        .collect();
-    let plan = Paragraph::new(plan).wrap(Wrap { trim: false });
-    let total = plan.line_count(inner.width) as u16;
-    // The plan's rows: what is left, less one for the "more" line when it does not all fit.
-    let room = inner.height.saturating_sub(top_h + bottom_h);
-    let fits = total <= room;
-    let rows = if fits { total } else { room.saturating_sub(1) };
-    let first = (c.scroll.min(usize::from(u16::MAX)) as u16).min(total.saturating_sub(rows));
-    let more = (!fits && room > 0).then(|| {
-        let below = total.saturating_sub(first + rows);
-        Line::styled(
-            format!("rows {}-{} of {total}; {below} more below (pgdn/pgup scroll)", first + 1, first + rows),
-            t.dim,
-        )
-    });
-    let [a, m, more_area, z] = Layout::vertical([
-        Constraint::Length(top_h),
-        Constraint::Length(rows),
-        Constraint::Length(u16::from(more.is_some())),
-        Constraint::Min(0),
-    ])
-    .areas(inner);
-    f.render_widget(Paragraph::new(top).wrap(Wrap { trim: false }), a);
-    f.render_widget(plan.scroll((first, 0)), m);
-    if let Some(l) = more {
-        f.render_widget(Paragraph::new(l), more_area);
-    }
-    f.render_widget(Paragraph::new(bottom).wrap(Wrap { trim: false }), z);
-    app.ui.shown.plan_rows = rows;
-    app.ui.shown.plan_total = total;
-    let first = usize::from(first);
-    if let Mode::Confirm(c) = &mut app.ui.mode {
-        c.scroll = first;
+/// The open dialog, over the body or in the footer; what it showed handed back to it.
+fn draw_dialog(f: &mut Frame, body: Rect, footer: Rect, app: &mut App) {
+    let Some(d) = app.ui.mode.dialog() else { return };
+    let area = if d.place() == Place::Footer { footer } else { body };
+    let drawn = d.draw(f, area, &app.dialog_cx());
+    if let Some(d) = app.ui.mode.dialog_mut() {
+        d.drawn(drawn);
     }
 }
 
@@ -478,43 +371,13 @@ fn draw_body(f: &mut Frame, area: Rect, app: &mut App) {
 
 fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let line = match &app.ui.mode {
-        Mode::Command(buf) => {
-            let (completed, _) = complete(buf);
-            let ghost = completed.strip_prefix(buf.as_str()).unwrap_or("").to_string();
-            let mut spans = vec![
-                Span::styled(":", t.prompt),
-                Span::styled(buf.clone(), t.text),
-                Span::styled(ghost, t.dim),
-                Span::styled("_", t.prompt),
-            ];
-            // An ambiguous Tab: the candidates, beside the line.
-            if !app.ui.completions.is_empty() {
-                spans.push(Span::styled("   ", t.dim));
-                spans.push(Span::styled(app.ui.completions.join("  "), t.info));
-            }
-            // What a write command would act on (`:silence` names the alert's matchers).
-            if let Some(h) = app.command_hint(buf) {
-                spans.push(Span::styled(format!("   {}", safe(&h)), t.dim));
-            }
-            Line::from(spans)
-        }
-        Mode::Filter(buf) => {
-            let mut v = vec![
-                Span::styled("/", t.prompt),
-                Span::styled(buf.clone(), t.text),
-                Span::styled("_", t.prompt),
-            ];
-            match app.focused_table().and_then(|id| app.ui.tables[id].filter_error()) {
-                Some(e) => v.push(Span::styled(format!("  {}", safe(e)), t.crit)),
-                None => v.push(Span::styled("  enter keep, esc clear", t.dim)),
-            }
-            Line::from(v)
-        }
-        _ => match &app.ui.message {
-            Some((m, err)) => Line::styled(safe(m).into_owned(), if *err { t.crit } else { t.info }),
-            None => hints(app, area.width),
-        },
+    if app.ui.mode.dialog().is_some_and(|d| d.place() == Place::Footer) {
+        // The prompt line draws there itself.
+        return;
+    }
+    let line = match &app.ui.message {
+        Some((m, err)) => Line::styled(safe(m).into_owned(), if *err { t.crit } else { t.info }),
+        None => hints(app, area.width),
     };
     f.render_widget(Paragraph::new(line), area);
 }
@@ -538,7 +401,7 @@ pub fn hints(app: &App, width: u16) -> Line<'static> {
         list.push((Action::Enter, "details".into(), 4));
     }
     let marks = app.marks.nodes.len() + app.marks.jobs.len();
-    if !app.readonly && app.ui.mode == Mode::Normal {
+    if !app.readonly && app.ui.mode.is_normal() {
         let on = app.selected_obj();
         let job = matches!(on, Some(crate::model::ObjKey::Job(_)));
         let node = !job && on.and_then(|o| o.node()).is_some();
@@ -600,39 +463,9 @@ pub fn hints(app: &App, width: u16) -> Line<'static> {
 /// The help as shown (generated from the active keymap and the registry, searched with the
 /// current query): see [`super::help`].
 pub fn help_lines(app: &App) -> Vec<Line<'static>> {
-    super::help::lines(app)
-}
-
-/// The help: paged, searched, clamped (the rows it has were set by [`draw`]).
-fn draw_help(f: &mut Frame, area: Rect, app: &App, lines: Vec<Line<'static>>) {
-    let t = &app.theme;
-    let w = area.width.min(72);
-    let r = Rect { x: area.x + (area.width - w) / 2, y: area.y, width: w, height: area.height };
-    f.render_widget(Clear, r);
-    let rows = app.ui.shown.help_rows as usize;
-    let first = app.ui.help_scroll as usize;
-    let name = if app.ui.doctor.is_some() { " doctor " } else { " help " };
-    let mut title = vec![Span::styled(name, t.title)];
-    if lines.len() > rows {
-        title.push(Span::styled(
-            format!("{}-{} of {} ", first + 1, (first + rows).min(lines.len()), lines.len()),
-            t.dim,
-        ));
-    }
-    title.push(Span::styled("(pgdn/pgup page · / search · q esc ? close) ", t.dim));
-    let b = block(app, title, true);
-    let inner = b.inner(r);
-    f.render_widget(b, r);
-    let searching = app.ui.help_searching || !app.ui.help_query.is_empty();
-    let [text, search] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(u16::from(searching))]).areas(inner);
-    f.render_widget(Paragraph::new(lines).scroll((app.ui.help_scroll, 0)), text);
-    if searching {
-        let mut spans =
-            vec![Span::styled("/", t.prompt), Span::styled(safe(&app.ui.help_query).into_owned(), t.text)];
-        if app.ui.help_searching {
-            spans.push(Span::styled("_", t.prompt));
-        }
-        f.render_widget(Paragraph::new(Line::from(spans)), search);
+    let cx = app.dialog_cx();
+    match app.ui.mode.help() {
+        Some(h) => h.lines(&cx),
+        None => super::dialogs::Help::new().lines(&cx),
     }
 }

@@ -1,13 +1,12 @@
-//! The `?` help: generated from the active keymap, the view registry, the built-in commands,
-//! the user's aliases and hotkeys and the plugins, so it lists every key and every `:` command
-//! there is. It is paged and searched (`/`): the lines shown are those that match, under their
-//! heading.
+//! The `?` help's entries: generated from the active keymap, the view registry, the built-in
+//! commands, the user's aliases and hotkeys and the plugins, so it lists every key and every `:`
+//! command there is. The pager that shows and searches them is a dialog
+//! ([`super::dialogs::Help`]).
 
 use super::app::{App, COMMANDS};
 use super::keymap::Action;
 use super::views::VIEWS;
 use super::widgets::safe;
-use ratatui::text::{Line, Span};
 
 /// One line of help.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,74 +178,6 @@ pub fn search(entries: Vec<Entry>, query: &str) -> Vec<Entry> {
         }
     }
     out
-}
-
-/// The help's lines as shown: searched with the current query.
-pub fn lines(app: &App) -> Vec<Line<'static>> {
-    let t = &app.theme;
-    if let Some(d) = &app.ui.doctor {
-        return doctor_lines(app, d);
-    }
-    let shown = search(entries(app), &app.ui.help_query);
-    if shown.is_empty() {
-        return vec![Line::styled(format!("nothing matches {:?}", safe(&app.ui.help_query)), t.dim)];
-    }
-    shown
-        .into_iter()
-        .map(|e| match e {
-            Entry::Heading(h) => Line::styled(h, t.title),
-            Entry::Note(n) => Line::styled(n, t.dim),
-            Entry::Item(k, what) => {
-                Line::from(vec![Span::styled(format!("  {k:<14}"), t.key), Span::styled(what, t.text)])
-            }
-        })
-        .collect()
-}
-
-/// `:doctor`'s report in the pager: one line per check (OK, WARN, FAIL), its fix under it;
-/// the search keeps the checks whose text matches.
-fn doctor_lines(app: &App, d: &crate::tui::app::DoctorReport) -> Vec<Line<'static>> {
-    use crate::sanitize::sanitize;
-    let t = &app.theme;
-    if d.running {
-        return vec![Line::styled("running the checks of gpuplane doctor…", t.dim)];
-    }
-    let q = app.ui.help_query.to_lowercase();
-    let (mut ok, mut warn, mut fail) = (0, 0, 0);
-    let mut out = Vec::new();
-    for c in &d.lines {
-        use crate::model::doctor::Status;
-        match c.status {
-            Status::Ok => ok += 1,
-            Status::Warn => warn += 1,
-            Status::Fail => fail += 1,
-        }
-        let what = c.what();
-        let text = format!("{what} {} {}", c.detail, c.fix.as_deref().unwrap_or("")).to_lowercase();
-        if !q.is_empty() && !text.contains(&q) {
-            continue;
-        }
-        let style = match c.status {
-            Status::Ok => t.ok,
-            Status::Warn => t.warn,
-            Status::Fail => t.crit,
-        };
-        out.push(Line::from(vec![
-            Span::styled(format!("{:<5}", c.status.label()), style),
-            Span::styled(format!("{} ", sanitize(&what)), t.key),
-            Span::styled(sanitize(&c.detail).into_owned(), t.text),
-        ]));
-        if let Some(fix) = &c.fix {
-            out.push(Line::styled(format!("      fix: {}", sanitize(fix)), t.dim));
-        }
-    }
-    let mut head =
-        vec![Line::styled(format!("{ok} OK · {warn} WARN · {fail} FAIL (as `gpuplane doctor`)"), t.title)];
-    if out.is_empty() {
-        head.push(Line::styled(format!("nothing matches {:?}", sanitize(&app.ui.help_query)), t.dim));
-    }
-    head.extend(out);
-    head
 }
 
 #[cfg(test)]

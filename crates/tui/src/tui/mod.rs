@@ -3,9 +3,9 @@
 //! something changed.
 
 pub mod app;
+pub mod dialogs;
 pub mod draw;
 pub mod help;
-pub mod instead;
 pub mod journal;
 pub mod keymap;
 pub mod plugins;

@@ -3,12 +3,6 @@
 
 use super::*;
 
-/// `:doctor`'s report: the checks while they run (none yet), then their lines.
-#[derive(Debug, Clone, Default)]
-pub struct DoctorReport {
-    pub running: bool,
-    pub lines: Vec<crate::model::doctor::Check>,
-}
 /// Starts the checks of `gpuplane doctor` off the UI task; the answer comes on the receiver.
 pub type DoctorRunner = std::sync::Arc<
     dyn Fn() -> tokio::sync::oneshot::Receiver<Vec<crate::model::doctor::Check>> + Send + Sync,
@@ -183,8 +177,7 @@ impl App {
         if self.doctor_rx.is_none() {
             self.doctor_rx = Some(run());
         }
-        self.open_help();
-        self.ui.doctor = Some(DoctorReport { running: true, lines: Vec::new() });
+        self.ui.mode = Mode::Help(Box::new(Help::doctor()));
         self.poll_doctor();
     }
 
@@ -204,7 +197,10 @@ impl App {
         };
         self.doctor_rx = None;
         // Shown if the report is still open (a new `:doctor` runs the checks again).
-        if let Some(d) = &mut self.ui.doctor {
+        if let Some(d) = match &mut self.ui.mode {
+            Mode::Help(h) => h.doctor.as_mut(),
+            _ => None,
+        } {
             d.running = false;
             d.lines = lines;
         }

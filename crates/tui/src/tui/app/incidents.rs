@@ -36,7 +36,7 @@ impl App {
         }
         self.prepare();
         match self.ack_target() {
-            Ok(_) => self.ui.mode = Mode::Command("ack ".into()),
+            Ok(_) => self.ui.mode = Mode::Prompt(Prompt::command("ack ")),
             Err(m) => self.ui.message = Some((m, true)),
         }
     }
@@ -182,7 +182,7 @@ impl App {
         }
         self.prepare();
         match self.silence_target() {
-            Ok(_) => self.ui.mode = Mode::Command("silence ".into()),
+            Ok(_) => self.ui.mode = Mode::Prompt(Prompt::command("silence ")),
             Err(m) => self.ui.message = Some((m, true)),
         }
     }
@@ -196,7 +196,7 @@ impl App {
         }
         self.prepare();
         match self.unsilence_target() {
-            Ok(_) => self.ui.mode = Mode::Command("unsilence ".into()),
+            Ok(_) => self.ui.mode = Mode::Prompt(Prompt::command("unsilence ")),
             Err(m) => self.ui.message = Some((m, true)),
         }
     }

@@ -13,7 +13,7 @@ use crate::model::protocol::Update;
 use crate::model::{ObjKey, Text};
 use crate::ops::{self, ActionKind, OpEvent, OpJob, OpMsg, OpRequest, Plan, Planner};
 use crate::state::ClusterState;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyEvent;
 
 /// A [`Cx`] over the shown state that borrows `App`'s fields one by one, so that the tables
 /// (`$app.ui.tables`) can be changed while it lives.
@@ -39,18 +39,18 @@ mod breakglass;
 mod commands;
 mod components;
 mod confirm;
+mod dialogs;
 mod effect;
 mod incidents;
 mod marks;
 mod nav;
 mod plugin;
-mod prompt;
 mod results;
 mod stores;
 
+pub use super::dialogs::{Confirm, DoctorReport, Help, Mode, Prompt, confirm_body};
 pub use breakglass::*;
 pub use commands::*;
-pub use confirm::*;
 pub use effect::*;
 pub use incidents::*;
 pub use marks::marks_in;
@@ -76,18 +76,6 @@ pub enum Msg {
     Timeline(crate::store::timeline::Answer),
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Mode {
-    Normal,
-    Command(String),
-    Filter(String),
-    Help,
-    /// The confirmation of an action: the plan, and the reason, ticket and typed confirmation.
-    Confirm(Box<Confirm>),
-    /// An action this cluster cannot perform: its reason and ticket, then what to run instead.
-    Instead(Box<super::instead::Instead>),
-}
-
 /// UI state: which view, selections, filters, modes. Owned by the UI task only.
 #[derive(Debug)]
 pub struct Ui {
@@ -102,31 +90,18 @@ pub struct Ui {
     /// Each view's own state (the wall's cursor, the tree's, the Cost view's window).
     pub own: views::ViewStates,
     pub message: Option<(String, bool)>,
-    pub help_scroll: u16,
-    /// The help's search (`/` in help): the lines shown are those that match.
-    pub help_query: String,
-    /// Whether keys go to the help's search line.
-    pub help_searching: bool,
     /// The detail pane's first line shown (it has focus while open: movement keys scroll it).
     pub detail_scroll: u16,
-    /// Command names an ambiguous Tab completion offers, shown beside the command line.
-    pub completions: Vec<String>,
-    /// Rows the last frame showed of the help, the detail pane and the plan (a page for
-    /// PgUp/PgDn, and the clamp).
+    /// Rows the last frame showed of the detail pane (a page for PgUp/PgDn, and the clamp).
     pub shown: Shown,
     pub quit: bool,
-    /// `:doctor`'s report, shown in the help's pager while it is open (`None`: the help).
-    pub doctor: Option<DoctorReport>,
 }
 
 /// Rows the last frame had for scrollable text, and how many lines it held.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Shown {
-    pub help_rows: u16,
     pub detail_rows: u16,
     pub detail_lines: u16,
-    pub plan_rows: u16,
-    pub plan_total: u16,
 }
 
 impl Shown {
@@ -148,14 +123,9 @@ impl Default for Ui {
             paused: false,
             own: views::ViewStates::default(),
             message: None,
-            help_scroll: 0,
-            help_query: String::new(),
-            help_searching: false,
             detail_scroll: 0,
-            completions: Vec::new(),
             shown: Shown::default(),
             quit: false,
-            doctor: None,
         }
     }
 }
@@ -371,12 +341,7 @@ impl App {
         if k.kind == ratatui::crossterm::event::KeyEventKind::Release {
             return;
         }
-        match self.ui.mode.clone() {
-            Mode::Confirm(c) => self.on_confirm_key(k, *c),
-            Mode::Instead(d) => self.on_instead_key(k, *d),
-            Mode::Command(buf) => self.on_prompt_key(k, buf, true),
-            Mode::Filter(buf) => self.on_prompt_key(k, buf, false),
-            Mode::Help => self.on_help_key(k),
+        match self.ui.mode {
             Mode::Normal => {
                 self.ui.message = None;
                 if let Some(a) = self.keymap.action(&k) {
@@ -387,6 +352,7 @@ impl App {
                     self.plugin_key(&k);
                 }
             }
+            _ => self.on_dialog_key(k),
         }
     }
 

@@ -14,7 +14,7 @@ impl App {
         match a {
             Action::Quit => self.ui.quit = true,
             Action::Help => self.open_help(),
-            Action::Command => self.ui.mode = Mode::Command(String::new()),
+            Action::Command => self.ui.mode = Mode::Prompt(Prompt::command("")),
             Action::Filter => {
                 let current = match self.focused_table() {
                     Some(t) => {
@@ -23,7 +23,7 @@ impl App {
                     }
                     None => String::new(),
                 };
-                self.ui.mode = Mode::Filter(current);
+                self.ui.mode = Mode::Prompt(Prompt::filter(&current));
             }
             Action::Pause => self.toggle_pause(),
             Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom

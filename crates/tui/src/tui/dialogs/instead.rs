@@ -5,11 +5,11 @@
 //! wrapped to the terminal, with a key that copies it through the `copy-osc52` plugin (the
 //! console's OSC 52 path). Nothing is sent and nothing is audited as sent.
 
-use super::app::{App, PluginRun};
-use super::draw::block;
-use super::plugins::{self, Plugin};
-use super::widgets::safe;
+use super::{Cx, Dialog, Drawn, Reply, centred};
 use crate::ops::{ActionKind, OpRequest};
+use crate::tui::app::PluginRun;
+use crate::tui::plugins::{self, Plugin};
+use crate::tui::widgets::safe;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
@@ -33,9 +33,9 @@ pub struct Instead {
     pub copied: bool,
 }
 
-/// What a key asks of the console.
+/// What a key asks of the dialog itself.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+enum Step {
     Stay,
     Close,
     /// The reason and ticket are in: fill the lines from the planner.
@@ -64,7 +64,7 @@ impl Instead {
         }
     }
 
-    pub fn on_key(&mut self, k: KeyEvent) -> Step {
+    fn step(&mut self, k: KeyEvent) -> Step {
         let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
         if !self.lines.is_empty() {
             return match k.code {
@@ -114,52 +114,93 @@ pub fn copy(loaded: &[Plugin], text: &str) -> Option<PluginRun> {
     Some(PluginRun { name: p.name, program, args, background: false })
 }
 
-/// The prompt or the panel, over the body, wrapped to its width.
-pub fn draw(f: &mut Frame, body: Rect, app: &App, d: &Instead) {
-    let t = &app.theme;
-    let w = body.width.min(100);
-    let r = Rect { x: body.x + (body.width - w) / 2, y: body.y, width: w, height: body.height };
-    f.render_widget(Clear, r);
-    let targets = d.req.targets.join(", ");
-    let title = format!(" {} {} — gpuplane cannot send this ", d.req.kind.label(), targets);
-    let b = block(app, vec![Span::styled(safe(&title).into_owned(), t.warn)], true);
-    let inner = b.inner(r);
-    f.render_widget(b, r);
-    let mut lines = vec![Line::styled(safe(&d.refusal).into_owned(), t.warn), Line::raw("")];
-    if d.lines.is_empty() {
-        lines.push(Line::styled(
-            "Nothing will be sent or audited. Type the reason and ticket: gpuplane gives you the \
-             command to run on a host with Slurm's tools, carrying them.",
-            t.text,
-        ));
-        lines.push(Line::raw(""));
-        let field = |n: usize, label: &str, value: &str| {
-            let active = d.field == n;
-            Line::from(vec![
-                Span::styled(format!("{label:<20}"), if active { t.prompt } else { t.dim }),
-                Span::styled(safe(value).into_owned(), t.text),
-                Span::styled(if active { "_" } else { "" }, t.prompt),
-            ])
-        };
-        lines.push(field(0, "reason (required):", &d.reason));
-        lines.push(field(1, "ticket:", &d.ticket));
-        if let Some(e) = &d.error {
-            lines.push(Line::styled(safe(e).into_owned(), t.crit));
-        }
-        lines.push(Line::raw(""));
-        lines.push(Line::styled("tab field · enter show the command · esc cancel", t.dim));
-    } else {
-        lines.push(Line::styled("Run instead, on a host with Slurm's tools:", t.text));
-        lines.push(Line::raw(""));
-        lines.extend(d.lines.iter().map(|l| Line::styled(safe(l).into_owned(), t.info)));
-        lines.push(Line::raw(""));
-        if d.copied {
-            lines.push(Line::styled("copied (OSC 52: the terminal you sit at)", t.ok));
-        }
-        if let Some(e) = &d.error {
-            lines.push(Line::styled(safe(e).into_owned(), t.crit));
-        }
-        lines.push(Line::styled("c copy · esc close (nothing was sent)", t.dim));
+impl Dialog for Instead {
+    fn name(&self) -> &'static str {
+        "instead"
     }
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+
+    /// The lines come from the planner's refusal of the filled request (what the command line
+    /// prints); the copy goes through the OSC 52 plugin.
+    fn key(&mut self, k: KeyEvent, cx: &Cx<'_>) -> Reply {
+        match self.step(k) {
+            Step::Stay => {}
+            Step::Close => {
+                let what = if self.copied { "copied; " } else { "" };
+                return Reply::Say(
+                    format!("{} not sent ({what}nothing was done here)", self.req.kind.label()),
+                    false,
+                );
+            }
+            Step::Lines => match cx.lend.plan(&self.filled(), crate::ops::fleet::Pick::default()) {
+                Some(Err(e)) if !e.instead().is_empty() => self.lines = e.instead().to_vec(),
+                Some(Err(e)) => self.error = Some(e.to_string()),
+                // The preflight learnt meanwhile that it can: ask again from the start.
+                _ => self.error = Some("the cluster now accepts this action: esc, then ask again".into()),
+            },
+            Step::Copy => match cx.lend.copy(&self.copied_text()) {
+                Some(run) => {
+                    self.copied = true;
+                    return Reply::Plugin(run);
+                }
+                None => self.error = Some("no copy-osc52 plugin to copy with".into()),
+            },
+        }
+        Reply::Stay
+    }
+
+    /// The prompt or the panel, over the body, wrapped to its width.
+    fn draw(&self, f: &mut Frame, body: Rect, cx: &Cx<'_>) -> Drawn {
+        let d = self;
+        let t = cx.theme;
+        let r = centred(body, 100);
+        f.render_widget(Clear, r);
+        let targets = d.req.targets.join(", ");
+        let title = format!(" {} {} — gpuplane cannot send this ", d.req.kind.label(), targets);
+        let b = crate::tui::draw::bordered(
+            t,
+            cx.glyphs,
+            vec![Span::styled(safe(&title).into_owned(), t.warn)],
+            true,
+        );
+        let inner = b.inner(r);
+        f.render_widget(b, r);
+        let mut lines = vec![Line::styled(safe(&d.refusal).into_owned(), t.warn), Line::raw("")];
+        if d.lines.is_empty() {
+            lines.push(Line::styled(
+                "Nothing will be sent or audited. Type the reason and ticket: gpuplane gives you the \
+                 command to run on a host with Slurm's tools, carrying them.",
+                t.text,
+            ));
+            lines.push(Line::raw(""));
+            let field = |n: usize, label: &str, value: &str| {
+                let active = d.field == n;
+                Line::from(vec![
+                    Span::styled(format!("{label:<20}"), if active { t.prompt } else { t.dim }),
+                    Span::styled(safe(value).into_owned(), t.text),
+                    Span::styled(if active { "_" } else { "" }, t.prompt),
+                ])
+            };
+            lines.push(field(0, "reason (required):", &d.reason));
+            lines.push(field(1, "ticket:", &d.ticket));
+            if let Some(e) = &d.error {
+                lines.push(Line::styled(safe(e).into_owned(), t.crit));
+            }
+            lines.push(Line::raw(""));
+            lines.push(Line::styled("tab field · enter show the command · esc cancel", t.dim));
+        } else {
+            lines.push(Line::styled("Run instead, on a host with Slurm's tools:", t.text));
+            lines.push(Line::raw(""));
+            lines.extend(d.lines.iter().map(|l| Line::styled(safe(l).into_owned(), t.info)));
+            lines.push(Line::raw(""));
+            if d.copied {
+                lines.push(Line::styled("copied (OSC 52: the terminal you sit at)", t.ok));
+            }
+            if let Some(e) = &d.error {
+                lines.push(Line::styled(safe(e).into_owned(), t.crit));
+            }
+            lines.push(Line::styled("c copy · esc close (nothing was sent)", t.dim));
+        }
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+        Drawn::default()
+    }
 }
