@@ -9,10 +9,10 @@
 //! layer's modules under their old paths, so `gpuplane::state::ClusterState` still names them.
 
 pub use gpuplane_backend::backend;
-pub use gpuplane_infra::{audit, datafile, playbook, store};
+pub use gpuplane_infra::{audit, datafile, playbook, record, store};
 pub use gpuplane_model::{clock, memory, model, sanitize};
 pub use gpuplane_ops::{acceptance, cost, ops};
-pub use gpuplane_state::{state, testing};
+pub use gpuplane_state::{replay, state, testing};
 pub use gpuplane_tables::tables;
 pub use gpuplane_tui::tui;
 

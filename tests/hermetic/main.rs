@@ -44,6 +44,7 @@ mod nvml_cgroup;
 mod nvml_e2e;
 mod nvml_fake;
 mod prom_recorded;
+mod replay;
 mod screenshots;
 mod shared_hosts;
 mod slow_link;

@@ -16,7 +16,17 @@ use std::path::Path;
 pub const DEFAULT: &str = include_str!("../../../playbooks/default.toml");
 
 /// What a step offers on the actions road.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StepAction {
     Drain,
@@ -34,7 +44,15 @@ impl StepAction {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Deserialize,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     /// What to do, for a person.
@@ -47,7 +65,15 @@ pub struct Step {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Deserialize,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Escalation {
     pub count: u32,
@@ -61,7 +87,7 @@ pub struct Escalation {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Playbook {
     pub signals: Vec<String>,
@@ -78,7 +104,7 @@ struct File {
 }
 
 /// Every playbook, by signal.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Playbooks {
     list: Vec<Playbook>,
     by_signal: HashMap<String, usize>,

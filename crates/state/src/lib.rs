@@ -6,6 +6,7 @@ use gpuplane_backend::backend;
 use gpuplane_infra::{audit, playbook, store};
 use gpuplane_model::{clock, model, sanitize};
 
+pub mod replay;
 pub mod state;
 #[doc(hidden)]
 pub mod testing;

@@ -4,7 +4,20 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
@@ -22,7 +35,19 @@ impl Verdict {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DriftKind {
     Driver,
@@ -45,7 +70,7 @@ impl DriftKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Drift {
     pub node: String,
     pub kind: DriftKind,
@@ -54,7 +79,7 @@ pub struct Drift {
 }
 
 /// What the console shows per node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct NodeAcceptance {
     pub node: String,
     pub last_run: String,

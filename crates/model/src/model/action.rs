@@ -52,7 +52,9 @@ fn within(after: &Option<Duration>) -> String {
 pub const FORBIDDEN_FIX: &str = "have this identity granted the right, or use break-glass";
 
 /// The kind of an [`ActionError`], without its text (for counting, audit params and tests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub enum ActionErrorKind {
     Forbidden,
     NotFound,

@@ -7,7 +7,19 @@ use std::collections::BTreeMap;
 /// inhibited), `unprocessed` (received, not yet grouped); and Prometheus's own `pending` (an
 /// expression true for less than its `for:`), which never reaches Alertmanager and is only seen
 /// where alerts are read from Prometheus itself ([`AlertOrigin::Prometheus`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertState {
     Active,
@@ -37,7 +49,7 @@ impl AlertState {
 }
 
 /// One alert.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Alert {
     /// Alertmanager's fingerprint of the label set: the alert's identity.
     pub fingerprint: Text,
@@ -114,7 +126,19 @@ impl Alert {
 }
 
 /// Alertmanager's state of a silence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SilenceState {
     Active,
@@ -141,7 +165,16 @@ impl SilenceState {
 }
 
 /// One matcher of a silence: `name=value`, `name!=value`, `name=~re`, `name!~re`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct Matcher {
     pub name: String,
     pub value: String,
@@ -193,7 +226,7 @@ impl std::fmt::Display for Matcher {
 }
 
 /// One silence.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Silence {
     pub id: Text,
     pub state: SilenceState,
@@ -215,7 +248,17 @@ impl Silence {
 /// Where the alerts come from: Alertmanager (its API v2: alerts, silences, and silences can be
 /// made), or, where no Alertmanager is configured, Prometheus's own `/api/v1/alerts` (the
 /// alerting rules' alerts, firing and pending; read-only: Prometheus has no silences).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertOrigin {
     #[default]
@@ -244,7 +287,7 @@ impl AlertOrigin {
 }
 
 /// Everything an alert manager reports, replacing what it reported before.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct AlertSnapshot {
     /// The source's name (as in its status).
     pub source: Text,

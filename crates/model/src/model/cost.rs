@@ -8,7 +8,15 @@ use std::collections::BTreeMap;
 /// model name stands for, overhead lines (network, storage, support, operations) per month,
 /// the unit cost's denominator, the mapping of accounts to teams, and team budgets. A month
 /// is [`MONTH_S`] (365/12 days) everywhere.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct PriceCard {
     pub currency: String,
     pub per_gpu_hour: BTreeMap<String, f64>,
@@ -42,7 +50,15 @@ pub struct PriceCard {
 /// units (`promql = "sum(increase(accepted_tokens_total[$window]))"`, `name = "accepted
 /// token"`). `$window` becomes the window's length (`2592000s`); the query is evaluated at the
 /// window's end and must return one number.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct Denominator {
     pub promql: String,
     /// What one unit is called (default: the expression).
@@ -67,7 +83,15 @@ pub const MONTH_S: i64 = 365 * 86_400 / 12;
 /// A reserved commitment: `gpus` GPUs of `model` (a key matched like `per_gpu_hour`'s) for
 /// `monthly` money a month. GPU-hours of that model up to the committed ones are paid by it;
 /// beyond them, at the on-demand rate.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Reservation {
     pub model: String,
@@ -76,7 +100,18 @@ pub struct Reservation {
 }
 
 /// What one unit of work is, for the effective unit cost (total / units).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unit {
     /// Jobs that completed (state COMPLETED) inside the window.

@@ -6,7 +6,15 @@
 use super::Epoch;
 
 /// `[prometheus.evidence]`: the ceilings the findings compare against.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(deny_unknown_fields, default)]
 pub struct Ceilings {
     /// A node's shared-storage (network filesystem client) throughput ceiling, bytes/s.
@@ -37,7 +45,16 @@ impl Default for Ceilings {
 }
 
 /// One load figure of a node over a window, sampled every `step_s`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct Load {
     pub mean: Option<f64>,
     pub peak: Option<f64>,
@@ -55,7 +72,16 @@ impl Load {
 
 /// One node over the window. Storage in bytes/s; disk and CPU as busy fractions (0–1);
 /// InfiniBand as counts over the window, summed over the node's ports.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct NodeEvidence {
     pub node: String,
     pub storage: Load,
@@ -67,7 +93,19 @@ pub struct NodeEvidence {
 }
 
 /// What a finding is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EvidenceKind {
     Storage,
@@ -89,7 +127,15 @@ impl EvidenceKind {
 
 /// Something seen on a node that may explain idle GPUs, with its figure (`value`: bytes/s,
 /// busy fraction or a count), the ceiling it is compared with and how long it lasted.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct Finding {
     pub kind: EvidenceKind,
     pub node: String,
@@ -100,7 +146,16 @@ pub struct Finding {
 }
 
 /// The evidence of one window on a set of nodes.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct Evidence {
     pub start: Epoch,
     pub end: Epoch,

@@ -1,7 +1,9 @@
 use super::Text;
 
 /// Serialised as its label (`IB`, `RoCE`, `EFA`), as the console shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub enum FabricKind {
     InfiniBand,
     RoCE,
@@ -25,7 +27,18 @@ impl serde::Serialize for FabricKind {
 }
 
 /// Physical/logical port state as IB reports it (`ibstat`, node_exporter `infiniband_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub enum PortState {
     Active,
     Init,
@@ -49,7 +62,7 @@ impl PortState {
 }
 
 /// One high-speed network port of a node.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct FabricPort {
     /// Device and port, e.g. `mlx5_0/1`.
     pub name: Text,

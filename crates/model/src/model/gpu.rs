@@ -1,7 +1,17 @@
 use super::{Epoch, JobId, Text};
 
 /// Link errors of a GPU in the recent window (dcgm-exporter counters' increase; 0 = none).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct LinkErrors {
     /// NVLink CRC errors (flit + data).
     pub nvlink_crc: u32,
@@ -18,7 +28,17 @@ impl LinkErrors {
 }
 
 /// Error-correcting-code counters (volatile, since the last driver load).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct EccCounts {
     /// Single-bit, corrected.
     pub sbe: u32,
@@ -27,7 +47,9 @@ pub struct EccCounts {
 }
 
 /// The most recent XID error a GPU reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct XidEvent {
     pub code: u16,
     pub at: Epoch,
@@ -36,7 +58,7 @@ pub struct XidEvent {
 }
 
 /// One Multi-Instance GPU slice.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct MigSlice {
     /// Profile, e.g. `1g.10gb`.
     pub profile: Text,
@@ -44,7 +66,7 @@ pub struct MigSlice {
 }
 
 /// A process running on a GPU and who owns it (Kubernetes pod, Slurm job/step, or the cgroup).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct GpuProc {
     /// The GPU's index on its node.
     pub gpu: u8,
@@ -76,7 +98,17 @@ pub fn throttle_names(bits: u64) -> Vec<&'static str> {
 }
 
 /// What only the local NVML source reads about a GPU (the detail pane's "local" rows).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct GpuLocal {
     pub index: u8,
     pub clock_sm_mhz: Option<u32>,
@@ -103,7 +135,7 @@ pub struct GpuLocal {
 }
 
 /// A GPU. Telemetry fields are `None` when no source reports them.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Gpu {
     pub index: u8,
     pub uuid: Text,

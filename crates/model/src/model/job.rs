@@ -4,7 +4,19 @@ use super::{Epoch, Text};
 /// their name in [`Job::name`].
 pub type JobId = u64;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum JobState {
     Pending,
@@ -73,7 +85,7 @@ impl JobState {
 }
 
 /// A job (Slurm job, Kubernetes workload grouped by owner).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Job {
     /// The configured cluster this job belongs to; empty in a single-cluster console.
     #[serde(skip_serializing_if = "Text::is_empty")]

@@ -9,7 +9,7 @@ use super::{Epoch, Text};
 pub const NO_PROCESS_MIB: f64 = 300.0;
 
 /// Which job, when, and where it ran.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct JobSelect {
     pub id: u64,
     pub start: Epoch,
@@ -21,7 +21,16 @@ pub struct JobSelect {
 }
 
 /// One GPU (or MIG slice) of a job over its run. Percentages are 0–100.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct GpuTelemetry {
     pub node: String,
     pub gpu: String,
@@ -53,7 +62,9 @@ pub struct GpuTelemetry {
 }
 
 /// What Prometheus says of a job's GPUs over its run.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct JobTelemetry {
     /// How the GPUs were selected: `label hpc_job="…"` or `placement`.
     pub selected_by: String,
@@ -68,7 +79,7 @@ pub struct JobTelemetry {
 
 /// The Prometheus backend's answer for one job's summary ([`super::protocol::Update::JobFigures`]):
 /// its GPUs' telemetry and, when the asker judged its GPUs idle, the evidence on its nodes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct JobFigures {
     pub job: u64,
     /// `Ok(None)`: Prometheus has no series of the job for its run; `Err`: the query failed.

@@ -5,28 +5,36 @@
 use super::{JobId, Text};
 
 /// A node of one cluster (a scheduler's node name).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct NodeKey {
     pub cluster: Text,
     pub name: Text,
 }
 
 /// A job of one cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct JobKey {
     pub cluster: Text,
     pub id: JobId,
 }
 
 /// A GPU: its node and its index there (the driver's minor number, not a list position).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct GpuKey {
     pub node: NodeKey,
     pub index: u8,
 }
 
 /// Any object a table row can stand for.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub enum ObjKey {
     Node(NodeKey),
     Gpu(GpuKey),

@@ -19,6 +19,7 @@ mod queue;
 mod storage;
 pub mod timeline;
 pub mod triage;
+pub mod wire;
 mod xid;
 
 pub use action::{ActionError, ActionErrorKind, FORBIDDEN_FIX};

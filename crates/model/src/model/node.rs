@@ -3,7 +3,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Scheduling state of a node, normalised across Slurm and Kubernetes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeState {
     /// Schedulable, nothing allocated.
@@ -64,7 +76,7 @@ impl NodeState {
 
 /// Why a node is not schedulable, who said so and when (Slurm `reason`, `reason_set_by_user`,
 /// `reason_changed_at`; Kubernetes taints/annotations).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct NodeReason {
     pub text: Text,
     pub by: Text,
@@ -73,7 +85,9 @@ pub struct NodeReason {
 
 /// How two devices inside a node are connected, as `nvidia-smi topo -m` prints it (and
 /// serialised so: `"NV18"`, `"PIX"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub enum LinkKind {
     /// The device itself.
     X,
@@ -123,7 +137,7 @@ impl LinkKind {
 }
 
 /// A network adapter and how close it is to each GPU.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Nic {
     pub name: Text,
     /// Link from this NIC to GPU i.
@@ -131,7 +145,7 @@ pub struct Nic {
 }
 
 /// A node's GPU↔GPU matrix, NIC affinity and CPU/NUMA affinity.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Topology {
     /// `matrix[i][j]`: link from GPU i to GPU j; the diagonal is `X`.
     pub matrix: Vec<Vec<LinkKind>>,
@@ -188,7 +202,7 @@ pub const GPUS_CLAIMED_LABEL: &str = "gpuplane.io/gpus-claimed";
 pub const MAX_MIG_PER_GPU: u32 = 16;
 
 /// A compute node with its GPUs and fabric ports.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Node {
     /// The configured cluster this node belongs to; empty in a single-cluster console (the
     /// state then names it by the cluster its scheduler reports).

@@ -11,7 +11,7 @@ use super::{
 pub const HISTORY_LEN: usize = 120;
 
 /// How a data source is doing, shown in the header.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct SourceStatus {
     /// The configured cluster the source serves; empty in a single-cluster console.
     #[serde(skip_serializing_if = "Text::is_empty")]
@@ -31,7 +31,7 @@ pub struct SourceStatus {
 /// A file gpuplane keeps itself (the usage ledger, the ack store, the event journal, the audit
 /// log) or a witness of the audit log's head: how its last write or read went. Listed beside
 /// the sources; a failing one carries what is wrong and how to fix it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct StoreStatus {
     /// `ledger`, `acks`, `timeline`, `audit`, `witness/journal`, `witness/syslog`,
     /// `witness/command`, `witness/url`.
@@ -40,6 +40,7 @@ pub struct StoreStatus {
     pub path: String,
     /// What was done last: `write`, `read`, or `probe` (asked whether it can take a write,
     /// nothing written).
+    #[borsh(serialize_with = "super::wire::write_static", deserialize_with = "super::wire::read_static")]
     pub op: &'static str,
     /// When that last succeeded.
     pub ok_at: Option<Epoch>,
@@ -52,7 +53,7 @@ pub struct StoreStatus {
 }
 
 /// Everything a source knows about one plane, replacing what it reported before.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Inventory {
     /// The source's name (as in its [`SourceStatus`]); its freshness moves with each update.
     pub source: Text,
@@ -77,7 +78,7 @@ impl Inventory {
 }
 
 /// Telemetry for one GPU; `None` leaves a field as it was.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct GpuSample {
     pub index: u8,
     pub util: Option<u8>,
@@ -101,7 +102,7 @@ pub struct GpuSample {
 pub type GpuSamples = smallvec::SmallVec<[GpuSample; 8]>;
 
 /// Changes to one node; `None` leaves a field as it was.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct NodeSample {
     pub node: Text,
     pub state: Option<NodeState>,
@@ -110,6 +111,7 @@ pub struct NodeSample {
     pub cpus_alloc: Option<u32>,
     pub mem_alloc_mib: Option<u64>,
     /// Inline for up to 8 GPUs: a delta for 10,000 nodes is one allocation, not 10,000.
+    #[borsh(serialize_with = "super::wire::write_smallvec", deserialize_with = "super::wire::read_smallvec")]
     pub gpus: GpuSamples,
     /// Replaces the node's GPU topology when present (local NVML joined to a scheduler).
     pub topology: Option<std::sync::Arc<super::Topology>>,
@@ -122,7 +124,7 @@ pub struct NodeSample {
 }
 
 /// Incremental changes since the last update, stamped with the source's clock.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Delta {
     /// The source's name (as in its [`SourceStatus`]).
     pub source: Text,
@@ -146,7 +148,7 @@ impl Delta {
 }
 
 /// What a backend sends.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub enum Update {
     Inventory {
         at: Epoch,
@@ -198,7 +200,7 @@ impl Update {
 }
 
 /// What the detail pane is showing, so a history source can fetch just that.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub enum Focus {
     Node(Text),
     Gpu(Text, u8),
@@ -209,15 +211,16 @@ pub enum Focus {
 }
 
 /// One series of a [`FocusHistory`]: a value (or a gap) per step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct HistorySeries {
     /// `util`, `temp`, `power`.
+    #[borsh(serialize_with = "super::wire::write_static", deserialize_with = "super::wire::read_static")]
     pub metric: &'static str,
     pub values: Vec<Option<f32>>,
 }
 
 /// Range-query history for one [`Focus`]: `start + k·step` for each value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct FocusHistory {
     pub focus: Focus,
     pub start: Epoch,

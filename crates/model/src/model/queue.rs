@@ -1,6 +1,17 @@
 use super::Text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueKind {
     /// A Slurm partition.
@@ -23,7 +34,7 @@ impl QueueKind {
 
 /// A queue as its scheduler describes it. Counts of pending/running jobs and wait times are
 /// derived by the state from the jobs, so every backend gets them the same way.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Queue {
     /// The configured cluster it belongs to; empty in a single-cluster console.
     #[serde(skip_serializing_if = "Text::is_empty")]
@@ -40,7 +51,7 @@ pub struct Queue {
 }
 
 /// A team's GPU quota (Kueue ClusterQueue nominal quota, ResourceQuota, Slurm GrpTRES).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Quota {
     /// The configured cluster it belongs to; empty in a single-cluster console.
     #[serde(skip_serializing_if = "Text::is_empty")]

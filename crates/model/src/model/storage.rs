@@ -1,7 +1,9 @@
 use super::Text;
 
 /// Serialised as its label (`lustre`, `nvme`, `s3`), as the console shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub enum StorageKind {
     Lustre,
     Nfs,
@@ -31,7 +33,7 @@ impl serde::Serialize for StorageKind {
 }
 
 /// A filesystem or volume holding datasets, weights or checkpoints.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Filesystem {
     pub name: Text,
     pub kind: StorageKind,

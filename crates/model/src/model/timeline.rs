@@ -7,7 +7,19 @@
 use super::{Epoch, GpuKey, JobId, JobKey, NodeKey, ObjKey};
 
 /// What kind of change an event records; its label is what the KIND column and `kind=` show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     /// A node's scheduling state changed (with the reason and who set it, when known).
@@ -72,7 +84,19 @@ impl EventKind {
 
 /// What an event is about: the kind of object and its id within the cluster. With the event's
 /// cluster it is the object's [`ObjKey`] ([`Event::obj_key`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SubjectKind {
     /// `gpu-004`
@@ -110,7 +134,7 @@ impl SubjectKind {
 
 /// One thing that happened. Text fields came from a cluster (or a person) and are stored
 /// sanitised; times are UTC epoch seconds.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Event {
     /// The configured or scheduler-reported cluster name.
     pub cluster: String,
@@ -165,7 +189,7 @@ impl Event {
 
 /// Events read from the journal for the Timeline view, answering a load asked for after this
 /// console had handed the journal its events numbered up to `seq`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct TimelineLoad {
     pub seq: u64,
     pub events: Vec<Event>,

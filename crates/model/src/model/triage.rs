@@ -8,14 +8,25 @@ use super::Epoch;
 /// An incident's identity across refreshes: what it is about (`gpu-004/gpu3`, `job 42`) and
 /// the signal that raised it (`xid:79`, `ecc-dbe`, `port-down`, `alert:GpuHot`). Its title (with
 /// counts that change) and its position in the list are not part of it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 pub struct IncidentKey {
     pub subject: String,
     pub signal: String,
 }
 
 /// Someone said "I have this one".
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Ack {
     pub cluster: String,
     pub key: IncidentKey,
@@ -26,7 +37,7 @@ pub struct Ack {
 }
 
 /// A write that took a node out of (or back into) service, from the audit log.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ActionMark {
     /// The cluster the audit record names: a fleet's configured cluster name, or (one cluster)
     /// the scheduler's cluster name or the label the ops road records. A mark applies only to
@@ -68,7 +79,7 @@ impl ActionMark {
 }
 
 /// Everything the lifecycle is derived from besides the cluster itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Handling {
     pub acks: Vec<Ack>,
     /// Oldest first.

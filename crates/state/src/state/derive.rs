@@ -6,7 +6,9 @@ use crate::model::{Epoch, JobState, Text};
 use std::collections::HashMap;
 
 /// Cluster-wide counts for the overview and the header.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct Totals {
     pub nodes: u32,
     pub nodes_down: u32,
@@ -31,7 +33,7 @@ pub struct Totals {
 
 /// One cluster's health card on the Overview: its nodes in service and out, its GPUs and how
 /// many are allocated (counted on the derivation's walk, so a frame never walks the nodes).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ClusterCard {
     pub cluster: Text,
     pub nodes_up: u32,
@@ -41,7 +43,9 @@ pub struct ClusterCard {
 }
 
 /// Per-queue counts and wait times.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct QueueStats {
     pub name: Text,
     pub pending: u32,
@@ -59,7 +63,7 @@ pub struct QueueStats {
 }
 
 /// What queue figures and ranks need of an active job.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub(super) struct ActiveJob {
     cluster: Text,
     queue: Text,

@@ -22,7 +22,7 @@ pub const BUSY_UTIL_PCT: u8 = 50;
 
 /// What the telemetry says about one node that its scheduler does not; each part with since
 /// when it has held.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Disagreement {
     /// `(busy GPUs, allocated by the scheduler, highest utilisation, since)`.
     pub busy: Option<(u32, u32, u8, Epoch)>,

@@ -9,7 +9,7 @@ use crate::model::{
 };
 
 /// Where incidents may be: found during the walk, turned into incidents afterwards.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub(super) struct Flags {
     pub nodes: Vec<usize>,
     pub gpus: Vec<(usize, usize)>,

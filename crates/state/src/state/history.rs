@@ -11,7 +11,7 @@ pub const NONE_U8: u8 = u8::MAX;
 /// A ring of rows, each with one value per column. The rows are allocated when the first is
 /// written: a cluster without telemetry (Kubernetes or Slurm without Prometheus) never pays for
 /// them (14.5 MB at 5,000 nodes × 8 GPUs; heaptrack, docs/performance.md).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Matrix<T> {
     cols: usize,
     /// Empty until the first row is written; then `cols * HISTORY_LEN` values.
@@ -96,7 +96,7 @@ impl<T: Copy + PartialEq> Matrix<T> {
 }
 
 /// A single series (cluster-wide figures).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Ring<T> {
     buf: std::collections::VecDeque<T>,
 }
@@ -143,7 +143,7 @@ impl<T: Copy> Ring<T> {
 }
 
 /// Cluster-wide series for the overview and the wall.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ClusterHistory {
     pub util: Ring<u8>,
     pub power_kw: Ring<u32>,
@@ -189,7 +189,7 @@ impl ClusterHistory {
 }
 
 /// Per-GPU and per-node series, time-major.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct FleetHistory {
     pub gpu_util: Matrix<u8>,
     pub gpu_temp: Matrix<u8>,
@@ -210,7 +210,7 @@ impl FleetHistory {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct StorageHistory {
     pub read_mbps: Ring<u32>,
     pub write_mbps: Ring<u32>,

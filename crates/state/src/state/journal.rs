@@ -24,7 +24,7 @@ use crate::store::timeline::DEDUPE_WINDOW_S;
 use std::collections::{HashMap, HashSet};
 
 /// What the last look saw, per object: only what events are made of.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Snapshot {
     pub at: Epoch,
     nodes: HashMap<(Text, Text), NodeSnap>,
@@ -39,7 +39,7 @@ pub struct Snapshot {
 /// A GPU as the last look saw it: index, last XID (code, time, count), double-bit ECC count.
 type GpuSnap = (u8, Option<(u16, Epoch, u32)>, u32);
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct NodeSnap {
     state: NodeState,
     reason_at: Option<Epoch>,
@@ -52,7 +52,7 @@ struct NodeSnap {
     telemetry: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct AlertSnap {
     cluster: String,
     name: String,
@@ -456,7 +456,7 @@ pub const SHOWN_MAX: usize = 5_000;
 
 /// What the Timeline view shows: the journal's window as last loaded, then the events this
 /// console saw after that load was asked for (they may not be written yet).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Timeline {
     snap: Option<Snapshot>,
     /// Oldest first.

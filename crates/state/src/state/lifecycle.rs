@@ -19,7 +19,9 @@ use std::collections::{HashMap, HashSet};
 /// How long a resolved incident stays listed.
 pub const RESOLVED_KEEP_S: i64 = 30 * 60;
 
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 #[serde(tag = "state", rename_all = "lowercase")]
 pub enum Lifecycle {
     #[default]

@@ -15,6 +15,7 @@ mod job_index;
 pub mod journal;
 mod lifecycle;
 mod rollup;
+mod snapshot;
 pub mod suspects;
 mod twins;
 pub mod why;
@@ -43,7 +44,7 @@ type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 pub const DEFAULT_HISTORY_STEP_S: i64 = 2;
 
 /// Thresholds for derived incidents.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Thresholds {
     /// An allocated GPU below this utilisation (percent) counts as idle.
     pub idle_util_pct: u8,
@@ -63,7 +64,7 @@ impl Default for Thresholds {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct ClusterState {
     pub cluster: Text,
     /// Bumped on every change; views cache sorted/filtered rows per generation.
@@ -76,6 +77,8 @@ pub struct ClusterState {
     /// Flat index of each node's first GPU (for the per-GPU history).
     gpu_base: Vec<usize>,
     pub jobs: Vec<Job>,
+    /// Rebuilt from `jobs` when a snapshot is read ([`ClusterState::from_snapshot`]).
+    #[borsh(skip)]
     job_ix: job_index::JobIndex,
     /// Pending, running and completing jobs, in compact form: what ranks and queue counts are
     /// made of, without touching the (large) job records.
@@ -105,6 +108,10 @@ pub struct ClusterState {
     pub disagreements: disagree::Disagreements,
     /// Job ids the telemetry names per node (where another source lists the nodes): what
     /// [`disagree::job_matches`] counts.
+    #[borsh(
+        serialize_with = "snapshot::write_telemetry_jobs",
+        deserialize_with = "snapshot::read_telemetry_jobs"
+    )]
     pub telemetry_jobs: BTreeMap<NodeKey, smallvec::SmallVec<[JobId; 2]>>,
     /// The source that listed each cluster's nodes (scope → source): its own samples are not
     /// judged against its listing.
@@ -158,7 +165,7 @@ pub struct ClusterState {
 
 /// What a batch of updates left to derive (one walk over the fleet for the whole batch,
 /// instead of one per update: a fleet of ten large clusters sends ten updates per tick).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 struct Batch {
     rederive: bool,
     jobs_changed: bool,
@@ -971,7 +978,7 @@ pub(crate) fn merge_node(new: &mut Node, old: &Node) {
 }
 
 /// Node samples of a delta and the node each belongs to.
-#[derive(Default)]
+#[derive(Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub(crate) struct Samples {
     pub samples: Vec<NodeSample>,
     /// Node index per sample; `usize::MAX`: skip.

@@ -8,7 +8,7 @@ use crate::model::{JobState, Text};
 use std::collections::{BTreeMap, HashMap};
 
 /// Per cluster: account or namespace → team, and scheduler user → person.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Directory {
     teams: HashMap<(Text, Text), Text>,
     people: HashMap<(Text, Text), Text>,
@@ -37,7 +37,9 @@ impl Directory {
 }
 
 /// One cluster's part of a team's or a person's roll-up (`cluster` empty: the whole).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct Part {
     #[serde(skip_serializing_if = "Text::is_empty")]
     pub cluster: Text,
@@ -62,7 +64,9 @@ impl Part {
 }
 
 /// A team or a person across the fleet: the whole, and each cluster's part.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct Rollup {
     pub name: Text,
     pub total: Part,

@@ -9,7 +9,19 @@ use crate::model::acceptance::{NodeAcceptance, Verdict};
 use crate::model::{Node, PortState, Text};
 
 /// The strongest evidence against a node, weakest first (so `Ord` ranks them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    borsh::BorshSerialize,
+    borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Evidence {
     Fabric,
@@ -29,7 +41,7 @@ impl Evidence {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub struct Suspect {
     pub node: Text,
     pub evidence: Evidence,

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 /// Which nodes of a Slurm cluster are also nodes of a Kubernetes cluster, and under which
 /// name (`[[shared_hosts]]`).
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Deserialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 #[serde(deny_unknown_fields, default)]
 pub struct HostPairing {
     /// The Slurm cluster (a `[[cluster]]` name).
@@ -36,7 +38,9 @@ impl HostPairing {
 }
 
 /// Which scheduler a paired node belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheduler {
     Slurm,
@@ -86,7 +90,7 @@ fn states(sl: &Node, k8: &Node) -> String {
 }
 
 /// The derived pairing: node positions, valid for one node listing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, borsh::BorshSerialize, borsh::BorshDeserialize)]
 pub(super) struct Twins {
     /// (Slurm node, Kubernetes node) positions in `nodes`.
     pub pairs: Vec<(usize, usize)>,

@@ -9,7 +9,9 @@ use crate::clock::dur;
 use crate::model::{Job, JobState, Node, NodeState, Queue, Text, pending_reason_text};
 
 /// The explanation of one pending job.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, borsh::BorshSerialize, borsh::BorshDeserialize,
+)]
 pub struct Wait {
     /// What blocks it, most telling first; the scheduler's reason in plain language when the
     /// state knows nothing more.

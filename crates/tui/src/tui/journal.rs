@@ -86,7 +86,7 @@ pub fn on_answer(app: &mut App, a: Answer) -> bool {
     match a {
         Answer::Store(_) => false,
         Answer::Events { seq, events } => {
-            app.live.apply(Update::Timeline(Box::new(TimelineLoad { seq, events })))
+            app.feed_one(Update::Timeline(Box::new(TimelineLoad { seq, events })))
                 && !app.ui.paused
                 && app.ui.view == super::views::timeline::ID
         }

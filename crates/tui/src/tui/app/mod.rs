@@ -45,6 +45,7 @@ mod incidents;
 mod marks;
 mod nav;
 mod plugin;
+mod record;
 mod results;
 mod stores;
 
@@ -54,6 +55,7 @@ pub use commands::*;
 pub use effect::*;
 pub use incidents::*;
 pub use marks::marks_in;
+pub use record::{Recording, Replay};
 pub use stores::*;
 
 /// Everything that can happen to the console.
@@ -137,6 +139,10 @@ const LARGE_RELEASE: usize = 1024;
 pub struct App {
     pub live: ClusterState,
     frozen: Option<ClusterState>,
+    /// The flight recorder: what the live state applies, as it applies it.
+    pub recording: Option<Recording>,
+    /// Set when the console shows a recording ([`Replay`]): no action can be sent.
+    pub replay: Option<Replay>,
     pub ui: Ui,
     pub keymap: Keymap,
     pub theme: Theme,
@@ -235,6 +241,8 @@ impl App {
         App {
             live: state,
             frozen: None,
+            recording: None,
+            replay: None,
             ui: Ui::default(),
             keymap,
             theme,
@@ -300,7 +308,7 @@ impl App {
                 self.note_release(u.objects());
                 // A no-op update (nothing new) neither redraws nor re-sorts; while paused the
                 // screen does not change, except the header's PAUSED age.
-                self.live.apply(u) && !self.ui.paused
+                self.feed(vec![u]) && !self.ui.paused
             }
             Msg::Updates(us) => {
                 self.note_release(us.iter().map(Update::objects).sum());
@@ -313,7 +321,7 @@ impl App {
                         u => state.push(u),
                     }
                 }
-                self.live.apply_batch(state) && !self.ui.paused
+                self.feed(state) && !self.ui.paused
             }
             Msg::Tick => {
                 self.expire_break_glass();

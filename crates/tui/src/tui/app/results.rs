@@ -110,10 +110,10 @@ impl App {
                 }
             }
             OpEvent::Acceptance(by_node) => {
-                self.live.apply(crate::model::protocol::Update::Acceptance(by_node));
+                self.feed_one(crate::model::protocol::Update::Acceptance(by_node));
             }
             OpEvent::ClusterAcceptance { cluster, by_node } => {
-                self.live.apply(crate::model::protocol::Update::Cluster {
+                self.feed_one(crate::model::protocol::Update::Cluster {
                     cluster: cluster.as_str().into(),
                     update: Box::new(crate::model::protocol::Update::Acceptance(by_node)),
                 });

@@ -55,7 +55,7 @@ impl LedgerLink {
 impl App {
     /// How one of the console's own files did: to the state, like every figure.
     pub fn on_store(&mut self, s: crate::model::protocol::StoreStatus) -> bool {
-        self.live.apply(Update::Store(s)) && !self.ui.paused && self.ui.view == views::sources::ID
+        self.feed_one(Update::Store(s)) && !self.ui.paused && self.ui.view == views::sources::ID
     }
 
     pub(crate) fn on_acks(&mut self, a: crate::store::acks::Answer) -> bool {
@@ -93,7 +93,7 @@ impl App {
 
     /// Hands the state the acks and audited actions its incidents' lifecycle comes from.
     pub(crate) fn push_handling(&mut self) -> bool {
-        self.live.apply(Update::Handling(Box::new(self.handling.clone()))) && !self.ui.paused
+        self.feed_one(Update::Handling(Box::new(self.handling.clone()))) && !self.ui.paused
     }
 
     /// Asks the ack store for this cluster's acks every [`ACK_REFRESH`] (answers come back as
