@@ -144,6 +144,10 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub exit_after_frames: Option<u64>,
 
+    /// Do not record what the console sees (the flight recorder, `[recorder]`; on by default).
+    #[arg(long)]
+    pub no_record: bool,
+
     /// Read-only: every action is refused and nothing is written to the cluster.
     #[arg(long, global = true, env = "GPUPLANE_READONLY")]
     pub readonly: bool,
@@ -290,6 +294,13 @@ pub enum Command {
     /// CSV hold the fields of docs/get.md (`timeline`). Exit status: 0 printed (an empty
     /// window too); 2 a bad time or filter, or a journal that cannot be read.
     Timeline(TimelineArgs),
+    /// Open the console on a recording (the flight recorder): every view as it was at an
+    /// instant, read-only, with a REPLAY badge and the replayed clock. Keys: p plays / pauses,
+    /// , and . step, - and + change the speed (x0.25 to x16), n jumps to the next change of the
+    /// incidents, `:at TIME` goes to an instant. PATH is a segment (rec-*.gprec) or a directory
+    /// of them (default: the recorder's). Exit status: 2 when it cannot be read (the error
+    /// names the file, the byte offset and what was expected there).
+    Replay(ReplayArgs),
     /// Check the whole configuration before an incident, one line per check (OK, WARN or FAIL
     /// with the fix). Exit status: 0 all OK; 1 a WARN and no FAIL; 2 a FAIL.
     ///
@@ -372,6 +383,16 @@ pub struct TimelineArgs {
     /// table (for people), markdown (a postmortem skeleton), json or csv (docs/get.md).
     #[arg(short, long, value_enum, default_value_t = TimelineOutput::Table)]
     pub output: TimelineOutput,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// A segment file or a directory of segments (default: the recorder's directory).
+    pub path: Option<std::path::PathBuf>,
+    /// The instant to open at: 2026-12-04T02:10:00Z, "2026-12-04 02:10" or 02:10 (in the shown
+    /// zone, that day), or -1h30m from the end of the recording (default: its start).
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
 }
 
 /// `timeline -o`.

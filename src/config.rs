@@ -144,6 +144,7 @@ struct FileConfig {
     acceptance: crate::acceptance::config::AcceptanceSection,
     ledger: LedgerSection,
     timeline: TimelineSection,
+    recorder: RecorderSection,
     efficiency: crate::cost::eff::Rules,
     limits: crate::ops::guard::GuardConfig,
     /// `[[cluster]]` entries: the fleet (`--cluster a,b`, `--all-clusters`).
@@ -176,6 +177,56 @@ struct TimelineSection {
     retention_days: Option<u32>,
     /// At most this many events are kept, the oldest go first (default 1,000,000; 0: no limit).
     max_events: Option<u64>,
+}
+
+/// `[recorder]`: the flight recorder (what the console saw, for `gpuplane replay`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RecorderSection {
+    /// `false` turns it off (`--no-record` too).
+    enabled: Option<bool>,
+    /// Where the ring of segments goes; default `$XDG_STATE_HOME/gpuplane/recordings`.
+    dir: Option<PathBuf>,
+    /// The ring's size at most, in GB (default 2): the oldest segments go first.
+    max_gb: Option<f64>,
+    /// Hours kept at most (default 24).
+    max_hours: Option<f64>,
+    /// A keyframe (the whole state; replays seek from one) at least this often (default 10m).
+    keyframe_every: Option<String>,
+}
+
+/// The flight recorder as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecorderConfig {
+    pub ring: crate::record::writer::RingOpts,
+    pub keyframe_every: Duration,
+}
+
+/// The recorder from `[recorder]`: on unless turned off, in the state dir unless told.
+fn recorder(
+    r: &RecorderSection,
+    no_record: bool,
+    state_dir: Option<&std::path::Path>,
+    warnings: &mut Vec<String>,
+) -> Option<RecorderConfig> {
+    if no_record || r.enabled == Some(false) {
+        return None;
+    }
+    let dir = r.dir.clone().or_else(|| state_dir.map(|d| d.join("recordings")))?;
+    let gb = r.max_gb.filter(|g| g.is_finite() && *g > 0.0).unwrap_or(2.0);
+    let mut ring = crate::record::writer::RingOpts::new(dir, (gb * 1e9) as u64);
+    if let Some(h) = r.max_hours.filter(|h| h.is_finite() && *h > 0.0) {
+        ring.max_age_s = (h * 3600.0) as i64;
+    }
+    let keyframe_every = match r.keyframe_every.as_deref().map(humantime::parse_duration) {
+        None => Duration::from_secs(600),
+        Some(Ok(d)) if d >= Duration::from_secs(10) => d,
+        Some(_) => {
+            warnings.push("[recorder] keyframe_every: a duration of 10s or more (10m, 1h); using 10m".into());
+            Duration::from_secs(600)
+        }
+    };
+    Some(RecorderConfig { ring, keyframe_every })
 }
 
 /// A simulated cluster's size and seed.
@@ -263,6 +314,8 @@ pub struct Config {
     /// `timeline_enabled` is false.
     pub timeline_path: Option<PathBuf>,
     pub timeline_enabled: bool,
+    /// The flight recorder; `None` when it is off (or there is no state dir).
+    pub recorder: Option<RecorderConfig>,
     /// How long the event journal keeps events (days, rows).
     pub timeline_retention: crate::store::timeline::Retention,
     /// Blast-radius limits (`[limits]`): nodes out of service, drains an hour, per cluster and
@@ -404,7 +457,7 @@ impl Config {
             efficiency: file.efficiency.clone(),
             thresholds,
             config_dir,
-            state_dir,
+            state_dir: state_dir.clone(),
             exit_after_frames: cli.exit_after_frames,
             no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             readonly,
@@ -436,6 +489,7 @@ impl Config {
             ledger_retention_days: file.ledger.retention_days.unwrap_or(400),
             timeline_path: file.timeline.path.clone(),
             timeline_enabled: file.timeline.enabled.unwrap_or(true),
+            recorder: recorder(&file.recorder, cli.no_record, state_dir.as_deref(), &mut warnings),
             timeline_retention: crate::store::timeline::Retention {
                 days: file.timeline.retention_days.unwrap_or(crate::store::timeline::DEFAULT_RETENTION_DAYS),
                 max_rows: file.timeline.max_events.unwrap_or(crate::store::timeline::DEFAULT_MAX_ROWS),

@@ -61,6 +61,9 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let _log = init_logging(&config);
     // Every time shown is in this zone, named; what is stored stays UTC.
     gpuplane::clock::set_zone(gpuplane::clock::local_or_utc(config.utc));
+    if let Some(gpuplane::cli::Command::Replay(a)) = &cli.command {
+        return replay(a, &config, warnings);
+    }
     if let Some(cmd) = &cli.command {
         // doctor reports the configuration's warnings as checks.
         if !matches!(cmd, gpuplane::cli::Command::Doctor { .. }) {
@@ -92,6 +95,19 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     state.directory = config.directory();
     let mut app = App::new(state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
     app.config_dir = config.config_dir.clone();
+    // The flight recorder: what the state applies, as it applies it (gpuplane replay).
+    if let Some(rc) = &config.recorder {
+        match gpuplane::record::writer::Recorder::start(rc.ring.clone()) {
+            Ok(r) => {
+                let every = rc.keyframe_every.as_millis() as i64;
+                app.recording = Some(gpuplane::tui::app::Recording::new(r, every));
+            }
+            Err(e) => warnings.push(format!(
+                "the flight recorder is off: {}: {e} ([recorder] dir, or --no-record)",
+                rc.ring.dir.display()
+            )),
+        }
+    }
     // `:doctor`: the checks of `gpuplane doctor` (the config's warnings among them).
     app.doctor = Some(gpuplane::commands::doctor::console_runner(
         config.clone(),
@@ -407,6 +423,83 @@ fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         exit
     })?;
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(match exit {
+        Exit::Quit | Exit::FramesDone => ExitCode::SUCCESS,
+        Exit::HungUp => ExitCode::from(129),
+        Exit::Terminated => ExitCode::from(143),
+    })
+}
+
+/// `gpuplane replay`: the console on a recording, read-only, nothing started but the terminal.
+fn replay(
+    a: &gpuplane::cli::ReplayArgs,
+    config: &Config,
+    mut warnings: Vec<String>,
+) -> color_eyre::Result<ExitCode> {
+    let Some(path) = a.path.clone().or_else(|| config.recorder.as_ref().map(|r| r.ring.dir.clone())) else {
+        eprintln!("gpuplane: replay: give a recording (a rec-*.gprec file or its directory)");
+        return Ok(ExitCode::from(2));
+    };
+    let tape = match gpuplane::replay::Tape::open(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gpuplane: replay: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let Some((first, last)) = tape.span() else {
+        eprintln!("gpuplane: replay: {}: the recording holds no frame", path.display());
+        return Ok(ExitCode::from(2));
+    };
+    let at_ms = match a.at.as_deref().map(|s| gpuplane::clock::parse_instant(s, last.div_euclid(1000))) {
+        None => first,
+        Some(Ok(t)) => t.saturating_mul(1000),
+        Some(Err(e)) => {
+            eprintln!("gpuplane: replay: --at {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let cursor = match tape.at(at_ms) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gpuplane: replay: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        color_eyre::eyre::bail!(
+            "gpuplane replay is an interactive console and needs a terminal (stdin and stdout)"
+        );
+    }
+    warnings.extend(tape.notes.iter().cloned());
+    let (theme, err) = Theme::load(&config.theme, config.config_dir.as_deref(), config.no_color);
+    warnings.extend(err.map(|e| e.to_string()));
+    let (keymap, err) = Keymap::load(&config.keymap, config.config_dir.as_deref());
+    warnings.extend(err.map(|e| e.to_string()));
+    let replay = gpuplane::tui::app::Replay::new(std::sync::Arc::new(tape), &cursor);
+    let mut app = App::new(cursor.state, keymap, theme, Glyphs::detect(config.ascii), config.user.clone());
+    app.config_dir = config.config_dir.clone();
+    app.readonly = true;
+    app.replay = Some(replay);
+    if let Some(v) = &config.view {
+        app.run_command(v);
+    }
+    if let Some(w) = warnings.first() {
+        app.ui.message = Some((w.clone(), true));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let exit = rt.block_on(async {
+        // No source and no ops task: the tape is the only thing that changes the state.
+        let (_tx, rx) = tokio::sync::mpsc::channel(1);
+        let (_ev_tx, ev_rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = RunOpts {
+            exit_after_frames: config.exit_after_frames,
+            ledger_answers: None,
+            ack_answers: None,
+            timeline_answers: None,
+        };
+        tui::run(app, rx, ev_rx, opts).await
+    })?;
     Ok(match exit {
         Exit::Quit | Exit::FramesDone => ExitCode::SUCCESS,
         Exit::HungUp => ExitCode::from(129),

@@ -113,6 +113,11 @@ pub fn run(cmd: &Command, config: &Config, warnings: &[String], console: &Consol
         Command::Silence { command } => silence::run(command, config),
         Command::Report { command } => report::run(command, config),
         Command::Timeline(a) => timeline::run(a, config),
+        // The console on a recording: the binary opens it (it needs the terminal).
+        Command::Replay(_) => {
+            eprintln!("gpuplane: replay opens the console: run it in a terminal");
+            ExitCode::from(2)
+        }
         Command::Completions { shell, list } => complete::run(*shell, *list, config, console),
         Command::Man { page, dir } => man::run(page, dir.as_deref(), console),
     }

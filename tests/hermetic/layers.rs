@@ -17,9 +17,9 @@ use syn::visit::Visit;
 /// The top-level modules, by layer; each crate holds consecutive layers (its `lib.rs` is `lib`).
 const LAYERS: &[(&str, &[&str])] = &[
     ("model", &["memory", "model", "sanitize", "clock"]),
-    ("infrastructure", &["audit", "datafile", "store", "playbook"]),
+    ("infrastructure", &["audit", "datafile", "store", "playbook", "record"]),
     ("backends", &["backend"]),
-    ("state", &["state", "testing"]),
+    ("state", &["state", "testing", "replay"]),
     ("runs and reports", &["acceptance", "cost"]),
     ("ops", &["ops"]),
     ("tables", &["tables"]),

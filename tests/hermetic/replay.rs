@@ -7,7 +7,7 @@ use gpuplane::backend::sim::{Sim, SimConfig};
 use gpuplane::record::writer::{Recorder, RingOpts};
 use gpuplane::replay::Tape;
 use gpuplane::state::ClusterState;
-use gpuplane::tui::app::{App, Msg, Recording};
+use gpuplane::tui::app::{App, Msg, Recording, Replay};
 use gpuplane::tui::keymap::Keymap;
 use gpuplane::tui::theme::Theme;
 use gpuplane::tui::widgets::Glyphs;
@@ -84,4 +84,109 @@ fn a_snapshot_reads_back_to_the_same_state() {
     // Its job index is rebuilt: a job is found by its key.
     let j = &bytes[..bytes.len() - 1];
     assert!(ClusterState::from_snapshot(j).is_err(), "a cut snapshot is refused");
+}
+
+/// A simulator run of `ticks` ticks recorded into `dir` (a keyframe every 20 s, 2 s ticks): the
+/// live state's snapshot at each tick, by its instant.
+fn record_run(dir: &std::path::Path, ticks: i64) -> Vec<(i64, Vec<u8>)> {
+    let ring = RingOpts { segment_bytes: 64 << 10, ..RingOpts::new(dir.to_path_buf(), 1 << 30) };
+    let mut a = console(ClusterState::new(Default::default(), Default::default()));
+    a.recording = Some(Recording::new(Recorder::start(ring).unwrap(), 20_000));
+    let mut sim = Sim::new(SimConfig { nodes: 24, jobs: 300, ..SimConfig::default() });
+    a.wall_now = T0;
+    for u in sim.initial() {
+        a.update(Msg::Update(u));
+    }
+    let mut out = vec![(T0 * 1000, a.live.snapshot())];
+    for tick in 1..=ticks {
+        a.wall_now = T0 + 2 * tick;
+        a.update(Msg::Update(sim.tick()));
+        out.push((a.wall_now * 1000, a.live.snapshot()));
+    }
+    a.recording.take().unwrap().recorder.flush();
+    out
+}
+
+fn replaying(dir: &std::path::Path, at_ms: i64) -> App {
+    let tape = std::sync::Arc::new(Tape::open(dir).unwrap());
+    let c = tape.at(at_ms).unwrap();
+    let r = Replay::new(tape, &c);
+    let mut a = console(c.state);
+    a.readonly = true;
+    a.replay = Some(r);
+    a
+}
+
+#[test]
+fn the_time_keys_step_play_and_seek_and_nothing_can_be_sent() {
+    use crate::common::key;
+    use ratatui::crossterm::event::KeyCode;
+    pin_utc();
+    let dir = tempfile::tempdir().unwrap();
+    let live = record_run(dir.path(), 40);
+    // The live state at `ms`, as bytes, with the generation the replayed one has (a seek back
+    // makes it newer than anything shown, so that every cached row is rebuilt).
+    let state_at = |ms: i64, now: &ClusterState| {
+        let bytes = &live.iter().rev().find(|(t, _)| *t <= ms).unwrap().1;
+        let mut s = ClusterState::from_snapshot(bytes).unwrap();
+        s.generation = now.generation;
+        s.snapshot()
+    };
+    let same = |a: &App, ms: i64| a.live.snapshot() == state_at(ms, &a.live);
+    let mut a = replaying(dir.path(), (T0 + 20) * 1000);
+    let at = |a: &App| a.replay.as_ref().unwrap().at_ms;
+    assert!(same(&a, (T0 + 20) * 1000));
+    let screen = render(&mut a, 80, 24);
+    assert!(screen.lines().next().unwrap().contains("REPLAY"), "{screen}");
+    assert!(screen.contains("REPLAY 08:00:20 UTC x1 ||"), "{screen}");
+    assert!(
+        render(&mut a, 160, 48).contains("REPLAY 2027-01-15 08:00:20 UTC x1 ||"),
+        "the date when there is room"
+    );
+    // . and , step one recorded update; the state is the live one of that instant.
+    typed(&mut a, ".");
+    assert_eq!(at(&a), (T0 + 22) * 1000);
+    assert!(same(&a, (T0 + 22) * 1000));
+    typed(&mut a, ",,,");
+    assert_eq!(at(&a), (T0 + 16) * 1000);
+    assert!(same(&a, (T0 + 16) * 1000), "back across a keyframe");
+    // Playing at x4: four seconds of the recording a second of the console.
+    typed(&mut a, "++p");
+    assert_eq!(a.replay.as_ref().map(|r| (r.speed, r.playing)), Some((4.0, true)));
+    a.update(Msg::Tick);
+    assert_eq!(at(&a), (T0 + 20) * 1000);
+    assert!(same(&a, (T0 + 20) * 1000));
+    typed(&mut a, "p------");
+    assert_eq!(a.replay.as_ref().map(|r| (r.speed, r.playing)), Some((0.25, false)));
+    // :at goes to an instant (a time of day on the recording's day, or back from it).
+    typed(&mut a, ":at 08:00:30\r");
+    assert_eq!(at(&a), (T0 + 30) * 1000);
+    assert!(same(&a, (T0 + 30) * 1000));
+    typed(&mut a, ":at -25s\r");
+    assert_eq!(at(&a), (T0 + 5) * 1000);
+    assert!(same(&a, (T0 + 5) * 1000));
+    typed(&mut a, ":at yesterday\r");
+    assert!(render(&mut a, 80, 24).contains("is not an instant"));
+    // Past the end: it stops there, saying so.
+    typed(&mut a, ":at +10m\r");
+    assert_eq!(at(&a), (T0 + 80) * 1000);
+    typed(&mut a, ".");
+    assert!(render(&mut a, 80, 24).contains("the end of the recording"));
+    // Read-only: an action is refused before anything is planned.
+    typed(&mut a, ":nodes\r");
+    typed(&mut a, "r");
+    assert!(a.ui.mode.confirm().is_none());
+    assert!(render(&mut a, 80, 24).contains("read-only"), "{}", render(&mut a, 80, 24));
+    key(&mut a, KeyCode::Esc);
+}
+
+#[test]
+fn the_replay_header() {
+    pin_utc();
+    let dir = tempfile::tempdir().unwrap();
+    record_run(dir.path(), 12);
+    for (w, h) in [(60u16, 20u16), (80, 24), (160, 48)] {
+        let mut a = replaying(dir.path(), (T0 + 10) * 1000);
+        insta::assert_snapshot!(format!("replay_overview_{w}x{h}"), render(&mut a, w, h));
+    }
 }

@@ -209,3 +209,57 @@ mod tests {
         assert_eq!(dur(-5), "0s");
     }
 }
+
+/// An instant an operator typed (`--at`, `:at`), as seconds since the epoch: an RFC 3339 time
+/// (`2026-12-04T02:10:00Z`), a date and time in the shown zone (`2026-12-04 02:10`, seconds
+/// optional), a time of day on `reference`'s day in that zone (`02:10`), or an offset from
+/// `reference` (`-1h30m`, `+10m`).
+pub fn parse_instant(s: &str, reference: Epoch) -> Result<Epoch, String> {
+    let s = s.trim();
+    let what = || {
+        format!(
+            "{s:?} is not an instant: give 2026-12-04T02:10:00Z, \"2026-12-04 02:10\", 02:10 (that day) or \
+             -1h30m / +10m"
+        )
+    };
+    if let Some((sign, d)) =
+        s.strip_prefix('-').map(|d| (-1, d)).or_else(|| s.strip_prefix('+').map(|d| (1, d)))
+    {
+        let d = humantime::parse_duration(d.trim()).map_err(|_| what())?;
+        return Ok(reference.saturating_add(sign * d.as_secs() as i64));
+    }
+    if let Ok(t) = s.parse::<Timestamp>() {
+        return Ok(t.as_second());
+    }
+    let tz = zone();
+    let local = |dt: jiff::civil::DateTime| dt.to_zoned(tz.clone()).map(|z| z.timestamp().as_second()).ok();
+    if let Ok(dt) = s.replacen(' ', "T", 1).parse::<jiff::civil::DateTime>() {
+        return local(dt).ok_or_else(what);
+    }
+    if let Ok(t) = s.parse::<jiff::civil::Time>() {
+        let day = Timestamp::from_second(reference).map_err(|_| what())?.to_zoned(tz.clone()).date();
+        return local(day.to_datetime(t)).ok_or_else(what);
+    }
+    Err(what())
+}
+
+#[cfg(test)]
+mod instant_tests {
+    use super::*;
+
+    #[test]
+    fn instants_in_every_form_an_operator_types() {
+        pin_zone(Some(TimeZone::UTC));
+        let reference = "2026-12-04T09:30:00Z".parse::<Timestamp>().unwrap().as_second();
+        let at = |s: &str| parse_instant(s, reference);
+        let t0210 = "2026-12-04T02:10:00Z".parse::<Timestamp>().unwrap().as_second();
+        assert_eq!(at("2026-12-04T02:10:00Z"), Ok(t0210));
+        assert_eq!(at("2026-12-04 02:10"), Ok(t0210));
+        assert_eq!(at("2026-12-04 02:10:00"), Ok(t0210));
+        assert_eq!(at("02:10"), Ok(t0210));
+        assert_eq!(at("-7h20m"), Ok(t0210));
+        assert_eq!(at("+10m"), Ok(reference + 600));
+        assert!(at("yesterday").unwrap_err().contains("is not an instant"));
+        pin_zone(None);
+    }
+}

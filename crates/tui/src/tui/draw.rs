@@ -69,7 +69,12 @@ fn draw_dialog(f: &mut Frame, body: Rect, footer: Rect, app: &mut App) {
 fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
     let s = app.state();
     let t = &app.theme;
-    let mut right = vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)];
+    // A replay acts as nobody: its badge takes the room the user's name had.
+    let mut right = if app.replay.is_some() {
+        Vec::new()
+    } else {
+        vec![Span::styled(format!("user {} ", safe(&app.user)), t.dim)]
+    };
     // Read-only wins: break-glass cannot lift it, so the header never shows both.
     if let Some(b) = app.break_glass.as_ref().filter(|_| !app.readonly) {
         let left_s = (b.until - app.wall_now).max(0);
@@ -82,7 +87,11 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, wall_now: Epoch) {
         );
         right.insert(1, Span::raw(" "));
     }
-    if app.readonly {
+    if let Some(r) = &app.replay {
+        // A recording: the replayed instant, the speed, playing or not (and nothing can be sent).
+        right.insert(0, Span::styled(format!(" {} ", r.badge(area.width >= 100)), t.badge_paused));
+        right.insert(1, Span::raw(" "));
+    } else if app.readonly {
         right.insert(0, Span::styled(" READ-ONLY ", t.badge_sim));
         right.insert(1, Span::raw(" "));
     }
@@ -399,6 +408,13 @@ pub fn hints(app: &App, width: u16) -> Line<'static> {
         list.push((Action::Back, "back".into(), 1));
     } else {
         list.push((Action::Enter, "details".into(), 4));
+    }
+    if app.replay.is_some() {
+        // A recording's time keys, before anything else the row could take.
+        list.push((Action::Pause, "play".into(), 1));
+        list.push((Action::ReplayForward, "step".into(), 2));
+        list.push((Action::ReplayBack, "back".into(), 3));
+        list.push((Action::ReplayNext, "next incident".into(), 3));
     }
     let marks = app.marks.nodes.len() + app.marks.jobs.len();
     if !app.readonly && app.ui.mode.is_normal() {

@@ -51,6 +51,12 @@ pub enum Action {
     CancelJob,
     Acceptance,
     Refresh,
+    /// A recording's time keys (`gpuplane replay`).
+    ReplayBack,
+    ReplayForward,
+    ReplaySlower,
+    ReplayFaster,
+    ReplayNext,
 }
 
 impl Action {
@@ -87,6 +93,11 @@ impl Action {
             CancelJob => ("actions", "cancel job(s)"),
             Acceptance => ("actions", "NCCL acceptance test per node (:acceptance pairs|all)"),
             Refresh => ("general", "refresh now (backends that poll)"),
+            ReplayBack => ("replay", "step back to the previous recorded update"),
+            ReplayForward => ("replay", "step to the next recorded update"),
+            ReplaySlower => ("replay", "play slower (down to x0.25; p plays / pauses)"),
+            ReplayFaster => ("replay", "play faster (up to x16)"),
+            ReplayNext => ("replay", "jump to the next change of the incidents"),
         }
     }
 

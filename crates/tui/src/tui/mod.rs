@@ -198,7 +198,7 @@ pub async fn run(
         if app.ui.quit {
             break Exit::Quit;
         }
-        app.wall_now = wall_now();
+        app.wall_now = app.clock(wall_now());
         if let Some(run) = app.pending_plugin.take() {
             if run.background {
                 let tx = plugin_tx.clone();
@@ -221,7 +221,10 @@ pub async fn run(
         }
         if dirty {
             // A failed write means the terminal is gone: exit instead of living on.
-            if let Err(e) = term.draw(|f| draw::draw(f, &mut app, wall_now())) {
+            if let Err(e) = term.draw(|f| {
+                let now = app.clock(wall_now());
+                draw::draw(f, &mut app, now)
+            }) {
                 tracing::warn!("terminal write failed, exiting: {e}");
                 break Exit::HungUp;
             }
@@ -307,6 +310,8 @@ pub async fn run(
             }
             u = updates.recv(), if updates_open => match u {
                 Some(u) => {
+                    // The recorder dates the batch when it is applied.
+                    app.wall_now = app.clock(wall_now());
                     // Apply whatever else is queued with it, deriving once, before drawing
                     // once (a fleet's clusters tick together). Bounded, so keys are read
                     // between batches however fast sources send.
@@ -398,6 +403,25 @@ pub async fn run(
     // The event journal writes what was seen last before the console goes.
     if let Some(w) = journal::finish(&mut app) {
         let _ = tokio::task::spawn_blocking(move || w.finish()).await;
+    }
+    // The flight recorder writes what it was handed, then says what it cost.
+    if let Some(r) = app.recording.take() {
+        let encode_ms = r.encode_ms;
+        let st = tokio::task::spawn_blocking(move || {
+            r.recorder.flush();
+            r.recorder.status()
+        })
+        .await
+        .unwrap_or_default();
+        tracing::info!(
+            frames = st.frames,
+            bytes = st.bytes,
+            raw_bytes = st.raw_bytes,
+            dropped = st.dropped,
+            encode_ms = format!("{encode_ms:.0}"),
+            error = st.error.as_deref().unwrap_or(""),
+            "recorder"
+        );
     }
     if !key_ms.is_empty() {
         key_ms.sort_by(f64::total_cmp);

@@ -32,6 +32,7 @@ pub static COMMANDS: &[Command] = &[
     cmd(&["quit", "q", "q!", "exit"], "", "quit", |a, _| a.ui.quit = true),
     cmd(&["help", "h"], "", "this help", |a, _| a.open_help()),
     cmd(&["pause"], "", "pause / resume the screen", |a, _| a.toggle_pause()),
+    cmd(&["at"], "TIME", "a recording at that instant (02:10, -1h, 2026-12-04 02:10)", App::at_command),
     cmd(&["theme"], "NAME", "dark, light, high-contrast, monochrome", |a, rest| {
         let (theme, err) = Theme::load(rest, a.config_dir.as_deref(), false);
         a.theme = theme;

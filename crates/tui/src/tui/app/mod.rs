@@ -326,6 +326,7 @@ impl App {
             Msg::Tick => {
                 self.expire_break_glass();
                 self.poll_doctor();
+                self.replay_tick();
                 true
             }
             Msg::Resize => true,

@@ -9,6 +9,9 @@ impl App {
             self.goto(v);
             return;
         }
+        if self.replay_key(a) {
+            return;
+        }
         let page = 20isize;
         let view = self.ui.view;
         match a {
