@@ -9,6 +9,7 @@ use std::path::Path;
 pub mod audit;
 pub mod filter;
 pub mod kube;
+pub mod record;
 pub mod slurm;
 
 /// The fuzz targets, by the name of their folder under `fuzz/corpus/`.
@@ -22,6 +23,7 @@ pub const TARGETS: &[&str] = &[
     "kube_objects",
     "filter",
     "audit_verify",
+    "recording",
 ];
 
 /// Runs the check of `target` on `data`; `dir` is a scratch folder for the loaders that read
@@ -37,6 +39,7 @@ pub fn check(target: &str, data: &[u8], dir: &Path) {
         "kube_objects" => kube::check(data),
         "filter" => filter::check(data),
         "audit_verify" => audit::check(dir, data),
+        "recording" => record::check(dir, data),
         other => panic!("no fuzz target {other:?}"),
     }
 }

@@ -121,3 +121,8 @@ fn the_audit_targets_log_is_intact_and_fully_witnessed() {
     let base = gpuplane::fuzzing::audit::base();
     assert_eq!(gpuplane::fuzzing::audit::mutate(base, &[0, 0, 0, 0]), base);
 }
+
+#[test]
+fn recording() {
+    replay("recording");
+}

@@ -190,3 +190,40 @@ fn the_replay_header() {
         insta::assert_snapshot!(format!("replay_overview_{w}x{h}"), render(&mut a, w, h));
     }
 }
+
+/// The recording the `recording` fuzz target mutates (tests/fixtures/record/sim.gprec) is what
+/// this build's recorder writes for a small simulator run, byte for byte: a change to the
+/// model's binary form fails here (bump `record::VERSION`, then write it again with
+/// `GPUPLANE_WRITE_FIXTURE=1 cargo test --test hermetic replay::the_fuzz`).
+#[test]
+fn the_fuzz_targets_recording_is_what_this_recorder_writes() {
+    pin_utc();
+    let dir = tempfile::tempdir().unwrap();
+    let ring = RingOpts::new(dir.path().to_path_buf(), 1 << 30);
+    let mut a = console(ClusterState::new(Default::default(), Default::default()));
+    a.recording = Some(Recording::new(Recorder::start(ring).unwrap(), 6_000));
+    let mut sim = Sim::new(SimConfig { nodes: 4, gpus_per_node: 4, jobs: 24, ..SimConfig::default() });
+    a.wall_now = T0;
+    for u in sim.initial() {
+        a.update(Msg::Update(u));
+    }
+    for tick in 1..=8 {
+        a.wall_now = T0 + 2 * tick;
+        a.update(Msg::Update(sim.tick()));
+    }
+    a.recording.take().unwrap().recorder.flush();
+    let files = gpuplane::record::segments(dir.path()).unwrap();
+    assert_eq!(files.len(), 1);
+    let written = std::fs::read(&files[0]).unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/record/sim.gprec");
+    if std::env::var_os("GPUPLANE_WRITE_FIXTURE").is_some() {
+        std::fs::create_dir_all(fixture.parent().unwrap()).unwrap();
+        std::fs::write(&fixture, &written).unwrap();
+    }
+    let committed = std::fs::read(&fixture).unwrap();
+    assert!(committed == written, "the recorder writes other bytes than the committed recording");
+    let tape = Tape::open(&fixture).unwrap();
+    let keys = tape.frames.iter().filter(|f| f.info.kind == gpuplane::record::Kind::Keyframe).count();
+    assert!(keys >= 3, "keyframes to seek from: {keys}");
+    assert!(written.len() < 64 << 10, "small enough to fuzz: {} bytes", written.len());
+}

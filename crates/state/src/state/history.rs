@@ -40,6 +40,13 @@ impl<T: Copy + PartialEq> Matrix<T> {
         self.filled == 0
     }
 
+    /// Whether the ring holds what its methods assume (a snapshot read back is checked).
+    pub fn well_formed(&self) -> bool {
+        (self.data.is_empty() || Some(self.data.len()) == self.cols.checked_mul(HISTORY_LEN))
+            && self.head < HISTORY_LEN
+            && self.filled <= HISTORY_LEN
+    }
+
     /// Whether the rows are allocated (a row was written, or a column copied in).
     pub fn allocated(&self) -> bool {
         !self.data.is_empty()
@@ -199,6 +206,15 @@ pub struct FleetHistory {
 }
 
 impl FleetHistory {
+    /// Whether it has a column per node and per GPU, each ring well formed.
+    pub fn fits(&self, nodes: usize, gpus: usize) -> bool {
+        [&self.gpu_util, &self.gpu_temp].iter().all(|m| m.cols() == gpus && m.well_formed())
+            && [&self.node_util].iter().all(|m| m.cols() == nodes && m.well_formed())
+            && [&self.node_power_w, &self.node_port_errors]
+                .iter()
+                .all(|m| m.cols() == nodes && m.well_formed())
+    }
+
     pub fn new(nodes: usize, gpus: usize) -> Self {
         FleetHistory {
             gpu_util: Matrix::new(gpus, NONE_U8),

@@ -47,7 +47,26 @@ impl ClusterState {
         if !bytes.is_empty() {
             return Err(format!("{} bytes after the state", bytes.len()));
         }
+        // The indexes are rebuilt from what they index, never trusted from the bytes.
         s.job_ix = JobIndex::of(&s.jobs);
+        s.node_ix =
+            s.nodes.iter().enumerate().map(|(i, n)| ((n.cluster.clone(), n.name.clone()), i)).collect();
+        let mut base = 0;
+        s.gpu_base = s
+            .nodes
+            .iter()
+            .map(|n| {
+                let b = base;
+                base += n.gpus.len();
+                b
+            })
+            .collect();
+        if !s.fleet.fits(s.nodes.len(), base) {
+            return Err(format!("a history of {} nodes and {base} GPUs, as the state holds", s.nodes.len()));
+        }
+        if s.storage_history.len() != s.storage.len() {
+            return Err(format!("a storage history per filesystem ({} of them)", s.storage.len()));
+        }
         Ok(s)
     }
 }
